@@ -1,0 +1,44 @@
+# grantwire — the project's vocabulary. Every target is one line in the README.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export GOFLAGS := -buildvcs=false
+export CGO_ENABLED ?= 0
+
+OPA := go tool opa
+POLICY := policy/grantwire
+CAPS := policy/capabilities.json
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+.PHONY: deps
+deps: ## download Go modules and check the tools this project needs
+	@scripts/deps.sh
+
+.PHONY: wasm
+wasm: ## regenerate policy/policy.wasm (pinned OPA from go.mod) and its sha256
+	@scripts/build-wasm.sh
+
+.PHONY: wasm-check
+wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
+	@scripts/build-wasm.sh --check
+
+.PHONY: lint
+lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	go vet ./...
+	$(OPA) fmt --fail -l $(POLICY)
+	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
+
+.PHONY: test
+test: deps lint wasm-check ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+	@scripts/test.sh
+
+.PHONY: bench
+bench: ## benchmarks (see BENCHMARKS.md)
+	@scripts/bench.sh
+
+.PHONY: demo
+demo: deps ## the main job end to end on embedded defaults
+	@scripts/demo.sh

@@ -1,0 +1,384 @@
+// Package canon defines grantwire's canonical JSON form and converts to it.
+//
+// Both engines must produce byte-identical decisions, but OPA's Wasm runtime writes object
+// members in hash-bucket order while Go writes them sorted. The canonical form is therefore
+// defined here, once:
+//
+//   - no insignificant whitespace;
+//   - object members sorted by the bytes of their unescaped keys;
+//   - strings written as OPA's Wasm JSON writer writes them: `"` and `\` escaped with a
+//     backslash, \n \r \t as such, other bytes below 0x20 as \u00XX, everything else
+//     (including non-ASCII UTF-8, `<`, `>`, `&`) verbatim;
+//   - numbers written as their original text (integers as decimal digits).
+//
+// [Sorter] rewrites compact JSON (as the Wasm engine produces it) into this form without
+// allocating once warm; [Append] writes Go values (as the rego engine produces them).
+//
+// This package must not import anything outside the standard library.
+package canon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ErrSyntax reports input that is not compact JSON as OPA's writer produces it.
+var ErrSyntax = errors.New("canon: malformed JSON")
+
+type member struct {
+	keyStart, keyEnd int // the key token, quotes included
+	end              int // end of the value
+}
+
+// Sorter canonicalises compact JSON. Its scratch space is reused between calls, so a warm
+// Sorter does not allocate. A Sorter is not safe for concurrent use.
+type Sorter struct {
+	members []member
+	stack   []int // start index in members for each open object
+	keyA    []byte
+	keyB    []byte
+	src     []byte
+}
+
+// Append appends the canonical form of the compact JSON value src to dst.
+func (s *Sorter) Append(dst, src []byte) ([]byte, error) {
+	s.src = src
+	s.members = s.members[:0]
+	dst, end, err := s.value(dst, 0)
+	s.src = nil
+	if err != nil {
+		return dst, err
+	}
+	if end != len(src) {
+		return dst, ErrSyntax
+	}
+	return dst, nil
+}
+
+// skip returns the end of the value starting at i without emitting it.
+func (s *Sorter) skip(i int) (int, error) {
+	src := s.src
+	if i >= len(src) {
+		return 0, ErrSyntax
+	}
+	switch c := src[i]; {
+	case c == '"':
+		return s.skipString(i)
+	case c == '{' || c == '[':
+		depth := 0
+		for j := i; j < len(src); j++ {
+			switch src[j] {
+			case '"':
+				e, err := s.skipString(j)
+				if err != nil {
+					return 0, err
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, ErrSyntax
+	default:
+		j := i
+		for j < len(src) && src[j] != ',' && src[j] != '}' && src[j] != ']' && src[j] != ':' {
+			j++
+		}
+		if j == i {
+			return 0, ErrSyntax
+		}
+		return j, nil
+	}
+}
+
+func (s *Sorter) skipString(i int) (int, error) {
+	src := s.src
+	for j := i + 1; j < len(src); j++ {
+		switch src[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, ErrSyntax
+}
+
+// value emits the canonical form of the value at i and returns the index after it.
+func (s *Sorter) value(dst []byte, i int) ([]byte, int, error) {
+	src := s.src
+	if i >= len(src) {
+		return dst, 0, ErrSyntax
+	}
+	switch src[i] {
+	case '{':
+		return s.object(dst, i)
+	case '[':
+		dst = append(dst, '[')
+		j := i + 1
+		if j < len(src) && src[j] == ']' {
+			return append(dst, ']'), j + 1, nil
+		}
+		for {
+			var err error
+			dst, j, err = s.value(dst, j)
+			if err != nil {
+				return dst, 0, err
+			}
+			if j >= len(src) {
+				return dst, 0, ErrSyntax
+			}
+			if src[j] == ']' {
+				return append(dst, ']'), j + 1, nil
+			}
+			if src[j] != ',' {
+				return dst, 0, ErrSyntax
+			}
+			dst = append(dst, ',')
+			j++
+		}
+	default:
+		e, err := s.skip(i)
+		if err != nil {
+			return dst, 0, err
+		}
+		return append(dst, src[i:e]...), e, nil
+	}
+}
+
+func (s *Sorter) object(dst []byte, i int) ([]byte, int, error) {
+	src := s.src
+	base := len(s.members)
+	j := i + 1
+	if j < len(src) && src[j] == '}' {
+		return append(dst, '{', '}'), j + 1, nil
+	}
+	for {
+		if j >= len(src) || src[j] != '"' {
+			return dst, 0, ErrSyntax
+		}
+		ke, err := s.skipString(j)
+		if err != nil {
+			return dst, 0, err
+		}
+		if ke >= len(src) || src[ke] != ':' {
+			return dst, 0, ErrSyntax
+		}
+		ve, err := s.skip(ke + 1)
+		if err != nil {
+			return dst, 0, err
+		}
+		s.members = append(s.members, member{keyStart: j, keyEnd: ke, end: ve})
+		j = ve
+		if j >= len(src) {
+			return dst, 0, ErrSyntax
+		}
+		if src[j] == '}' {
+			j++
+			break
+		}
+		if src[j] != ',' {
+			return dst, 0, ErrSyntax
+		}
+		j++
+	}
+	ms := s.members[base:]
+	slices.SortFunc(ms, func(a, b member) int { return s.compareKeys(a, b) })
+	// Emit from a copy of the positions: nested objects append to s.members.
+	n := len(ms)
+	dst = append(dst, '{')
+	for k := 0; k < n; k++ {
+		m := s.members[base+k]
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, src[m.keyStart:m.keyEnd]...)
+		dst = append(dst, ':')
+		var err error
+		dst, _, err = s.value(dst, m.keyEnd+1)
+		if err != nil {
+			return dst, 0, err
+		}
+	}
+	s.members = s.members[:base]
+	return append(dst, '}'), j, nil
+}
+
+func (s *Sorter) compareKeys(a, b member) int {
+	ka := s.src[a.keyStart+1 : a.keyEnd-1]
+	kb := s.src[b.keyStart+1 : b.keyEnd-1]
+	if bytes.IndexByte(ka, '\\') < 0 && bytes.IndexByte(kb, '\\') < 0 {
+		return bytes.Compare(ka, kb)
+	}
+	s.keyA = unescape(s.keyA[:0], ka)
+	s.keyB = unescape(s.keyB[:0], kb)
+	return bytes.Compare(s.keyA, s.keyB)
+}
+
+// unescape decodes the body of a JSON string (no quotes) into dst.
+func unescape(dst, b []byte) []byte {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' || i+1 >= len(b) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch b[i] {
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			if i+4 < len(b) {
+				if v, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 32); err == nil {
+					dst = utf8.AppendRune(dst, rune(v))
+					i += 4
+					continue
+				}
+			}
+			dst = append(dst, 'u')
+		default:
+			dst = append(dst, b[i])
+		}
+	}
+	return dst
+}
+
+// AppendString appends s as a canonical JSON string.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			const hex = "0123456789abcdef"
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// Append appends the canonical JSON form of a Go value built from JSON types: nil, bool,
+// string, json.Number, float64, int, int64, *big.Int, []any, map[string]any, or
+// json.RawMessage (which is canonicalised in turn).
+func Append(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case string:
+		return AppendString(dst, x), nil
+	case json.Number:
+		return append(dst, x...), nil
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), nil
+	case float64:
+		return strconv.AppendFloat(dst, x, 'g', -1, 64), nil
+	case *big.Int:
+		return x.Append(dst, 10), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = Append(dst, e); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case []string:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, e)
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = Append(dst, x[k]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case json.RawMessage:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, x); err != nil {
+			return dst, err
+		}
+		var any any
+		d := json.NewDecoder(&buf)
+		d.UseNumber()
+		if err := d.Decode(&any); err != nil {
+			return dst, err
+		}
+		return Append(dst, any)
+	default:
+		return dst, fmt.Errorf("canon: unsupported type %T", v)
+	}
+}
+
+// Marshal returns the canonical JSON form of any value that encoding/json can marshal.
+func Marshal(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var x any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&x); err != nil {
+		return nil, err
+	}
+	return Append(nil, x)
+}

@@ -1,0 +1,132 @@
+# METADATA
+# title: grantwire
+# description: |
+#   The entrypoints of grantwire's core. `decide` routes a query `{op, args, facts, attempt}`
+#   to the decision rule of its operation and always returns a decision (an unknown operation
+#   gets a USAGE error, a query no rule matches gets INTERNAL). `manifest` publishes every
+#   operation with the facts worth fetching before the first question, so the hot path takes
+#   a single round of I/O.
+package grantwire
+
+import data.grantwire.activations
+import data.grantwire.connections
+import data.grantwire.errors
+import data.grantwire.forwarded
+import data.grantwire.gate
+import data.grantwire.grants
+import data.grantwire.mcp
+import data.grantwire.step
+import data.grantwire.transport
+
+# METADATA
+# title: maximum attempts
+# description: Restarts after failed preconditions (concurrent writers) before the operation reports BUSY.
+max_attempts := 16
+
+_op := input.op
+
+_decision := gate.decision if {
+	_op == "get_access_token"
+} else := grants.grant if {
+	_op == "grant"
+} else := grants.revoke if {
+	_op == "revoke"
+} else := grants.list if {
+	_op == "list_grants"
+} else := activations.activate if {
+	_op == "activate"
+} else := activations.deactivate if {
+	_op == "deactivate"
+} else := activations.list if {
+	_op == "list_activations"
+} else := activations.visible if {
+	_op == "visible_servers"
+} else := connections.disconnect if {
+	_op == "disconnect"
+} else := connections.connect if {
+	_op == "connect"
+} else := connections.configure_client if {
+	_op == "configure_client"
+} else := connections.status if {
+	_op == "status"
+} else := connections.connections if {
+	_op == "connections"
+} else := forwarded.decision if {
+	_op == "import_forwarded"
+} else := mcp.configure if {
+	_op == "configure_mcp"
+} else := mcp.credential if {
+	_op == "credential"
+} else := transport.check_url if {
+	_op == "check_url"
+}
+
+_op_name := _op if is_string(_op)
+
+else := "(missing)"
+
+# METADATA
+# title: decide
+# description: The decision for input.op; see each operation's package for its rules.
+# entrypoint: true
+decide := step.fail(errors.usage("the query needs an object of args"), []) if {
+	not is_object(input.args)
+} else := step.fail(errors.busy_conflict(_attempts), []) if {
+	_attempts > max_attempts
+} else := d if {
+	d := _decision
+} else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), [])
+
+_attempts := input.attempt if is_number(input.attempt)
+
+else := 0
+
+default decide := {
+	"status": "done", "effects": [],
+	"error": {"code": "INTERNAL", "message": "internal: the facts match no rule (a shell bug?)", "fix": ""},
+}
+
+_arg(name) := {"$arg": name}
+
+# METADATA
+# title: manifest
+# description: |
+#   Every operation with its prefetch templates: needs whose parameters may be
+#   {"$arg": name}, replaced by that argument before the first question.
+# entrypoint: true
+manifest := {"ops": {
+	"get_access_token": {"prefetch": [
+		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("provider"), _arg("agent")]},
+		{"key": "conn", "kind": "connection.get", "provider": _arg("provider")},
+		{"key": "client", "kind": "client.get", "provider": _arg("provider"), "fresh": false},
+		{"key": "token", "kind": "token.get", "provider": _arg("provider")},
+		{"key": "now", "kind": "clock.now"},
+	]},
+	"grant": {"prefetch": [
+		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
+	]},
+	"revoke": {"prefetch": [
+		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
+		{"key": "active", "kind": "ledger.get", "ledger": "activations", "path": [_arg("connector"), _arg("agent")]},
+	]},
+	"list_grants": {"prefetch": []},
+	"activate": {"prefetch": []},
+	"deactivate": {"prefetch": []},
+	"list_activations": {"prefetch": []},
+	"visible_servers": {"prefetch": [
+		{"key": "agent_grants", "kind": "ledger.get", "ledger": "grants", "path": ["*", _arg("agent")]},
+		{"key": "agent_actives", "kind": "ledger.get", "ledger": "activations", "path": ["*", _arg("agent")]},
+	]},
+	"disconnect": {"prefetch": []},
+	"connect": {"prefetch": []},
+	"configure_client": {"prefetch": []},
+	"status": {"prefetch": []},
+	"connections": {"prefetch": []},
+	"import_forwarded": {"prefetch": []},
+	"configure_mcp": {"prefetch": []},
+	"credential": {"prefetch": [
+		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
+		{"key": "mcp", "kind": "mcp.get", "connector": _arg("connector")},
+	]},
+	"check_url": {"prefetch": []},
+}}

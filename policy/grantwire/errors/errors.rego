@@ -1,0 +1,236 @@
+# METADATA
+# title: Errors
+# description: |
+#   Every error the core returns: a stable code, a one-line message that ends with the exact
+#   command that fixes it (when one exists), and structured fields. Messages never contain a
+#   secret: the core never sees one. The codes and their REST statuses and CLI exit codes are
+#   listed in BEHAVIOUR.md; `status_of` and `exit_of` are the single source for the shells.
+package grantwire.errors
+
+import data.grantwire.scopes
+
+# METADATA
+# title: error table
+# description: REST status and CLI exit code of every error code.
+table := {
+	"NOT_CONNECTED": {"status": 401, "exit": 4},
+	"AGENT_NOT_GRANTED": {"status": 403, "exit": 4},
+	"CONNECTION_MISSING_SCOPES": {"status": 403, "exit": 4},
+	"REAUTH_REQUIRED": {"status": 401, "exit": 4},
+	"TENANT_MISMATCH": {"status": 403, "exit": 4},
+	"CONNECTION_REVOKED": {"status": 401, "exit": 4},
+	"SCOPE_MISMATCH": {"status": 403, "exit": 4},
+	"INTERACTIVE_AUTH_REQUIRED": {"status": 401, "exit": 4},
+	"CONSENT_DENIED": {"status": 403, "exit": 4},
+	"BUSY": {"status": 503, "exit": 75},
+	"CONFIGURATION": {"status": 400, "exit": 3},
+	"INSECURE_STORE": {"status": 500, "exit": 5},
+	"CORRUPT_LEDGER": {"status": 500, "exit": 5},
+	"INSECURE_TRANSPORT": {"status": 502, "exit": 5},
+	"PROVIDER_ERROR": {"status": 502, "exit": 5},
+	"UNKNOWN_CONNECTOR": {"status": 404, "exit": 1},
+	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
+	"USAGE": {"status": 400, "exit": 2},
+	"INTERNAL": {"status": 500, "exit": 5},
+}
+
+# METADATA
+# title: error
+# description: Build an error object; fields are merged over the code, message and fix.
+error(code, message, fix, fields) := object.union(fields, {"code": code, "message": msg, "fix": fix}) if {
+	fix != ""
+	msg := concat("", [message, "; fix: ", fix])
+} else := object.union(fields, {"code": code, "message": message, "fix": ""})
+
+# METADATA
+# title: usage
+# description: The arguments of an operation are malformed.
+usage(message) := error("USAGE", concat("", ["usage: ", message]), "", {})
+
+# METADATA
+# title: unknown connector
+# description: The connector id is not in the catalog.
+unknown_connector(c) := error(
+	"UNKNOWN_CONNECTOR",
+	concat("", ["unknown connector ", scopes.quote(c)]),
+	"grantwire catalog",
+	{"connector": c},
+)
+
+# METADATA
+# title: unknown agents
+# description: Agents that the agent registry does not know.
+unknown_agents(list) := error(
+	"UNKNOWN_AGENT",
+	concat("", ["unknown agent(s): ", concat(", ", list), "; nothing was written"]),
+	"grantwire agents list",
+	{"agent_ids": list},
+)
+
+# METADATA
+# title: configuration
+# description: A misuse of the configuration (activation on OAuth, no scopes to grant, no client configured, ...).
+configuration(message, fix, fields) := error("CONFIGURATION", concat("", ["configuration error: ", message]), fix, fields)
+
+# METADATA
+# title: agent not granted
+# description: The grant layer refused; the fix grants the union of held and requested scopes.
+agent_not_granted(c, a, requested, held) := error(
+	"AGENT_NOT_GRANTED",
+	concat("", [
+		"agent ", scopes.quote(a), " is not granted ", concat(" ", scopes.missing(requested, held)),
+		" on ", c,
+	]),
+	scopes.grant_cmd(c, a, scopes.union(held, requested)),
+	{
+		"connector": c, "agent": a,
+		"missing_scopes": scopes.missing(requested, held),
+		"full_scopes": scopes.union(held, requested),
+	},
+)
+
+# METADATA
+# title: not connected
+# description: No connection is stored for the provider.
+not_connected(c, list) := error(
+	"NOT_CONNECTED",
+	concat("", [c, " is not connected"]),
+	scopes.connect_cmd(c, list),
+	{"connector": c},
+)
+
+# METADATA
+# title: MCP server not configured
+# description: An MCP server has no stored configuration.
+not_connected_mcp(c, keys) := error(
+	"NOT_CONNECTED",
+	concat("", [c, " is not configured"]),
+	concat("", ["grantwire configure ", c, concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])]),
+	{"connector": c},
+)
+
+# METADATA
+# title: connection missing scopes
+# description: The stored connection lacks requested scopes; reconnect with the union.
+connection_missing_scopes(c, a, requested, held) := error(
+	"CONNECTION_MISSING_SCOPES",
+	concat("", [
+		"the ", c, " connection lacks ", concat(" ", scopes.missing(requested, held)),
+	]),
+	scopes.connect_cmd(c, scopes.union(held, requested)),
+	{
+		"connector": c, "agent": a,
+		"missing_scopes": scopes.missing(requested, held),
+		"full_scopes": scopes.union(held, requested),
+	},
+)
+
+# METADATA
+# title: reauth required
+# description: The connection must be made again (client rotated, corrupt blob, 401 on refresh).
+reauth_required(c, cause, list) := error(
+	"REAUTH_REQUIRED",
+	concat("", ["the ", c, " connection must be authorized again (", cause, ")"]),
+	scopes.connect_cmd(c, list),
+	{"connector": c, "cause": cause},
+)
+
+# METADATA
+# title: tenant mismatch
+# description: The stored tenant differs from the configured tenant; the connection was cleared.
+tenant_mismatch(c, stored, configured, list) := error(
+	"TENANT_MISMATCH",
+	concat("", [
+		"the ", c, " connection belongs to tenant ", stored,
+		" but the configured tenant is ", configured, "; the connection was cleared",
+	]),
+	scopes.connect_cmd(c, list),
+	{"connector": c, "stored_tenant": stored, "configured_tenant": configured},
+)
+
+# METADATA
+# title: connection revoked
+# description: The token endpoint answered invalid_grant; the connection was deleted.
+connection_revoked(c, list) := error(
+	"CONNECTION_REVOKED",
+	concat("", ["the provider revoked the ", c, " connection (invalid_grant)"]),
+	scopes.connect_cmd(c, list),
+	{"connector": c},
+)
+
+# METADATA
+# title: busy
+# description: Another operation holds the provider's lock; nothing was changed. Transient.
+busy(c) := error(
+	"BUSY",
+	concat("", ["another grantwire operation holds the ", c, " lock; nothing was changed, retry shortly"]),
+	"",
+	{"connector": c, "retry_after_ms": 500},
+)
+
+# METADATA
+# title: busy after conflicts
+# description: Concurrent writers kept changing what this operation read; nothing more was written.
+busy_conflict(n) := error(
+	"BUSY",
+	concat("", [
+		"gave up after ", format_int(n, 10),
+		" attempts: other writers kept changing the same entries; retry shortly",
+	]),
+	"",
+	{"retry_after_ms": 500, "attempts": n},
+)
+
+# METADATA
+# title: scope mismatch
+# description: Forwarded scopes do not cover what the listed agents declare. Only re-consent fixes it.
+scope_mismatch(c, missing, wanted) := error(
+	"SCOPE_MISMATCH",
+	concat("", [
+		"the forwarded ", c, " consent lacks ", concat(" ", missing),
+		"; a refresh can never widen scope, so nothing was written. ",
+		"Re-consent in the host application with all of: ", concat(" ", wanted),
+	]),
+	"",
+	{"connector": c, "missing_scopes": missing, "required_scopes": wanted},
+)
+
+# METADATA
+# title: provider error
+# description: The token endpoint failed in a way that is neither invalid_grant nor 401.
+provider_error(c, status, code) := error(
+	"PROVIDER_ERROR",
+	concat("", ["the ", c, " token endpoint failed (status ", format_int(status, 10), " ", code, ")"]),
+	"",
+	{"connector": c, "http_status": status, "oauth_error": code},
+)
+
+# METADATA
+# title: interactive auth required
+# description: Authorization needs a browser and none is available.
+interactive_required(c, list) := error(
+	"INTERACTIVE_AUTH_REQUIRED",
+	concat("", ["authorizing ", c, " needs a browser and this session has none"]),
+	concat("", [scopes.connect_cmd(c, list), " --no-browser"]),
+	{"connector": c},
+)
+
+# METADATA
+# title: consent denied
+# description: The user or the provider refused the authorization.
+consent_denied(c, code) := error(
+	"CONSENT_DENIED",
+	concat("", ["the ", c, " authorization was refused (", code, ")"]),
+	"",
+	{"connector": c, "oauth_error": code},
+)
+
+# METADATA
+# title: insecure transport
+# description: A URL refused by the transport rule.
+insecure_transport(reason) := error("INSECURE_TRANSPORT", concat("", ["refused URL: ", reason]), "", {"reason": reason})
+
+# METADATA
+# title: internal
+# description: The facts did not match any rule (a shell bug or malformed facts).
+internal(op) := error("INTERNAL", concat("", ["internal: no decision for ", op, " (malformed facts?)"]), "", {})

@@ -1,0 +1,44 @@
+# METADATA
+# title: Client-hash tripwire
+# description: |
+#   A stored connection records the CRC-32 (8 lowercase hex digits) of the OAuth client id it
+#   was issued under, and optionally a tenant. Every load compares them with the current
+#   client configuration. This package only classifies; the gate and the listings decide what
+#   to do with the verdict (re-read the client from the credential store, take the lock,
+#   clear the connection under the lock, or report BUSY).
+package grantwire.tripwire
+
+# METADATA
+# title: verdict
+# description: |
+#   "ok", "corrupt" (the stored blob is not valid JSON), "no_client" (no client configured),
+#   "client" (client id hash differs; a missing hash differs too) or "tenant" (both sides
+#   name a tenant and they differ).
+verdict(conn, client) := "corrupt" if {
+	conn.valid != true
+} else := "no_client" if {
+	client.found != true
+} else := "client" if {
+	object.get(conn, "client_id_hash", null) != client.client_id_hash
+} else := "tenant" if {
+	stored := object.get(conn, "tenant", null)
+	configured := object.get(client, "tenant", null)
+	is_string(stored)
+	is_string(configured)
+	stored != configured
+} else := "ok"
+
+# METADATA
+# title: resolvable
+# description: Verdicts that a fresh read of the client configuration may still resolve.
+resolvable := {"client", "tenant", "no_client"}
+
+# METADATA
+# title: clearing
+# description: Verdicts that clear the connection once they hold under the provider's lock.
+clearing := {"corrupt", "client", "tenant"}
+
+# METADATA
+# title: reason
+# description: The name a listing or an event gives a clearing verdict.
+reason := {"corrupt": "corrupt", "client": "client_rotated", "tenant": "tenant_mismatch", "no_client": "no_client", "ok": "ok"}
