@@ -212,17 +212,23 @@ func ParseDecision(b []byte) (*Decision, error) {
 	return &d, nil
 }
 
-// Op describes one operation the policy decides: the Wasm entrypoint that decides it and
-// the facts worth fetching before the first question (templates, see [Manifest]).
+// Op describes one operation the policy decides: the facts worth fetching before the
+// first question, as templates whose {"$arg": name} parameters are replaced by arguments.
 type Op struct {
-	Entrypoint string          `json:"entrypoint"`
-	Prefetch   json.RawMessage `json:"prefetch"`
+	Prefetch json.RawMessage `json:"prefetch"`
 }
 
-// Manifest is what the policy publishes about itself (entrypoint grantwire/manifest/ops):
-// every operation it decides.
+// Manifest is what the policy publishes about itself (entrypoint grantwire/manifest):
+// every operation it decides and every error code it can return.
 type Manifest struct {
-	Ops map[string]Op `json:"ops"`
+	Ops    map[string]Op        `json:"ops"`
+	Errors map[string]ErrorInfo `json:"errors"`
+}
+
+// ErrorInfo is how the surfaces render an error code: its REST status and CLI exit code.
+type ErrorInfo struct {
+	Status int `json:"status"`
+	Exit   int `json:"exit"`
 }
 
 // Engine evaluates grantwire's policy. Implementations are safe for concurrent use.

@@ -91,10 +91,11 @@ _arg(name) := {"$arg": name}
 # METADATA
 # title: manifest
 # description: |
-#   Every operation with its prefetch templates: needs whose parameters may be
-#   {"$arg": name}, replaced by that argument before the first question.
+#   Every operation with its prefetch templates (needs whose parameters may be
+#   {"$arg": name}, replaced by that argument before the first question), and every error
+#   code with its REST status and CLI exit code.
 # entrypoint: true
-manifest := {"ops": {
+manifest := {"errors": errors.table, "ops": {
 	"get_access_token": {"prefetch": [
 		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("provider"), _arg("agent")]},
 		{"key": "conn", "kind": "connection.get", "provider": _arg("provider")},

@@ -1,0 +1,73 @@
+package grantwire_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/hostabi/memhost"
+)
+
+func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
+	t.Helper()
+	ctx := context.Background()
+	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(ctx) })
+	return c, w
+}
+
+func TestClientGateAndMCP(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newMemClient(t)
+	const gmail = "https://www.googleapis.com/auth/gmail.readonly"
+
+	require.NoError(t, c.ConfigureClient(ctx, "google", "client-1", "secret-1", ""))
+	_, err := c.Connect(ctx, "google", []string{gmail}, nil)
+	require.NoError(t, err)
+
+	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
+	require.True(t, errors.Is(err, grantwire.ErrAgentNotGranted), "%v", err)
+	var ge *grantwire.Error
+	require.True(t, errors.As(err, &ge))
+	require.Equal(t, []string{gmail}, ge.MissingScopes)
+	require.Equal(t, 403, ge.Status)
+	require.Equal(t, 4, ge.Exit)
+
+	_, err = c.Grant(ctx, "google", "builtin:chat", []string{gmail})
+	require.NoError(t, err)
+	tok, err := c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
+	require.NoError(t, err)
+	require.NotEmpty(t, tok.AccessToken)
+
+	// Rotating the client trips the tripwire on the next use.
+	require.NoError(t, c.ConfigureClient(ctx, "google", "client-2", "secret-2", ""))
+	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
+	require.True(t, errors.Is(err, grantwire.ErrReauthRequired), "%v", err)
+
+	require.NoError(t, c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_TOKEN": "ghp_x"}))
+	act, err := c.Activate(ctx, "mcp-github", "builtin:chat", []string{"use"})
+	require.NoError(t, err)
+	require.True(t, act.AutoGranted)
+	vis, err := c.VisibleServers(ctx, "builtin:chat")
+	require.NoError(t, err)
+	require.Equal(t, []string{"mcp-github"}, vis)
+	cred, err := c.Credential(ctx, "mcp-github", "builtin:chat")
+	require.NoError(t, err)
+	require.Equal(t, "ghp_x", cred.Env["GITHUB_TOKEN"])
+
+	_, err = c.Activate(ctx, "google", "builtin:chat", nil)
+	require.True(t, errors.Is(err, grantwire.ErrConfiguration), "%v", err)
+
+	res, err := c.Disconnect(ctx, "mcp-github")
+	require.NoError(t, err)
+	require.Equal(t, []string{"builtin:chat"}, res.RevokedGrants)
+	vis, err = c.VisibleServers(ctx, "builtin:chat")
+	require.NoError(t, err)
+	require.Empty(t, vis)
+}

@@ -1,0 +1,537 @@
+// Package grantwire decides which AI agent may use which external connection, with which
+// scopes, and keeps every secret in the operating system's credential store.
+//
+// A [Client] runs each operation through grantwire's side-effect-free core (the Rego
+// policy, compiled to WebAssembly by default) and a shell that supplies the keyring, the
+// ledger files, the locks and the OAuth loopback. Errors are *[Error] values with the stable
+// codes of BEHAVIOUR.md; use errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
+//
+// This package imports the Wasm engine, not OPA's Go packages: pass a rego engine with
+// [WithEngine] to evaluate the Rego source directly.
+package grantwire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+type config struct {
+	engine  core.Engine
+	caps    *hostabi.Capabilities
+	catalog []byte
+	observe func(Decision)
+	errs    []error
+}
+
+// Option configures a [Client]; options never fail, New reports errors.
+type Option func(*config)
+
+// WithEngine evaluates decisions with the given engine (for example regoengine). The
+// engine must have been given the same catalog as the client (see [catalog.Catalog.Data]).
+func WithEngine(e core.Engine) Option { return func(c *config) { c.engine = e } }
+
+// WithCapabilities runs the client on the given shell capabilities (the OS shell of
+// shells/native, or an in-memory world of hostabi/memhost).
+func WithCapabilities(caps hostabi.Capabilities) Option {
+	return func(c *config) { c.caps = &caps }
+}
+
+// WithCatalog replaces the embedded catalog with catalog JSON ({"connectors": {...}}).
+func WithCatalog(raw []byte) Option { return func(c *config) { c.catalog = raw } }
+
+// Decision describes one finished operation for decision logs: the operation, its
+// arguments (never a secret), the final facts, and its result or error.
+type Decision struct {
+	Op     string
+	Args   json.RawMessage
+	Result json.RawMessage
+	Error  *Error
+	Rounds int
+	At     time.Time
+}
+
+// WithObserver calls fn after every operation (decision logs, metrics).
+func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe = fn } }
+
+// Client runs grantwire's operations. It is safe for concurrent use.
+type Client struct {
+	driver  *hostabi.Driver
+	engine  core.Engine
+	owns    bool
+	catalog *catalog.Catalog
+	observe func(Decision)
+}
+
+// New builds a client. Without WithCapabilities it needs a shell; see shells/native.New.
+func New(ctx context.Context, opts ...Option) (*Client, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	cat, err := catalog.Load(c.catalog)
+	if err != nil {
+		return nil, err
+	}
+	if c.caps == nil {
+		return nil, errors.New("grantwire: no shell: pass WithCapabilities (shells/native.New gives the OS shell)")
+	}
+	cl := &Client{catalog: cat, observe: c.observe, engine: c.engine}
+	if cl.engine == nil {
+		if cl.engine, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data())); err != nil {
+			return nil, err
+		}
+		cl.owns = true
+	}
+	caps := *c.caps
+	if caps.Catalog == nil {
+		caps.Catalog = cat.Connector
+	}
+	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: hostabi.NewHost(caps)}
+	return cl, nil
+}
+
+// Close releases the engine (when the client created it).
+func (c *Client) Close(ctx context.Context) error {
+	if c.owns {
+		return c.engine.Close(ctx)
+	}
+	return nil
+}
+
+// Engine returns the engine deciding for this client.
+func (c *Client) Engine() core.Engine { return c.engine }
+
+// Host returns the client's host (its token cache and capabilities).
+func (c *Client) Host() *hostabi.Host { return c.driver.Host }
+
+// Catalog returns the client's catalog.
+func (c *Client) Catalog() *catalog.Catalog { return c.catalog }
+
+// Do runs any operation by name and returns its raw result (which may hold secret
+// references resolved by Outcome.Secret). The typed methods below are built on it.
+func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+	out, err := c.driver.Run(ctx, op, args, secrets)
+	if err != nil {
+		return nil, fmt.Errorf("grantwire: %s: %w", op, err)
+	}
+	var gerr *Error
+	if out.Error != nil {
+		gerr = newError(out.Error, c.engine.Manifest().Errors)
+	}
+	if c.observe != nil {
+		raw, _ := json.Marshal(args)
+		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now()})
+	}
+	if gerr != nil {
+		return out, gerr
+	}
+	return out, nil
+}
+
+// AsError converts an operation's core error to *Error (nil stays nil).
+func (c *Client) AsError(ce *core.Error) *Error {
+	if ce == nil {
+		return nil
+	}
+	return newError(ce, c.engine.Manifest().Errors)
+}
+
+func (c *Client) run(ctx context.Context, op string, args any, secrets map[string]string, result any) (*hostabi.Outcome, error) {
+	out, err := c.Do(ctx, op, args, secrets)
+	if err != nil {
+		return out, err
+	}
+	if result != nil {
+		if err := json.Unmarshal(out.Result, result); err != nil {
+			return out, fmt.Errorf("grantwire: %s: decode result: %w", op, err)
+		}
+	}
+	return out, nil
+}
+
+type secretRef struct {
+	Ref string `json:"$ref"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Token is an access token handed to an agent.
+type Token struct {
+	Provider    string
+	AccessToken string
+	ExpiresAt   time.Time
+	Scopes      []string
+}
+
+// GetAccessToken returns an access token for agent with scopes on provider, after the
+// two-layer gate (grant, connection, tripwire, connection scopes), refreshing under the
+// provider's lock when the cached token has 60 s or less left.
+func (c *Client) GetAccessToken(ctx context.Context, provider string, scopes []string, agent string) (*Token, error) {
+	var r struct {
+		Provider    string    `json:"provider"`
+		AccessToken secretRef `json:"access_token"`
+		ExpiresAt   int64     `json:"expires_at"`
+		Scopes      []string  `json:"scopes"`
+	}
+	out, err := c.run(ctx, "get_access_token", map[string]any{"provider": provider, "scopes": nonNil(scopes), "agent": agent}, nil, &r)
+	if err != nil {
+		return nil, err
+	}
+	tok, ok := out.Secret(r.AccessToken.Ref)
+	if !ok {
+		return nil, fmt.Errorf("grantwire: access token reference %q unresolved", r.AccessToken.Ref)
+	}
+	return &Token{Provider: r.Provider, AccessToken: tok, ExpiresAt: time.UnixMilli(r.ExpiresAt), Scopes: r.Scopes}, nil
+}
+
+// GrantResult is the outcome of Grant.
+type GrantResult struct {
+	Connector string   `json:"connector"`
+	Agent     string   `json:"agent"`
+	Scopes    []string `json:"scopes"`
+	Changed   bool     `json:"changed"`
+}
+
+// Grant replaces the scopes agent holds on connector (stored sorted, without duplicates).
+func (c *Client) Grant(ctx context.Context, connector, agent string, scopes []string) (*GrantResult, error) {
+	var r GrantResult
+	_, err := c.run(ctx, "grant", map[string]any{"connector": connector, "agent": agent, "scopes": nonNil(scopes)}, nil, &r)
+	return &r, err
+}
+
+// Revoke removes agent's grant on connector and its activation; revoking nothing succeeds.
+func (c *Client) Revoke(ctx context.Context, connector, agent string) (changed bool, err error) {
+	var r struct {
+		Changed bool `json:"changed"`
+	}
+	_, err = c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	return r.Changed, err
+}
+
+// ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.
+func (c *Client) ListGrants(ctx context.Context, connector string) (map[string]map[string][]string, error) {
+	args := map[string]any{}
+	if connector != "" {
+		args["connector"] = connector
+	}
+	var r struct {
+		Grants json.RawMessage `json:"grants"`
+	}
+	if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
+		return nil, err
+	}
+	out := map[string]map[string][]string{}
+	if connector != "" {
+		m := map[string][]string{}
+		if err := json.Unmarshal(r.Grants, &m); err != nil {
+			return nil, err
+		}
+		if len(m) > 0 {
+			out[connector] = m
+		}
+		return out, nil
+	}
+	return out, json.Unmarshal(r.Grants, &out)
+}
+
+// Activation is the outcome of Activate.
+type Activation struct {
+	Connector   string   `json:"connector"`
+	Agent       string   `json:"agent"`
+	AutoGranted bool     `json:"auto_granted"`
+	GrantSource string   `json:"grant_source"` // existing, explicit, declared or consumes_mcp_servers
+	Scopes      []string `json:"scopes"`
+	Changed     bool     `json:"changed"`
+}
+
+// Activate makes an MCP connector's tools visible to agent. With no grant for the pair it
+// grants scopes (nil: the agent's declared scopes, else ["use"] for an agent that consumes
+// MCP servers); an existing grant is never overwritten.
+func (c *Client) Activate(ctx context.Context, connector, agent string, scopes []string) (*Activation, error) {
+	args := map[string]any{"connector": connector, "agent": agent}
+	if scopes != nil {
+		args["scopes"] = scopes
+	}
+	var r Activation
+	_, err := c.run(ctx, "activate", args, nil, &r)
+	return &r, err
+}
+
+// Deactivate hides an MCP connector's tools from agent; the grant is kept.
+func (c *Client) Deactivate(ctx context.Context, connector, agent string) (changed bool, err error) {
+	var r struct {
+		Changed bool `json:"changed"`
+	}
+	_, err = c.run(ctx, "deactivate", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	return r.Changed, err
+}
+
+// ListActivations returns {connector: {agent: true}}, for one connector or (with "") all.
+func (c *Client) ListActivations(ctx context.Context, connector string) (map[string]map[string]bool, error) {
+	args := map[string]any{}
+	if connector != "" {
+		args["connector"] = connector
+	}
+	var r struct {
+		Activations json.RawMessage `json:"activations"`
+	}
+	if _, err := c.run(ctx, "list_activations", args, nil, &r); err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	if connector != "" {
+		m := map[string]bool{}
+		if err := json.Unmarshal(r.Activations, &m); err != nil {
+			return nil, err
+		}
+		if len(m) > 0 {
+			out[connector] = m
+		}
+		return out, nil
+	}
+	return out, json.Unmarshal(r.Activations, &out)
+}
+
+// VisibleServers lists the MCP connectors whose tools agent sees (granted and active).
+func (c *Client) VisibleServers(ctx context.Context, agent string) ([]string, error) {
+	var r struct {
+		Servers []string `json:"servers"`
+	}
+	_, err := c.run(ctx, "visible_servers", map[string]any{"agent": agent}, nil, &r)
+	return r.Servers, err
+}
+
+// DisconnectResult says what Disconnect removed.
+type DisconnectResult struct {
+	Connector     string   `json:"connector"`
+	Removed       bool     `json:"removed"`
+	RevokedGrants []string `json:"revoked_grants"`
+	Deactivated   []string `json:"deactivated"`
+}
+
+// Disconnect deletes a connector's secrets and metadata and wipes its grants and
+// activations; connecting again inherits nothing. Idempotent.
+func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectResult, error) {
+	var r DisconnectResult
+	_, err := c.run(ctx, "disconnect", map[string]any{"connector": connector}, nil, &r)
+	return &r, err
+}
+
+// ConfigureClient stores a provider's OAuth client in the credential store.
+func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) error {
+	args := map[string]any{"connector": provider, "client_id_hash": hostabi.ClientIDHash(clientID), "has_secret": clientSecret != ""}
+	if tenant != "" {
+		args["tenant"] = tenant
+	}
+	secrets := map[string]string{"client_id": clientID}
+	if clientSecret != "" {
+		secrets["client_secret"] = clientSecret
+	}
+	_, err := c.run(ctx, "configure_client", args, secrets, nil)
+	return err
+}
+
+// ConnectResult is the outcome of Connect.
+type ConnectResult struct {
+	Connector string              `json:"connector"`
+	Account   string              `json:"account"`
+	Scopes    []string            `json:"scopes"`
+	Granted   map[string][]string `json:"granted"`
+}
+
+// Connect authorizes a provider (PKCE through a loopback redirect) and stores the
+// connection; grantAgents are granted their declared scopes (or scopes, when given).
+func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string) (*ConnectResult, error) {
+	var r ConnectResult
+	_, err := c.run(ctx, "connect", map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}, nil, &r)
+	return &r, err
+}
+
+// Forwarded is a connection forwarded by a host application that holds the user's consent.
+type Forwarded struct {
+	Provider     string
+	ClientID     string
+	ClientSecret string
+	RefreshToken string
+	Scopes       []string
+	AccountEmail string
+	AccountType  string
+	GrantAgents  []string
+}
+
+// ForwardedSummary is the metadata ImportForwarded returns (never a secret).
+type ForwardedSummary struct {
+	Provider     string   `json:"provider"`
+	AccountEmail string   `json:"account_email"`
+	Scopes       []string `json:"scopes"`
+	ConnectedAt  int64    `json:"connected_at"`
+	GrantAgents  []string `json:"grant_agents"`
+	Forwarded    bool     `json:"forwarded"`
+}
+
+// ImportForwarded stores a forwarded connection: the scopes must cover what every listed
+// agent declares, client and connection are written in one hold of the provider's lock
+// (restored together on failure), and the agents are granted.
+func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSummary, error) {
+	if f.ClientID == "" || f.RefreshToken == "" {
+		return nil, &Error{Code: "USAGE", Message: "usage: a forwarded connection needs client_id and refresh_token", Status: 400, Exit: 2}
+	}
+	args := map[string]any{
+		"provider": f.Provider, "client_id_hash": hostabi.ClientIDHash(f.ClientID),
+		"has_client_secret": f.ClientSecret != "", "scopes": nonNil(f.Scopes),
+		"account_email": f.AccountEmail, "grant_agents": nonNil(f.GrantAgents),
+	}
+	if f.AccountType != "" {
+		args["account_type"] = f.AccountType
+	}
+	secrets := map[string]string{"client_id": f.ClientID, "refresh_token": f.RefreshToken}
+	if f.ClientSecret != "" {
+		secrets["client_secret"] = f.ClientSecret
+	}
+	var r ForwardedSummary
+	_, err := c.run(ctx, "import_forwarded", args, secrets, &r)
+	return &r, err
+}
+
+// ConfigureMCP stores an MCP server's environment values in the credential store.
+func (c *Client) ConfigureMCP(ctx context.Context, connector string, env map[string]string) error {
+	keys := make([]string, 0, len(env))
+	secrets := map[string]string{}
+	for k, v := range env {
+		keys = append(keys, k)
+		secrets["env."+k] = v
+	}
+	sort.Strings(keys)
+	_, err := c.run(ctx, "configure_mcp", map[string]any{"connector": connector, "env_keys": keys}, secrets, nil)
+	return err
+}
+
+// MCPCredential is what an MCP server needs to start for a granted agent.
+type MCPCredential struct {
+	Connector string
+	Command   string
+	Args      []string
+	Env       map[string]string
+}
+
+// Credential returns an MCP server's command and environment for a granted agent.
+func (c *Client) Credential(ctx context.Context, connector, agent string) (*MCPCredential, error) {
+	var r struct {
+		Command string               `json:"command"`
+		Args    []string             `json:"args"`
+		Env     map[string]secretRef `json:"env"`
+	}
+	out, err := c.run(ctx, "credential", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	if err != nil {
+		return nil, err
+	}
+	cred := &MCPCredential{Connector: connector, Command: r.Command, Args: r.Args, Env: map[string]string{}}
+	for k, ref := range r.Env {
+		v, ok := out.Secret(ref.Ref)
+		if !ok {
+			return nil, fmt.Errorf("grantwire: credential reference %q unresolved", ref.Ref)
+		}
+		cred.Env[k] = v
+	}
+	return cred, nil
+}
+
+// ConnectorStatus is one row of Status.
+type ConnectorStatus struct {
+	ID               string              `json:"id"`
+	Type             string              `json:"type"`
+	DisplayName      string              `json:"display_name"`
+	Category         string              `json:"category"`
+	Tier             string              `json:"tier"`
+	Configured       bool                `json:"configured"`
+	ClientConfigured bool                `json:"client_configured,omitempty"`
+	Account          string              `json:"account,omitempty"`
+	Scopes           []string            `json:"scopes,omitempty"`
+	ConnectedAt      int64               `json:"connected_at,omitempty"`
+	Tripwire         string              `json:"tripwire,omitempty"`
+	EnvKeys          []string            `json:"env_keys,omitempty"`
+	Grants           map[string][]string `json:"grants"`
+	Activations      []string            `json:"activations"`
+}
+
+// Status lists every catalog connector with its state, read-only: a client-hash mismatch
+// is reported in Tripwire and nothing is cleared.
+func (c *Client) Status(ctx context.Context) ([]ConnectorStatus, error) {
+	var r struct {
+		Connectors []ConnectorStatus `json:"connectors"`
+	}
+	_, err := c.run(ctx, "status", map[string]any{}, nil, &r)
+	return r.Connectors, err
+}
+
+// Connection is one row of Connections.
+type Connection struct {
+	Provider     string   `json:"provider"`
+	AccountEmail string   `json:"account_email,omitempty"`
+	Scopes       []string `json:"scopes"`
+	ConnectedAt  int64    `json:"connected_at,omitempty"`
+	Error        string   `json:"error,omitempty"` // "busy" or "configuration"
+}
+
+// Cleared names a connection the tripwire cleared during Connections.
+type Cleared struct {
+	Provider string `json:"provider"`
+	Reason   string `json:"reason"`
+}
+
+// Connections lists the OAuth connections with the tripwire enforced: stale ones are
+// cleared under their provider's lock, and a row whose lock is held elsewhere reads
+// Error "busy" with no scopes.
+func (c *Client) Connections(ctx context.Context) ([]Connection, []Cleared, error) {
+	var r struct {
+		Connections []Connection `json:"connections"`
+		Cleared     []Cleared    `json:"cleared"`
+	}
+	_, err := c.run(ctx, "connections", map[string]any{}, nil, &r)
+	return r.Connections, r.Cleared, err
+}
+
+// CheckURL applies the core's transport rule to one URL (hop 0) or redirect hop. purpose
+// is "token", "registration", "revocation", "metadata" or "authorization".
+func CheckURL(ctx context.Context, e core.Engine, u *url.URL, purpose string, hop int, from *url.URL) error {
+	args := map[string]any{"url": urlArg(u), "purpose": purpose, "hop": hop, "from": nil}
+	if from != nil {
+		args["from"] = urlArg(from)
+	}
+	raw, _ := json.Marshal(args)
+	d, err := e.Decide(ctx, &core.Query{Op: "check_url", Args: raw, Facts: map[string]json.RawMessage{}})
+	if err != nil {
+		return err
+	}
+	if d.Error != nil {
+		return newError(d.Error, e.Manifest().Errors)
+	}
+	return nil
+}
+
+func urlArg(u *url.URL) map[string]any {
+	host := u.Hostname()
+	ip := ""
+	if isIP(host) {
+		ip = host
+	}
+	return map[string]any{"scheme": u.Scheme, "host": host, "ip": ip, "userinfo": u.User != nil}
+}

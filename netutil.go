@@ -1,0 +1,5 @@
+package grantwire
+
+import "net"
+
+func isIP(host string) bool { return net.ParseIP(host) != nil }

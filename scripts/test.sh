@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Runs every test of grantwire.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go tool opa test policy/grantwire
+go test -count=1 ./...
