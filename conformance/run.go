@@ -196,6 +196,12 @@ func (r *runner) stage() error {
 			exp = 3600
 		}
 		r.w.TokenServer().Configure(rotate, exp)
+		for _, p := range sortedKeys(ts.Issued) {
+			for _, rt := range ts.Issued[p] {
+				r.secret(rt)
+				r.w.TokenServer().Issue(p, rt)
+			}
+		}
 	}
 	if err := r.act(&Action{
 		SetConnections: ws.Connections, SetClients: ws.Clients, Hold: ws.Locks, SetAgents: ws.Agents,
@@ -408,8 +414,17 @@ func (r *runner) act(a *Action, staging bool) error {
 		for _, x := range a.ScriptRefresh[p] {
 			r.secret(x.AccessToken)
 			r.secret(x.RefreshToken)
+			var during func()
+			if x.During != nil {
+				a := x.During
+				during = func() {
+					if err := r.act(a, false); err != nil {
+						r.failf("during a refresh: %v", err)
+					}
+				}
+			}
 			ts.ScriptRefresh(p, hostabi.TokenResponse{Status: x.Status, Error: x.Error, AccessToken: x.AccessToken,
-				RefreshToken: x.RefreshToken, ExpiresIn: x.ExpiresIn})
+				RefreshToken: x.RefreshToken, ExpiresIn: x.ExpiresIn}, during)
 		}
 	}
 	for _, p := range sortedKeys(a.ScriptAuthorize) {
@@ -478,11 +493,26 @@ func (r *runner) step(i int, st Step) {
 	where := fmt.Sprintf("step %d (%s)", i, st.Op)
 	out, err := r.process(st.Process).Run(r.ctx, st.Op, args, st.Secrets)
 	r.rep.Steps = append(r.rep.Steps, out)
+	x := r.expand(st.Expect)
+	if x.HostError != "" {
+		switch {
+		case err == nil && out.Error != nil:
+			b, _ := json.Marshal(out.Error)
+			r.failf("%s: expected a host failure %q, got the decision error %s", where, x.HostError, b)
+		case err == nil:
+			r.failf("%s: expected a host failure %q, got result %s", where, x.HostError, out.Result)
+		case !strings.Contains(err.Error(), x.HostError):
+			r.failf("%s: host failure %q does not contain %q", where, err, x.HostError)
+		}
+		if err != nil {
+			r.texts = append(r.texts, err.Error())
+		}
+		return
+	}
 	if err != nil {
 		r.failf("%s: the driver failed: %v", where, err)
 		return
 	}
-	x := st.Expect
 	var body []byte
 	if out.Error != nil {
 		body, _ = json.Marshal(out.Error)
@@ -494,6 +524,16 @@ func (r *runner) step(i int, st Step) {
 			r.equal(where+": error", x.Error, body)
 		} else {
 			r.subset(where+": error", x.Error, body)
+		}
+		info, known := r.engine.Manifest().Errors[out.Error.Code]
+		if !known {
+			r.failf("%s: error code %s is not in the policy's error table", where, out.Error.Code)
+		}
+		if x.Status != 0 && info.Status != x.Status {
+			r.failf("%s: %s has REST status %d, want %d", where, out.Error.Code, info.Status, x.Status)
+		}
+		if x.Exit != 0 && info.Exit != x.Exit {
+			r.failf("%s: %s has CLI exit %d, want %d", where, out.Error.Code, info.Exit, x.Exit)
 		}
 	} else {
 		body = out.Result
@@ -534,6 +574,22 @@ func (r *runner) step(i int, st Step) {
 	if x.Rounds != nil && out.Rounds != *x.Rounds {
 		r.failf("%s: took %d rounds, want %d", where, out.Rounds, *x.Rounds)
 	}
+}
+
+// expand replaces "{{path:<ledger>}}" in the expectation's strings with the shell's path
+// of that ledger (error messages name the file, and each shell puts it elsewhere).
+func (r *runner) expand(x *Expect) *Expect {
+	b, _ := json.Marshal(x)
+	s := string(b)
+	for _, name := range ledgerNames {
+		p, _ := json.Marshal(r.caps.Ledgers.Path(name))
+		s = strings.ReplaceAll(s, "{{path:"+name+"}}", strings.Trim(string(p), `"`))
+	}
+	var out Expect
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		panic(err)
+	}
+	return &out
 }
 
 // resolveAll resolves every secret reference of a result, so the values are checked for

@@ -111,6 +111,9 @@ type AgentSpec struct {
 // tokens it issues "access-<provider>-NNNN" and "refresh-<provider>-NNNN" with one counter
 // from 0001.
 type TokenServerSpec struct {
+	// Issued are refresh tokens the server accepts beyond those of staged connections
+	// (a forwarded consent, for example).
+	Issued    map[string][]string          `json:"issued,omitempty"`
 	Rotate    *bool                        `json:"rotate,omitempty"`
 	ExpiresIn int64                        `json:"expires_in,omitempty"`
 	Refresh   map[string][]TokenResponse   `json:"refresh,omitempty"`
@@ -124,6 +127,8 @@ type TokenResponse struct {
 	AccessToken  string `json:"access_token,omitempty"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	ExpiresIn    int64  `json:"expires_in,omitempty"`
+	// During is what another process does while this request is in flight.
+	During *Action `json:"during,omitempty"`
 }
 
 // AuthorizeResult is a scripted outcome of an interactive authorization.
@@ -190,6 +195,13 @@ type Expect struct {
 	Excludes []string `json:"excludes,omitempty"`
 	// Rounds is the number of questions after the prefetch (0: the hot path).
 	Rounds *int `json:"rounds,omitempty"`
+	// Status and Exit are the REST status and CLI exit code the policy's error table gives
+	// the error's code.
+	Status int `json:"status,omitempty"`
+	Exit   int `json:"exit,omitempty"`
+	// HostError: the operation ended with a host failure (not a decision) whose text holds
+	// this substring, e.g. an injected keyring failure.
+	HostError string `json:"host_error,omitempty"`
 }
 
 // Final is the world after the last step.
@@ -348,6 +360,8 @@ func (s *Scenario) check() error {
 			return fmt.Errorf("step %d: neither an operation nor a world action", i)
 		case st.Op != "" && st.Expect == nil:
 			return fmt.Errorf("step %d (%s): no expect", i, st.Op)
+		case st.Expect != nil && st.Expect.HostError != "" && (st.Expect.Error != nil || st.Expect.Result != nil):
+			return fmt.Errorf("step %d (%s): a host error has no result or error object", i, st.Op)
 		case st.Expect != nil && st.Expect.Error != nil && st.Expect.Result != nil:
 			return fmt.Errorf("step %d (%s): expects both a result and an error", i, st.Op)
 		}

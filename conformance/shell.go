@@ -68,8 +68,9 @@ type TokenServer interface {
 	Configure(rotate bool, expiresIn int64)
 	// Issue makes a refresh token valid for a provider, as a past authorization would.
 	Issue(provider, refreshToken string)
-	// ScriptRefresh queues the answer to the provider's next refresh.
-	ScriptRefresh(provider string, r hostabi.TokenResponse)
+	// ScriptRefresh queues the answer to the provider's next refresh. during, when not nil,
+	// runs while that request is in flight (another process acting meanwhile).
+	ScriptRefresh(provider string, r hostabi.TokenResponse, during func())
 	// ScriptAuthorize queues the outcome of the provider's next authorization.
 	ScriptAuthorize(provider string, r hostabi.AuthResult)
 	// Requests is the number of refresh requests received.

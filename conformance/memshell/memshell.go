@@ -68,13 +68,31 @@ func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setu
 	w := memhost.New(setup.Start, 1)
 	caps := w.Capabilities("")
 	caps.Catalog = setup.Catalog.Connector
-	return &World{W: w, caps: caps}, nil
+	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
+	w.Server.BeforeRefresh = mw.beforeRefresh
+	return mw, nil
+}
+
+func (w *World) beforeRefresh(provider string) {
+	w.mu.Lock()
+	q := w.during[provider]
+	var f func()
+	if len(q) > 0 {
+		f, w.during[provider] = q[0], q[1:]
+	}
+	w.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // World is a memhost world seen through conformance.World.
 type World struct {
 	W    *memhost.World
 	caps hostabi.Capabilities
+
+	mu     sync.Mutex
+	during map[string][]func() // per provider, aligned with the scripted refresh answers
 }
 
 // Capabilities implements conformance.World.
@@ -102,7 +120,7 @@ func (w *World) FailKeyring(op, user string, count int) error {
 }
 
 // TokenServer implements conformance.World.
-func (w *World) TokenServer() conformance.TokenServer { return tokenServer{w.W.Server} }
+func (w *World) TokenServer() conformance.TokenServer { return tokenServer{w} }
 
 // Events implements conformance.World.
 func (w *World) Events() []hostabi.Event { return w.W.Events() }
@@ -121,12 +139,24 @@ func (w *World) KeyringUsers(service string) []string {
 	return out
 }
 
-type tokenServer struct{ s *memhost.TokenServer }
+type tokenServer struct{ w *World }
 
 func (t tokenServer) Configure(rotate bool, expiresIn int64) {
-	t.s.Configure(rotate, expiresIn)
+	t.w.W.Server.Configure(rotate, expiresIn)
 }
-func (t tokenServer) Issue(p, rt string)                              { t.s.Issue(p, rt) }
-func (t tokenServer) ScriptRefresh(p string, r hostabi.TokenResponse) { t.s.Script(p, r) }
-func (t tokenServer) ScriptAuthorize(p string, r hostabi.AuthResult)  { t.s.ScriptAuthorize(p, r) }
-func (t tokenServer) Requests() int                                   { return t.s.RequestCount() }
+func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
+func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
+
+func (t tokenServer) ScriptAuthorize(p string, r hostabi.AuthResult) {
+	t.w.W.Server.ScriptAuthorize(p, r)
+}
+
+func (t tokenServer) ScriptRefresh(p string, r hostabi.TokenResponse, during func()) {
+	if during == nil {
+		during = func() {}
+	}
+	t.w.mu.Lock()
+	t.w.during[p] = append(t.w.during[p], during)
+	t.w.mu.Unlock()
+	t.w.W.Server.Script(p, r)
+}

@@ -341,10 +341,13 @@ type TokenServer struct {
 	auth      map[string][]hostabi.AuthResult
 	Rotate    bool
 	ExpiresIn int64
-	issued    int
-	Requests  int
-	sent      []string // refresh tokens presented, in order
-	reused    int      // refreshes that presented an already-used refresh token
+	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
+	// world's lock: a test uses it to let another process act while a request is in flight.
+	BeforeRefresh func(provider string)
+	issued        int
+	Requests      int
+	sent          []string // refresh tokens presented, in order
+	reused        int      // refreshes that presented an already-used refresh token
 }
 
 // NewTokenServer returns a server that rotates refresh tokens and issues 3600 s tokens.
@@ -382,6 +385,9 @@ func (s *TokenServer) token(prefix string) string {
 
 // Refresh implements hostabi.OAuth.
 func (s *TokenServer) Refresh(_ context.Context, c hostabi.Connector, _ hostabi.Client, refresh string) hostabi.TokenResponse {
+	if s.BeforeRefresh != nil {
+		s.BeforeRefresh(c.ID)
+	}
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
 	s.Requests++
