@@ -824,8 +824,21 @@ func compact(b []byte) string {
 }
 
 // Subset reports ("" when it holds) whether want is a subset of got: objects need every
-// key of want (recursively), everything else must be equal (arrays whole, in order).
+// key of want (recursively); arrays need the same length and each element a subset of the
+// element at the same index; everything else must be equal.
 func Subset(want, got any, path string) string {
+	if wa, ok := want.([]any); ok {
+		ga, ok := got.([]any)
+		if !ok || len(ga) != len(wa) {
+			return fmt.Sprintf("at %s: got %s, want %d elements like %s", orRoot(path), mustJSON(got), len(wa), mustJSON(want))
+		}
+		for i := range wa {
+			if msg := Subset(wa[i], ga[i], fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	}
 	wm, ok := want.(map[string]any)
 	if !ok {
 		if !reflect.DeepEqual(want, got) {

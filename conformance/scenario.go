@@ -186,7 +186,7 @@ type Expect struct {
 	// with ErrorExact the whole object must be equal.
 	Error      json.RawMessage `json:"error,omitempty"`
 	ErrorExact bool            `json:"error_exact,omitempty"`
-	// Result is matched as a subset of the result (arrays compare whole, in order).
+	// Result is matched as a subset of the result (see Subset: arrays keep length and order).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Resolved maps a dotted path of the result to the secret its {"$ref"} resolves to.
 	Resolved map[string]string `json:"resolved,omitempty"`
