@@ -174,6 +174,11 @@ func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, ho
 
 func (r *runner) stage() error {
 	ws := r.s.world
+	if len(ws.MCPEnv) > 0 {
+		if err := r.stageMCP(ws); err != nil {
+			return err
+		}
+	}
 	for _, name := range sortedKeys(ws.Ledgers) {
 		if err := r.writeLedger(name, renderLedger(ws.Ledgers[name])); err != nil {
 			return err
@@ -181,11 +186,6 @@ func (r *runner) stage() error {
 	}
 	for _, name := range sortedKeys(ws.RawLedgers) {
 		if err := r.writeLedger(name, []byte(ws.RawLedgers[name])); err != nil {
-			return err
-		}
-	}
-	if len(ws.MCPEnv) > 0 {
-		if err := r.stageMCP(ws); err != nil {
 			return err
 		}
 	}
@@ -270,9 +270,6 @@ func (r *runner) stageMCP(ws WorldSpec) error {
 			args = []string{}
 		}
 		servers[c] = map[string]any{"command": spec.Command, "args": args, "env": env}
-	}
-	if _, given := ws.Ledgers[hostabi.LedgerMCPServers]; given {
-		return nil
 	}
 	doc, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	return r.writeLedger(hostabi.LedgerMCPServers, append(renderLedger(doc), '\n'))
