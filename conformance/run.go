@@ -85,6 +85,8 @@ func RunCorpus(t *testing.T, shell Shell, c *Corpus) {
 
 // Hooks observe a scenario run.
 type Hooks struct {
+	// Step is called before each step (an operation or a world action).
+	Step func(i int, st Step)
 	// Trace receives every host call of every process, as hostabi.Host.Trace prints it.
 	Trace func(process, line string)
 }
@@ -157,6 +159,9 @@ func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, ho
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	for i, st := range s.Steps {
+		if hooks.Step != nil {
+			hooks.Step(i, st)
+		}
 		if st.World != nil {
 			if err := r.act(st.World, false); err != nil {
 				return nil, fmt.Errorf("step %d: world action: %w", i, err)

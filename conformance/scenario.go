@@ -242,6 +242,16 @@ type Corpus struct {
 	Exceptions Exceptions
 }
 
+// Find returns the scenario with the given id, or nil.
+func (c *Corpus) Find(id string) *Scenario {
+	for _, s := range c.Scenarios() {
+		if s.ID() == id {
+			return s
+		}
+	}
+	return nil
+}
+
 // Scenarios returns every scenario, sorted by id.
 func (c *Corpus) Scenarios() []*Scenario {
 	var out []*Scenario
