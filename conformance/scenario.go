@@ -36,8 +36,12 @@ type Scenario struct {
 	// Family and the merged world are filled in by Load.
 	Family string `json:"-"`
 	world  WorldSpec
+	merged json.RawMessage
 	file   string
 }
+
+// MergedWorld is the scenario's world after the file's base was patched with it (JSON).
+func (s *Scenario) MergedWorld() json.RawMessage { return s.merged }
 
 // ID is "family/name", the scenario's subtest name and its key in exceptions.yaml.
 func (s *Scenario) ID() string { return s.Family + "/" + s.Name }
@@ -334,6 +338,7 @@ func Load(fsys fs.FS) (*Corpus, error) {
 			if err != nil {
 				return nil, fmt.Errorf("conformance: %s: world: %w", s.ID(), err)
 			}
+			s.merged = merged
 			dec := json.NewDecoder(bytes.NewReader(merged))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&s.world); err != nil {
