@@ -444,7 +444,7 @@ func (r *runner) act(a *Action, staging bool) error {
 			n = 1
 		}
 		r.users[f.User] = true
-		if err := r.w.FailKeyring(f.Op, f.User, n); err != nil {
+		if err := r.w.FailKeyring(f.Op, f.User, n, f.Insecure); err != nil {
 			return err
 		}
 	}

@@ -153,6 +153,8 @@ type KeyringFailure struct {
 	Op    string `json:"op"`
 	User  string `json:"user"`
 	Count int    `json:"count,omitempty"`
+	// Insecure: fail as a missing or insecure credential store (INSECURE_STORE).
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // Step is an operation, or a world action (what another process does between steps).

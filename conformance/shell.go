@@ -51,8 +51,9 @@ type World interface {
 	Hold(lock, holder string) error
 	Release(lock string) error
 	// FailKeyring makes the next count keyring operations op ("get", "set", "delete") on
-	// user fail with an error.
-	FailKeyring(op, user string, count int) error
+	// user fail: with a plain error, or (insecure) as a missing or insecure credential store
+	// does, with a *core.Error of code INSECURE_STORE.
+	FailKeyring(op, user string, count int, insecure bool) error
 	// TokenServer is the world's scripted authorization server.
 	TokenServer() TokenServer
 	// Events returns every event emitted so far, in order.

@@ -114,8 +114,13 @@ func (w *World) Hold(lock, holder string) error { w.W.Hold(lock, holder); return
 func (w *World) Release(lock string) error { w.W.Release(lock); return nil }
 
 // FailKeyring implements conformance.World.
-func (w *World) FailKeyring(op, user string, count int) error {
-	w.W.Fail(memhost.Failure{Op: op, User: user, Err: memhost.ErrInjected, Count: count})
+func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
+	err := error(memhost.ErrInjected)
+	if insecure {
+		err = hostabi.Errorf("INSECURE_STORE", "install and unlock a Secret Service provider (gnome-keyring or KeePassXC)",
+			"no secure credential store is available (memhost: injected); grantwire never falls back to a file")
+	}
+	w.W.Fail(memhost.Failure{Op: op, User: user, Err: err, Count: count})
 	return nil
 }
 
