@@ -5,12 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
 )
+
+// sharedEngine compiles policy.wasm once for all examples (each New would compile its own).
+var sharedEngine = sync.OnceValue(func() core.Engine {
+	cat, err := catalog.Load(nil)
+	if err != nil {
+		panic(err)
+	}
+	e, err := wasmengine.New(context.Background(), wasmengine.WithData(cat.Data()))
+	if err != nil {
+		panic(err)
+	}
+	return e
+})
 
 const gmail = "https://www.googleapis.com/auth/gmail.readonly"
 
@@ -21,7 +38,8 @@ func example() (*grantwire.Client, *memhost.World) {
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 	w.SetAgent(hostabi.Agent{ID: "builtin:mail", RequiredConnectors: map[string][]string{"google": {gmail}}})
 	w.SetAgent(hostabi.Agent{ID: "builtin:chat", ConsumesMCPServers: true})
-	c, err := grantwire.New(context.Background(), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(context.Background(), grantwire.WithCapabilities(w.Capabilities("")),
+		grantwire.WithEngine(sharedEngine()))
 	if err != nil {
 		panic(err)
 	}
