@@ -163,7 +163,7 @@ func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, ho
 			hooks.Step(i, st)
 		}
 		if st.World != nil {
-			if err := r.act(st.World, false); err != nil {
+			if err := r.act(st.World); err != nil {
 				return nil, fmt.Errorf("step %d: world action: %w", i, err)
 			}
 			r.rep.Steps = append(r.rep.Steps, nil)
@@ -210,14 +210,14 @@ func (r *runner) stage() error {
 	}
 	if err := r.act(&Action{
 		SetConnections: ws.Connections, SetClients: ws.Clients, Hold: ws.Locks, SetAgents: ws.Agents,
-	}, true); err != nil {
+	}); err != nil {
 		return err
 	}
 	for _, k := range sortedKeys(ws.Env) {
 		r.w.Setenv(k, ws.Env[k])
 	}
 	if ts := ws.TokenServer; ts != nil {
-		if err := r.act(&Action{ScriptRefresh: ts.Refresh, ScriptAuthorize: ts.Authorize}, true); err != nil {
+		if err := r.act(&Action{ScriptRefresh: ts.Refresh, ScriptAuthorize: ts.Authorize}); err != nil {
 			return err
 		}
 	}
@@ -231,7 +231,7 @@ func (r *runner) stage() error {
 			})
 		}
 	}
-	return r.act(&Action{KeyringFailures: ws.KeyringFailures}, true)
+	return r.act(&Action{KeyringFailures: ws.KeyringFailures})
 }
 
 // renderLedger renders a ledger as grantwire writes it: sorted keys, 2-space indent.
@@ -347,7 +347,7 @@ func encodeClient(c *ClientSpec) string {
 }
 
 // act applies a world action (staging uses it too).
-func (r *runner) act(a *Action, staging bool) error {
+func (r *runner) act(a *Action) error {
 	if a.AdvanceMS != 0 {
 		r.w.Advance(time.Duration(a.AdvanceMS) * time.Millisecond)
 	}
@@ -420,7 +420,7 @@ func (r *runner) act(a *Action, staging bool) error {
 			if x.During != nil {
 				a := x.During
 				during = func() {
-					if err := r.act(a, false); err != nil {
+					if err := r.act(a); err != nil {
 						r.failf("during a refresh: %v", err)
 					}
 				}
@@ -448,7 +448,6 @@ func (r *runner) act(a *Action, staging bool) error {
 			return err
 		}
 	}
-	_ = staging
 	return nil
 }
 
@@ -686,8 +685,6 @@ func (r *runner) final() {
 	for _, id := range r.cat.IDs() {
 		r.users[hostabi.ConnectionUser(id)] = true
 		r.users[hostabi.ClientUser(id)] = true
-		spec, _ := r.cat.Connector(id)
-		_ = spec
 		if blob, err := r.caps.Keyring.Get(r.ctx, r.service, hostabi.ConnectionUser(id)); err == nil {
 			var b connectionBlob
 			if json.Unmarshal([]byte(blob), &b) == nil {
