@@ -96,8 +96,18 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		cl.owns = true
 	}
 	caps := *c.caps
-	if caps.Catalog == nil {
+	if shell := caps.Catalog; shell == nil {
 		caps.Catalog = cat.Connector
+	} else {
+		// The core decides with the client's catalog; a shell that does not know an entry
+		// (an in-memory world, a shell given no catalog) must not hand the OAuth capability
+		// an empty connector for it.
+		caps.Catalog = func(id string) (hostabi.Connector, bool) {
+			if k, ok := shell(id); ok {
+				return k, true
+			}
+			return cat.Connector(id)
+		}
 	}
 	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: hostabi.NewHost(caps)}
 	return cl, nil

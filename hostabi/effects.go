@@ -159,6 +159,11 @@ func (o *Op) apply(ctx context.Context, e core.Effect) error {
 		if err != nil {
 			return err
 		}
+		// A corrupt state mirror must stop the effect before the secret is stored, or the
+		// operation would report CORRUPT_LEDGER ("nothing was changed") after storing it.
+		if _, err := readLedger(ctx, o.h.caps.Ledgers, LedgerState); err != nil {
+			return err
+		}
 		if err := c.Keyring.Set(ctx, c.Service, ConnectionUser(p), cb.encode()); err != nil {
 			return err
 		}
@@ -170,6 +175,9 @@ func (o *Op) apply(ctx context.Context, e core.Effect) error {
 		}
 		if err := o.checkBlob(e, blob, found, parseConnection); err != nil {
 			return err
+		}
+		if _, err := readLedger(ctx, o.h.caps.Ledgers, LedgerState); err != nil {
+			return err // checked before deleting, like connection.put
 		}
 		if found {
 			if err := c.Keyring.Delete(ctx, c.Service, ConnectionUser(p)); err != nil {

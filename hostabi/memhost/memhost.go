@@ -341,8 +341,13 @@ type TokenServer struct {
 	auth      map[string][]hostabi.AuthResult
 	Rotate    bool
 	ExpiresIn int64
-	issued    int
-	Requests  int
+	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
+	// world's lock: a test uses it to let another process act while a request is in flight.
+	BeforeRefresh func(provider string)
+	issued        int
+	Requests      int
+	sent          []string // refresh tokens presented, in order
+	reused        int      // refreshes that presented an already-used refresh token
 }
 
 // NewTokenServer returns a server that rotates refresh tokens and issues 3600 s tokens.
@@ -380,9 +385,16 @@ func (s *TokenServer) token(prefix string) string {
 
 // Refresh implements hostabi.OAuth.
 func (s *TokenServer) Refresh(_ context.Context, c hostabi.Connector, _ hostabi.Client, refresh string) hostabi.TokenResponse {
+	if s.BeforeRefresh != nil {
+		s.BeforeRefresh(c.ID)
+	}
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
 	s.Requests++
+	s.sent = append(s.sent, refresh)
+	if s.used[refresh] {
+		s.reused++
+	}
 	if q := s.next[c.ID]; len(q) > 0 {
 		s.next[c.ID] = q[1:]
 		return q[0]
@@ -419,6 +431,37 @@ func (s *TokenServer) Authorize(_ context.Context, c hostabi.Connector, _ hostab
 		RefreshToken: s.token("refresh-" + c.ID), ExpiresIn: s.ExpiresIn, Scopes: sc, Account: "user@example.com"}
 	s.live[r.RefreshToken] = c.ID
 	return hostabi.AuthResult{Status: hostabi.AuthOK, Token: r}
+}
+
+// Configure sets rotation and the lifetime of issued access tokens (seconds), under the
+// world's lock.
+func (s *TokenServer) Configure(rotate bool, expiresIn int64) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	s.Rotate, s.ExpiresIn = rotate, expiresIn
+}
+
+// RequestCount is Requests, read under the world's lock.
+func (s *TokenServer) RequestCount() int {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.Requests
+}
+
+// Sent returns the refresh tokens presented to the token endpoint, in order (test code
+// only: these are secrets).
+func (s *TokenServer) Sent() []string {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return append([]string(nil), s.sent...)
+}
+
+// Reused counts refreshes that presented a refresh token already used once (which a real
+// server's reuse detection would treat as theft).
+func (s *TokenServer) Reused() int {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.reused
 }
 
 // ErrInjected is a convenient failure for Fail.

@@ -196,12 +196,15 @@ _list_result := {"connector": _c, "activations": _list_value} if is_string(_c)
 
 else := {"activations": _list_value}
 
+# A positive helper: `not is_string(_a)` is undefined (not true) when _a is undefined.
+_agent_arg if is_string(_a)
+
 # METADATA
 # title: visible_servers decision
 # description: The MCP connectors whose tools agent sees (granted AND active), sorted.
 # entrypoint: true
 visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
-	not is_string(_a)
+	not _agent_arg
 } else := step.need(m) if {
 	m := facts.missing(_f, [
 		facts.ledger("agent_grants", "grants", ["*", _a]),

@@ -40,6 +40,9 @@ _str_list(xs) if {
 # ---------------------------------------------------------------------------------------
 # disconnect
 
+# A positive helper: `not is_string(_c)` is undefined (not true) when _c is undefined.
+_connector_arg if is_string(_c)
+
 _stored_kind := "mcp" if catalog.connectors[_c].type == "mcp_server"
 
 else := "connection"
@@ -88,7 +91,7 @@ _wipe_actives := [] if {
 #   (it is the application's registration, not the user's connection). Idempotent.
 # entrypoint: true
 disconnect := step.fail(errors.usage("disconnect needs connector"), []) if {
-	not is_string(_c)
+	not _connector_arg
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(errors.busy(_c), []) if {

@@ -98,6 +98,12 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 
 _a := input.args.agent
 
+# A positive helper: `not is_string(_a)` is undefined (not true) when _a is undefined.
+_credential_args if {
+	is_string(_c)
+	is_string(_a)
+}
+
 # METADATA
 # title: credential decision
 # description: |
@@ -105,9 +111,7 @@ _a := input.args.agent
 #   (as references the shell resolves from the credential store).
 # entrypoint: true
 credential := step.fail(errors.usage("credential needs connector and agent"), []) if {
-	not is_string(_c)
-} else := step.fail(errors.usage("credential needs connector and agent"), []) if {
-	not is_string(_a)
+	not _credential_args
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(

@@ -1,0 +1,167 @@
+// Package memshell runs the conformance corpus on hostabi/memhost: each scenario gets a
+// fresh in-memory world, and the engine is whatever the test passes in (wasm or rego).
+//
+// It imports conformance, hostabi, memhost and core; never an engine (tests choose one).
+package memshell
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grantwire/grantwire/conformance"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/hostabi/memhost"
+)
+
+// EngineFactory builds an engine for policy data ({"catalog": ...}).
+type EngineFactory func(ctx context.Context, data []byte) (core.Engine, error)
+
+// Shell is the memhost shell with one engine kind. Engines are cached by data.
+type Shell struct {
+	name    string
+	factory EngineFactory
+
+	mu      sync.Mutex
+	engines map[string]core.Engine
+}
+
+// New returns a shell named "memhost/<engine>" whose engines come from factory.
+func New(engine string, factory EngineFactory) *Shell {
+	return &Shell{name: "memhost/" + engine, factory: factory, engines: map[string]core.Engine{}}
+}
+
+// Name implements conformance.Shell.
+func (s *Shell) Name() string { return s.name }
+
+// Engine implements conformance.Shell.
+func (s *Shell) Engine(ctx context.Context, data []byte) (core.Engine, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.engines[string(data)]; ok {
+		return e, nil
+	}
+	e, err := s.factory(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	s.engines[string(data)] = e
+	return e, nil
+}
+
+// Close closes every cached engine.
+func (s *Shell) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range s.engines {
+		_ = e.Close(ctx)
+		delete(s.engines, k)
+	}
+	return nil
+}
+
+// NewWorld implements conformance.Shell.
+func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setup) (conformance.World, error) {
+	w := memhost.New(setup.Start, 1)
+	caps := w.Capabilities("")
+	caps.Catalog = setup.Catalog.Connector
+	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
+	w.Server.BeforeRefresh = mw.beforeRefresh
+	return mw, nil
+}
+
+func (w *World) beforeRefresh(provider string) {
+	w.mu.Lock()
+	q := w.during[provider]
+	var f func()
+	if len(q) > 0 {
+		f, w.during[provider] = q[0], q[1:]
+	}
+	w.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// World is a memhost world seen through conformance.World.
+type World struct {
+	W    *memhost.World
+	caps hostabi.Capabilities
+
+	mu     sync.Mutex
+	during map[string][]func() // per provider, aligned with the scripted refresh answers
+}
+
+// Capabilities implements conformance.World.
+func (w *World) Capabilities() hostabi.Capabilities { return w.caps }
+
+// Advance implements conformance.World.
+func (w *World) Advance(d time.Duration) { w.W.Advance(d) }
+
+// SetAgent implements conformance.World.
+func (w *World) SetAgent(a hostabi.Agent) error { w.W.SetAgent(a); return nil }
+
+// Setenv implements conformance.World.
+func (w *World) Setenv(k, v string) { w.W.Setenv(k, v) }
+
+// Hold implements conformance.World.
+func (w *World) Hold(lock, holder string) error { w.W.Hold(lock, holder); return nil }
+
+// Release implements conformance.World.
+func (w *World) Release(lock string) error { w.W.Release(lock); return nil }
+
+// FailKeyring implements conformance.World.
+func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
+	err := error(memhost.ErrInjected)
+	if insecure {
+		err = hostabi.Errorf("INSECURE_STORE", "install and unlock a Secret Service provider (gnome-keyring or KeePassXC)",
+			"no secure credential store is available (memhost: injected); grantwire never falls back to a file")
+	}
+	w.W.Fail(memhost.Failure{Op: op, User: user, Err: err, Count: count})
+	return nil
+}
+
+// TokenServer implements conformance.World.
+func (w *World) TokenServer() conformance.TokenServer { return tokenServer{w} }
+
+// Events implements conformance.World.
+func (w *World) Events() []hostabi.Event { return w.W.Events() }
+
+// Close implements conformance.World.
+func (w *World) Close() error { return nil }
+
+// KeyringUsers implements conformance.KeyringLister.
+func (w *World) KeyringUsers(service string) []string {
+	var out []string
+	for k := range w.W.Keyring() {
+		if svc, user, ok := strings.Cut(k, "\x00"); ok && svc == service {
+			out = append(out, user)
+		}
+	}
+	return out
+}
+
+type tokenServer struct{ w *World }
+
+func (t tokenServer) Configure(rotate bool, expiresIn int64) {
+	t.w.W.Server.Configure(rotate, expiresIn)
+}
+func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
+func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
+
+func (t tokenServer) ScriptAuthorize(p string, r hostabi.AuthResult) {
+	t.w.W.Server.ScriptAuthorize(p, r)
+}
+
+func (t tokenServer) ScriptRefresh(p string, r hostabi.TokenResponse, during func()) {
+	if during == nil {
+		during = func() {}
+	}
+	t.w.mu.Lock()
+	t.w.during[p] = append(t.w.during[p], during)
+	t.w.mu.Unlock()
+	t.w.W.Server.Script(p, r)
+}
