@@ -75,7 +75,9 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	_attempts > max_attempts
 } else := d if {
 	d := _decision
-} else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), [])
+} else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
+	not _op in object.keys(manifest.ops)
+}
 
 _attempts := input.attempt if is_number(input.attempt)
 
