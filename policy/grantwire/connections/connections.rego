@@ -135,9 +135,7 @@ _secret_ref := facts.ref("arg", "client_secret") if input.args.has_secret == tru
 
 else := null
 
-_client_expect := {"version": _f.client.version} if _f.client.found == true
-
-else := {"found": false}
+_client_expect := facts.client_expect(_f.client)
 
 # METADATA
 # title: configure_client decision

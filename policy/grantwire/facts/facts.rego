@@ -62,6 +62,17 @@ connection(k, p) := {"key": k, "kind": "connection.get", "provider": p}
 client(k, p, fresh) := {"key": k, "kind": "client.get", "provider": p, "fresh": fresh}
 
 # METADATA
+# title: client slot expectation
+# description: |
+#   The precondition for replacing a provider's OAuth client in the credential store, given
+#   the client fact read under the lock: that version, or an empty slot when no client was
+#   found or the client came from the environment (source "env"), which the store does not hold.
+client_expect(fact) := {"version": fact.version} if {
+	fact.found == true
+	object.get(fact, "source", "keyring") != "env"
+} else := {"found": false}
+
+# METADATA
 # title: token
 # description: The shell's in-process access-token cache entry for a provider.
 token(k, p) := {"key": k, "kind": "token.get", "provider": p}

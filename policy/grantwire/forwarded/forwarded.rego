@@ -105,7 +105,7 @@ _tx := step.tx([
 		"kind": "client.put", "provider": _p,
 		"client_id": facts.ref("arg", "client_id"), "client_secret": _secret,
 		"client_id_hash": _args.client_id_hash, "tenant": null,
-		"expect": _version_expect(_f["client@lock"]),
+		"expect": facts.client_expect(_f["client@lock"]),
 	},
 	{
 		"kind": "connection.put", "provider": _p, "account": _args.account_email,
