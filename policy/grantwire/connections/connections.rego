@@ -92,7 +92,7 @@ disconnect := step.fail(errors.usage("disconnect needs connector"), []) if {
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, _disconnect_needs)
 	count(m) > 0
@@ -167,7 +167,7 @@ configure_client := step.fail(
 	catalog.connectors[_c].client_secret_required == true
 	input.args.has_secret != true
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, [
 		facts.lock("lock", _c, write_wait_ms),
@@ -376,7 +376,7 @@ connect := step.fail(errors.usage("connect needs connector, scopes and grant_age
 } else := step.fail(errors.provider_error(_c, object.get(_auth, "http_status", 0), object.get(_auth, "error", "")), []) if {
 	_auth.status != "ok"
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.lock("lock", _c, connect_wait_ms), facts.after(facts.now("now@lock"), "lock")])
 	count(m) > 0
@@ -492,7 +492,7 @@ _round3 := [n |
 	]
 ]
 
-_busy(c) if _f[_ck("lock", c)] == "busy"
+_busy(c) if facts.not_held(_f, _ck("lock", c))
 
 _v2(c) := tripwire.verdict(_f[_ck("conn@lock", c)], _f[_ck("client@lock", c)]) if {
 	_f[_ck("conn@lock", c)].found == true
@@ -570,5 +570,5 @@ connections := step.need(m) if {
 	_clear_effects,
 )
 
-# A need read under a lock that turned out busy is never fetched.
-_skipped(n) if _f[n.after] == "busy"
+# A need read under a lock that was not taken is never fetched.
+_skipped(n) if facts.not_held(_f, n.after)

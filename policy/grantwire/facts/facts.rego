@@ -83,6 +83,16 @@ token(k, p) := {"key": k, "kind": "token.get", "provider": p}
 lock(k, p, wait_ms) := {"key": k, "kind": "lock.acquire", "name": p, "wait_ms": wait_ms}
 
 # METADATA
+# title: lock not held
+# description: |
+#   The lock fact under k is present and is not "held": "busy", or anything else a shell
+#   reported. Nothing may be written then; the operation reports BUSY.
+not_held(f, k) if {
+	has(f, k)
+	f[k] != "held"
+}
+
+# METADATA
 # title: after lock
 # description: |
 #   Mark a need as read under a lock: the shell fetches it only if the need with key

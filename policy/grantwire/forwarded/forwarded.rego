@@ -153,7 +153,7 @@ decision := step.fail(
 } else := step.fail(errors.scope_mismatch(_p, _missing, scopes.union(required, _forwarded)), []) if {
 	count(_missing) > 0
 } else := step.fail(errors.busy(_p), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, _locked_needs)
 	count(m) > 0

@@ -82,7 +82,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 ) if {
 	count(_missing_keys) > 0
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.lock("lock", _c, 5000)])
 	count(m) > 0
