@@ -213,10 +213,15 @@ _grant_key(a) := facts.key(["grant", a])
 
 _connect_needs := array.concat(
 	[facts.client("client", _c, true), facts.connection("conn", _c), facts.ledger("grants", "grants", [_c])],
-	array.concat(
-		[facts.agent(_agent_key(a), a) | some a in _agents],
-		[facts.ledger(_grant_key(a), "grants", [_c, a]) | some a in _agents],
-	),
+	[facts.agent(_agent_key(a), a) | some a in _agents],
+)
+
+# The entries the grants replace are read under the lock, just before the writes: read
+# before the consent (which may take minutes), a concurrent change would fail their
+# preconditions, and the restart would ask for the consent again.
+_connect_locked_needs := array.concat(
+	[facts.lock("lock", _c, connect_wait_ms), facts.after(facts.now("now@lock"), "lock")],
+	[facts.after(facts.ledger(_grant_key(a), "grants", [_c, a]), "lock") | some a in _agents],
 )
 
 _unknown_agents := [a | some a in _agents; not _f[_agent_key(a)].found == true]
@@ -378,7 +383,7 @@ connect := step.fail(errors.usage("connect needs connector, scopes and grant_age
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")
 } else := step.need(m) if {
-	m := facts.missing(_f, [facts.lock("lock", _c, connect_wait_ms), facts.after(facts.now("now@lock"), "lock")])
+	m := facts.missing(_f, _connect_locked_needs)
 	count(m) > 0
 } else := step.done(
 	{
