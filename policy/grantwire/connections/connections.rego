@@ -409,6 +409,21 @@ _status_needs := array.concat(
 	),
 )
 
+# A mismatch under the (possibly cached) client is re-checked against a fresh read of the
+# credential store, as every load of a connection is: another process may just have
+# forwarded or reconnected under a new client. Nothing is locked or cleared.
+_status_fresh := [facts.client(facts.key(["client@fresh", c]), c, true) |
+	some c in _oauth_ids
+	conn := _f[facts.key(["conn", c])]
+	conn.found == true
+	tripwire.verdict(conn, _f[facts.key(["client", c])]) in tripwire.resolvable
+]
+
+_status_client(c) := _f[k] if {
+	k := facts.key(["client@fresh", c])
+	facts.has(_f, k)
+} else := _f[facts.key(["client", c])]
+
 _all_grants := facts.value(_f, "grants", {})
 
 _all_actives := facts.value(_f, "actives", {})
@@ -429,15 +444,15 @@ _entry(c) := object.union(
 _state(c) := {"configured": _f[k].found == true, "env_keys": object.get(_f[k], "keys", [])} if {
 	catalog.connectors[c].type == "mcp_server"
 	k := facts.key(["mcp", c])
-} else := {"configured": false, "client_configured": _f[facts.key(["client", c])].found == true} if {
+} else := {"configured": false, "client_configured": _status_client(c).found == true} if {
 	not _f[facts.key(["conn", c])].found == true
 } else := {
 	"configured": true,
-	"client_configured": _f[facts.key(["client", c])].found == true,
+	"client_configured": _status_client(c).found == true,
 	"account": object.get(conn, "account", ""),
 	"scopes": scopes.sorted(object.get(conn, "scopes", [])),
 	"connected_at": object.get(conn, "connected_at", null),
-	"tripwire": tripwire.reason[tripwire.verdict(conn, _f[facts.key(["client", c])])],
+	"tripwire": tripwire.reason[tripwire.verdict(conn, _status_client(c))],
 } if {
 	conn := _f[facts.key(["conn", c])]
 }
@@ -450,13 +465,17 @@ else := catalog.ids
 # title: status decision
 # description: |
 #   Every catalog connector (or one) with its connection state, grants and activations. A
-#   client-hash mismatch is reported ("tripwire") and nothing is cleared or locked.
+#   client-hash mismatch is re-checked against a fresh read of the client configuration,
+#   then reported ("tripwire"); nothing is cleared or locked.
 # entrypoint: true
 status := step.fail(errors.unknown_connector(_c), []) if {
 	is_string(_c)
 	not catalog.known(_c)
 } else := step.need(m) if {
 	m := facts.missing(_f, _status_needs)
+	count(m) > 0
+} else := step.need(m) if {
+	m := facts.missing(_f, _status_fresh)
 	count(m) > 0
 } else := step.done({"connectors": [_entry(c) | some c in _status_ids]}, [])
 
