@@ -15,6 +15,7 @@ import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
 import data.grantwire.mcp
+import data.grantwire.scopes
 import data.grantwire.step
 import data.grantwire.transport
 
@@ -71,12 +72,43 @@ else := "(missing)"
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not is_object(input.args)
+} else := step.fail(errors.usage(_arg_problem), []) if {
+	_arg_problem
 } else := step.fail(errors.busy_conflict(_attempts), []) if {
 	_attempts > max_attempts
 } else := d if {
 	d := _decision
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
 	not _op in object.keys(manifest.ops)
+}
+
+# The argument rules every operation shares (see package scopes), checked before routing.
+# The values are never echoed: they may be what makes them unsafe to print.
+_arg_problem := "arguments must not contain double quotes, backslashes or control characters" if {
+	not scopes.clean(input.args)
+} else := "an agent id is 1 to 256 characters without spaces" if {
+	some a in _agent_args
+	not scopes.valid_agent_id(a)
+} else := "a scope is 1 to 512 characters without spaces or commas" if {
+	some s in _scope_args
+	not scopes.valid_scope(s)
+}
+
+_agent_args contains a if {
+	a := input.args.agent
+	is_string(a)
+}
+
+_agent_args contains a if {
+	is_array(input.args.grant_agents)
+	some a in input.args.grant_agents
+	is_string(a)
+}
+
+_scope_args contains s if {
+	is_array(input.args.scopes)
+	some s in input.args.scopes
+	is_string(s)
 }
 
 _attempts := input.attempt if is_number(input.attempt)
