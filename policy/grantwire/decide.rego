@@ -71,7 +71,7 @@ else := "(missing)"
 # description: The decision for input.op; see each operation's package for its rules.
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
-	not is_object(input.args)
+	not _args_object
 } else := step.fail(errors.usage(_arg_problem), []) if {
 	_arg_problem
 } else := step.fail(errors.busy_conflict(_attempts), []) if {
@@ -110,6 +110,10 @@ _scope_args contains s if {
 	some s in input.args.scopes
 	is_string(s)
 }
+
+# A rule, not `not is_object(input.args)`: OPA evaluates a negated call whose argument is
+# undefined to false, so a query without args would slip past.
+_args_object if is_object(input.args)
 
 _attempts := input.attempt if is_number(input.attempt)
 

@@ -196,12 +196,16 @@ _list_result := {"connector": _c, "activations": _list_value} if is_string(_c)
 
 else := {"activations": _list_value}
 
+# A rule, so that a missing agent is refused too (a negated call on an undefined argument
+# is false, not true).
+_agent_arg if is_string(_a)
+
 # METADATA
 # title: visible_servers decision
 # description: The MCP connectors whose tools agent sees (granted AND active), sorted.
 # entrypoint: true
 visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
-	not is_string(_a)
+	not _agent_arg
 } else := step.need(m) if {
 	m := facts.missing(_f, [
 		facts.ledger("agent_grants", "grants", ["*", _a]),

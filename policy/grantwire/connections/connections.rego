@@ -62,6 +62,10 @@ _delete_stored := [{"kind": "mcp.delete", "connector": _c}] if {
 	{"kind": "token.delete", "provider": _c},
 ]
 
+# A rule, so that a missing connector is refused too (a negated call on an undefined
+# argument is false, not true).
+_connector_arg if is_string(_c)
+
 _granted_agents := sort(object.keys(facts.value(_f, "grants", {})))
 
 _active_agents := sort([a | some a, v in facts.value(_f, "actives", {}); v == true])
@@ -88,7 +92,7 @@ _wipe_actives := [] if {
 #   (it is the application's registration, not the user's connection). Idempotent.
 # entrypoint: true
 disconnect := step.fail(errors.usage("disconnect needs connector"), []) if {
-	not is_string(_c)
+	not _connector_arg
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(errors.busy(_c), []) if {

@@ -98,6 +98,13 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 
 _a := input.args.agent
 
+# A rule, so that a missing connector or agent is refused too (a negated call on an
+# undefined argument is false, not true).
+_credential_args if {
+	is_string(_c)
+	is_string(_a)
+}
+
 # METADATA
 # title: credential decision
 # description: |
@@ -105,9 +112,7 @@ _a := input.args.agent
 #   (as references the shell resolves from the credential store).
 # entrypoint: true
 credential := step.fail(errors.usage("credential needs connector and agent"), []) if {
-	not is_string(_c)
-} else := step.fail(errors.usage("credential needs connector and agent"), []) if {
-	not is_string(_a)
+	not _credential_args
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(
