@@ -62,6 +62,8 @@ _decision := gate.decision if {
 	_op == "check_url"
 }
 
+_known_op if _op in object.keys(manifest.ops)
+
 _op_name := _op if is_string(_op)
 
 else := "(missing)"
@@ -79,7 +81,7 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 } else := d if {
 	d := _decision
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
-	not _op in object.keys(manifest.ops)
+	not _known_op
 }
 
 # The argument rules every operation shares (see package scopes), checked before routing.
