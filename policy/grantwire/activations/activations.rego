@@ -37,9 +37,7 @@ _explicit := input.args.scopes if {
 	}
 }
 
-_scopes_arg_ok if not input.args.scopes
-
-_scopes_arg_ok if input.args.scopes == null
+_scopes_arg_ok if object.get(input.args, "scopes", null) == null
 
 _scopes_arg_ok if _explicit
 
