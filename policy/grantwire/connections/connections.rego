@@ -383,7 +383,7 @@ connect := step.fail(errors.usage("connect needs connector, scopes and grant_age
 } else := step.fail(errors.consent_denied(_c, object.get(_auth, "error", "access_denied")), []) if {
 	_auth.status == "denied"
 } else := step.fail(errors.provider_error(_c, object.get(_auth, "http_status", 0), object.get(_auth, "error", "")), []) if {
-	_auth.status != "ok"
+	not _auth.status == "ok"
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")
 } else := step.need(m) if {
