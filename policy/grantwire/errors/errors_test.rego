@@ -127,3 +127,12 @@ test_every_constructor_uses_a_code_of_the_table if {
 		is_string(e.fix)
 	}
 }
+
+test_agent_not_granted_without_missing_scopes if {
+	errors.agent_not_granted("google", "builtin:chat", [], []) == {
+		"code": "AGENT_NOT_GRANTED", "connector": "google", "agent": "builtin:chat",
+		"missing_scopes": [], "full_scopes": [],
+		"fix": "grantwire grants grant google builtin:chat",
+		"message": "agent builtin:chat holds no grant for google; fix: grantwire grants grant google builtin:chat",
+	}
+}
