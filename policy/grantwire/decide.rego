@@ -70,7 +70,12 @@ else := "(missing)"
 
 # METADATA
 # title: decide
-# description: The decision for input.op; see each operation's package for its rules.
+# description: |
+#   The decision for input.op; see each operation's package for its rules. Before routing,
+#   every operation's args must be an object without double quotes, backslashes or control
+#   characters, agent ids (agent, grant_agents) 1 to 256 characters without spaces, and
+#   scopes 1 to 512 characters without spaces or commas (USAGE otherwise); more than
+#   max_attempts restarts give BUSY.
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not _args_object
