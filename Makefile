@@ -31,8 +31,12 @@ lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
 	$(OPA) fmt --fail -l $(POLICY)
 	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
 
+.PHONY: audit
+audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa test --coverage >= 95 %, METADATA, entrypoints
+	@scripts/audit.sh
+
 .PHONY: test
-test: deps lint wasm-check ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+test: deps lint wasm-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
 
 .PHONY: bench

@@ -15,6 +15,7 @@ import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
 import data.grantwire.mcp
+import data.grantwire.scopes
 import data.grantwire.step
 import data.grantwire.transport
 
@@ -61,21 +62,65 @@ _decision := gate.decision if {
 	_op == "check_url"
 }
 
+_known_op if _op in object.keys(manifest.ops)
+
 _op_name := _op if is_string(_op)
 
 else := "(missing)"
 
 # METADATA
 # title: decide
-# description: The decision for input.op; see each operation's package for its rules.
+# description: |
+#   The decision for input.op; see each operation's package for its rules. Before routing,
+#   every operation's args must be an object without double quotes, backslashes or control
+#   characters, agent ids (agent, grant_agents) 1 to 256 characters without spaces, and
+#   scopes 1 to 512 characters without spaces or commas (USAGE otherwise); more than
+#   max_attempts restarts give BUSY.
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
-	not is_object(input.args)
+	not _args_object
+} else := step.fail(errors.usage(_arg_problem), []) if {
+	_arg_problem
 } else := step.fail(errors.busy_conflict(_attempts), []) if {
 	_attempts > max_attempts
 } else := d if {
 	d := _decision
-} else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), [])
+} else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
+	not _known_op
+}
+
+# The argument rules every operation shares (see package scopes), checked before routing.
+# The values are never echoed: they may be what makes them unsafe to print.
+_arg_problem := "arguments must not contain double quotes, backslashes or control characters" if {
+	not scopes.clean(input.args)
+} else := "an agent id is 1 to 256 characters without spaces" if {
+	some a in _agent_args
+	not scopes.valid_agent_id(a)
+} else := "a scope is 1 to 512 characters without spaces or commas" if {
+	some s in _scope_args
+	not scopes.valid_scope(s)
+}
+
+_agent_args contains a if {
+	a := input.args.agent
+	is_string(a)
+}
+
+_agent_args contains a if {
+	is_array(input.args.grant_agents)
+	some a in input.args.grant_agents
+	is_string(a)
+}
+
+_scope_args contains s if {
+	is_array(input.args.scopes)
+	some s in input.args.scopes
+	is_string(s)
+}
+
+# A rule, not `not is_object(input.args)`: OPA evaluates a negated call whose argument is
+# undefined to false, so a query without args would slip past.
+_args_object if is_object(input.args)
 
 _attempts := input.attempt if is_number(input.attempt)
 

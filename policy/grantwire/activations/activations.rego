@@ -37,9 +37,7 @@ _explicit := input.args.scopes if {
 	}
 }
 
-_scopes_arg_ok if not input.args.scopes
-
-_scopes_arg_ok if input.args.scopes == null
+_scopes_arg_ok if object.get(input.args, "scopes", null) == null
 
 _scopes_arg_ok if _explicit
 
@@ -182,7 +180,8 @@ list := step.fail(errors.usage("list_activations takes an optional connector"), 
 	count(m) > 0
 } else := step.done(_list_result, [])
 
-_list_args if not input.args.connector
+# No connector (absent or null) lists every connector; anything but a string is refused.
+_list_args if object.get(input.args, "connector", null) == null
 
 _list_args if is_string(input.args.connector)
 
@@ -196,7 +195,8 @@ _list_result := {"connector": _c, "activations": _list_value} if is_string(_c)
 
 else := {"activations": _list_value}
 
-# A positive helper: `not is_string(_a)` is undefined (not true) when _a is undefined.
+# A rule, so that a missing agent is refused too (a negated call on an undefined argument
+# is false, not true).
 _agent_arg if is_string(_a)
 
 # METADATA

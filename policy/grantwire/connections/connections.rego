@@ -65,6 +65,10 @@ _delete_stored := [{"kind": "mcp.delete", "connector": _c}] if {
 	{"kind": "token.delete", "provider": _c},
 ]
 
+# A rule, so that a missing connector is refused too (a negated call on an undefined
+# argument is false, not true).
+_connector_arg if is_string(_c)
+
 _granted_agents := sort(object.keys(facts.value(_f, "grants", {})))
 
 _active_agents := sort([a | some a, v in facts.value(_f, "actives", {}); v == true])
@@ -95,7 +99,7 @@ disconnect := step.fail(errors.usage("disconnect needs connector"), []) if {
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, _disconnect_needs)
 	count(m) > 0
@@ -138,9 +142,7 @@ _secret_ref := facts.ref("arg", "client_secret") if input.args.has_secret == tru
 
 else := null
 
-_client_expect := {"version": _f.client.version} if _f.client.found == true
-
-else := {"found": false}
+_client_expect := facts.client_expect(_f.client)
 
 # METADATA
 # title: configure_client decision
@@ -172,7 +174,7 @@ configure_client := step.fail(
 	catalog.connectors[_c].client_secret_required == true
 	input.args.has_secret != true
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, [
 		facts.lock("lock", _c, write_wait_ms),
@@ -218,10 +220,15 @@ _grant_key(a) := facts.key(["grant", a])
 
 _connect_needs := array.concat(
 	[facts.client("client", _c, true), facts.connection("conn", _c), facts.ledger("grants", "grants", [_c])],
-	array.concat(
-		[facts.agent(_agent_key(a), a) | some a in _agents],
-		[facts.ledger(_grant_key(a), "grants", [_c, a]) | some a in _agents],
-	),
+	[facts.agent(_agent_key(a), a) | some a in _agents],
+)
+
+# The entries the grants replace are read under the lock, just before the writes: read
+# before the consent (which may take minutes), a concurrent change would fail their
+# preconditions, and the restart would ask for the consent again.
+_connect_locked_needs := array.concat(
+	[facts.lock("lock", _c, connect_wait_ms), facts.after(facts.now("now@lock"), "lock")],
+	[facts.after(facts.ledger(_grant_key(a), "grants", [_c, a]), "lock") | some a in _agents],
 )
 
 _unknown_agents := [a | some a in _agents; not _f[_agent_key(a)].found == true]
@@ -379,11 +386,11 @@ connect := step.fail(errors.usage("connect needs connector, scopes and grant_age
 } else := step.fail(errors.consent_denied(_c, object.get(_auth, "error", "access_denied")), []) if {
 	_auth.status == "denied"
 } else := step.fail(errors.provider_error(_c, object.get(_auth, "http_status", 0), object.get(_auth, "error", "")), []) if {
-	_auth.status != "ok"
+	not _auth.status == "ok"
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
-	m := facts.missing(_f, [facts.lock("lock", _c, connect_wait_ms), facts.after(facts.now("now@lock"), "lock")])
+	m := facts.missing(_f, _connect_locked_needs)
 	count(m) > 0
 } else := step.done(
 	{
@@ -409,6 +416,21 @@ _status_needs := array.concat(
 	),
 )
 
+# A mismatch under the (possibly cached) client is re-checked against a fresh read of the
+# credential store, as every load of a connection is: another process may just have
+# forwarded or reconnected under a new client. Nothing is locked or cleared.
+_status_fresh := [facts.client(facts.key(["client@fresh", c]), c, true) |
+	some c in _oauth_ids
+	conn := _f[facts.key(["conn", c])]
+	conn.found == true
+	tripwire.verdict(conn, _f[facts.key(["client", c])]) in tripwire.resolvable
+]
+
+_status_client(c) := _f[k] if {
+	k := facts.key(["client@fresh", c])
+	facts.has(_f, k)
+} else := _f[facts.key(["client", c])]
+
 _all_grants := facts.value(_f, "grants", {})
 
 _all_actives := facts.value(_f, "actives", {})
@@ -429,15 +451,15 @@ _entry(c) := object.union(
 _state(c) := {"configured": _f[k].found == true, "env_keys": object.get(_f[k], "keys", [])} if {
 	catalog.connectors[c].type == "mcp_server"
 	k := facts.key(["mcp", c])
-} else := {"configured": false, "client_configured": _f[facts.key(["client", c])].found == true} if {
+} else := {"configured": false, "client_configured": _status_client(c).found == true} if {
 	not _f[facts.key(["conn", c])].found == true
 } else := {
 	"configured": true,
-	"client_configured": _f[facts.key(["client", c])].found == true,
+	"client_configured": _status_client(c).found == true,
 	"account": object.get(conn, "account", ""),
 	"scopes": scopes.sorted(object.get(conn, "scopes", [])),
 	"connected_at": object.get(conn, "connected_at", null),
-	"tripwire": tripwire.reason[tripwire.verdict(conn, _f[facts.key(["client", c])])],
+	"tripwire": tripwire.reason[tripwire.verdict(conn, _status_client(c))],
 } if {
 	conn := _f[facts.key(["conn", c])]
 }
@@ -450,13 +472,17 @@ else := catalog.ids
 # title: status decision
 # description: |
 #   Every catalog connector (or one) with its connection state, grants and activations. A
-#   client-hash mismatch is reported ("tripwire") and nothing is cleared or locked.
+#   client-hash mismatch is re-checked against a fresh read of the client configuration,
+#   then reported ("tripwire"); nothing is cleared or locked.
 # entrypoint: true
 status := step.fail(errors.unknown_connector(_c), []) if {
 	is_string(_c)
 	not catalog.known(_c)
 } else := step.need(m) if {
 	m := facts.missing(_f, _status_needs)
+	count(m) > 0
+} else := step.need(m) if {
+	m := facts.missing(_f, _status_fresh)
 	count(m) > 0
 } else := step.done({"connectors": [_entry(c) | some c in _status_ids]}, [])
 
@@ -497,7 +523,7 @@ _round3 := [n |
 	]
 ]
 
-_busy(c) if _f[_ck("lock", c)] == "busy"
+_busy(c) if facts.not_held(_f, _ck("lock", c))
 
 _v2(c) := tripwire.verdict(_f[_ck("conn@lock", c)], _f[_ck("client@lock", c)]) if {
 	_f[_ck("conn@lock", c)].found == true
@@ -575,5 +601,5 @@ connections := step.need(m) if {
 	_clear_effects,
 )
 
-# A need read under a lock that turned out busy is never fetched.
-_skipped(n) if _f[n.after] == "busy"
+# A need read under a lock that was not taken is never fetched.
+_skipped(n) if facts.not_held(_f, n.after)

@@ -77,10 +77,7 @@ configuration(message, fix, fields) := error("CONFIGURATION", concat("", ["confi
 # description: The grant layer refused; the fix grants the union of held and requested scopes.
 agent_not_granted(c, a, requested, held) := error(
 	"AGENT_NOT_GRANTED",
-	concat("", [
-		"agent ", scopes.quote(a), " is not granted ", concat(" ", scopes.missing(requested, held)),
-		" on ", c,
-	]),
+	concat("", ["agent ", scopes.quote(a), _not_granted(scopes.missing(requested, held)), c]),
 	scopes.grant_cmd(c, a, scopes.union(held, requested)),
 	{
 		"connector": c, "agent": a,
@@ -88,6 +85,11 @@ agent_not_granted(c, a, requested, held) := error(
 		"full_scopes": scopes.union(held, requested),
 	},
 )
+
+# No scope is missing when the agent holds no grant at all and asked for none.
+_not_granted(missing) := concat("", [" is not granted ", concat(" ", missing), " on "]) if {
+	count(missing) > 0
+} else := " holds no grant for "
 
 # METADATA
 # title: not connected

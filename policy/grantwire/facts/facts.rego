@@ -62,6 +62,17 @@ connection(k, p) := {"key": k, "kind": "connection.get", "provider": p}
 client(k, p, fresh) := {"key": k, "kind": "client.get", "provider": p, "fresh": fresh}
 
 # METADATA
+# title: client slot expectation
+# description: |
+#   The precondition for replacing a provider's OAuth client in the credential store, given
+#   the client fact read under the lock: that version, or an empty slot when no client was
+#   found or the client came from the environment (source "env"), which the store does not hold.
+client_expect(fact) := {"version": fact.version} if {
+	fact.found == true
+	object.get(fact, "source", "keyring") != "env"
+} else := {"found": false}
+
+# METADATA
 # title: token
 # description: The shell's in-process access-token cache entry for a provider.
 token(k, p) := {"key": k, "kind": "token.get", "provider": p}
@@ -70,6 +81,16 @@ token(k, p) := {"key": k, "kind": "token.get", "provider": p}
 # title: lock
 # description: Take the provider's lock, waiting at most wait_ms; the fact is "held" or "busy".
 lock(k, p, wait_ms) := {"key": k, "kind": "lock.acquire", "name": p, "wait_ms": wait_ms}
+
+# METADATA
+# title: lock not held
+# description: |
+#   The lock fact under k is present and is not "held": "busy", or anything else a shell
+#   reported. Nothing may be written then; the operation reports BUSY.
+not_held(f, k) if {
+	has(f, k)
+	f[k] != "held"
+}
 
 # METADATA
 # title: after lock

@@ -105,7 +105,7 @@ _tx := step.tx([
 		"kind": "client.put", "provider": _p,
 		"client_id": facts.ref("arg", "client_id"), "client_secret": _secret,
 		"client_id_hash": _args.client_id_hash, "tenant": null,
-		"expect": _version_expect(_f["client@lock"]),
+		"expect": facts.client_expect(_f["client@lock"]),
 	},
 	{
 		"kind": "connection.put", "provider": _p, "account": _args.account_email,
@@ -153,7 +153,7 @@ decision := step.fail(
 } else := step.fail(errors.scope_mismatch(_p, _missing, scopes.union(required, _forwarded)), []) if {
 	count(_missing) > 0
 } else := step.fail(errors.busy(_p), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, _locked_needs)
 	count(m) > 0

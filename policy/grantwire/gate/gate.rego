@@ -168,12 +168,10 @@ _locked_needs(wait) := [
 ]
 
 _phase_b(wait) := step.fail(errors.busy(_p), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, _locked_needs(wait))
 	count(m) > 0
-} else := step.fail(errors.busy(_p), []) if {
-	_f.lock != "held"
 } else := step.fail(errors.not_connected(_p, _req), []) if {
 	not _lconn.found == true
 } else := _locked(tripwire.verdict(_lconn, _f["client@lock"]))

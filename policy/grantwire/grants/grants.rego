@@ -136,7 +136,8 @@ list := step.fail(errors.usage("list_grants takes an optional connector"), []) i
 	count(m) > 0
 } else := step.done(_list_result, [])
 
-_list_args if not input.args.connector
+# No connector (absent or null) lists every connector; anything but a string is refused.
+_list_args if object.get(input.args, "connector", null) == null
 
 _list_args if is_string(input.args.connector)
 

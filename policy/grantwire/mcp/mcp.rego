@@ -43,6 +43,10 @@ _unknown_keys := sort([k | some k in _keys; not k in _allowed])
 
 _missing_keys := sort([k | some k in _required; not k in scopes.set(_keys)])
 
+_takes := concat("", ["it takes ", concat(", ", sort(_allowed))]) if {
+	count(_allowed) > 0
+} else := "it takes no environment values"
+
 _set_flags(keys) := concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])
 
 # METADATA
@@ -65,7 +69,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 	_spec.type != "mcp_server"
 } else := step.fail(
 	errors.configuration(
-		concat("", [_c, " does not take ", concat(", ", _unknown_keys), "; it takes ", concat(", ", sort(_allowed))]),
+		concat("", [_c, " does not take ", concat(", ", _unknown_keys), "; ", _takes]),
 		concat("", ["grantwire configure ", _c, _set_flags(sort(_allowed))]),
 		{"connector": _c, "unknown_keys": _unknown_keys},
 	),
@@ -82,7 +86,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 ) if {
 	count(_missing_keys) > 0
 } else := step.fail(errors.busy(_c), []) if {
-	_f.lock == "busy"
+	facts.not_held(_f, "lock")
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.lock("lock", _c, 5000)])
 	count(m) > 0
@@ -98,7 +102,8 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 
 _a := input.args.agent
 
-# A positive helper: `not is_string(_a)` is undefined (not true) when _a is undefined.
+# A rule, so that a missing connector or agent is refused too (a negated call on an
+# undefined argument is false, not true).
 _credential_args if {
 	is_string(_c)
 	is_string(_a)

@@ -74,7 +74,7 @@ valid_connector_id(c) if is_string(c)
 # title: valid agent id
 # description: |
 #   Agent ids are stored verbatim: 1 to 256 characters without spaces (builtin:<id>,
-#   installed:<id>, native:<id>, custom:<16 hex>:<id>). Operations also require clean(args).
+#   installed:<id>, native:<id>, custom:<16 hex>:<id>). decide also requires clean(args).
 valid_agent_id(a) if _word(a, 256)
 
 # METADATA

@@ -7,7 +7,8 @@
 #   never after a hop from HTTPS or from a remote host. Credentials in URLs, link-local
 #   targets (cloud metadata services), more than 5 redirects, and any redirect away from a
 #   token or registration endpoint (which would replay secrets in the body) are refused.
-#   The shell parses the URL; `url.ip` is the host when it is an IP literal, else "".
+#   The shell parses the URL; `url.ip` is the host when it is an IP literal, else "". A
+#   redirect hop (hop > 0) must pass `from`, the URL it was redirected from.
 package grantwire.transport
 
 import data.grantwire.errors
@@ -41,7 +42,12 @@ _valid_args if {
 	_from_ok
 }
 
-_from_ok if _from == null
+# A redirect hop must name the URL it comes from: the rules about where a hop may go
+# depend on it, and they cannot be judged without it.
+_from_ok if {
+	_from == null
+	_hop == 0
+}
 
 _from_ok if {
 	is_string(_from.scheme)

@@ -13,13 +13,15 @@ package grantwire.tripwire
 # description: |
 #   "ok", "corrupt" (the stored blob is not valid JSON), "no_client" (no client configured),
 #   "client" (client id hash differs; a missing hash differs too) or "tenant" (both sides
-#   name a tenant and they differ).
+#   name a tenant and they differ). It fails closed: a connection fact that does not say
+#   valid is corrupt, a client fact that does not say found is no client, and a client
+#   without a string hash matches no connection.
 verdict(conn, client) := "corrupt" if {
-	conn.valid != true
+	not conn.valid == true
 } else := "no_client" if {
-	client.found != true
+	not client.found == true
 } else := "client" if {
-	object.get(conn, "client_id_hash", null) != client.client_id_hash
+	not _same_client(conn, client)
 } else := "tenant" if {
 	stored := object.get(conn, "tenant", null)
 	configured := object.get(client, "tenant", null)
@@ -27,6 +29,11 @@ verdict(conn, client) := "corrupt" if {
 	is_string(configured)
 	stored != configured
 } else := "ok"
+
+_same_client(conn, client) if {
+	is_string(client.client_id_hash)
+	conn.client_id_hash == client.client_id_hash
+}
 
 # METADATA
 # title: resolvable
