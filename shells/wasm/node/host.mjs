@@ -406,7 +406,8 @@ class Op {
 
   /** Answers one need with the fact to store under need.key. */
   fetch(n) {
-    const { key, kind, ...params } = n;
+    if (!this.h.trace) return this.fetchKind(n);
+    const { key: _key, kind, ...params } = n;
     let v;
     try {
       v = this.fetchKind(n);
