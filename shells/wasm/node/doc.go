@@ -7,7 +7,8 @@
 //
 // The Go code here is only its test (node_test.go): it runs the corpus on Node, reports each
 // scenario as a subtest, checks that Node read the YAML corpus as Go does, and replays the
-// queries the Node driver sent through both Go engines, demanding byte-identical decisions.
+// queries the Node driver sent through both Go engines, demanding byte-identical decisions,
+// and demands that Node asked the same questions as the Go host in every scenario.
 // The package has no exported API; nothing imports it, and it must not be imported by any
 // runtime package.
 package node

@@ -19,6 +19,7 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
+	"github.com/grantwire/grantwire/conformance/memshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/canon"
 	"github.com/grantwire/grantwire/core/regoengine"
@@ -323,6 +324,106 @@ func TestNodeDecisionsMatchGoEngines(t *testing.T) {
 	}
 	t.Logf("%d queries sent by the Node driver (%d catalogs) replayed on wasm and rego in %v",
 		len(queries), len(byData), time.Since(start).Round(time.Millisecond))
+}
+
+// recorder is a Go engine that records the canonical form of every query it is asked.
+type recorder struct {
+	core.Engine
+	log *[]string
+}
+
+func (r *recorder) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
+	return core.DecideTyped(ctx, r, q)
+}
+
+func (r *recorder) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
+	c, err := canon.Append(nil, json.RawMessage(query))
+	if err != nil {
+		return dst, err
+	}
+	*r.log = append(*r.log, string(c))
+	return r.Engine.DecideJSON(ctx, dst, query)
+}
+
+// TestNodeAsksWhatGoAsks runs the corpus on the Go memhost shell too, recording every
+// query, and demands that in every scenario the Node shell asked the core the same
+// questions, with the same facts, in the same order: the JavaScript host answers every need
+// as the Go host does (canonical JSON, so only key order and escaping may differ).
+func TestNodeAsksWhatGoAsks(t *testing.T) {
+	r := runNode(t)
+	node := map[string][]string{}
+	f, err := os.Open(r.queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l struct {
+			Scenario string          `json:"scenario"`
+			Query    string          `json:"query"`
+			Data     json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Data != nil {
+			continue
+		}
+		c, err := canon.Append(nil, json.RawMessage(l.Query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		node[l.Scenario] = append(node[l.Scenario], string(c))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var log []string
+	shell := memshell.New("wasm", func(ctx context.Context, data []byte) (core.Engine, error) {
+		e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1))
+		if err != nil {
+			return nil, err
+		}
+		return &recorder{Engine: e, log: &log}, nil
+	})
+	defer shell.Close(ctx)
+	c, err := conformance.DefaultCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, total := 0, 0
+	for _, s := range c.Scenarios() {
+		log = nil
+		rep, err := conformance.RunScenario(ctx, t, shell, s, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", s.ID(), err)
+		}
+		if len(rep.Failures) > 0 {
+			t.Errorf("%s fails on memhost/wasm: %s", s.ID(), strings.Join(rep.Failures, "\n"))
+			continue
+		}
+		total += len(log)
+		got := node[s.ID()]
+		if len(got) != len(log) {
+			t.Errorf("%s: Node asked %d questions, Go %d", s.ID(), len(got), len(log))
+			continue
+		}
+		differs := false
+		for i := range log {
+			if got[i] != log[i] {
+				t.Errorf("%s: question %d differs:\n%s", s.ID(), i, firstDiff(log[i], got[i]))
+				differs = true
+				break
+			}
+		}
+		if !differs {
+			same++
+		}
+	}
+	t.Logf("%d scenarios: Node asked the same %d questions as the Go host, in the same order", same, total)
 }
 
 // checkData demands that the data Node set for a scenario is the data the Go runner builds
