@@ -382,7 +382,7 @@ func (o *Op) authorize(ctx context.Context, n core.Need) (any, error) {
 		return nil, err
 	}
 	if cf["found"] != true {
-		return map[string]any{"status": AuthError, "error": "no OAuth client configured"}, nil
+		return map[string]any{"status": AuthError, "error": "no OAuth client configured", "http_status": 0}, nil
 	}
 	spec, _ := o.h.caps.Catalog(p)
 	r := o.h.caps.OAuth.Authorize(ctx, spec, cl, scopes)

@@ -60,7 +60,7 @@ func readLedger(ctx context.Context, l Ledgers, name string) (*ledgerDoc, error)
 		if err := dec.Decode(&v); err != nil {
 			return nil, corrupt(l, name, "not valid JSON: "+err.Error())
 		}
-		if dec.More() {
+		if rest := bytes.TrimSpace(raw[dec.InputOffset():]); len(rest) > 0 {
 			return nil, corrupt(l, name, "trailing data after the JSON document")
 		}
 		root, ok := v.(map[string]any)

@@ -546,7 +546,7 @@ class Op {
       throw new Error(`hostabi: oauth.authorize scopes: ${JSON.stringify(n.scopes)}`);
     }
     const { client, fact } = this.resolveClient(n.provider);
-    if (fact.found !== true) return { status: "error", error: "no OAuth client configured" };
+    if (fact.found !== true) return { status: "error", error: "no OAuth client configured", http_status: 0 };
     const r = this.h.caps.oauth.authorize(this.connector(n.provider), client, n.scopes);
     const t = r.token ?? {};
     const f = { status: r.status, error: t.error ?? "", http_status: t.status ?? 0 };
