@@ -105,8 +105,8 @@ not_connected(c, list) := error(
 not_connected_mcp(c, keys) := error(
 	"NOT_CONNECTED",
 	concat("", [c, " is not configured"]),
-	concat("", ["grantwire configure ", c, concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])]),
-	{"connector": c},
+	concat("", ["grantwire configure ", c, " --from-stdin"]),
+	{"connector": c, "env_keys": keys},
 )
 
 # METADATA

@@ -43,7 +43,8 @@ _unknown_keys := sort([k | some k in _keys; not k in _allowed])
 
 _missing_keys := sort([k | some k in _required; not k in scopes.set(_keys)])
 
-_set_flags(keys) := concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])
+# Values come on stdin (the CLI never takes secrets from arguments; on a terminal it asks).
+_configure_fix := concat("", ["grantwire configure ", _c, " --from-stdin"])
 
 # METADATA
 # title: configure_mcp decision
@@ -66,7 +67,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 } else := step.fail(
 	errors.configuration(
 		concat("", [_c, " does not take ", concat(", ", _unknown_keys), "; it takes ", concat(", ", sort(_allowed))]),
-		concat("", ["grantwire configure ", _c, _set_flags(sort(_allowed))]),
+		_configure_fix,
 		{"connector": _c, "unknown_keys": _unknown_keys},
 	),
 	[],
@@ -75,7 +76,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 } else := step.fail(
 	errors.configuration(
 		concat("", [_c, " needs ", concat(", ", _missing_keys)]),
-		concat("", ["grantwire configure ", _c, _set_flags(_missing_keys)]),
+		_configure_fix,
 		{"connector": _c, "missing_keys": _missing_keys},
 	),
 	[],
