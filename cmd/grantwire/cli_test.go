@@ -161,7 +161,8 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	// Missing required keys: the policy names them (configuration, exit 3).
 	r = tw.gwIn("", "configure", "mcp-tavily", "--from-stdin")
 	require.Equal(t, 3, r.code, r.stderr)
-	require.Contains(t, r.stderr, "TAVILY_API_KEY")
+	require.Contains(t, r.stderr, "mcp-tavily needs TAVILY_API_KEY")
+	require.Contains(t, r.stderr, "fix: grantwire configure mcp-tavily --from-stdin", "the fix never puts a secret in an argument")
 	// The same key twice, or on stdin and with --set.
 	r = tw.gwIn("SLACK_TEAM_ID=T1\nSLACK_BOT_TOKEN=a\n", "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T2", "--from-stdin")
 	require.Equal(t, 2, r.code)
