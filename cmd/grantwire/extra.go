@@ -21,5 +21,7 @@ import "github.com/spf13/cobra"
 // a.Catalog(), a.Agents(), a.Engine(ctx), a.Client(ctx) (catalog → engine → OS shell →
 // client, closed when the command ends), a.printJSON / a.printf for output, a.runE to wrap
 // its body (so its errors map to the policy's exit codes), usagef for usage errors (exit 2)
-// and a.codeError for an error of the policy's table. Give every command an Example.
+// and a.codeError for an error of the policy's table. Give every command an Example, and
+// no PersistentPreRun of its own: the root's resolves --home, --keyring-service, --engine
+// and --catalog before any command runs (cobra runs only the nearest one).
 var extraCommands []func(a *app) *cobra.Command
