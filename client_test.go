@@ -50,7 +50,7 @@ func TestClientGateAndMCP(t *testing.T) {
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrReauthRequired), "%v", err)
 
-	require.NoError(t, c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_TOKEN": "ghp_x"}))
+	require.NoError(t, c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x"}))
 	act, err := c.Activate(ctx, "mcp-github", "builtin:chat", []string{"use"})
 	require.NoError(t, err)
 	require.True(t, act.AutoGranted)
@@ -59,7 +59,7 @@ func TestClientGateAndMCP(t *testing.T) {
 	require.Equal(t, []string{"mcp-github"}, vis)
 	cred, err := c.Credential(ctx, "mcp-github", "builtin:chat")
 	require.NoError(t, err)
-	require.Equal(t, "ghp_x", cred.Env["GITHUB_TOKEN"])
+	require.Equal(t, "ghp_x", cred.Env["GITHUB_PERSONAL_ACCESS_TOKEN"])
 
 	_, err = c.Activate(ctx, "google", "builtin:chat", nil)
 	require.True(t, errors.Is(err, grantwire.ErrConfiguration), "%v", err)

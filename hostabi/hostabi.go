@@ -179,6 +179,10 @@ type Connector struct {
 	Command            string            `json:"command,omitempty"`
 	Args               []string          `json:"args,omitempty"`
 	ClientSecretNeeded bool              `json:"client_secret_required,omitempty"`
+	// ScopeSeparator joins scopes in the authorization request ("" means a space, RFC 6749
+	// §3.3; Linear wants ","). Authorization and token URLs may hold "{tenant}", replaced
+	// by the client's tenant (see catalog.ExpandTenant).
+	ScopeSeparator string `json:"scope_separator,omitempty"`
 }
 
 // OAuth performs the provider's token requests and the interactive PKCE authorization.

@@ -107,9 +107,14 @@ not_connected(c, list) := error(
 not_connected_mcp(c, keys) := error(
 	"NOT_CONNECTED",
 	concat("", [c, " is not configured"]),
-	concat("", ["grantwire configure ", c, concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])]),
-	{"connector": c},
+	_configure_cmd(c, keys),
+	{"connector": c, "env_keys": keys},
 )
+
+# Values come on stdin: the CLI never takes secrets from arguments.
+_configure_cmd(c, keys) := concat("", ["grantwire configure ", c, " --from-stdin"]) if count(keys) > 0
+
+else := concat("", ["grantwire configure ", c])
 
 # METADATA
 # title: connection missing scopes

@@ -63,9 +63,9 @@ test_configuration if {
 
 test_not_connected_mcp_names_every_key if {
 	errors.not_connected_mcp("mcp-github", ["GITHUB_HOST", "GITHUB_TOKEN"]) == {
-		"code": "NOT_CONNECTED", "connector": "mcp-github",
-		"fix": "grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
-		"message": "mcp-github is not configured; fix: grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
+		"code": "NOT_CONNECTED", "connector": "mcp-github", "env_keys": ["GITHUB_HOST", "GITHUB_TOKEN"],
+		"fix": "grantwire configure mcp-github --from-stdin",
+		"message": "mcp-github is not configured; fix: grantwire configure mcp-github --from-stdin",
 	}
 	errors.not_connected_mcp("mcp-memory", []).fix == "grantwire configure mcp-memory"
 }

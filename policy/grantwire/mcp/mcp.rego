@@ -47,7 +47,10 @@ _takes := concat("", ["it takes ", concat(", ", sort(_allowed))]) if {
 	count(_allowed) > 0
 } else := "it takes no environment values"
 
-_set_flags(keys) := concat("", [concat("", [" --set ", k, "=<value>"]) | some k in keys])
+# Values come on stdin (the CLI never takes secrets from arguments; on a terminal it asks).
+_configure_fix := concat("", ["grantwire configure ", _c, " --from-stdin"]) if count(_allowed) > 0
+
+else := concat("", ["grantwire configure ", _c])
 
 # METADATA
 # title: configure_mcp decision
@@ -70,7 +73,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 } else := step.fail(
 	errors.configuration(
 		concat("", [_c, " does not take ", concat(", ", _unknown_keys), "; ", _takes]),
-		concat("", ["grantwire configure ", _c, _set_flags(sort(_allowed))]),
+		_configure_fix,
 		{"connector": _c, "unknown_keys": _unknown_keys},
 	),
 	[],
@@ -79,7 +82,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 } else := step.fail(
 	errors.configuration(
 		concat("", [_c, " needs ", concat(", ", _missing_keys)]),
-		concat("", ["grantwire configure ", _c, _set_flags(_missing_keys)]),
+		_configure_fix,
 		{"connector": _c, "missing_keys": _missing_keys},
 	),
 	[],

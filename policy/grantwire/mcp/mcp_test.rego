@@ -61,8 +61,8 @@ test_configure_only_local_mcp_servers if {
 test_configure_refuses_undeclared_keys if {
 	_configure(fx.set(_cfg, "env_keys", ["GITHUB_TOKEN", "FOO", "BAR"]), {}) == _fail({
 		"code": "CONFIGURATION", "connector": "mcp-github", "unknown_keys": ["BAR", "FOO"],
-		"fix": "grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
-		"message": "configuration error: mcp-github does not take BAR, FOO; it takes GITHUB_HOST, GITHUB_TOKEN; fix: grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
+		"fix": "grantwire configure mcp-github --from-stdin",
+		"message": "configuration error: mcp-github does not take BAR, FOO; it takes GITHUB_HOST, GITHUB_TOKEN; fix: grantwire configure mcp-github --from-stdin",
 	})
 	_configure({"connector": "mcp-memory", "env_keys": ["X"]}, {}) == _fail({
 		"code": "CONFIGURATION", "connector": "mcp-memory", "unknown_keys": ["X"],
@@ -74,8 +74,8 @@ test_configure_refuses_undeclared_keys if {
 test_configure_needs_every_required_key if {
 	err := _fail({
 		"code": "CONFIGURATION", "connector": "mcp-github", "missing_keys": ["GITHUB_TOKEN"],
-		"fix": "grantwire configure mcp-github --set GITHUB_TOKEN=<value>",
-		"message": "configuration error: mcp-github needs GITHUB_TOKEN; fix: grantwire configure mcp-github --set GITHUB_TOKEN=<value>",
+		"fix": "grantwire configure mcp-github --from-stdin",
+		"message": "configuration error: mcp-github needs GITHUB_TOKEN; fix: grantwire configure mcp-github --from-stdin",
 	})
 	_configure(fx.set(_cfg, "env_keys", []), {}) == err
 	_configure(fx.set(_cfg, "env_keys", ["GITHUB_HOST"]), {}) == err
@@ -151,9 +151,9 @@ test_ungranted_agent_gets_no_credential_and_learns_nothing if {
 }
 
 _not_configured := _fail({
-	"code": "NOT_CONNECTED", "connector": "mcp-github",
-	"fix": "grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
-	"message": "mcp-github is not configured; fix: grantwire configure mcp-github --set GITHUB_HOST=<value> --set GITHUB_TOKEN=<value>",
+	"code": "NOT_CONNECTED", "connector": "mcp-github", "env_keys": ["GITHUB_HOST", "GITHUB_TOKEN"],
+	"fix": "grantwire configure mcp-github --from-stdin",
+	"message": "mcp-github is not configured; fix: grantwire configure mcp-github --from-stdin",
 })
 
 _configured := {"found": true, "keys": ["GITHUB_TOKEN"], "command": "npx", "args": ["-y", "server-github"]}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) activationsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "activations",
+		Short: "Show or hide MCP servers' tools for agents",
+		Long: `An activation says agent A currently sees MCP server C's tools. A tool is visible iff the
+agent holds a grant for the server AND the pair is active; absent means inactive.
+Activations apply to MCP servers only: on an OAuth provider they are a configuration error
+(exit 3) and per-agent access is a grant.`,
+		Example: `  grantwire activations activate mcp-github builtin:chat
+  grantwire activations list
+  grantwire activations deactivate mcp-github builtin:chat`,
+		Args: cobra.ArbitraryArgs,
+		RunE: a.group,
+	}
+	cmd.AddCommand(a.activateCmd(), a.activationsListCmd(), a.deactivateCmd())
+	return cmd
+}
+
+func (a *app) activateCmd() *cobra.Command {
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "activate <connector> <agent> [--scopes <scopes>]",
+		Short: "Show an MCP server's tools to an agent, granting it first if needed",
+		Long: `Show an MCP server's tools to an agent. One click: with no grant for the pair, one is
+created with --scopes if given, else the scopes the agent declares for the server
+(grantwire agents list), else "use" for an agent that consumes MCP servers; with none of
+these it is a configuration error naming what to pass. An existing grant is never changed.`,
+		Example: `  grantwire activations activate mcp-brave-search builtin:chat
+  grantwire activations activate mcp-github installed:reviewer --scopes use`,
+		Args: cobra.ExactArgs(2),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			var explicit []string
+			if cmd.Flags().Changed("scopes") {
+				explicit = scopes
+			}
+			res, err := c.Activate(ctx, args[0], args[1], explicit)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			if res.AutoGranted {
+				a.printf("Granted %s → %s: %s (%s)\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), grantSourceText(res.GrantSource))
+			}
+			if res.Changed || res.AutoGranted {
+				a.printf("Activated %s for %s.\n", res.Connector, res.Agent)
+			} else {
+				a.printf("%s was already active for %s.\n", res.Connector, res.Agent)
+			}
+			return nil
+		}),
+	}
+	addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes of the grant to create when the pair has none")
+	return cmd
+}
+
+func grantSourceText(s string) string {
+	switch s {
+	case "declared":
+		return "the scopes the agent declares"
+	case "consumes_mcp_servers":
+		return "the agent consumes MCP servers"
+	case "explicit":
+		return "as given"
+	}
+	return s
+}
+
+func (a *app) activationsListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [connector]",
+		Short: "List the activations of every MCP server, or of one",
+		Example: `  grantwire activations list
+  grantwire activations list mcp-github --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			connector := ""
+			if len(args) == 1 {
+				connector = args[0]
+			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			acts, err := c.ListActivations(ctx, connector)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(acts)
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			rows := 0
+			for _, conn := range sortedKeys(acts) {
+				for _, agent := range sortedKeys(acts[conn]) {
+					if !acts[conn][agent] {
+						continue
+					}
+					if rows == 0 {
+						fmt.Fprintln(tw, "CONNECTOR\tAGENT")
+					}
+					rows++
+					fmt.Fprintf(tw, "%s\t%s\n", conn, agent)
+				}
+			}
+			if rows == 0 {
+				a.printf("No activations.\n")
+				return nil
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func (a *app) deactivateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "deactivate <connector> <agent>",
+		Short:   "Hide an MCP server's tools from an agent (the grant is kept)",
+		Example: `  grantwire activations deactivate mcp-github builtin:chat`,
+		Args:    cobra.ExactArgs(2),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			changed, err := c.Deactivate(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "active": false, "changed": changed})
+			}
+			if changed {
+				a.printf("Deactivated %s for %s (the grant is kept).\n", args[0], args[1])
+			} else {
+				a.printf("%s was not active for %s.\n", args[0], args[1])
+			}
+			return nil
+		}),
+	}
+}

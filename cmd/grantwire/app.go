@@ -1,0 +1,495 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/agents"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/regoengine"
+	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+// Shell is what the CLI needs of an OS shell (shells/native.Shell satisfies it).
+type Shell interface {
+	Capabilities() hostabi.Capabilities
+	Close() error
+}
+
+// env is everything the CLI takes from its process: streams, terminals, environment, the
+// OS shell and the browser. main uses osEnv; tests inject an in-memory world here.
+type env struct {
+	Stdin                          io.Reader
+	Stdout, Stderr                 io.Writer
+	StdinTTY, StdoutTTY, StderrTTY bool
+	Getenv                         func(string) string
+	// NewShell opens the OS shell (native.New).
+	NewShell func(native.Options) (Shell, error)
+	// Browser returns the function that opens a URL, or nil when this session has none.
+	Browser func(getenv func(string) string) func(string) error
+	// LookPath finds a command on PATH (exec.LookPath).
+	LookPath func(string) (string, error)
+	// ReadPassword reads one line from the terminal without echo.
+	ReadPassword func() (string, error)
+	// UserHome is the user's home directory (os.UserHomeDir).
+	UserHome func() (string, error)
+}
+
+func osEnv() env {
+	return env{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		StdinTTY: isTerminal(os.Stdin), StdoutTTY: isTerminal(os.Stdout), StderrTTY: isTerminal(os.Stderr),
+		Getenv: os.Getenv,
+		NewShell: func(o native.Options) (Shell, error) {
+			s, err := native.New(o)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		Browser:  systemBrowser,
+		LookPath: exec.LookPath,
+		ReadPassword: func() (string, error) {
+			b, err := term.ReadPassword(int(os.Stdin.Fd()))
+			return string(b), err
+		},
+		UserHome: os.UserHomeDir,
+	}
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// defaultAuthTimeout bounds an interactive authorization unless connect --timeout says.
+const defaultAuthTimeout = 5 * time.Minute
+
+// Environment variables the CLI reads (flags win over them).
+const (
+	envHome    = "GRANTWIRE_HOME"
+	envCatalog = "GRANTWIRE_CATALOG"
+	envService = "GRANTWIRE_KEYRING_SERVICE"
+	envEngine  = "GRANTWIRE_ENGINE"
+)
+
+// app is one invocation of the CLI: its global settings and, built on first use, the
+// catalog, the agent registry, the engine, the OS shell and the client.
+type app struct {
+	env
+
+	// Global flags.
+	home, service, engineName, catalogPath string
+	jsonOut                                bool
+
+	// Settings a command makes before the client is built.
+	noBrowser   bool
+	authTimeout time.Duration
+	waitingFor  string
+	// LongRunning compiles the Wasm policy (fast decisions, slower start) instead of
+	// interpreting it; `serve` sets it before asking for the client.
+	LongRunning bool
+
+	cat      *catalog.Catalog
+	registry *agents.Registry
+	engine   core.Engine
+	shell    Shell
+	client   *grantwire.Client
+	progress *progress
+	table    map[string]core.ErrorInfo
+}
+
+// setup resolves the global settings (flags, then environment, then defaults).
+func (a *app) setup() error {
+	if a.home == "" {
+		a.home = a.Getenv(envHome)
+	}
+	if a.home == "" {
+		h, err := a.UserHome()
+		if err != nil {
+			return usagef("cannot find your home directory (%v); pass --home or set %s", err, envHome)
+		}
+		a.home = filepath.Join(h, ".grantwire")
+	}
+	a.home = a.expandHome(a.home)
+	if a.service == "" {
+		a.service = a.Getenv(envService)
+	}
+	if a.service == "" {
+		a.service = hostabi.DefaultService
+	}
+	if a.engineName == "" {
+		a.engineName = a.Getenv(envEngine)
+	}
+	if a.engineName == "" {
+		a.engineName = "wasm"
+	}
+	if a.engineName != "wasm" && a.engineName != "rego" {
+		return usagef("--engine must be wasm or rego, not %q", a.engineName)
+	}
+	if a.catalogPath == "" {
+		a.catalogPath = a.Getenv(envCatalog)
+	}
+	if a.catalogPath != "" {
+		a.catalogPath = a.expandHome(a.catalogPath)
+	}
+	return nil
+}
+
+func (a *app) expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if h, err := a.UserHome(); err == nil {
+			return filepath.Join(h, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// Home is grantwire's directory.
+func (a *app) Home() string { return a.home }
+
+// Catalog returns the catalog: the file given by --catalog / $GRANTWIRE_CATALOG, else the
+// embedded one.
+func (a *app) Catalog() (*catalog.Catalog, error) {
+	if a.cat != nil {
+		return a.cat, nil
+	}
+	var err error
+	if a.catalogPath != "" {
+		a.cat, err = catalog.LoadFile(a.catalogPath)
+		if err != nil {
+			return nil, &grantwire.Error{
+				Code: "CONFIGURATION", Fix: "correct the file, or drop --catalog / unset " + envCatalog + " to use the embedded catalog",
+				Message: "configuration error: " + err.Error(),
+			}
+		}
+	} else if a.cat, err = catalog.Load(nil); err != nil {
+		return nil, err
+	}
+	return a.cat, nil
+}
+
+// Agents returns the agent registry ($GRANTWIRE_HOME/agents.json and the built-in agents).
+func (a *app) Agents() *agents.Registry {
+	if a.registry == nil {
+		a.registry = agents.New(filepath.Join(a.home, agents.FileName), agents.WithUserHome(a.userHome()))
+	}
+	return a.registry
+}
+
+func (a *app) userHome() string {
+	h, _ := a.UserHome()
+	return h
+}
+
+// Engine returns the policy engine chosen by --engine, loaded with the catalog.
+func (a *app) Engine(ctx context.Context) (core.Engine, error) {
+	if a.engine != nil {
+		return a.engine, nil
+	}
+	cat, err := a.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	switch a.engineName {
+	case "rego":
+		a.engine, err = regoengine.New(ctx, regoengine.WithData(cat.Data()))
+	default:
+		opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
+		if !a.LongRunning {
+			// One command asks a handful of questions: interpreting the module starts in a
+			// quarter of the time compiling it takes, which dominates.
+			opts = append(opts, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+		}
+		a.engine, err = wasmengine.New(ctx, opts...)
+	}
+	if err != nil {
+		a.engine = nil
+		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
+	}
+	return a.engine, nil
+}
+
+// Client returns the grantwire client on the OS shell, building it on first use:
+// catalog → engine → native.New(Options{…}) → grantwire.New.
+func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	cat, err := a.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := a.Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	what := a.waitingFor
+	if what == "" {
+		what = "the authorization"
+	}
+	timeout := a.authTimeout
+	if timeout <= 0 {
+		timeout = defaultAuthTimeout
+	}
+	a.progress = newProgress(a.Stderr, a.StderrTTY, what, timeout)
+	var browser func(string) error
+	if !a.noBrowser && a.Browser != nil {
+		browser = a.Browser(a.Getenv)
+	}
+	opts := native.Options{
+		Home:    a.home,
+		Service: a.service,
+		Agents:  a.Agents(),
+		Catalog: cat.Connector,
+		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
+			return grantwire.CheckURL(ctx, eng, u, purpose, hop, from)
+		},
+		Browser:     browser,
+		Prompt:      a.progress,
+		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
+		AuthTimeout: timeout,
+		Getenv:      a.Getenv,
+	}
+	sh, err := a.NewShell(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
+	}
+	a.shell = sh
+	a.client, err = grantwire.New(ctx,
+		grantwire.WithCapabilities(sh.Capabilities()),
+		grantwire.WithEngine(eng),
+		grantwire.WithCatalog(cat.JSON()))
+	if err != nil {
+		return nil, err
+	}
+	return a.client, nil
+}
+
+func (a *app) close(ctx context.Context) {
+	if a.progress != nil {
+		a.progress.Stop()
+	}
+	if a.client != nil {
+		_ = a.client.Close(ctx)
+	}
+	if a.shell != nil {
+		_ = a.shell.Close()
+	}
+	if a.engine != nil {
+		_ = a.engine.Close(ctx)
+	}
+}
+
+// --- output ---------------------------------------------------------------------------
+
+// printJSON writes v as indented JSON on stdout.
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
+	return err
+}
+
+func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
+}
+
+// --- errors ---------------------------------------------------------------------------
+
+// usageError is a misuse of the command line: exit 2 with a pointer to --help.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// runError marks an error returned by a command's RunE; any other error cobra returns is
+// a usage error (unknown command, bad flag, wrong number of arguments).
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// runE wraps a command's body so its errors are told apart from cobra's usage errors.
+func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			return &runError{err}
+		}
+		return nil
+	}
+}
+
+// errorTable is the policy's error table (code → REST status and CLI exit). Without an
+// engine yet (a usage error, a broken catalog file), the embedded Wasm policy is asked:
+// the table does not depend on the catalog.
+func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
+	if a.table != nil {
+		return a.table
+	}
+	if a.engine != nil {
+		a.table = a.engine.Manifest().Errors
+		return a.table
+	}
+	e, err := wasmengine.New(context.WithoutCancel(ctx), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	if err != nil {
+		return nil
+	}
+	defer e.Close(context.WithoutCancel(ctx))
+	a.table = e.Manifest().Errors
+	return a.table
+}
+
+// codeError builds an error of the policy's table from the CLI (an unknown connector the
+// catalog already tells about, a failed test).
+func (a *app) codeError(ctx context.Context, code, message, fix string) *grantwire.Error {
+	e := &grantwire.Error{Code: code, Message: message, Fix: fix, Status: 500, Exit: 5}
+	if fix != "" {
+		e.Message += "; fix: " + fix
+	}
+	if info, ok := a.errorTable(ctx)[code]; ok {
+		e.Status, e.Exit = info.Status, info.Exit
+	}
+	return e
+}
+
+func (a *app) unknownConnector(ctx context.Context, id string) error {
+	return a.codeError(ctx, "UNKNOWN_CONNECTOR", "unknown connector "+shellQuote(id), "grantwire catalog")
+}
+
+// shellQuote quotes a word for a POSIX shell when it holds a character the shell treats
+// specially, as the policy's messages do (scopes.quote).
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " '\"\\$`!&|;<>()*?[]{}~#\t\n") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Exit codes outside the policy's table.
+const (
+	exitCancelled  = 130 // Ctrl-C (128 + SIGINT), as shells report it
+	exitTestFailed = 1   // `test` found a problem that is not an error of the table (GAIA: 1)
+)
+
+// exit prints err and returns the process exit code: the policy's table for *Error
+// values (0, 1, 2, 3, 4, 5, 75), 2 for usage errors, 130 for a cancellation.
+func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return 0
+	}
+	table := a.errorTable(ctx)
+	exitOf := func(code string, fallback int) int {
+		if info, ok := table[code]; ok {
+			return info.Exit
+		}
+		return fallback
+	}
+	var re *runError
+	inner := err
+	if errors.As(err, &re) {
+		inner = re.err
+	}
+	var ue *usageError
+	if re == nil || errors.As(inner, &ue) {
+		hint := "grantwire --help"
+		if cmd != nil {
+			hint = cmd.CommandPath() + " --help"
+		}
+		msg := inner.Error()
+		if ue != nil {
+			msg = ue.msg
+		}
+		a.report("USAGE", "usage: "+msg, hint, nil, exitOf("USAGE", 2))
+		return exitOf("USAGE", 2)
+	}
+	var quiet silent
+	if errors.As(inner, &quiet) {
+		var ge *grantwire.Error
+		if errors.As(quiet.err, &ge) {
+			return exitOf(ge.Code, ge.Exit)
+		}
+		return exitTestFailed
+	}
+	if errors.Is(inner, context.Canceled) || ctx.Err() != nil {
+		a.report("CANCELLED", "cancelled", "", nil, exitCancelled)
+		return exitCancelled
+	}
+	var ge *grantwire.Error
+	if errors.As(inner, &ge) {
+		exit := ge.Exit
+		if info, ok := table[ge.Code]; ok {
+			exit = info.Exit
+		}
+		msg := strings.TrimSuffix(ge.Message, "; fix: "+ge.Fix)
+		a.report(ge.Code, msg, ge.Fix, ge.Fields, exit)
+		return exit
+	}
+	var ce *core.Error
+	if errors.As(inner, &ce) {
+		exit := exitOf(ce.Code, 5)
+		a.report(ce.Code, strings.TrimSuffix(ce.Message, "; fix: "+ce.Fix), ce.Fix, ce.Fields, exit)
+		return exit
+	}
+	exit := exitOf("INTERNAL", 5)
+	a.report("INTERNAL", inner.Error(), "", nil, exit)
+	return exit
+}
+
+// report prints an error on stderr: "grantwire: message" and "fix: command", or with
+// --json one JSON object {"error": {...}}.
+func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, exit int) {
+	if a.jsonOut {
+		out := map[string]any{}
+		for k, v := range fields {
+			out[k] = v
+		}
+		out["code"], out["message"], out["exit"] = code, msg, exit
+		if fix != "" {
+			out["fix"] = fix
+		}
+		b, _ := json.MarshalIndent(map[string]any{"error": out}, "", "  ")
+		fmt.Fprintf(a.Stderr, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
+	if fix != "" {
+		if code == "USAGE" {
+			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
+		} else {
+			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
+		}
+	}
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, e env) int {
+	a := &app{env: e}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(e.Stdin)
+	root.SetOut(e.Stdout)
+	root.SetErr(e.Stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	code := a.exit(ctx, cmd, err)
+	a.close(context.WithoutCancel(ctx))
+	return code
+}

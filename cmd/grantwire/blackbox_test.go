@@ -1,0 +1,200 @@
+package main_test
+
+// Black-box tests: they build the grantwire binary and run it as a user would, in a private
+// home with a clean environment. The commands here need no OS shell (help, catalog, agents,
+// usage errors); the tests that drive the real OS shell, the private Secret Service and the
+// local authorization server use the same bbWorld (phase 2 of the CLI issue).
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "grantwire-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// grantwireBinary builds the command once per test run.
+func grantwireBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binPath = filepath.Join(binDir, "grantwire")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			binError = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, binError)
+	return binPath
+}
+
+// bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
+// environment with nothing that could open a browser or reach the user's credential store
+// (phase 2 adds the private Secret Service's DBUS_SESSION_BUS_ADDRESS here).
+type bbWorld struct {
+	t    *testing.T
+	bin  string
+	home string
+	env  []string
+}
+
+func newBB(t *testing.T) *bbWorld {
+	t.Helper()
+	home := t.TempDir()
+	w := &bbWorld{t: t, bin: grantwireBinary(t), home: home}
+	w.env = []string{
+		"HOME=" + home,
+		"PATH=" + os.Getenv("PATH"),
+		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
+		"LANG=C.UTF-8",
+	}
+	return w
+}
+
+type bbResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func (w *bbWorld) run(stdin string, args ...string) bbResult {
+	w.t.Helper()
+	cmd := exec.Command(w.bin, args...)
+	cmd.Env = w.env
+	cmd.Dir = w.home
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(w.t, err)
+	}
+	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func TestBinaryHelp(t *testing.T) {
+	w := newBB(t)
+	r := w.run("", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, c := range []string{"catalog", "status", "connect", "configure", "test", "disconnect", "import", "grants", "activations", "token", "agents"} {
+		require.Regexp(t, `(?m)^  `+c+`\s`, r.stdout)
+	}
+	require.Contains(t, r.stdout, "Exit codes:")
+	r = w.run("", "help", "import")
+	require.Equal(t, 0, r.code)
+	require.Contains(t, r.stdout, "Examples:")
+	require.Contains(t, r.stdout, "--from-stdin")
+}
+
+func TestBinaryUsageErrorsExit2(t *testing.T) {
+	w := newBB(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "grantwire needs a command"},
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"connect"}, "accepts 1 arg"},
+		{[]string{"grants", "grant", "google"}, "accepts 2 arg"},
+		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm or rego"},
+		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
+		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},
+		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
+	} {
+		r := w.run("", tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+		require.NotContains(t, r.stdout+r.stderr, "argv-secret", "%v", tc.args)
+	}
+	_, err := os.Stat(filepath.Join(w.home, ".grantwire"))
+	require.True(t, errors.Is(err, os.ErrNotExist), "usage errors create nothing")
+}
+
+func TestBinaryCatalog(t *testing.T) {
+	w := newBB(t)
+	r := w.run("", "catalog", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var list []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.GreaterOrEqual(t, len(list), 23)
+
+	r = w.run("", "catalog", "nope")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "unknown connector nope")
+
+	// The raw document round-trips as an override file.
+	r = w.run("", "catalog", "--raw")
+	require.Equal(t, 0, r.code)
+	file := filepath.Join(w.home, "catalog.json")
+	require.NoError(t, os.WriteFile(file, []byte(r.stdout), 0o600))
+	r2 := w.run("", "--catalog", file, "catalog", "--json")
+	require.Equal(t, 0, r2.code, r2.stderr)
+	require.JSONEq(t, w.run("", "catalog", "--json").stdout, r2.stdout)
+
+	// A broken override: configuration error naming the file.
+	require.NoError(t, os.WriteFile(file, []byte(`{"connectors": {"x": {"type": "oauth_pkce", "display_name": "X", "tier": "dev"}}}`), 0o600))
+	w.env = append(w.env, "GRANTWIRE_CATALOG="+file)
+	r = w.run("", "catalog")
+	require.Equal(t, 3, r.code)
+	require.Contains(t, r.stderr, file)
+	require.Contains(t, r.stderr, "needs authorization_url and token_url")
+}
+
+func TestBinaryAgents(t *testing.T) {
+	w := newBB(t)
+	src := filepath.Join(w.home, "triage_bot.py")
+	code := []byte("class Triage: pass\n")
+	require.NoError(t, os.WriteFile(src, code, 0o600))
+	sum := sha256.Sum256(code)
+	r := w.run("", "agents", "id", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "custom:"+hex.EncodeToString(sum[:])[:16]+":triage_bot\n", r.stdout)
+
+	r = w.run("", "agents", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		Agents []struct {
+			ID string `json:"id"`
+		} `json:"agents"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	var ids []string
+	for _, a := range out.Agents {
+		ids = append(ids, a.ID)
+	}
+	require.Contains(t, ids, "builtin:chat")
+	require.Contains(t, ids, "builtin:email")
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/catalog"
+)
+
+func (a *app) catalogCmd() *cobra.Command {
+	var tier string
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "catalog [connector]",
+		Short: "List the connectors that can be connected, or show one",
+		Long: `List the catalog's connectors (OAuth providers and MCP servers) by tier, or show one
+connector: its endpoints and scopes (OAuth) or its command and environment keys (MCP).
+
+The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a file.
+--raw prints the catalog document itself, a starting point for such a file.`,
+		Example: `  grantwire catalog
+  grantwire catalog --tier search
+  grantwire catalog google
+  grantwire catalog --json | jq -r '.[] | select(.type == "mcp_server") | .id'
+  grantwire catalog --raw > my-catalog.json && grantwire --catalog my-catalog.json catalog`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			cat, err := a.Catalog()
+			if err != nil {
+				return err
+			}
+			if raw {
+				_, err := a.Stdout.Write(append(cat.JSON(), '\n'))
+				return err
+			}
+			if len(args) == 1 {
+				e, ok := cat.Entry(args[0])
+				if !ok {
+					return a.unknownConnector(cmd.Context(), args[0])
+				}
+				if a.jsonOut {
+					return a.printJSON(e)
+				}
+				a.showEntry(e)
+				return nil
+			}
+			var list []catalog.Entry
+			for _, e := range cat.Entries() {
+				if tier == "" || e.Tier == tier {
+					list = append(list, e)
+				}
+			}
+			if a.jsonOut {
+				if list == nil {
+					list = []catalog.Entry{}
+				}
+				return a.printJSON(list)
+			}
+			if len(list) == 0 {
+				a.printf("No connectors in tier %q.\n", tier)
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTYPE\tTIER\tNAME")
+			for _, e := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Type, e.Tier, e.Name())
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().StringVar(&tier, "tier", "", "only connectors of this tier ("+strings.Join(catalog.Tiers, ", ")+")")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the catalog document ({\"connectors\": ...})")
+	return cmd
+}
+
+func (a *app) showEntry(e catalog.Entry) {
+	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", e.ID)
+	row("name", e.Name())
+	row("type", e.Type)
+	row("tier", e.Tier)
+	row("category", e.Category)
+	row("description", e.Description)
+	row("docs", e.DocsURL)
+	switch e.Type {
+	case catalog.TypeOAuth:
+		row("authorization", e.AuthorizationURL)
+		row("token", e.TokenURL)
+		row("userinfo", e.UserinfoURL)
+		row("tenant", e.Tenant)
+		if len(e.AuthParams) > 0 {
+			var kv []string
+			for k, v := range e.AuthParams {
+				kv = append(kv, k+"="+v)
+			}
+			sort.Strings(kv)
+			row("parameters", strings.Join(kv, " "))
+		}
+		client := "$" + e.ClientIDEnv
+		if e.ClientSecretNeeded {
+			client += " + $" + e.ClientSecretEnv + " (secret required)"
+		} else if e.ClientSecretEnv != "" {
+			client += " (optional secret $" + e.ClientSecretEnv + ")"
+		}
+		row("client", client+", or grantwire configure "+e.ID+" --client-id …")
+		row("default scopes", strings.Join(e.DefaultScopes, " "))
+		row("available scopes", strings.Join(e.AvailableScopes, " "))
+	case catalog.TypeMCPServer:
+		row("command", strings.TrimSpace(e.Command+" "+strings.Join(e.Args, " ")))
+		if len(e.Env) == 0 {
+			row("environment", "(none)")
+		}
+		for _, k := range e.Env {
+			var tags []string
+			if k.Required {
+				tags = append(tags, "required")
+			} else {
+				tags = append(tags, "optional")
+			}
+			if k.Secret {
+				tags = append(tags, "secret: stdin or file only")
+			}
+			desc := k.Key + " (" + strings.Join(tags, ", ") + ")"
+			if k.Description != "" {
+				desc += " " + k.Description
+			}
+			row("env", desc)
+		}
+	case catalog.TypeMCPRemote:
+		row("url", e.URL)
+	}
+	_ = tw.Flush()
+}

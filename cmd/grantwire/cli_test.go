@@ -1,0 +1,733 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/agents"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+const (
+	gmailRead   = "https://www.googleapis.com/auth/gmail.readonly"
+	gmailModify = "https://www.googleapis.com/auth/gmail.modify"
+	gmailSend   = "https://www.googleapis.com/auth/gmail.send"
+)
+
+// policyExit is the exit code the policy's error table gives a code.
+func policyExit(t *testing.T, code string) int {
+	t.Helper()
+	ctx := context.Background()
+	e, err := wasmengine.New(ctx, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	info, ok := e.Manifest().Errors[code]
+	require.True(t, ok, code)
+	return info.Exit
+}
+
+func TestUsageErrorsExit2WithAHint(t *testing.T) {
+	tw := newWorld(t)
+	require.Equal(t, 2, policyExit(t, "USAGE"))
+	cases := []struct {
+		name  string
+		inv   invocation
+		args  []string
+		wants []string
+	}{
+		{"no command", invocation{}, nil, []string{"needs a command", "Usage:"}},
+		{"unknown command", invocation{}, []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
+		{"group without command", invocation{}, []string{"grants"}, []string{"grantwire grants needs a command: grant, list, revoke"}},
+		{"group with unknown command", invocation{}, []string{"activations", "toggle"}, []string{`unknown command "toggle"`}},
+		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
+		{"missing argument", invocation{}, []string{"connect"}, []string{"accepts 1 arg", "grantwire connect --help"}},
+		{"extra argument", invocation{}, []string{"disconnect", "a", "b"}, []string{"accepts 1 arg"}},
+		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{"--engine must be wasm or rego"}},
+		{"oauth without client id", invocation{}, []string{"configure", "google"}, []string{"configure google needs --client-id"}},
+		{"oauth with mcp flags", invocation{}, []string{"configure", "google", "--set", "A=b"}, []string{"is an OAuth provider"}},
+		{"mcp with client flags", invocation{}, []string{"configure", "mcp-github", "--client-id", "x"}, []string{"is an MCP server"}},
+		{"tenant where none", invocation{}, []string{"configure", "google", "--client-id", "x", "--tenant", "t"}, []string{"google has no tenant"}},
+		{"two secret sources", invocation{}, []string{"configure", "google", "--client-id", "x", "--client-secret-stdin", "--client-secret-file", "f"}, []string{"give the client secret once"}},
+		{"set without equals", invocation{}, []string{"configure", "mcp-memory", "--set", "MEMORY_FILE_PATH"}, []string{"--set needs KEY=VALUE"}},
+		{"grant without scopes", invocation{}, []string{"grants", "grant", "google", "builtin:chat"}, []string{"grants grant needs --scopes"}},
+		{"token without agent", invocation{stdoutTTY: false}, []string{"token", "google"}, []string{"token needs --agent"}},
+		{"token to a terminal", invocation{stdoutTTY: true}, []string{"token", "google", "--agent", "builtin:email"}, []string{"refusing to print an access token to a terminal", "--force-tty"}},
+		{"import without input", invocation{}, []string{"import", "google", "--client-id", "x"}, []string{"--from-stdin or --from-file"}},
+		{"import without refresh token", invocation{stdin: `{"client_id": "x", "scopes": ["a"]}`}, []string{"import", "google", "--from-stdin"}, []string{"needs refresh_token"}},
+		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"unknown key refresh"}},
+		{"test scopes without agent", invocation{}, []string{"test", "google", "--scopes", "openid"}, []string{"--scopes needs --agent"}},
+		{"zero timeout", invocation{}, []string{"connect", "google", "--timeout", "0s"}, []string{"--timeout must be positive"}},
+		{"agents id of nothing", invocation{}, []string{"agents", "id", "/nonexistent/agent.py"}, []string{"cannot read the agent source"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tw.run(tc.inv, tc.args...)
+			require.Equal(t, 2, r.code, "stderr: %s", r.stderr)
+			require.Empty(t, r.stdout)
+			for _, w := range tc.wants {
+				require.Contains(t, r.stderr, w)
+			}
+			require.Contains(t, r.stderr, "grantwire: ")
+		})
+	}
+	require.Empty(t, tw.w.Keyring(), "no usage error stored anything")
+}
+
+// Secrets given as arguments are refused without being echoed, and nothing is stored.
+func TestSecretsAreNeverTakenFromArguments(t *testing.T) {
+	tw := newWorld(t)
+	const secret = "s3cr3t-from-argv"
+	for _, args := range [][]string{
+		{"configure", "google", "--client-id", "cid", "--client-secret", secret},
+		{"configure", "google", "--client-id", "cid", "--client-secret=" + secret},
+		{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=" + secret},
+		{"configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T1", "--set", "SLACK_BOT_TOKEN=" + secret},
+		{"import", "google", "--from-stdin", "--refresh-token", secret},
+		{"import", "google", "--from-stdin", "--client-secret", secret},
+	} {
+		r := tw.gwIn("client_id=x\nrefresh_token=rt\n", args...)
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		require.NotContains(t, r.stdout+r.stderr, secret, "%v", args)
+		require.Regexp(t, `never taken from arguments|is refused`, r.stderr)
+	}
+	require.Empty(t, tw.w.Keyring())
+	require.NotContains(t, tw.everything(), secret)
+}
+
+func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
+	tw := newWorld(t)
+	svc := hostabi.DefaultService
+
+	// OAuth client secret on stdin.
+	r := tw.gwIn("google-secret-1\n", "configure", "google", "--client-id", "cid-1", "--client-secret-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Stored the google OAuth client id and secret")
+	require.Contains(t, r.stdout, hostabi.ClientIDHash("cid-1"))
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-1")
+
+	// From a file; a file others can read is used with a warning.
+	f := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(f, []byte("google-secret-2\n"), 0o644))
+	r = tw.gw("configure", "google", "--client-id", "cid-2", "--client-secret-file", f)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "readable by other users")
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-2")
+
+	// Typed on a terminal, without echo.
+	r = tw.run(invocation{stdinTTY: true, password: []string{"google-secret-3"}}, "configure", "google", "--client-id", "cid-3", "--client-secret-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "client secret for google (input hidden)")
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-3")
+
+	// Google requires a secret: without one the policy refuses (configuration, exit 3).
+	r = tw.gw("configure", "google", "--client-id", "cid-4")
+	require.Equal(t, policyExit(t, "CONFIGURATION"), r.code, r.stderr)
+	require.Contains(t, r.stderr, "fix: grantwire configure google --client-id <id> --client-secret-stdin")
+
+	// MCP values: KEY=VALUE lines on stdin, non-secret keys with --set.
+	r = tw.gwIn("# token\nSLACK_BOT_TOKEN=xoxb-secret-4\n", "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T0123", "--from-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Configured mcp-slack: SLACK_BOT_TOKEN, SLACK_TEAM_ID stored")
+	require.Equal(t, "xoxb-secret-4", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-slack", "SLACK_BOT_TOKEN")])
+
+	// From a file.
+	env := filepath.Join(t.TempDir(), "github.env")
+	require.NoError(t, os.WriteFile(env, []byte("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_secret5\r\n"), 0o600))
+	r = tw.gw("configure", "mcp-github", "--from-file", env)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "warning")
+	require.Equal(t, "ghp_secret5", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
+
+	// Asked for on a terminal: the secret without echo, an optional key skipped.
+	r = tw.run(invocation{stdinTTY: true, stdin: "\n", password: []string{"sntrys_secret6"}}, "configure", "mcp-sentry", "--from-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "SENTRY_AUTH_TOKEN (a Sentry user auth token) (input hidden)")
+	require.Contains(t, r.stderr, "SENTRY_HOST")
+	require.Equal(t, "sntrys_secret6", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-sentry", "SENTRY_AUTH_TOKEN")])
+
+	// Missing required keys: the policy names them (configuration, exit 3).
+	r = tw.gwIn("", "configure", "mcp-tavily", "--from-stdin")
+	require.Equal(t, 3, r.code, r.stderr)
+	require.Contains(t, r.stderr, "mcp-tavily needs TAVILY_API_KEY")
+	require.Contains(t, r.stderr, "fix: grantwire configure mcp-tavily --from-stdin", "the fix never puts a secret in an argument")
+	// The same key twice, or on stdin and with --set.
+	r = tw.gwIn("SLACK_TEAM_ID=T1\nSLACK_BOT_TOKEN=a\n", "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T2", "--from-stdin")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "SLACK_TEAM_ID is given both")
+
+	all := tw.everything(r)
+	for _, s := range []string{"google-secret-1", "google-secret-2", "google-secret-3", "xoxb-secret-4", "ghp_secret5", "sntrys_secret6"} {
+		require.NotContains(t, all, s, "no secret in ledgers, events or output")
+	}
+}
+
+func TestConnectGrantTokenAndTheGate(t *testing.T) {
+	tw := newWorld(t)
+	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid", "--client-secret-stdin").code)
+
+	// builtin:email declares gmail.modify and gmail.send: they are authorized and granted.
+	r := tw.gw("connect", "google", "--grant-agent", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Connected google as user@example.com")
+	require.Contains(t, r.stdout, "Granted google → builtin:email: "+gmailModify+" "+gmailSend)
+	require.Len(t, tw.browsed, 1, "the browser was opened")
+	require.Contains(t, r.stderr, "grantwire: waiting for the google authorization in the browser")
+	require.Contains(t, r.stderr, "Open https://accounts.google.com/o/oauth2/v2/auth")
+
+	// The token goes to a pipe, for a granted agent only.
+	r = tw.gw("token", "google", "--agent", "builtin:email", "--scopes", gmailModify)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^access-google-\d+\n$`, r.stdout)
+	r = tw.run(invocation{stdoutTTY: true}, "token", "google", "--agent", "builtin:email", "--scopes", gmailModify, "--force-tty")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, policyExit(t, "AGENT_NOT_GRANTED"), r.code)
+	require.Equal(t, 4, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "fix: grantwire grants grant google builtin:chat --scopes "+gmailRead)
+
+	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stderr, "connection lacks "+gmailRead)
+	require.Contains(t, r.stderr, "fix: grantwire connect google --scopes")
+
+	// Reconnecting with no scopes would drop what is held: refused with the keeping command.
+	r = tw.gw("connect", "google")
+	require.Equal(t, 3, r.code)
+	require.Contains(t, r.stderr, "fix: grantwire connect google --scopes")
+
+	// The headless path: --no-browser prints the URL and does not open a browser.
+	r = tw.gw("connect", "google", "--scopes", gmailRead+","+gmailModify+","+gmailSend, "--no-browser")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, tw.browsed, 1)
+	require.Nil(t, tw.lastOptions().Browser)
+	require.True(t, tw.lastOptions().Interactive)
+	require.Contains(t, r.stderr, "Open https://accounts.google.com")
+
+	// No browser and nobody at a terminal: INTERACTIVE_AUTH_REQUIRED.
+	r = tw.run(invocation{noBrowser: true}, "connect", "google", "--scopes", gmailRead)
+	require.Equal(t, policyExit(t, "INTERACTIVE_AUTH_REQUIRED"), r.code, r.stderr)
+	require.Contains(t, r.stderr, "--no-browser")
+
+	// test proves the refresh token works when given an agent.
+	tw.w.Advance(2 * time.Hour)
+	r = tw.gw("test", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "google: OK  connected as user@example.com")
+	require.Contains(t, r.stdout, "builtin:chat obtained a token")
+	require.NotContains(t, r.stdout, "access-google")
+}
+
+func TestWaitingShowsACountdownOnATerminalAndCtrlCCancels(t *testing.T) {
+	tw := newWorld(t)
+	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid", "--client-secret-stdin").code)
+	ctx, cancel := context.WithCancel(context.Background())
+	tw.authorize = func(actx context.Context) hostabi.AuthResult {
+		time.Sleep(3 * spinnerTick) // the spinner redraws meanwhile
+		cancel()                    // Ctrl-C
+		<-actx.Done()
+		return hostabi.AuthResult{Status: hostabi.AuthError, Token: hostabi.TokenResponse{Error: "cancelled"}}
+	}
+	r := tw.run(invocation{ctx: ctx, stderrTTY: true, stdinTTY: true}, "connect", "google", "--scopes", gmailRead, "--timeout", "90s")
+	require.Equal(t, exitCancelled, r.code, r.stderr)
+	require.Contains(t, r.stderr, "waiting for the google authorization in the browser (up to 1m30s; Ctrl-C cancels)")
+	require.Regexp(t, `⠋ waiting for the google authorization · 1:(30|29) left · Ctrl-C cancels`, r.stderr)
+	require.Contains(t, r.stderr, "\r\033[K", "the spinner line is redrawn and cleared")
+	require.Contains(t, r.stderr, "grantwire: cancelled")
+	_, ok := tw.w.Keyring()[hostabi.DefaultService+"\x00"+hostabi.ConnectionUser("google")]
+	require.False(t, ok, "a cancelled connect stores nothing")
+
+	// Off a terminal: the lines pass through, no spinner.
+	tw.authorize = nil
+	r = tw.gw("connect", "google", "--scopes", gmailRead)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stderr, "\r")
+	require.NotContains(t, r.stderr, "left ·")
+}
+
+func TestExitCodesFollowThePolicyTable(t *testing.T) {
+	tw := newWorld(t)
+	// unknown connector → 1, whether the catalog or the policy says it.
+	for _, args := range [][]string{{"catalog", "nope"}, {"status", "nope"}, {"disconnect", "nope"}, {"configure", "nope"}, {"test", "nope"}, {"grants", "list", "nope"}} {
+		r := tw.gw(args...)
+		require.Equal(t, policyExit(t, "UNKNOWN_CONNECTOR"), r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, "grantwire: unknown connector nope\n")
+		require.Contains(t, r.stderr, "fix: grantwire catalog")
+	}
+	// activation on an OAuth connector → configuration, 3.
+	r := tw.gw("activations", "activate", "google", "builtin:chat")
+	require.Equal(t, 3, r.code)
+	require.Equal(t, policyExit(t, "CONFIGURATION"), r.code)
+	require.Contains(t, r.stderr, "activations apply to MCP connectors only")
+	// not connected → 4.
+	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, 0, r.code)
+	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stderr, "google is not connected")
+	// busy → 75.
+	tw.w.Hold("google", "another process")
+	r = tw.gw("disconnect", "google")
+	require.Equal(t, 75, r.code)
+	require.Equal(t, policyExit(t, "BUSY"), r.code)
+	require.Contains(t, r.stderr, "retry shortly")
+	tw.w.Release("google")
+	// corrupt ledger → 5, naming the file and the fix, nothing reset.
+	tw.w.SetLedger(hostabi.LedgerGrants, []byte("{not json"))
+	r = tw.gw("grants", "list")
+	require.Equal(t, 5, r.code)
+	require.Equal(t, policyExit(t, "CORRUPT_LEDGER"), r.code)
+	require.Contains(t, r.stderr, "mem:grants.json")
+	require.Contains(t, r.stderr, "fix: inspect it, or move it aside")
+	require.Equal(t, "{not json", string(tw.w.Ledger(hostabi.LedgerGrants)))
+	// The OS shell that cannot open → 5 with the reason.
+	tw2 := newWorld(t)
+	r = tw2.run(invocation{}, "status")
+	require.Equal(t, 0, r.code)
+	r = runWithShellError(t, "native: no Secret Service on the session bus")
+	require.Equal(t, 5, r.code)
+	require.Contains(t, r.stderr, "cannot open the OS shell: native: no Secret Service")
+	// An insecure store reported by the shell keeps its code and exit.
+	ce := hostabi.Errorf("INSECURE_STORE", "install gnome-keyring", "no secure credential store")
+	r = runWithShellErr(t, ce)
+	require.Equal(t, policyExit(t, "INSECURE_STORE"), r.code)
+	require.Contains(t, r.stderr, "fix: install gnome-keyring")
+}
+
+func runWithShellError(t *testing.T, msg string) result {
+	return runWithShellErr(t, &plainError{msg})
+}
+
+type plainError struct{ s string }
+
+func (p *plainError) Error() string { return p.s }
+
+func runWithShellErr(t *testing.T, shellErr error) result {
+	t.Helper()
+	tw := newWorld(t)
+	var out, errb strings.Builder
+	e := env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" },
+		NewShell: func(native.Options) (Shell, error) { return nil, shellErr },
+		UserHome: func() (string, error) { return tw.home, nil }}
+	code := run(context.Background(), []string{"status"}, e)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+func TestJSONOutputsParse(t *testing.T) {
+	tw := newWorld(t)
+	var entries []catalog.Entry
+	r := tw.gw("catalog", "--json")
+	require.Equal(t, 0, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
+	require.GreaterOrEqual(t, len(entries), 23)
+	require.Equal(t, "google", entries[0].ID)
+	r = tw.gw("catalog", "--json", "--tier", "search")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
+	for _, e := range entries {
+		require.Equal(t, "search", e.Tier)
+	}
+	var one catalog.Entry
+	require.NoError(t, json.Unmarshal([]byte(tw.gw("catalog", "mcp-github", "--json").stdout), &one))
+	require.Equal(t, "GITHUB_PERSONAL_ACCESS_TOKEN", one.Env[0].Key)
+	var rawDoc map[string]map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(tw.gw("catalog", "--raw").stdout), &rawDoc))
+	require.Contains(t, rawDoc["connectors"], "mcp-brave-search")
+
+	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid", "--client-secret-stdin", "--json").code)
+	var conn grantwire.ConnectResult
+	r = tw.gw("connect", "google", "--grant-agent", "builtin:email", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &conn))
+	require.Equal(t, []string{gmailModify, gmailSend}, conn.Granted["builtin:email"])
+
+	var cfg map[string]any
+	r = tw.gwIn("BRAVE_API_KEY=bsa-secret\n", "configure", "mcp-brave-search", "--from-stdin", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cfg))
+	require.Equal(t, []any{"BRAVE_API_KEY"}, cfg["env_keys"])
+
+	var act grantwire.Activation
+	r = tw.gw("activations", "activate", "mcp-brave-search", "builtin:chat", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &act))
+	require.True(t, act.AutoGranted)
+	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
+
+	var acts map[string]map[string]bool
+	require.NoError(t, json.Unmarshal([]byte(tw.gw("activations", "list", "--json").stdout), &acts))
+	require.Equal(t, map[string]map[string]bool{"mcp-brave-search": {"builtin:chat": true}}, acts)
+
+	var grants map[string]map[string][]string
+	require.NoError(t, json.Unmarshal([]byte(tw.gw("grants", "list", "--json").stdout), &grants))
+	require.Equal(t, []string{"use"}, grants["mcp-brave-search"]["builtin:chat"])
+	require.Equal(t, []string{gmailModify, gmailSend}, grants["google"]["builtin:email"])
+
+	var rows []grantwire.ConnectorStatus
+	r = tw.gw("status", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	byID := map[string]grantwire.ConnectorStatus{}
+	for _, row := range rows {
+		byID[row.ID] = row
+	}
+	require.True(t, byID["google"].Configured)
+	require.Equal(t, "user@example.com", byID["google"].Account)
+	require.True(t, byID["mcp-brave-search"].Configured)
+	require.Equal(t, []string{"builtin:chat"}, byID["mcp-brave-search"].Activations)
+	require.False(t, byID["dropbox"].Configured)
+	for _, key := range []string{"refresh_token", "access_token", "client_secret", "bsa-secret"} {
+		require.NotContains(t, r.stdout, key)
+	}
+
+	var tr testResult
+	r = tw.gw("test", "mcp-brave-search", "--agent", "builtin:chat", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tr))
+	require.True(t, tr.OK)
+	require.NotContains(t, r.stdout, "bsa-secret")
+
+	var tok map[string]any
+	r = tw.gw("token", "google", "--agent", "builtin:email", "--scopes", gmailSend, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tok))
+	require.Regexp(t, `^access-google-`, tok["access_token"])
+	_, err := time.Parse(time.RFC3339, tok["expires_at"].(string))
+	require.NoError(t, err)
+
+	var ag struct {
+		File     string           `json:"file"`
+		Agents   []agents.Agent   `json:"agents"`
+		Problems []agents.Problem `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(tw.gw("agents", "list", "--json").stdout), &ag))
+	require.Equal(t, filepath.Join(tw.home, ".grantwire", "agents.json"), ag.File)
+	require.NotEmpty(t, ag.Agents)
+	require.NotNil(t, ag.Problems)
+
+	var disc grantwire.DisconnectResult
+	r = tw.gw("disconnect", "mcp-brave-search", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &disc))
+	require.True(t, disc.Removed)
+	require.Equal(t, []string{"builtin:chat"}, disc.RevokedGrants)
+	require.Equal(t, []string{"builtin:chat"}, disc.Deactivated)
+
+	// Errors, with --json, are one JSON object on stderr.
+	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead, "--json")
+	require.Equal(t, 4, r.code)
+	require.Empty(t, r.stdout)
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &e))
+	require.Equal(t, "AGENT_NOT_GRANTED", e.Error["code"])
+	require.Equal(t, float64(4), e.Error["exit"])
+	require.Equal(t, []any{gmailRead}, e.Error["missing_scopes"])
+	require.Contains(t, e.Error["fix"], "grantwire grants grant google builtin:chat")
+	r = tw.gw("--json", "grants")
+	require.Equal(t, 2, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stderr[strings.Index(r.stderr, "{"):]), &e))
+	require.Equal(t, "USAGE", e.Error["code"])
+}
+
+func TestTextOutputs(t *testing.T) {
+	tw := newWorld(t)
+	r := tw.gw("catalog")
+	require.Equal(t, 0, r.code)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Regexp(t, `^ID\s+TYPE\s+TIER\s+NAME$`, lines[0])
+	require.Regexp(t, `^google\s+oauth_pkce\s+core\s+Google$`, lines[1])
+	r = tw.gw("catalog", "google")
+	require.Contains(t, r.stdout, "token:")
+	require.Contains(t, r.stdout, "https://oauth2.googleapis.com/token")
+	require.Contains(t, r.stdout, "$GRANTWIRE_GOOGLE_CLIENT_SECRET (secret required)")
+
+	r = tw.gw("grants", "list")
+	require.Equal(t, "No grants.\n", r.stdout)
+	r = tw.gw("activations", "list")
+	require.Equal(t, "No activations.\n", r.stdout)
+
+	require.Equal(t, 0, tw.gwIn("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_x\n", "configure", "mcp-github", "--from-stdin").code)
+	r = tw.gw("activations", "activate", "mcp-github", "builtin:code")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Granted mcp-github → builtin:code: use (the scopes the agent declares)\nActivated mcp-github for builtin:code.\n", r.stdout)
+	r = tw.gw("activations", "activate", "mcp-github", "builtin:code")
+	require.Equal(t, "mcp-github was already active for builtin:code.\n", r.stdout)
+	r = tw.gw("activations", "activate", "mcp-github", "builtin:email")
+	require.Equal(t, 3, r.code, "an agent that declares nothing needs --scopes")
+	require.Contains(t, r.stderr, "fix: grantwire activations activate mcp-github builtin:email --scopes use")
+
+	r = tw.gw("status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^mcp-github\s+mcp_server\s+configured\s+GITHUB_PERSONAL_ACCESS_TOKEN\s+builtin:code\s+builtin:code$`, r.stdout)
+	require.Regexp(t, `(?m)^google\s+oauth_pkce\s+not connected\s+no client\s+-\s+-$`, r.stdout)
+
+	r = tw.gw("grants", "list", "mcp-github")
+	require.Regexp(t, `(?m)^mcp-github\s+builtin:code\s+use$`, r.stdout)
+	r = tw.gw("activations", "deactivate", "mcp-github", "builtin:code")
+	require.Equal(t, "Deactivated mcp-github for builtin:code (the grant is kept).\n", r.stdout)
+	r = tw.gw("grants", "revoke", "mcp-github", "builtin:code")
+	require.Equal(t, "Revoked builtin:code's grant on mcp-github.\n", r.stdout)
+	r = tw.gw("grants", "revoke", "mcp-github", "builtin:code")
+	require.Equal(t, 0, r.code)
+	require.Contains(t, r.stdout, "nothing to revoke")
+	r = tw.gw("disconnect", "mcp-github")
+	require.Equal(t, "Disconnected mcp-github.\n", r.stdout)
+	r = tw.gw("disconnect", "mcp-github")
+	require.Equal(t, 0, r.code)
+	require.Equal(t, "mcp-github was not connected; nothing to remove.\n", r.stdout)
+}
+
+func TestTestCommand(t *testing.T) {
+	tw := newWorld(t)
+	r := tw.gw("test", "google")
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stdout, "google: FAIL  google is not connected")
+	require.Contains(t, r.stdout, "fix: grantwire connect google --scopes openid,https://www.googleapis.com/auth/userinfo.email")
+	require.Empty(t, r.stderr, "the failure is printed once, on stdout")
+
+	r = tw.gw("test", "mcp-tavily")
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stdout, "mcp-tavily: FAIL  mcp-tavily is not configured")
+	require.Equal(t, 0, tw.gwIn("TAVILY_API_KEY=tvly-1\n", "configure", "mcp-tavily", "--from-stdin").code)
+	r = tw.run(invocation{lookPath: func(string) (string, error) { return "", errNotFound }}, "test", "mcp-tavily")
+	require.Equal(t, exitTestFailed, r.code)
+	require.Contains(t, r.stdout, `mcp-tavily: FAIL  the command "npx" is not on PATH`)
+	r = tw.gw("test", "mcp-tavily")
+	require.Equal(t, 0, r.code, r.stdout)
+	require.Contains(t, r.stdout, "mcp-tavily: OK  configured (TAVILY_API_KEY); npx is /usr/bin/npx")
+	r = tw.gw("test", "mcp-tavily", "--agent", "builtin:research")
+	require.Equal(t, 4, r.code, "not granted yet")
+	require.Contains(t, r.stdout, "AGENT_NOT_GRANTED"[:0]+"is not granted")
+
+	// A rotated client makes the stored connection stale: reported, not cleared.
+	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid-a", "--client-secret-stdin").code)
+	require.Equal(t, 0, tw.gw("connect", "google", "--scopes", gmailRead).code)
+	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid-b", "--client-secret-stdin").code)
+	r = tw.gw("test", "google")
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stdout, "must be authorized again (client_rotated)")
+	r = tw.gw("status", "google")
+	require.Regexp(t, `(?m)^google\s+oauth_pkce\s+stale \(client_rotated\)`, r.stdout)
+}
+
+func TestImportForwarded(t *testing.T) {
+	tw := newWorld(t)
+	body := `{"client_id": "host-cid", "client_secret": "host-secret", "refresh_token": "host-refresh",
+	  "scopes": ["` + gmailModify + `", "` + gmailSend + `"], "account_email": "alice@example.com",
+	  "grant_agents": ["builtin:email"]}`
+	tw.w.Server.Issue("google", "host-refresh")
+	r := tw.gwIn(body, "import", "google", "--from-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Imported the forwarded google connection of alice@example.com with "+gmailModify+" "+gmailSend+"\nGranted google → builtin:email\n", r.stdout)
+	r = tw.gw("token", "google", "--agent", "builtin:email", "--scopes", gmailModify)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// The scope union: builtin:calendar declares calendar.events, which the consent lacks.
+	r = tw.gwIn(body, "import", "google", "--from-stdin", "--grant-agent", "builtin:calendar")
+	require.Equal(t, 2, r.code, "grant_agents given twice, differently")
+	kv := "client_id=host-cid\nclient_secret=host-secret\nrefresh_token=host-refresh-2\n"
+	r = tw.gwIn(kv, "import", "google", "--from-stdin", "--scopes", gmailModify, "--grant-agent", "builtin:calendar", "--json")
+	require.Equal(t, policyExit(t, "SCOPE_MISMATCH"), r.code)
+	require.Contains(t, r.stderr, `"code": "SCOPE_MISMATCH"`)
+	require.Contains(t, r.stderr, "https://www.googleapis.com/auth/calendar.events")
+	require.Contains(t, r.stderr, "Re-consent")
+
+	// From a file, KEY=VALUE lines.
+	f := filepath.Join(t.TempDir(), "fwd.env")
+	require.NoError(t, os.WriteFile(f, []byte(kv+"scopes="+gmailRead+"\naccount_email=bob@example.com\n"), 0o600))
+	r = tw.gw("import", "google", "--from-file", f, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var sum grantwire.ForwardedSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum))
+	require.Equal(t, "bob@example.com", sum.AccountEmail)
+	require.True(t, sum.Forwarded)
+	require.Equal(t, []string{}, sum.GrantAgents)
+
+	// Malformed JSON never echoes the input.
+	r = tw.gwIn(`{"client_id": "x", "refresh_token": "tok-SECRET-9`, "import", "google", "--from-stdin")
+	require.Equal(t, 2, r.code)
+	require.NotContains(t, r.stderr, "SECRET-9")
+	r = tw.gwIn(`{"client_id": "x", "refresh_token": 12, "scopes": ["a"]}`, "import", "google", "--from-stdin")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `"refresh_token" has the wrong type`)
+
+	require.NotContains(t, tw.everything(r), "host-secret")
+	require.NotContains(t, tw.everything(r), "host-refresh")
+}
+
+func TestGlobalSettingsReachTheShell(t *testing.T) {
+	tw := newWorld(t)
+	var okErr, refusedErr error
+	tw.onOpen = func(o native.Options) {
+		// CheckURL is the policy's transport rule (called while the command runs).
+		okErr = o.CheckURL(context.Background(), mustURL(t, "https://oauth2.googleapis.com/token"), "token", 0, nil)
+		refusedErr = o.CheckURL(context.Background(), mustURL(t, "http://example.com/token"), "token", 0, nil)
+	}
+	r := tw.gw("--home", "~/.gaia", "--keyring-service", "gaia.connections", "status")
+	tw.onOpen = nil
+	require.NoError(t, okErr)
+	require.ErrorIs(t, refusedErr, grantwire.ErrInsecureTransport)
+	require.Equal(t, 0, r.code, r.stderr)
+	o := tw.lastOptions()
+	require.Equal(t, filepath.Join(tw.home, ".gaia"), o.Home)
+	require.Equal(t, "gaia.connections", o.Service)
+	require.NotNil(t, o.Agents)
+	require.NotNil(t, o.CheckURL)
+	require.NotNil(t, o.Prompt)
+	require.Equal(t, 5*time.Minute, o.AuthTimeout)
+	_, ok := o.Catalog("mcp-github")
+	require.True(t, ok)
+
+	// The keyring service is the one given: a GAIA installation's entries are shared.
+	require.Equal(t, 0, tw.gwIn("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_g\n", "--keyring-service", "gaia.connections", "configure", "mcp-github", "--from-stdin").code)
+	require.Equal(t, "ghp_g", tw.w.Keyring()["gaia.connections\x00"+hostabi.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
+
+	// The environment, when no flag is given.
+	tw.setenv(envHome, "/srv/grantwire")
+	tw.setenv(envService, "team.connections")
+	require.Equal(t, 0, tw.gw("status").code)
+	o = tw.lastOptions()
+	require.Equal(t, "/srv/grantwire", o.Home)
+	require.Equal(t, "team.connections", o.Service)
+	require.Equal(t, 0, tw.gw("--home", "/other", "status").code)
+	require.Equal(t, "/other", tw.lastOptions().Home, "flags win over the environment")
+
+	// The rego engine decides the same.
+	r = tw.gw("--engine", "rego", "grants", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{}`, r.stdout)
+	tw.setenv(envEngine, "rego")
+	require.Equal(t, 0, tw.gw("status").code)
+}
+
+func TestCatalogOverrideFile(t *testing.T) {
+	tw := newWorld(t)
+	p := filepath.Join(t.TempDir(), "catalog.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"connectors": {"mcp-mine": {"type": "mcp_server", "display_name": "Mine",
+	  "tier": "community", "command": "mine", "env": [{"key": "MINE_KEY", "required": true, "secret": true}]}}}`), 0o600))
+	r := tw.gw("--catalog", p, "catalog")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^mcp-mine\s+mcp_server\s+community\s+Mine$`, r.stdout)
+	require.NotContains(t, r.stdout, "google", "the file replaces the embedded catalog")
+	r = tw.gwIn("MINE_KEY=k\n", "--catalog", p, "configure", "mcp-mine", "--from-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	tw.setenv(envCatalog, p)
+	r = tw.gw("status", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"id": "mcp-mine"`)
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"connectors": {"x": {"type": "mcp_server", "display_name": "X", "tier": "dev"}}}`), 0o600))
+	r = tw.gw("--catalog", bad, "status")
+	require.Equal(t, policyExit(t, "CONFIGURATION"), r.code)
+	require.Contains(t, r.stderr, bad)
+	require.Contains(t, r.stderr, "needs command")
+	require.Contains(t, r.stderr, "fix: correct the file, or drop --catalog")
+}
+
+func TestAgentsCommands(t *testing.T) {
+	tw := newWorld(t)
+	src := filepath.Join(t.TempDir(), "reviewer.py")
+	require.NoError(t, os.WriteFile(src, []byte("print('hi')\n"), 0o600))
+	want, err := agents.CustomIDFile(src, "")
+	require.NoError(t, err)
+	r := tw.gw("agents", "id", src)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, want+"\n", r.stdout)
+	r = tw.gw("agents", "id", src, "--name", "rev", "--json")
+	var out map[string]string
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Regexp(t, `^custom:[0-9a-f]{16}:rev$`, out["id"])
+	require.Len(t, out["sha256"], 64)
+	require.True(t, strings.HasPrefix(out["sha256"], strings.Split(out["id"], ":")[1]))
+
+	dir := filepath.Join(tw.home, ".grantwire")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agents.FileName), []byte(`{"version": 1, "agents": [
+	  {"id": "custom:reviewer", "source": "`+src+`", "required_connectors": [{"connector": "mcp-github", "scopes": ["use"], "reason": "review PRs"}]},
+	  {"id": "installed:odd", "required_connectors": [{"connector": "nowhere", "scopes": ["x"]}]}]}`), 0o600))
+	r = tw.gw("agents", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^`+want+`\s+file\s+-\s+mcp-github\(1\)$`, r.stdout)
+	require.Regexp(t, `(?m)^builtin:chat\s+builtin\s+consumes\s+-$`, r.stdout)
+	require.Contains(t, r.stderr, `warning: installed:odd: declares connector "nowhere"`)
+
+	// The file feeds one-click activation.
+	require.Equal(t, 0, tw.gwIn("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_x\n", "configure", "mcp-github", "--from-stdin").code)
+	r = tw.gw("activations", "activate", "mcp-github", want)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(the scopes the agent declares)")
+
+	// A broken agents file: listing and lookups fail with exit 5, naming the file.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, agents.FileName), []byte(`{"agents": [`), 0o600))
+	r = tw.gw("agents", "list")
+	require.Equal(t, 5, r.code)
+	require.Contains(t, r.stderr, filepath.Join(dir, agents.FileName))
+	require.Contains(t, r.stderr, "fix: correct it, or move it aside")
+	r = tw.gw("activations", "activate", "mcp-github", "builtin:chat")
+	require.Equal(t, 5, r.code)
+	require.Contains(t, r.stderr, filepath.Join(dir, agents.FileName))
+	r = tw.gw("status")
+	require.Equal(t, 0, r.code, "commands that read no agent keep working")
+}
+
+// Every command has help with an example; --help exits 0.
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	a := &app{env: env{}}
+	root := a.rootCmd()
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || strings.HasPrefix(c.CommandPath(), "grantwire completion") {
+			return
+		}
+		n++
+		require.NotEmpty(t, c.Short, c.CommandPath())
+		require.NotEmpty(t, c.Example, "%s has an example", c.CommandPath())
+		for _, line := range strings.Split(c.Example, "\n") {
+			if strings.TrimSpace(line) != "" && !strings.HasPrefix(strings.TrimSpace(line), "#") && !strings.HasPrefix(line, "    ") {
+				require.Contains(t, line, "grantwire", "%s: example lines run grantwire", c.CommandPath())
+				break
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	require.GreaterOrEqual(t, n, 20)
+
+	tw := newWorld(t)
+	for _, args := range [][]string{{"--help"}, {"configure", "--help"}, {"grants", "grant", "--help"}, {"help", "connect"}} {
+		r := tw.gw(args...)
+		require.Equal(t, 0, r.code, "%v", args)
+		require.Contains(t, r.stdout, "Examples:")
+	}
+	r := tw.gw("--help")
+	require.Contains(t, r.stdout, "Exit codes: 0 success, 1 unknown connector")
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+func (a *app) configureCmd() *cobra.Command {
+	var (
+		clientID, tenant, secretFile, fromFile, refused string
+		secretStdin, fromStdin                          bool
+		sets                                            []string
+	)
+	cmd := &cobra.Command{
+		Use:   "configure <connector>",
+		Short: "Store an OAuth provider's client, or an MCP server's environment, in the credential store",
+		Long: `OAuth providers: store the OAuth client the provider issued you (its client id, and the
+client secret when it has one) in the OS credential store. A connection made under another
+client stops working (the client-hash tripwire) and must be made again.
+
+MCP servers: store the values of the environment keys the server takes (grantwire catalog
+<connector> lists them). The configuration is replaced as a whole: keys not given again
+are deleted.
+
+Secrets never come from arguments. A client secret comes from stdin (--client-secret-stdin;
+typed without echo on a terminal) or a file (--client-secret-file). MCP values come from
+KEY=VALUE lines on stdin (--from-stdin; on a terminal grantwire asks for each key, secret
+ones without echo) or in a file (--from-file); --set KEY=VALUE takes only keys the catalog
+does not mark secret.`,
+		Example: `  # OAuth client of a Desktop app registration
+  grantwire configure google --client-id 123.apps.googleusercontent.com --client-secret-file ~/.config/google-secret
+  pass show google/oauth-secret | grantwire configure google --client-id 123.apps.googleusercontent.com --client-secret-stdin
+  grantwire configure microsoft_work --client-id 0b1c... --tenant contoso.onmicrosoft.com
+
+  # MCP servers
+  grantwire configure mcp-github --from-stdin        # asks for GITHUB_PERSONAL_ACCESS_TOKEN
+  printf 'BRAVE_API_KEY=%s\n' "$BRAVE_API_KEY" | grantwire configure mcp-brave-search --from-stdin
+  grantwire configure mcp-slack --set SLACK_TEAM_ID=T0123 --from-file ~/.config/slack.env
+  grantwire configure mcp-memory --set MEMORY_FILE_PATH=$HOME/memory.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {
+				return err
+			}
+			id := args[0]
+			cat, err := a.Catalog()
+			if err != nil {
+				return err
+			}
+			e, ok := cat.Entry(id)
+			if !ok {
+				return a.unknownConnector(ctx, id)
+			}
+			clientFlags := clientID != "" || secretStdin || secretFile != "" || tenant != ""
+			mcpFlags := len(sets) > 0 || fromStdin || fromFile != ""
+			switch e.Type {
+			case catalog.TypeOAuth:
+				if mcpFlags {
+					return usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
+				}
+				if clientID == "" {
+					return usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
+				}
+				if secretStdin && secretFile != "" {
+					return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
+				}
+				if tenant != "" && e.Tenant == "" {
+					return usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
+				}
+				secret := ""
+				if secretStdin || secretFile != "" {
+					if secret, err = a.secretLine(secretFile, "client secret for "+id); err != nil {
+						return err
+					}
+				}
+				c, err := a.Client(ctx)
+				if err != nil {
+					return err
+				}
+				if err := c.ConfigureClient(ctx, id, clientID, secret, tenant); err != nil {
+					return err
+				}
+				res := map[string]any{"connector": id, "client_id_hash": hostabi.ClientIDHash(clientID), "has_secret": secret != ""}
+				if tenant != "" {
+					res["tenant"] = tenant
+				}
+				if a.jsonOut {
+					return a.printJSON(res)
+				}
+				what := "client id"
+				if secret != "" {
+					what = "client id and secret"
+				}
+				a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res["client_id_hash"])
+				a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
+				return nil
+			case catalog.TypeMCPServer:
+				if clientFlags {
+					return usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
+				}
+				if fromStdin && fromFile != "" {
+					return usagef("give the values once: --from-stdin or --from-file")
+				}
+				values, err := a.mcpValues(e, sets, fromStdin, fromFile)
+				if err != nil {
+					return err
+				}
+				c, err := a.Client(ctx)
+				if err != nil {
+					return err
+				}
+				if err := c.ConfigureMCP(ctx, id, values); err != nil {
+					return err
+				}
+				keys := sortedKeys(values)
+				if a.jsonOut {
+					return a.printJSON(map[string]any{"connector": id, "env_keys": keys})
+				}
+				if len(keys) == 0 {
+					a.printf("Configured %s (it takes no keys).\n", id)
+				} else {
+					a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
+				}
+				a.printf("Next: grantwire activations activate %s <agent>\n", id)
+				return nil
+			default:
+				return a.codeError(ctx, "CONFIGURATION",
+					fmt.Sprintf("configuration error: %s is type %s, which is authorized through its MCP OAuth flow, not configured", id, e.Type), "")
+			}
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&clientID, "client-id", "", "OAuth: the client id")
+	f.BoolVar(&secretStdin, "client-secret-stdin", false, "OAuth: read the client secret from stdin (without echo on a terminal)")
+	f.StringVar(&secretFile, "client-secret-file", "", "OAuth: read the client secret from this file")
+	f.StringVar(&tenant, "tenant", "", "OAuth: the tenant (Microsoft work or school: a tenant id or domain)")
+	f.StringArrayVar(&sets, "set", nil, "MCP: KEY=VALUE for a key the catalog does not mark secret (repeatable)")
+	f.BoolVar(&fromStdin, "from-stdin", false, "MCP: read KEY=VALUE lines from stdin (on a terminal: ask for each key)")
+	f.StringVar(&fromFile, "from-file", "", "MCP: read KEY=VALUE lines from this file")
+	refuseSecretFlag(f, "client-secret", &refused)
+	return cmd
+}
+
+// mcpValues gathers an MCP server's environment values from --set, stdin and a file.
+func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile string) (map[string]string, error) {
+	values := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usagef("--set needs KEY=VALUE (got an argument without \"=\")")
+		}
+		if spec, ok := e.EnvKey(k); ok && spec.Secret {
+			return nil, usagef("%s is a secret: it is never taken from arguments (shell history, process list); give it on stdin: grantwire configure %s --from-stdin", k, e.ID)
+		}
+		if _, dup := values[k]; dup {
+			return nil, usagef("--set %s is given twice", k)
+		}
+		values[k] = v
+	}
+	var read map[string]string
+	switch {
+	case fromFile != "":
+		b, err := a.readSecretFile(fromFile)
+		if err != nil {
+			return nil, err
+		}
+		if read, _, err = parseKeyValues(b, fromFile); err != nil {
+			return nil, err
+		}
+	case fromStdin && a.StdinTTY && a.ReadPassword != nil:
+		var err error
+		if read, err = a.askMCPValues(e, values); err != nil {
+			return nil, err
+		}
+	case fromStdin:
+		b, err := readAllLimited(a.Stdin, "stdin")
+		if err != nil {
+			return nil, err
+		}
+		if read, _, err = parseKeyValues(b, "stdin"); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range read {
+		if _, dup := values[k]; dup {
+			return nil, usagef("%s is given both with --set and on stdin or in the file", k)
+		}
+		values[k] = v
+	}
+	return values, nil
+}
+
+// askMCPValues asks on the terminal for each key not given yet: required keys first,
+// secret ones without echo; an empty answer skips an optional key.
+func (a *app) askMCPValues(e catalog.Entry, given map[string]string) (map[string]string, error) {
+	keys := append([]catalog.EnvKey(nil), e.Env...)
+	sort.SliceStable(keys, func(i, j int) bool { return keys[i].Required && !keys[j].Required })
+	out := map[string]string{}
+	r := bufio.NewReader(a.Stdin)
+	for _, k := range keys {
+		if _, ok := given[k.Key]; ok {
+			continue
+		}
+		label := k.Key
+		if k.Description != "" {
+			label += " (" + k.Description + ")"
+		}
+		if !k.Required {
+			label += " [optional, Enter skips]"
+		}
+		var v string
+		var err error
+		if k.Secret {
+			v, err = a.promptHidden(label)
+		} else {
+			v, err = a.promptLine(r, label)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", k.Key, err)
+		}
+		if v == "" {
+			if k.Required {
+				return nil, usagef("%s is required", k.Key)
+			}
+			continue
+		}
+		out[k.Key] = v
+	}
+	return out, nil
+}

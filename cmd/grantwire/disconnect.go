@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) disconnectCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "disconnect <connector>",
+		Short: "Delete a connection (or an MCP server's configuration) and wipe its grants and activations",
+		Long: `Delete a connector's secrets and metadata from the credential store and the ledgers, and
+wipe every grant and activation of it, so that connecting the same connector again inherits
+no earlier decision. An OAuth provider's client configuration is kept (it is the
+application's registration, not your connection). Disconnecting what is not connected
+succeeds and changes nothing.`,
+		Example: `  grantwire disconnect google
+  grantwire disconnect mcp-github --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.Disconnect(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if res.RevokedGrants == nil {
+				res.RevokedGrants = []string{}
+			}
+			if res.Deactivated == nil {
+				res.Deactivated = []string{}
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
+				a.printf("%s was not connected; nothing to remove.\n", res.Connector)
+				return nil
+			}
+			a.printf("Disconnected %s.\n", res.Connector)
+			if len(res.RevokedGrants) > 0 {
+				a.printf("Revoked the grants of %s.\n", strings.Join(res.RevokedGrants, ", "))
+			}
+			if len(res.Deactivated) > 0 {
+				a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
+			}
+			return nil
+		}),
+	}
+}

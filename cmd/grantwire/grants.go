@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) grantsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "grants",
+		Short: "Grant, list and revoke agents' access to connectors",
+		Long: `A grant says agent A may use connector C's credentials with scopes S. Every connector type
+takes grants; an agent without one learns nothing about the connection. Grants hold no
+secrets.`,
+		Example: `  grantwire grants grant google builtin:email --scopes https://www.googleapis.com/auth/gmail.modify
+  grantwire grants list
+  grantwire grants revoke google builtin:email`,
+		Args: cobra.ArbitraryArgs,
+		RunE: a.group,
+	}
+	cmd.AddCommand(a.grantsGrantCmd(), a.grantsListCmd(), a.grantsRevokeCmd())
+	return cmd
+}
+
+func (a *app) grantsGrantCmd() *cobra.Command {
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "grant <connector> <agent> --scopes <scopes>",
+		Short: "Let an agent use a connector with the given scopes (replacing its earlier scopes)",
+		Long: `Let an agent use a connector with the given scopes. The scopes replace whatever the pair held
+(they are stored sorted, without duplicates). Scopes are exact strings: nothing is implied
+(gmail.modify does not cover gmail.readonly). An MCP server's grant is usually "use".`,
+		Example: `  grantwire grants grant google builtin:email --scopes https://www.googleapis.com/auth/gmail.modify,https://www.googleapis.com/auth/gmail.send
+  grantwire grants grant mcp-github custom:3f2a9c0d1e4b5a69:reviewer --scopes use`,
+		Args: cobra.ExactArgs(2),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(scopes) == 0 {
+				return usagef("grants grant needs --scopes (\"use\" for an MCP server)")
+			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.Grant(ctx, args[0], args[1], scopes)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			suffix := ""
+			if !res.Changed {
+				suffix = " (unchanged)"
+			}
+			a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), suffix)
+			return nil
+		}),
+	}
+	addList(cmd.Flags(), &scopes, "scopes", "scopes", "the scopes to grant (repeatable; commas or spaces separate several)")
+	return cmd
+}
+
+func (a *app) grantsListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [connector]",
+		Short: "List the grants of every connector, or of one",
+		Example: `  grantwire grants list
+  grantwire grants list google
+  grantwire grants list --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			connector := ""
+			if len(args) == 1 {
+				connector = args[0]
+			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			grants, err := c.ListGrants(ctx, connector)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(grants)
+			}
+			if len(grants) == 0 {
+				if connector != "" {
+					a.printf("No grants for %s.\n", connector)
+				} else {
+					a.printf("No grants.\n")
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "CONNECTOR\tAGENT\tSCOPES")
+			for _, conn := range sortedKeys(grants) {
+				for _, agent := range sortedKeys(grants[conn]) {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
+				}
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func (a *app) grantsRevokeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke <connector> <agent>",
+		Short: "Remove an agent's grant on a connector (and its activation)",
+		Long: `Remove an agent's grant on a connector; an MCP server's tools then disappear for it too.
+Revoking what is not granted succeeds and changes nothing.`,
+		Example: `  grantwire grants revoke google builtin:email`,
+		Args:    cobra.ExactArgs(2),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			changed, err := c.Revoke(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": changed})
+			}
+			if changed {
+				a.printf("Revoked %s's grant on %s.\n", args[1], args[0])
+			} else {
+				a.printf("%s held no grant on %s; nothing to revoke.\n", args[1], args[0])
+			}
+			return nil
+		}),
+	}
+}

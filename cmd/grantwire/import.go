@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire"
+)
+
+// forwardedInput is a forwarded connection as read from stdin or a file: the body of
+// POST /v1/connections/{provider} as JSON, or KEY=VALUE lines.
+type forwardedInput struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	RefreshToken string   `json:"refresh_token"`
+	Scopes       []string `json:"scopes"`
+	AccountEmail string   `json:"account_email"`
+	AccountType  string   `json:"account_type"`
+	GrantAgents  []string `json:"grant_agents"`
+}
+
+var forwardedKeys = []string{"client_id", "client_secret", "refresh_token", "scopes", "account_email", "account_type", "grant_agents"}
+
+// parseForwarded reads a JSON object or KEY=VALUE lines (scopes and grant_agents separated
+// by spaces or commas). Errors name keys, never values.
+func parseForwarded(b []byte, source string) (forwardedInput, error) {
+	var in forwardedInput
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			switch {
+			case errors.As(err, &se):
+				return in, usagef("%s: not valid JSON (at byte %d)", source, se.Offset)
+			case errors.As(err, &te):
+				return in, usagef("%s: %q has the wrong type (want %s)", source, te.Field, te.Type)
+			default:
+				// An unknown field: the message names the field only.
+				return in, usagef("%s: %s (known fields: %s)", source, err.Error(), strings.Join(forwardedKeys, ", "))
+			}
+		}
+		return in, nil
+	}
+	kv, _, err := parseKeyValues(b, source)
+	if err != nil {
+		return in, err
+	}
+	for k, v := range kv {
+		switch k {
+		case "client_id":
+			in.ClientID = strings.TrimSpace(v)
+		case "client_secret":
+			in.ClientSecret = v
+		case "refresh_token":
+			in.RefreshToken = v
+		case "account_email":
+			in.AccountEmail = strings.TrimSpace(v)
+		case "account_type":
+			in.AccountType = strings.TrimSpace(v)
+		case "scopes":
+			in.Scopes = splitList(v)
+		case "grant_agents":
+			in.GrantAgents = splitList(v)
+		default:
+			return in, usagef("%s: unknown key %s (known: %s)", source, k, strings.Join(forwardedKeys, ", "))
+		}
+	}
+	return in, nil
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+}
+
+func (a *app) importCmd() *cobra.Command {
+	var (
+		fromStdin                                   bool
+		fromFile, clientID, accountEmail, accountTy string
+		refusedSecret1, refusedSecret2              string
+		scopes, grantAgents                         []string
+	)
+	cmd := &cobra.Command{
+		Use:   "import <provider>",
+		Short: "Store a connection forwarded by an application that already holds the user's consent",
+		Long: `Store a forwarded connection: the OAuth client a host application was issued (client id and
+secret) and the user's refresh token, with the scopes that consent granted and the agents
+to grant. grantwire then refreshes as that client; no browser is involved.
+
+The forwarded scopes must cover the union of the scopes every --grant-agent declares for the
+provider: a refresh can never widen scope, so otherwise nothing is written
+(SCOPE_MISMATCH, exit 4) and re-consent in the host application is the only fix.
+
+Secrets come only from stdin (--from-stdin) or a file (--from-file): a JSON object (the body
+of POST /v1/connections/{provider}) or KEY=VALUE lines with the keys client_id,
+client_secret, refresh_token, scopes, account_email, account_type and grant_agents. The
+non-secret fields may be given as flags instead; a field given both ways must agree.`,
+		Example: `  # JSON from the host application
+  host-app export-connection --json | grantwire import google --from-stdin
+
+  # KEY=VALUE lines, non-secret fields as flags
+  printf 'client_secret=%s\nrefresh_token=%s\n' "$SECRET" "$REFRESH" |
+    grantwire import google --from-stdin --client-id 123.apps.googleusercontent.com \
+      --scopes https://www.googleapis.com/auth/gmail.modify,https://www.googleapis.com/auth/gmail.send \
+      --account-email alice@example.com --grant-agent builtin:email
+
+  grantwire import microsoft --from-file ~/forwarded.json --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := refusedSecret(cmd, map[string]string{
+				"client-secret": "put client_secret on stdin (--from-stdin) or in a file (--from-file)",
+				"refresh-token": "put refresh_token on stdin (--from-stdin) or in a file (--from-file)",
+			}); err != nil {
+				return err
+			}
+			if fromStdin == (fromFile != "") {
+				return usagef("import reads the forwarded secrets from --from-stdin or --from-file (exactly one)")
+			}
+			var raw []byte
+			var err error
+			source := "stdin"
+			if fromFile != "" {
+				source = fromFile
+				raw, err = a.readSecretFile(fromFile)
+			} else {
+				raw, err = readAllLimited(a.Stdin, "stdin")
+			}
+			if err != nil {
+				return err
+			}
+			in, err := parseForwarded(raw, source)
+			if err != nil {
+				return err
+			}
+			merge := func(field string, dst *string, flag string) error {
+				if flag == "" {
+					return nil
+				}
+				if *dst != "" && *dst != flag {
+					return usagef("%s is given both as a flag and in %s, differently", field, source)
+				}
+				*dst = flag
+				return nil
+			}
+			mergeList := func(field string, dst *[]string, flag []string) error {
+				if len(flag) == 0 {
+					return nil
+				}
+				if len(*dst) > 0 && !sameSet(*dst, flag) {
+					return usagef("%s is given both as a flag and in %s, differently", field, source)
+				}
+				*dst = flag
+				return nil
+			}
+			for _, err := range []error{
+				merge("client_id", &in.ClientID, clientID),
+				merge("account_email", &in.AccountEmail, accountEmail),
+				merge("account_type", &in.AccountType, accountTy),
+				mergeList("scopes", &in.Scopes, scopes),
+				mergeList("grant_agents", &in.GrantAgents, grantAgents),
+			} {
+				if err != nil {
+					return err
+				}
+			}
+			if in.ClientID == "" {
+				return usagef("the forwarded connection needs client_id (in %s or --client-id)", source)
+			}
+			if in.RefreshToken == "" {
+				return usagef("the forwarded connection needs refresh_token in %s", source)
+			}
+			if len(in.Scopes) == 0 {
+				return usagef("the forwarded connection needs the scopes its consent granted (scopes in %s or --scopes)", source)
+			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			sum, err := c.ImportForwarded(ctx, grantwire.Forwarded{
+				Provider: args[0], ClientID: in.ClientID, ClientSecret: in.ClientSecret, RefreshToken: in.RefreshToken,
+				Scopes: in.Scopes, AccountEmail: in.AccountEmail, AccountType: in.AccountType, GrantAgents: in.GrantAgents,
+			})
+			if err != nil {
+				return err
+			}
+			if sum.GrantAgents == nil {
+				sum.GrantAgents = []string{}
+			}
+			if a.jsonOut {
+				return a.printJSON(sum)
+			}
+			a.printf("Imported the forwarded %s connection of %s with %s\n", sum.Provider, orUnknown(sum.AccountEmail), strings.Join(sum.Scopes, " "))
+			if len(sum.GrantAgents) > 0 {
+				a.printf("Granted %s → %s\n", sum.Provider, strings.Join(sum.GrantAgents, ", "))
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&fromStdin, "from-stdin", false, "read the forwarded connection from stdin (JSON or KEY=VALUE lines)")
+	f.StringVar(&fromFile, "from-file", "", "read the forwarded connection from this file")
+	f.StringVar(&clientID, "client-id", "", "the host application's OAuth client id")
+	addList(f, &scopes, "scopes", "scopes", "the scopes the forwarded consent granted (repeatable; commas or spaces)")
+	f.StringVar(&accountEmail, "account-email", "", "the account, for display")
+	f.StringVar(&accountTy, "account-type", "", "the account type, for display")
+	addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant the connection (repeatable)")
+	refuseSecretFlag(f, "client-secret", &refusedSecret1)
+	refuseSecretFlag(f, "refresh-token", &refusedSecret2)
+	return cmd
+}
+
+func sameSet(a, b []string) bool {
+	x := append([]string(nil), a...)
+	y := append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	x, y = dedupe(x), dedupe(y)
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

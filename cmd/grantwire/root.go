@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+const rootLong = `grantwire decides which AI agent may use which external connection (OAuth providers such
+as Google or Microsoft, local MCP servers with API keys) with which scopes, and keeps every
+secret in the OS credential store (Keychain, Credential Manager, Secret Service).
+
+Two layers gate every credential: a grant (agent A may use connector C with scopes S) and
+the connection itself. MCP tools are visible to an agent only when it holds a grant AND the
+pair is activated.
+
+Secrets are never taken from command-line arguments: client secrets, refresh tokens and API
+keys come from stdin or a file, so they stay out of shell history and the process list.
+
+Exit codes: 0 success, 1 unknown connector or agent (or a failed test), 2 usage,
+3 configuration, 4 authorization required (not connected, not granted, missing scopes,
+re-authorization), 5 store, ledger, transport or provider failure, 75 busy (retry),
+130 cancelled.
+
+Environment: GRANTWIRE_HOME (default ~/.grantwire), GRANTWIRE_CATALOG (a catalog file that
+replaces the embedded one), GRANTWIRE_KEYRING_SERVICE (default grantwire.connections),
+GRANTWIRE_ENGINE (wasm or rego). Flags win over the environment.`
+
+const rootExample = `  # See what can be connected, and what is
+  grantwire catalog
+  grantwire status
+
+  # Connect Google and let the email agent read mail
+  printf '%s\n' "$GOOGLE_CLIENT_SECRET" | grantwire configure google --client-id 123.apps.googleusercontent.com --client-secret-stdin
+  grantwire connect google --scopes https://www.googleapis.com/auth/gmail.readonly --grant-agent builtin:email
+
+  # Give an MCP server its API key and show its tools to the chat agent
+  grantwire configure mcp-brave-search --from-stdin <<< "BRAVE_API_KEY=$BRAVE_API_KEY"
+  grantwire activations activate mcp-brave-search builtin:chat
+
+  # Share a GAIA installation
+  grantwire --home ~/.gaia --keyring-service gaia.connections status`
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "grantwire",
+		Short:         "Per-agent access to OAuth connections and MCP servers, secrets in the OS credential store",
+		Long:          rootLong,
+		Example:       rootExample,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return a.setup()
+		},
+		Args: cobra.ArbitraryArgs,
+		RunE: a.group,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.home, "home", "", "grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire)")
+	pf.StringVar(&a.service, "keyring-service", "", "the OS credential store service (default $GRANTWIRE_KEYRING_SERVICE, else grantwire.connections)")
+	pf.StringVar(&a.engineName, "engine", "", "the policy engine: wasm (policy.wasm on wazero) or rego (OPA's evaluator) (default $GRANTWIRE_ENGINE, else wasm)")
+	pf.StringVar(&a.catalogPath, "catalog", "", "a catalog file that replaces the embedded catalog (default $GRANTWIRE_CATALOG)")
+	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.CompletionOptions.HiddenDefaultCmd = true
+
+	root.AddCommand(
+		a.catalogCmd(), a.statusCmd(), a.connectCmd(), a.configureCmd(), a.testCmd(),
+		a.disconnectCmd(), a.importCmd(), a.grantsCmd(), a.activationsCmd(), a.tokenCmd(),
+		a.agentsCmd(),
+	)
+	for _, extra := range extraCommands {
+		root.AddCommand(extra(a))
+	}
+	return root
+}
+
+// group is the body of a command that only groups subcommands: without one it is a usage
+// error (exit 2), as GAIA's CLI does.
+func (a *app) group(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q (one of: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+	}
+	fmt.Fprint(a.Stderr, cmd.UsageString())
+	return usagef("%s needs a command: %s", cmd.CommandPath(), strings.Join(names, ", "))
+}
+
+// listFlag is a repeatable flag whose values may also be separated by spaces or commas
+// ("--scopes a,b --scopes c" is [a b c]). OAuth scopes never contain spaces (RFC 6749
+// §3.3), and no provider of the catalog uses commas in scope names.
+type listFlag struct {
+	values *[]string
+	kind   string
+}
+
+func (f listFlag) String() string { return strings.Join(*f.values, ",") }
+
+func (f listFlag) Set(s string) error {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	if len(parts) == 0 {
+		return fmt.Errorf("empty %s", f.kind)
+	}
+	*f.values = append(*f.values, parts...)
+	return nil
+}
+
+func (f listFlag) Type() string { return f.kind }
+
+func addList(fs *pflag.FlagSet, p *[]string, name, kind, usage string) {
+	fs.Var(listFlag{values: p, kind: kind}, name, usage)
+}
+
+// refuseSecretFlag declares a hidden flag that exists only to refuse a secret given as an
+// argument, with a message that says where secrets go instead (the value is never echoed).
+func refuseSecretFlag(fs *pflag.FlagSet, name string, p *string) {
+	fs.StringVar(p, name, "", "")
+	_ = fs.MarkHidden(name)
+}
+
+func refusedSecret(cmd *cobra.Command, names map[string]string) error {
+	for name, instead := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return usagef("--%s is refused: secrets are never taken from arguments (they would stay in your shell history and the process list); %s", name, instead)
+		}
+	}
+	return nil
+}

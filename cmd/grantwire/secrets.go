@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Secrets reach the CLI only from stdin (a pipe, or typed without echo on a terminal) or
+// from files: never from arguments, which stay in shell history and the process list.
+// Errors about secret input name lines and keys, never values.
+
+const maxSecretInput = 1 << 20
+
+// readAllLimited reads at most maxSecretInput bytes.
+func readAllLimited(r io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSecretInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if len(b) > maxSecretInput {
+		return nil, usagef("%s is larger than %d bytes", what, maxSecretInput)
+	}
+	return b, nil
+}
+
+// oneLine turns input that must hold a single value into that value: trailing line
+// endings are dropped, anything else is kept exactly.
+func oneLine(b []byte, what string) (string, error) {
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		return "", usagef("%s is empty", what)
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		return "", usagef("%s must be a single line", what)
+	}
+	return s, nil
+}
+
+// readSecretFile reads a file that holds secrets, warning when other users may read it.
+func (a *app) readSecretFile(path string) ([]byte, error) {
+	path = a.expandHome(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("cannot read %s: %v", path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		a.warnf("%s is readable by other users (mode %#o); chmod 600 it", path, fi.Mode().Perm())
+	}
+	return readAllLimited(f, path)
+}
+
+// secretLine reads one secret: from a file when path is set, else from stdin (without
+// echo after a prompt on a terminal).
+func (a *app) secretLine(path, label string) (string, error) {
+	if path != "" {
+		b, err := a.readSecretFile(path)
+		if err != nil {
+			return "", err
+		}
+		return oneLine(b, path)
+	}
+	if a.StdinTTY && a.ReadPassword != nil {
+		fmt.Fprintf(a.Stderr, "%s (input hidden): ", label)
+		s, err := a.ReadPassword()
+		fmt.Fprintln(a.Stderr)
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", label, err)
+		}
+		return oneLine([]byte(s), label)
+	}
+	b, err := readAllLimited(a.Stdin, "stdin")
+	if err != nil {
+		return "", err
+	}
+	return oneLine(b, label+" on stdin")
+}
+
+// parseKeyValues reads KEY=VALUE lines. Blank lines and lines starting with # are
+// skipped; the value is everything after the first "=" (a trailing \r is dropped).
+func parseKeyValues(b []byte, source string) (map[string]string, []string, error) {
+	out := map[string]string{}
+	var order []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64*1024), maxSecretInput)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, nil, usagef("%s line %d: expected KEY=VALUE", source, n)
+		}
+		if _, dup := out[k]; dup {
+			return nil, nil, usagef("%s line %d: %s is given twice", source, n, k)
+		}
+		out[k] = v
+		order = append(order, k)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, usagef("%s: %v", source, err)
+	}
+	return out, order, nil
+}
+
+// promptLine reads a visible line from the terminal on stdin.
+func (a *app) promptLine(r *bufio.Reader, label string) (string, error) {
+	fmt.Fprintf(a.Stderr, "%s: ", label)
+	s, err := r.ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && s != "") {
+		if errors.Is(err, io.EOF) {
+			return "", nil
+		}
+		return "", err
+	}
+	return strings.TrimRight(s, "\r\n"), nil
+}
+
+// promptHidden reads a line from the terminal without echo.
+func (a *app) promptHidden(label string) (string, error) {
+	fmt.Fprintf(a.Stderr, "%s (input hidden): ", label)
+	s, err := a.ReadPassword()
+	fmt.Fprintln(a.Stderr)
+	return strings.TrimRight(s, "\r\n"), err
+}
