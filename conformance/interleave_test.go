@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
@@ -248,7 +249,7 @@ type race struct {
 }
 
 var raceCatalog = func() *catalog.Catalog {
-	c, err := catalog.Load(nil)
+	c, err := catalog.Load(conformance.BaseCatalog)
 	if err != nil {
 		panic(err)
 	}

@@ -21,6 +21,12 @@ import (
 //go:embed corpus
 var corpusFS embed.FS
 
+// BaseCatalog is the catalog every scenario starts from (corpus/catalog.json): fixed, so
+// the product catalog can grow without changing what the corpus means.
+//
+//go:embed corpus/catalog.json
+var BaseCatalog []byte
+
 // CorpusFS is the embedded corpus (the .yaml files of conformance/corpus).
 func CorpusFS() fs.FS {
 	sub, err := fs.Sub(corpusFS, "corpus")
@@ -125,7 +131,7 @@ func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, ho
 	if hooks == nil {
 		hooks = &Hooks{}
 	}
-	raw, err := MergePatch(catalog.Defaults(), s.world.Catalog)
+	raw, err := MergePatch(BaseCatalog, s.world.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}

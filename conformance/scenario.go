@@ -50,7 +50,7 @@ func (s *Scenario) ID() string { return s.Family + "/" + s.Name }
 type WorldSpec struct {
 	// Clock is the simulated time in Unix milliseconds (default DefaultClock).
 	Clock int64 `json:"clock,omitempty"`
-	// Catalog is a JSON merge patch over the embedded catalog ({"connectors": {...}}).
+	// Catalog is a JSON merge patch over the corpus catalog (corpus/catalog.json).
 	Catalog json.RawMessage `json:"catalog,omitempty"`
 	// Ledgers are documents written through the Ledgers capability (JSON values); RawLedgers
 	// are written byte for byte (a corrupt file).

@@ -12,9 +12,9 @@ export const POLICY_WASM = REPO + "policy/policy.wasm";
 export const DECIDE = "grantwire/decide";
 export const MANIFEST = "grantwire/manifest";
 
-/** The embedded catalog (catalog/catalog.json). */
+/** The corpus catalog (conformance/corpus/catalog.json) scenarios patch. */
 export function defaultCatalog() {
-  return JSON.parse(readFileSync(REPO + "catalog/catalog.json", "utf8"));
+  return JSON.parse(readFileSync(REPO + "conformance/corpus/catalog.json", "utf8"));
 }
 
 /** The policy's data document for a catalog: {"catalog": {"connectors": ...}}. */

@@ -444,7 +444,7 @@ func checkData(t *testing.T, id string, data json.RawMessage) {
 	if err := json.Unmarshal(s.MergedWorld(), &w); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := conformance.MergePatch(catalog.Defaults(), w.Catalog)
+	raw, err := conformance.MergePatch(conformance.BaseCatalog, w.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
