@@ -25,7 +25,16 @@ type Outcome struct {
 	Result json.RawMessage
 	Error  *core.Error
 	Rounds int
-	op     *Op
+	// Input is the last query the core answered with a done decision (op, args, the final
+	// facts, attempt) as the engine received it, and Final that decision in canonical JSON;
+	// both are nil when a host failure ended the operation before the core decided. They
+	// hold no secret (facts carry digests and references only); decision logs record them.
+	Input json.RawMessage
+	Final json.RawMessage
+	// HostFailure is set when the shell, not the policy, ended the operation (a keyring or
+	// ledger failure: INSECURE_STORE, CORRUPT_LEDGER, ...); Error is then the same error.
+	HostFailure *core.Error
+	op          *Op
 }
 
 // Secret resolves a secret reference of the result.
@@ -51,13 +60,15 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		err := d.gather(ctx, o, q, pending)
 		if err == nil && q.Facts != nil {
 			var dec *core.Decision
-			if dec, err = d.Engine.Decide(ctx, q); err != nil {
+			var in, final []byte
+			if dec, in, final, err = d.decide(ctx, q); err != nil {
 				return nil, err
 			}
 			if dec.Status == core.StatusNeed {
 				pending = dec.Needs
 				continue
 			}
+			out.Input, out.Final = in, final
 			if err = o.Apply(ctx, dec.Effects); err == nil {
 				out.Result, out.Error = dec.Result, dec.Error
 				return out, nil
@@ -66,12 +77,13 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		if !errors.Is(err, ErrConflict) {
 			var ce *core.Error
 			if errors.As(err, &ce) {
-				out.Error = ce
+				out.Error, out.HostFailure = ce, ce
 				return out, nil
 			}
 			return nil, err
 		}
 		// A precondition failed: decide again from fresh facts, keeping the locks held.
+		out.Input, out.Final = nil, nil
 		q.Attempt++
 		kept := map[string]json.RawMessage{}
 		for k, v := range q.Facts {
@@ -82,6 +94,23 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		q.Facts, pending = kept, nil
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
+}
+
+// decide asks the engine, keeping the query as sent and the canonical decision.
+func (d *Driver) decide(ctx context.Context, q *core.Query) (*core.Decision, []byte, []byte, error) {
+	in, err := json.Marshal(q)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("hostabi: encode query: %w", err)
+	}
+	raw, err := d.Engine.DecideJSON(ctx, nil, in)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dec, err := core.ParseDecision(raw)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return dec, in, raw, nil
 }
 
 // gather fetches needs in order. A need marked "after" a lock is skipped unless that lock
