@@ -1,0 +1,47 @@
+package grantwire
+
+import (
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/decisionlog"
+)
+
+// WithDecisionLog records every operation's decision in l, in OPA's decision-log format
+// (see package decisionlog): the final query the core answered and its decision, redacted
+// by construction (no secret, no refresh-token digest, no version token, no secret
+// reference). It adds to any WithObserver function rather than replacing it.
+func WithDecisionLog(l *decisionlog.Logger) Option {
+	return func(c *config) {
+		c.observers = append(c.observers, func(d Decision) { _ = l.Log(d.Record()) })
+	}
+}
+
+// Record converts the decision for a decision log.
+func (d Decision) Record() decisionlog.Record {
+	r := decisionlog.Record{
+		Op: d.Op, Args: d.Args, Input: d.Input, Output: d.Output, Revision: d.Revision,
+		Engine: d.Engine, Bundle: d.Bundle, Rounds: d.Rounds, At: d.At, Duration: d.Duration,
+	}
+	if d.HostFailure && d.Error != nil {
+		r.Host = &core.Error{Code: d.Error.Code, Message: d.Error.Message}
+	}
+	return r
+}
+
+// observer combines WithObserver and WithDecisionLog into one function (nil when none).
+func (c *config) observer() func(Decision) {
+	fns := c.observers
+	if c.observe != nil {
+		fns = append([]func(Decision){c.observe}, fns...)
+	}
+	switch len(fns) {
+	case 0:
+		return nil
+	case 1:
+		return fns[0]
+	}
+	return func(d Decision) {
+		for _, fn := range fns {
+			fn(d)
+		}
+	}
+}
