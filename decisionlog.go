@@ -1,6 +1,8 @@
 package grantwire
 
 import (
+	"errors"
+
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/decisionlog"
 )
@@ -11,6 +13,10 @@ import (
 // reference). It adds to any WithObserver function rather than replacing it.
 func WithDecisionLog(l *decisionlog.Logger) Option {
 	return func(c *config) {
+		if l == nil {
+			c.errs = append(c.errs, errors.New("grantwire: WithDecisionLog(nil)"))
+			return
+		}
 		c.observers = append(c.observers, func(d Decision) { _ = l.Log(d.Record()) })
 	}
 }
