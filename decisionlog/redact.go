@@ -95,15 +95,24 @@ func (r *redactor) redactJSON(raw json.RawMessage, at string) (json.RawMessage, 
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	v = r.walk(v, at)
+	v = r.walk(v, []string{at})
 	return canon.Append(nil, v)
 }
 
-func pointer(at, key string) string {
-	return at + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer renders a path (its first element already a pointer) as a JSON pointer.
+func pointer(path []string) string {
+	var b strings.Builder
+	b.WriteString(path[0])
+	for _, p := range path[1:] {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(p))
+	}
+	return b.String()
 }
 
-func (r *redactor) walk(v any, at string) any {
+func (r *redactor) walk(v any, path []string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -112,20 +121,18 @@ func (r *redactor) walk(v any, at string) any {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			p := pointer(at, k)
+			p := append(path, k)
 			s, isString := x[k].(string)
 			switch {
 			case k == "$ref":
-				if s != erasedValue {
-					x[k] = erasedValue
-				}
-				r.masked = append(r.masked, p)
+				x[k] = erasedValue
+				r.masked = append(r.masked, pointer(p))
 			case isString && secretNames[k]:
 				x[k] = erasedValue
-				r.erased = append(r.erased, p)
+				r.erased = append(r.erased, pointer(p))
 			case isString && pseudonymKeys[k]:
 				x[k] = r.pseudonym(s)
-				r.masked = append(r.masked, p)
+				r.masked = append(r.masked, pointer(p))
 			default:
 				x[k] = r.walk(x[k], p)
 			}
@@ -133,7 +140,7 @@ func (r *redactor) walk(v any, at string) any {
 		return x
 	case []any:
 		for i := range x {
-			x[i] = r.walk(x[i], at+"/"+strconv.Itoa(i))
+			x[i] = r.walk(x[i], append(path, strconv.Itoa(i)))
 		}
 		return x
 	default:
