@@ -48,6 +48,7 @@ func PolicyCommand() *cobra.Command {
 			"replay a decision log against another policy, and run the policy's Rego tests.",
 		SilenceUsage: true,
 	}
+	root.CompletionOptions.DisableDefaultCmd = true // the grantwire root command owns completion
 	root.AddCommand(buildCommand(), docsCommand(), replayCommand(), testCommand())
 	return root
 }
