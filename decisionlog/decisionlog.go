@@ -56,7 +56,7 @@ type Event struct {
 	Erased     []string              `json:"erased,omitempty"`
 	Masked     []string              `json:"masked,omitempty"`
 	Timestamp  time.Time             `json:"timestamp"`
-	Metrics    map[string]int64      `json:"metrics,omitempty"`
+	Metrics    map[string]any        `json:"metrics,omitempty"` // int64 values when grantwire writes them
 	Custom     map[string]any        `json:"custom,omitempty"`
 }
 
@@ -153,7 +153,7 @@ func (l *Logger) Event(r Record) (*Event, error) {
 	e := &Event{
 		Labels: l.labels, DecisionID: l.newID(), Revision: r.Revision, Path: Path,
 		Timestamp: r.At.UTC(),
-		Metrics:   map[string]int64{"timer_grantwire_operation_ns": r.Duration.Nanoseconds(), "counter_grantwire_rounds": int64(r.Rounds)},
+		Metrics:   map[string]any{"timer_grantwire_operation_ns": r.Duration.Nanoseconds(), "counter_grantwire_rounds": int64(r.Rounds)},
 		Custom:    map[string]any{"op": r.Op, "engine": r.Engine},
 	}
 	if r.Bundle != "" && r.Revision != "" {

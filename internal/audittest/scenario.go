@@ -1,7 +1,8 @@
 // Package audittest runs one fixed sequence of grantwire operations on the in-memory host
 // (hostabi/memhost) that reaches most operations and outcomes, with distinctive secrets
 // planted everywhere a secret can enter. The decision-log, replay and OPA-parity tests
-// share it. It is test support: only _test files import it.
+// share it. It is test support: only _test files import it. It imports the root package,
+// hostabi and memhost.
 package audittest
 
 import (
