@@ -1,6 +1,7 @@
 package grantwire
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/grantwire/grantwire/core"
@@ -50,4 +51,35 @@ func (c *config) observer() func(Decision) {
 			fn(d)
 		}
 	}
+}
+
+// queryJSON renders a query as the engines receive it (nil stays nil).
+func queryJSON(q *core.Query) json.RawMessage {
+	if q == nil {
+		return nil
+	}
+	raw, err := json.Marshal(q)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// decisionJSON renders a done decision in the engines' shape: a done decision always
+// carries "effects", which the Go type omits when empty (nil stays nil).
+func decisionJSON(d *core.Decision) json.RawMessage {
+	if d == nil {
+		return nil
+	}
+	raw, err := json.Marshal(d)
+	if err != nil || d.Status != core.StatusDone || len(d.Effects) > 0 {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["effects"] = json.RawMessage(`[]`)
+	out, _ := json.Marshal(m)
+	return out
 }

@@ -62,9 +62,9 @@ type Decision struct {
 	At     time.Time
 
 	// Input is the last query the core answered (op, args, the final facts, attempt) and
-	// Output its decision in canonical JSON, as the engine saw and wrote them; both are nil
-	// when a host failure ended the operation before the core decided. They hold digests and
-	// secret references, never a secret; a decision log redacts the digests too.
+	// Output its decision, as JSON in the engines' shapes; both are nil when a host failure
+	// ended the operation before the core decided. They hold digests and secret references,
+	// never a secret; a decision log redacts the digests too.
 	Input  json.RawMessage
 	Output json.RawMessage
 	// HostFailure reports that Error came from the shell (keyring, ledgers), not the policy.
@@ -160,7 +160,7 @@ func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string
 	if c.observe != nil {
 		raw, _ := json.Marshal(args)
 		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now(),
-			Input: out.Input, Output: out.Final, HostFailure: out.HostFailure != nil,
+			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure != nil,
 			Revision: c.revision, Bundle: c.bundle, Engine: c.engine.Name(), Duration: time.Since(start)})
 	}
 	if gerr != nil {

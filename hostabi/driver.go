@@ -25,12 +25,12 @@ type Outcome struct {
 	Result json.RawMessage
 	Error  *core.Error
 	Rounds int
-	// Input is the last query the core answered with a done decision (op, args, the final
-	// facts, attempt) as the engine received it, and Final that decision in canonical JSON;
-	// both are nil when a host failure ended the operation before the core decided. They
-	// hold no secret (facts carry digests and references only); decision logs record them.
-	Input json.RawMessage
-	Final json.RawMessage
+	// Query is the last query the core answered with a done decision (op, args, the final
+	// facts, attempt), and Decision that decision; both are nil when a host failure ended
+	// the operation before the core decided. They hold no secret (facts carry digests and
+	// references only); decision logs record them.
+	Query    *core.Query
+	Decision *core.Decision
 	// HostFailure is set when the shell, not the policy, ended the operation (a keyring or
 	// ledger failure: INSECURE_STORE, CORRUPT_LEDGER, ...); Error is then the same error.
 	HostFailure *core.Error
@@ -60,15 +60,16 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		err := d.gather(ctx, o, q, pending)
 		if err == nil && q.Facts != nil {
 			var dec *core.Decision
-			var in, final []byte
-			if dec, in, final, err = d.decide(ctx, q); err != nil {
+			if dec, err = d.Engine.Decide(ctx, q); err != nil {
 				return nil, err
 			}
 			if dec.Status == core.StatusNeed {
 				pending = dec.Needs
 				continue
 			}
-			out.Input, out.Final = in, final
+			// q.Facts is replaced, never changed, after a done decision: a copy of q is stable.
+			final := *q
+			out.Query, out.Decision = &final, dec
 			if err = o.Apply(ctx, dec.Effects); err == nil {
 				out.Result, out.Error = dec.Result, dec.Error
 				return out, nil
@@ -83,7 +84,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 			return nil, err
 		}
 		// A precondition failed: decide again from fresh facts, keeping the locks held.
-		out.Input, out.Final = nil, nil
+		out.Query, out.Decision = nil, nil
 		q.Attempt++
 		kept := map[string]json.RawMessage{}
 		for k, v := range q.Facts {
@@ -94,23 +95,6 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		q.Facts, pending = kept, nil
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
-}
-
-// decide asks the engine, keeping the query as sent and the canonical decision.
-func (d *Driver) decide(ctx context.Context, q *core.Query) (*core.Decision, []byte, []byte, error) {
-	in, err := json.Marshal(q)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("hostabi: encode query: %w", err)
-	}
-	raw, err := d.Engine.DecideJSON(ctx, nil, in)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	dec, err := core.ParseDecision(raw)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return dec, in, raw, nil
 }
 
 // gather fetches needs in order. A need marked "after" a lock is skipped unless that lock
