@@ -21,7 +21,6 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -31,6 +30,9 @@ type config struct {
 	catalog []byte
 	observe func(Decision)
 	errs    []error
+	// bundle.go and decisionlog.go
+	bundle    *Bundle
+	observers []func(Decision)
 }
 
 // Option configures a [Client]; options never fail, New reports errors.
@@ -58,6 +60,21 @@ type Decision struct {
 	Error  *Error
 	Rounds int
 	At     time.Time
+
+	// Input is the last query the core answered (op, args, the final facts, attempt) and
+	// Output its decision, as JSON in the engines' shapes; both are nil when a host failure
+	// ended the operation before the core decided. They hold digests and secret references,
+	// never a secret; a decision log redacts the digests too.
+	Input  json.RawMessage
+	Output json.RawMessage
+	// HostFailure reports that Error came from the shell (keyring, ledgers), not the policy.
+	HostFailure bool
+	// Revision is the policy's revision (see [Client.Revision]), Bundle the bundle's name
+	// when the policy came from one, Engine the engine's name; Duration the operation's time.
+	Revision string
+	Bundle   string
+	Engine   string
+	Duration time.Duration
 }
 
 // WithObserver calls fn after every operation (decision logs, metrics).
@@ -65,11 +82,13 @@ func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe
 
 // Client runs grantwire's operations. It is safe for concurrent use.
 type Client struct {
-	driver  *hostabi.Driver
-	engine  core.Engine
-	owns    bool
-	catalog *catalog.Catalog
-	observe func(Decision)
+	driver   *hostabi.Driver
+	engine   core.Engine
+	owns     bool
+	catalog  *catalog.Catalog
+	observe  func(Decision)
+	revision string
+	bundle   string
 }
 
 // New builds a client. Without WithCapabilities it needs a shell; see shells/native.New.
@@ -77,6 +96,9 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
+	}
+	if err := c.useBundle(); err != nil {
+		c.errs = append(c.errs, err)
 	}
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
@@ -88,12 +110,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	if c.caps == nil {
 		return nil, errors.New("grantwire: no shell: pass WithCapabilities (shells/native.New gives the OS shell)")
 	}
-	cl := &Client{catalog: cat, observe: c.observe, engine: c.engine}
+	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
 	if cl.engine == nil {
-		if cl.engine, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data())); err != nil {
+		if cl.engine, cl.revision, err = c.newWasmEngine(ctx, cat); err != nil {
 			return nil, err
 		}
 		cl.owns = true
+		if c.bundle != nil {
+			cl.bundle = BundleName
+		}
 	}
 	caps := *c.caps
 	if shell := caps.Catalog; shell == nil {
@@ -133,6 +158,7 @@ func (c *Client) Catalog() *catalog.Catalog { return c.catalog }
 // Do runs any operation by name and returns its raw result (which may hold secret
 // references resolved by Outcome.Secret). The typed methods below are built on it.
 func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+	start := time.Now()
 	out, err := c.driver.Run(ctx, op, args, secrets)
 	if err != nil {
 		return nil, fmt.Errorf("grantwire: %s: %w", op, err)
@@ -143,7 +169,9 @@ func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string
 	}
 	if c.observe != nil {
 		raw, _ := json.Marshal(args)
-		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now()})
+		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now(),
+			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure != nil,
+			Revision: c.revision, Bundle: c.bundle, Engine: c.engine.Name(), Duration: time.Since(start)})
 	}
 	if gerr != nil {
 		return out, gerr

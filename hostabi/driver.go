@@ -25,7 +25,16 @@ type Outcome struct {
 	Result json.RawMessage
 	Error  *core.Error
 	Rounds int
-	op     *Op
+	// Query is the last query the core answered with a done decision (op, args, the final
+	// facts, attempt), and Decision that decision; both are nil when a host failure ended
+	// the operation before the core decided. They hold no secret (facts carry digests and
+	// references only); decision logs record them.
+	Query    *core.Query
+	Decision *core.Decision
+	// HostFailure is set when the shell, not the policy, ended the operation (a keyring or
+	// ledger failure: INSECURE_STORE, CORRUPT_LEDGER, ...); Error is then the same error.
+	HostFailure *core.Error
+	op          *Op
 }
 
 // Secret resolves a secret reference of the result.
@@ -58,6 +67,9 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 				pending = dec.Needs
 				continue
 			}
+			// q.Facts is replaced, never changed, after a done decision: a copy of q is stable.
+			final := *q
+			out.Query, out.Decision = &final, dec
 			if err = o.Apply(ctx, dec.Effects); err == nil {
 				out.Result, out.Error = dec.Result, dec.Error
 				return out, nil
@@ -66,12 +78,13 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		if !errors.Is(err, ErrConflict) {
 			var ce *core.Error
 			if errors.As(err, &ce) {
-				out.Error = ce
+				out.Error, out.HostFailure = ce, ce
 				return out, nil
 			}
 			return nil, err
 		}
 		// A precondition failed: decide again from fresh facts, keeping the locks held.
+		out.Query, out.Decision = nil, nil
 		q.Attempt++
 		kept := map[string]json.RawMessage{}
 		for k, v := range q.Facts {

@@ -1,0 +1,85 @@
+package grantwire
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/decisionlog"
+)
+
+// WithDecisionLog records every operation's decision in l, in OPA's decision-log format
+// (see package decisionlog): the final query the core answered and its decision, redacted
+// by construction (no secret, no refresh-token digest, no version token, no secret
+// reference). It adds to any WithObserver function rather than replacing it.
+func WithDecisionLog(l *decisionlog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.errs = append(c.errs, errors.New("grantwire: WithDecisionLog(nil)"))
+			return
+		}
+		c.observers = append(c.observers, func(d Decision) { _ = l.Log(d.Record()) })
+	}
+}
+
+// Record converts the decision for a decision log.
+func (d Decision) Record() decisionlog.Record {
+	r := decisionlog.Record{
+		Op: d.Op, Args: d.Args, Input: d.Input, Output: d.Output, Revision: d.Revision,
+		Engine: d.Engine, Bundle: d.Bundle, Rounds: d.Rounds, At: d.At, Duration: d.Duration,
+	}
+	if d.HostFailure && d.Error != nil {
+		r.Host = &core.Error{Code: d.Error.Code, Message: d.Error.Message}
+	}
+	return r
+}
+
+// observer combines WithObserver and WithDecisionLog into one function (nil when none).
+func (c *config) observer() func(Decision) {
+	fns := c.observers
+	if c.observe != nil {
+		fns = append([]func(Decision){c.observe}, fns...)
+	}
+	switch len(fns) {
+	case 0:
+		return nil
+	case 1:
+		return fns[0]
+	}
+	return func(d Decision) {
+		for _, fn := range fns {
+			fn(d)
+		}
+	}
+}
+
+// queryJSON renders a query as the engines receive it (nil stays nil).
+func queryJSON(q *core.Query) json.RawMessage {
+	if q == nil {
+		return nil
+	}
+	raw, err := json.Marshal(q)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// decisionJSON renders a done decision in the engines' shape: a done decision always
+// carries "effects", which the Go type omits when empty (nil stays nil).
+func decisionJSON(d *core.Decision) json.RawMessage {
+	if d == nil {
+		return nil
+	}
+	raw, err := json.Marshal(d)
+	if err != nil || d.Status != core.StatusDone || len(d.Effects) > 0 {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["effects"] = json.RawMessage(`[]`)
+	out, _ := json.Marshal(m)
+	return out
+}
