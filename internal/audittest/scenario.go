@@ -121,7 +121,7 @@ func Steps() []Step {
 			return err
 		}},
 		{"configure mcp-github", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			return c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_TOKEN": GitHubToken})
+			return c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": GitHubToken})
 		}},
 		{"activate mcp-github", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
 			_, err := c.Activate(ctx, "mcp-github", Agent, nil)
@@ -129,7 +129,7 @@ func Steps() []Step {
 		}},
 		{"mcp credential", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
 			cred, err := c.Credential(ctx, "mcp-github", Agent)
-			if err == nil && cred.Env["GITHUB_TOKEN"] != GitHubToken {
+			if err == nil && cred.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != GitHubToken {
 				return fmt.Errorf("credential returned the wrong value")
 			}
 			return err
