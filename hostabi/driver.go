@@ -57,16 +57,12 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
 	}
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
-		err := d.gather(ctx, o, q, pending)
-		if err == nil && q.Facts != nil {
-			var dec *core.Decision
-			if dec, err = d.Engine.Decide(ctx, q); err != nil {
-				return nil, err
-			}
-			if dec.Status == core.StatusNeed {
-				pending = dec.Needs
-				continue
-			}
+		dec, err := d.ask(ctx, o, q, pending)
+		if err == nil && dec.Status == core.StatusNeed {
+			pending = dec.Needs
+			continue
+		}
+		if err == nil {
 			// q.Facts is replaced, never changed, after a done decision: a copy of q is stable.
 			final := *q
 			out.Query, out.Decision = &final, dec
@@ -95,6 +91,14 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		q.Facts, pending = kept, nil
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
+}
+
+// ask gathers the pending facts, then asks the core.
+func (d *Driver) ask(ctx context.Context, o *Op, q *core.Query, pending []core.Need) (*core.Decision, error) {
+	if err := d.gather(ctx, o, q, pending); err != nil {
+		return nil, err
+	}
+	return d.Engine.Decide(ctx, q)
 }
 
 // gather fetches needs in order. A need marked "after" a lock is skipped unless that lock
