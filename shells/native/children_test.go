@@ -8,6 +8,12 @@ import (
 // runChild runs the role of a re-executed test binary and returns its exit code.
 func runChild(role string) int {
 	switch role {
+	case "ops":
+		return childOps()
+	case "lock-holder":
+		return childLockHolder()
+	case "keyring-nostore":
+		return childKeyringNoStore()
 	}
 	fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
 	return 2

@@ -180,11 +180,13 @@ func (w *activationWatcher) close() {
 }
 
 // parseActivations reads {"activations": {connector: {agent: bool}}} leniently (as GAIA
-// does: entries of the wrong shape are skipped); ok is false when doc is not a JSON object.
+// does: entries of the wrong shape are skipped); nil (no file) is empty. ok is false when
+// doc is not a JSON object — including an empty file, which a writer that truncates
+// before writing leaves for a moment.
 func parseActivations(doc []byte) (map[string]map[string]bool, bool) {
 	out := map[string]map[string]bool{}
-	if len(doc) == 0 {
-		return out, true
+	if doc == nil {
+		return out, true // no file: nothing is active
 	}
 	var root struct {
 		Activations map[string]json.RawMessage `json:"activations"`
