@@ -8,6 +8,8 @@ import (
 // runChild runs the role of a re-executed test binary and returns its exit code.
 func runChild(role string) int {
 	switch role {
+	case "ledger-ops":
+		return childLedgerOps()
 	case "ops":
 		return childOps()
 	case "lock-holder":
