@@ -8,6 +8,10 @@ import (
 // runChild runs the role of a re-executed test binary and returns its exit code.
 func runChild(role string) int {
 	switch role {
+	case "ledger-writer":
+		return childLedgerWriter()
+	case "refresher":
+		return childRefresher()
 	case "ledger-ops":
 		return childLedgerOps()
 	case "ops":

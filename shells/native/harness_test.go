@@ -112,6 +112,11 @@ func testCatalog(srv *authserver.Server) []byte {
 	if srv != nil {
 		base = srv.URL()
 	}
+	return testCatalogAt(base)
+}
+
+// testCatalogAt is testCatalog with the authorization server at base.
+func testCatalogAt(base string) []byte {
 	cat := map[string]any{"connectors": map[string]any{
 		"local": map[string]any{
 			"type": "oauth_pkce", "display_name": "Local", "tier": "core", "category": "test",
@@ -170,6 +175,7 @@ type worldOpts struct {
 	browser func(url string) error
 	noWatch bool
 	tweak   func(*native.Options)
+	options []grantwire.Option
 }
 
 func newWorld(t testing.TB, o worldOpts) *world {
@@ -212,7 +218,8 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
 	w.shell = sh
-	client, err = grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(testCatalog(w.srv)))
+	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(sh.Capabilities()),
+		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close(ctx) })
 	w.client = client

@@ -17,6 +17,7 @@ import (
 	"github.com/godbus/dbus/v5"
 	gokeyring "github.com/zalando/go-keyring"
 
+	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -207,22 +208,44 @@ func split(v string) []string {
 func (k *keyringStore) rawGet(ctx context.Context, service, user string) (string, bool, error) {
 	var v string
 	err := k.call(ctx, "read", func() (err error) { v, err = k.b.Get(service, user); return err })
-	if errors.Is(err, gokeyring.ErrNotFound) {
+	if errors.Is(err, gokeyring.ErrNotFound) || vanished(err) {
 		return "", false, nil
 	}
-	return v, err == nil, err
+	if err != nil {
+		return "", false, classify("read", err)
+	}
+	return v, true, nil
 }
 
 func (k *keyringStore) rawSet(ctx context.Context, service, user, value string) error {
-	return k.call(ctx, "write", func() error { return k.b.Set(service, user, value) })
+	if err := k.call(ctx, "write", func() error { return k.b.Set(service, user, value) }); err != nil {
+		return classify("write", err)
+	}
+	return nil
 }
 
 func (k *keyringStore) rawDelete(ctx context.Context, service, user string) error {
 	err := k.call(ctx, "delete", func() error { return k.b.Delete(service, user) })
-	if errors.Is(err, gokeyring.ErrNotFound) {
+	if err == nil || errors.Is(err, gokeyring.ErrNotFound) || vanished(err) {
 		return nil
 	}
-	return err
+	return classify("delete", err)
+}
+
+// vanished reports an item that another process deleted between go-keyring's search and
+// its read or delete (the Secret Service then answers that the object has no such
+// interface or does not exist): for the caller, the slot is empty.
+func vanished(err error) bool {
+	var dbusErr dbus.Error
+	if !errors.As(err, &dbusErr) {
+		return false
+	}
+	switch dbusErr.Name {
+	case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
+		"org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
+		return true
+	}
+	return false
 }
 
 // call runs one backend call bounded by the timeout and ctx. go-keyring has no context:
@@ -235,10 +258,7 @@ func (k *keyringStore) call(ctx context.Context, what string, fn func() error) e
 	defer timer.Stop()
 	select {
 	case err := <-done:
-		if err == nil || errors.Is(err, gokeyring.ErrNotFound) {
-			return err
-		}
-		return classify(what, err)
+		return err // classified by the caller
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-timer.C:
@@ -269,8 +289,11 @@ func (k *keyringStore) preflight() error {
 func classify(what string, err error) error {
 	var execErr *exec.Error
 	var dbusErr dbus.Error
+	var done *core.Error
 	msg := err.Error()
 	switch {
+	case errors.As(err, &done), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err // already classified (a timeout), or the caller gave up
 	case errors.Is(err, gokeyring.ErrUnsupportedPlatform):
 		return insecureStore("no supported OS credential store on "+runtime.GOOS,
 			"run grantwire on macOS (Keychain), Windows (Credential Manager) or Linux/BSD with a Secret Service", err)

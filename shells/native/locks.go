@@ -86,8 +86,8 @@ func (l *fileLocks) TryLock(ctx context.Context, name string, wait time.Duration
 }
 
 // lockFile takes an exclusive file lock, polling until wait has passed (then ErrBusy) or
-// ctx ends. The poll interval grows from 1 ms to 16 ms with jitter, so waiters of a
-// briefly held lock get it quickly and long waits stay cheap.
+// ctx ends. The poll interval grows from 1 ms to 4 ms with jitter, so a waiter gets a
+// lock within a few milliseconds of its release (a refresh holds it for tens of ms).
 func lockFile(ctx context.Context, lk *flock.Flock, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	delay := time.Millisecond
@@ -114,7 +114,7 @@ func lockFile(ctx context.Context, lk *flock.Flock, wait time.Duration) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		if delay < 16*time.Millisecond {
+		if delay < 4*time.Millisecond {
 			delay *= 2
 		}
 	}
