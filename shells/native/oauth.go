@@ -128,7 +128,7 @@ func (o *oauthClient) checkToken(ctx context.Context, tokenURL string) (hostabi.
 		return hostabi.TokenResponse{Error: "the catalog has no valid token_url"}, false
 	}
 	if err := o.check(ctx, u, purposeToken, 0, nil); err != nil {
-		return hostabi.TokenResponse{Error: "insecure transport: " + cut(err.Error(), 200)}, false
+		return hostabi.TokenResponse{Error: "refused URL: " + cut(err.Error(), 200)}, false
 	}
 	return hostabi.TokenResponse{}, true
 }
@@ -173,6 +173,11 @@ func tokenFailure(ctx context.Context, err error) hostabi.TokenResponse {
 		r := hostabi.TokenResponse{Error: errorCode(re.ErrorCode)}
 		if re.Response != nil {
 			r.Status = re.Response.StatusCode
+		}
+		// Some providers (GitHub) answer 200 with an error body; RFC 6749 §5.2 errors are
+		// 400, so the core sees the code where it expects it.
+		if r.Error != "" && r.Status >= 200 && r.Status < 300 {
+			r.Status = http.StatusBadRequest
 		}
 		if r.Error == "" && r.Status == http.StatusOK {
 			r.Error = "invalid_token_response"
@@ -257,7 +262,7 @@ func (o *oauthClient) Authorize(ctx context.Context, c hostabi.Connector, client
 		return fail("the catalog has no valid authorization_url")
 	}
 	if err := o.check(ctx, au, purposeAuthorization, 0, nil); err != nil {
-		return fail("insecure transport: " + cut(err.Error(), 200))
+		return fail("refused URL: " + cut(err.Error(), 200))
 	}
 	if r, ok := o.checkToken(ctx, cfg.Endpoint.TokenURL); !ok {
 		return hostabi.AuthResult{Status: hostabi.AuthError, Token: r}
@@ -295,7 +300,7 @@ func (o *oauthClient) Authorize(ctx context.Context, c hostabi.Connector, client
 		}
 		fmt.Fprintf(prompt, "To authorize %s, open this URL in a browser on this machine:\n\n  %s\n\nWaiting for the authorization (up to %s)...\n", c.ID, authURL, opts.AuthTimeout)
 	} else {
-		fmt.Fprintf(prompt, "Waiting for the %s authorization in your browser (up to %s)...\n", c.ID, opts.AuthTimeout)
+		fmt.Fprintf(prompt, "Waiting for the %s authorization in your browser (up to %s). If no browser opened, open:\n\n  %s\n\n", c.ID, opts.AuthTimeout, authURL)
 	}
 
 	timer := time.NewTimer(opts.AuthTimeout)

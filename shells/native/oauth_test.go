@@ -333,6 +333,8 @@ func TestRefresh(t *testing.T) {
 		{authserver.Failure{Error: "invalid_grant"}, hostabi.TokenResponse{Status: 400, Error: "invalid_grant"}},
 		{authserver.Failure{Status: 500}, hostabi.TokenResponse{Status: 500, Error: "server_error"}},
 		{authserver.Failure{Status: 503, Error: `<script>INJECT</script>`}, hostabi.TokenResponse{Status: 503, Error: "unrecognised_error"}},
+		{authserver.Failure{Status: 200, Error: "bad_refresh_token"}, hostabi.TokenResponse{Status: 400, Error: "bad_refresh_token"}},
+		{authserver.Failure{Status: 200}, hostabi.TokenResponse{Status: 200, Error: "invalid_token_response"}},
 	} {
 		ow.srv.Script(c.f)
 		require.Equal(t, c.want, ow.oauth.Refresh(ctx, ow.conn, ow.client, rt))
@@ -388,7 +390,7 @@ func TestTransportRuleBeforeEveryRequest(t *testing.T) {
 		})
 		r := ow.oauth.Refresh(ctx, ow.conn, ow.client, ow.srv.Issue(nil))
 		require.Equal(t, 0, r.Status)
-		require.Contains(t, r.Error, "insecure transport")
+		require.Contains(t, r.Error, "refused URL")
 		require.Equal(t, 0, ow.srv.Stats().TokenRequests)
 	})
 	t.Run("plain http to a remote host", func(t *testing.T) {
