@@ -58,7 +58,7 @@ func ExampleNew() {
 	var client *grantwire.Client
 	shell, err := native.New(native.Options{
 		Home:    filepath.Join(os.TempDir(), "grantwire-example"), // default: $GRANTWIRE_HOME or ~/.grantwire
-		Service: "grantwire.connections",                           // "gaia.connections" shares a GAIA installation
+		Service: "grantwire.connections",                          // "gaia.connections" shares a GAIA installation
 		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
 			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
 		},
