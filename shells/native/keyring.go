@@ -104,7 +104,9 @@ func (k *keyringStore) Set(ctx context.Context, service, user, value string) err
 	}
 	u := k.layout(user)
 	parts := split(value)
-	if len(parts) == 1 {
+	// A value that starts like a manifest is stored as one part behind a manifest, so it
+	// can never be mistaken for one.
+	if len(parts) == 1 && !strings.HasPrefix(value, chunkSentinel) {
 		if err := k.rawSet(ctx, service, u, value); err != nil {
 			return err
 		}

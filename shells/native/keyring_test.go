@@ -100,6 +100,7 @@ func TestKeyringChunksLargeValues(t *testing.T) {
 		{"5000 characters", strings.Repeat("0123456789", 500), 5},
 		{"multi-byte characters stay under the byte limit", strings.Repeat("é", 1500), 2},
 		{"4-byte characters", strings.Repeat("😀", 700), 2},
+		{"a value that looks like a manifest", sentinel + "3:deadbeef", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

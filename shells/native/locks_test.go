@@ -166,3 +166,20 @@ func TestConcurrentRefreshesShareOneRequest(t *testing.T) {
 		require.Equal(t, tokens[0], tok)
 	}
 }
+
+// Two shells on one home behave like two processes (each file lock is its own open file):
+// a conformance run can stage "another process holds the lock" with a second shell.
+func TestLocksBetweenShellsOfOneProcess(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	a, _ := newLocks(t, home)
+	b, _ := newLocks(t, home)
+	release, err := a.TryLock(ctx, "local", 0)
+	require.NoError(t, err)
+	_, err = b.TryLock(ctx, "local", 50*time.Millisecond)
+	require.ErrorIs(t, err, hostabi.ErrBusy)
+	release()
+	release, err = b.TryLock(ctx, "local", 0)
+	require.NoError(t, err)
+	release()
+}
