@@ -427,10 +427,12 @@ func TestMultiProcessLedgerCheckCatchesLostUpdates(t *testing.T) {
 }
 
 // blindLedgers writes without honouring the version the caller read (a broken ledger, for
-// the negative control).
+// the negative control). It is also slow between the caller's read and its write, as a
+// loaded machine can be, so concurrent writers overlap in every run.
 type blindLedgers struct{ hostabi.Ledgers }
 
 func (b blindLedgers) Write(ctx context.Context, name string, doc []byte, _ string) error {
+	time.Sleep(3 * time.Millisecond)
 	_, cur, err := b.Ledgers.Read(ctx, name)
 	if err != nil {
 		return err
