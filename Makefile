@@ -54,3 +54,7 @@ bench: ## benchmarks (see BENCHMARKS.md)
 .PHONY: demo
 demo: deps ## the main job end to end on embedded defaults
 	@scripts/demo.sh
+
+.PHONY: authserver
+authserver: ## run the local OAuth authorization server of the tests and the demo (prints its endpoints as JSON)
+	@go run ./internal/cmd/authserver

@@ -1,0 +1,58 @@
+// Command authserver runs grantwire's local OAuth 2.0 authorization server (package
+// internal/authserver) for the demo and manual tests: automatic consent, PKCE S256,
+// refresh-token rotation with reuse detection, userinfo.
+//
+// It prints one JSON line with its endpoints, then serves until interrupted:
+//
+//	{"issuer":"http://127.0.0.1:PORT","authorization_url":".../authorize","token_url":".../token","userinfo_url":".../userinfo"}
+//
+// It imports internal/authserver and the standard library only.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/grantwire/grantwire/internal/authserver"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "loopback address to listen on")
+	clientID := flag.String("client-id", "", "the only client id accepted (empty: any)")
+	clientSecret := flag.String("client-secret", "", "client secret required on token requests (empty: none)")
+	account := flag.String("account", "user@example.com", "email the userinfo endpoint returns")
+	scopes := flag.String("granted-scopes", "", "space-separated scopes consent grants (empty: as requested)")
+	deny := flag.Bool("deny", false, "answer every authorization with error=access_denied")
+	expiresIn := flag.Int64("expires-in", 3600, "access token lifetime in seconds")
+	noRotation := flag.Bool("no-rotation", false, "keep refresh tokens valid across refreshes")
+	flag.Parse()
+
+	cfg := authserver.Config{ClientID: *clientID, ClientSecret: *clientSecret, Account: *account,
+		Deny: *deny, ExpiresIn: *expiresIn, NoRotation: *noRotation}
+	if *scopes != "" {
+		cfg.GrantedScopes = strings.Fields(*scopes)
+	}
+	s, err := authserver.Start(cfg, *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	line, _ := json.Marshal(map[string]string{
+		"issuer": s.URL(), "authorization_url": s.AuthorizationURL(),
+		"token_url": s.TokenURL(), "userinfo_url": s.UserinfoURL(),
+	})
+	fmt.Println(string(line))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	_ = s.Close()
+	st := s.Stats()
+	fmt.Fprintf(os.Stderr, "authserver: %d authorizations, %d code exchanges, %d refreshes, %d reuses detected, %d invalid_grant\n",
+		st.Authorizations, st.CodeExchanges, st.Refreshes, st.ReuseDetected, st.InvalidGrants)
+}

@@ -1,0 +1,249 @@
+package native_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+// The real-keyring tests need a Secret Service. scripts/test.sh (make test) starts a
+// private one and sets GRANTWIRE_REAL_KEYRING=1; then an unreachable store FAILS the
+// tests. Without the variable they skip, saying how to run them.
+const realKeyringEnv = "GRANTWIRE_REAL_KEYRING"
+
+// childEnv names the role of a re-executed test binary (multi-process tests).
+const childEnv = "GRANTWIRE_NATIVE_CHILD"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	os.Exit(m.Run())
+}
+
+// requireKeyring skips (unset) or fails (set) when the OS credential store is unreachable.
+func requireKeyring(t testing.TB) {
+	t.Helper()
+	if os.Getenv(realKeyringEnv) != "1" {
+		t.Skipf("real-keyring test: run it with a Secret Service: make test, or scripts/with-keyring.sh go test ./shells/native (sets %s=1)", realKeyringEnv)
+	}
+	svc := "grantwire.probe." + randHex(4)
+	done := make(chan error, 1)
+	go func() {
+		err := gokeyring.Set(svc, "probe", "x")
+		if err == nil {
+			err = gokeyring.Delete(svc, "probe")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "%s=1 but the OS credential store is unreachable (DBUS_SESSION_BUS_ADDRESS=%q)", realKeyringEnv, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s=1 but the OS credential store did not answer within 10 s", realKeyringEnv)
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// testService returns a keyring service of its own for a test and removes its entries at
+// the end.
+func testService(t testing.TB) string {
+	svc := "grantwire.test." + randHex(6)
+	if os.Getenv(realKeyringEnv) == "1" {
+		t.Cleanup(func() { _ = gokeyring.DeleteAll(svc) })
+	}
+	return svc
+}
+
+// syncBuffer is a goroutine-safe buffer (Prompt output, logs).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// agents is a fixed agent registry.
+type agents map[string]hostabi.Agent
+
+func (a agents) Agent(_ context.Context, id string) (hostabi.Agent, bool, error) {
+	ag, ok := a[id]
+	return ag, ok, nil
+}
+
+// testCatalog is a catalog whose OAuth provider "local" is the local authorization
+// server, plus the MCP connectors of the embedded catalog.
+func testCatalog(srv *authserver.Server) []byte {
+	base := "http://127.0.0.1:9" // unused when there is no server
+	if srv != nil {
+		base = srv.URL()
+	}
+	return testCatalogAt(base)
+}
+
+// testCatalogAt is testCatalog with the authorization server at base.
+func testCatalogAt(base string) []byte {
+	cat := map[string]any{"connectors": map[string]any{
+		"local": map[string]any{
+			"type": "oauth_pkce", "display_name": "Local", "tier": "core", "category": "test",
+			"authorization_url": base + "/authorize", "token_url": base + "/token", "userinfo_url": base + "/userinfo",
+			"auth_params": map[string]string{"access_type": "offline"}, "client_id_env": "GRANTWIRE_LOCAL_CLIENT_ID",
+			"default_scopes": []string{"openid"}, "available_scopes": []string{"openid", "email", "mail.read", "mail.send"},
+		},
+		"mcp-github": map[string]any{
+			"type": "mcp_server", "display_name": "GitHub (MCP)", "tier": "dev", "category": "dev-tools",
+			"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-github"},
+			"env": []map[string]any{{"key": "GITHUB_TOKEN", "required": true, "secret": true}},
+		},
+		"mcp-memory": map[string]any{
+			"type": "mcp_server", "display_name": "Memory (MCP)", "tier": "core", "category": "context",
+			"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-memory"}, "env": []any{},
+		},
+	}}
+	b, err := json.Marshal(cat)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// world is a grantwire Client on the native shell over a temp home, with the local
+// authorization server.
+type world struct {
+	t       testing.TB
+	home    string
+	service string
+	srv     *authserver.Server
+	shell   *native.Shell
+	client  *grantwire.Client
+	prompt  *syncBuffer
+	checked *urlLog
+}
+
+// urlLog records every URL the transport rule was asked about.
+type urlLog struct {
+	mu   sync.Mutex
+	urls []string
+}
+
+func (l *urlLog) add(s string) { l.mu.Lock(); l.urls = append(l.urls, s); l.mu.Unlock() }
+
+func (l *urlLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.urls...)
+}
+
+type worldOpts struct {
+	home    string
+	service string
+	server  *authserver.Config // nil: no server
+	browser func(url string) error
+	noWatch bool
+	tweak   func(*native.Options)
+	options []grantwire.Option
+}
+
+func newWorld(t testing.TB, o worldOpts) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{t: t, home: o.home, service: o.service, prompt: &syncBuffer{}, checked: &urlLog{}}
+	if w.home == "" {
+		w.home = t.TempDir()
+	}
+	if w.service == "" {
+		w.service = testService(t)
+	}
+	if o.server != nil {
+		srv, err := authserver.Start(*o.server, "")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close() })
+		w.srv = srv
+	}
+	browser := o.browser
+	if browser == nil && w.srv != nil {
+		browser = autoBrowser
+	}
+	var client *grantwire.Client
+	opts := native.Options{
+		Home: w.home, Service: w.service, Browser: browser, Prompt: w.prompt, NoWatch: o.noWatch,
+		Agents: agents{
+			"builtin:chat":     {ID: "builtin:chat", RequiredConnectors: map[string][]string{"local": {"mail.read"}}},
+			"builtin:mcp-user": {ID: "builtin:mcp-user", ConsumesMCPServers: true},
+		},
+		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
+			w.checked.add(fmt.Sprintf("%s %d %s", purpose, hop, u.Redacted()))
+			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
+		},
+		AuthTimeout: 20 * time.Second, Getenv: func(string) string { return "" },
+	}
+	if o.tweak != nil {
+		o.tweak(&opts)
+	}
+	sh, err := native.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sh.Close() })
+	w.shell = sh
+	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(sh.Capabilities()),
+		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close(ctx) })
+	w.client = client
+	return w
+}
+
+// autoBrowser plays a browser whose user consents: it follows the authorization
+// endpoint's redirect to the loopback callback.
+func autoBrowser(authURL string) error {
+	go func() {
+		c := &http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get(authURL)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}()
+	return nil
+}
+
+// child runs this test binary again as a separate process in role, with extra env.
+func child(t testing.TB, role string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + role}, env...)...)
+	return cmd
+}

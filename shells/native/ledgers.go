@@ -1,0 +1,215 @@
+package native
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+// ledgerFiles maps the logical ledgers to files under the home.
+var ledgerFiles = map[string]string{
+	hostabi.LedgerGrants:      filepath.Join("connectors", "grants.json"),
+	hostabi.LedgerActivations: filepath.Join("connectors", "activations.json"),
+	hostabi.LedgerState:       filepath.Join("connectors", "state.json"),
+	hostabi.LedgerMCPServers:  "mcp_servers.json",
+}
+
+// ledgerLockWait bounds how long a write waits for another process's write of the same
+// ledger (a write holds that lock for one compare, write, fsync and rename).
+const ledgerLockWait = 10 * time.Second
+
+// fileLedgers is the Ledgers capability: whole-document files, versioned by content hash,
+// replaced atomically under a per-ledger lock file.
+type fileLedgers struct {
+	home string
+	// mu serialises this process's writers of one ledger (the lock file does the same
+	// across processes).
+	mu sync.Map // name → *sync.Mutex
+	// written, when set, is called with a ledger's current and new content while the
+	// write holds the ledger's lock, around the rename (the activation watcher uses it to
+	// tell this process's writes from other processes').
+	written func(name string, before, after []byte, rename func() error) error
+}
+
+var _ hostabi.Ledgers = (*fileLedgers)(nil)
+
+// Path implements hostabi.Ledgers.
+func (l *fileLedgers) Path(name string) string {
+	rel, ok := ledgerFiles[name]
+	if !ok {
+		return filepath.Join(l.home, name)
+	}
+	return filepath.Join(l.home, rel)
+}
+
+func (l *fileLedgers) path(name string) (string, error) {
+	rel, ok := ledgerFiles[name]
+	if !ok {
+		return "", fmt.Errorf("native: unknown ledger %q", name)
+	}
+	return filepath.Join(l.home, rel), nil
+}
+
+// contentVersion is the version token of a ledger's bytes; "" means absent.
+func contentVersion(doc []byte) string {
+	sum := sha256.Sum256(doc)
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// Read implements hostabi.Ledgers. A missing file is (nil, ""). Files are replaced by
+// rename, so a read sees one whole version.
+func (l *fileLedgers) Read(_ context.Context, name string) ([]byte, string, error) {
+	p, err := l.path(name)
+	if err != nil {
+		return nil, "", err
+	}
+	doc, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", readError(p, err)
+	}
+	return doc, contentVersion(doc), nil
+}
+
+func readError(p string, err error) error {
+	e := hostabi.Errorf("CORRUPT_LEDGER",
+		fmt.Sprintf("check its permissions: the directory should be 0700 and the file 0600 and owned by you (ls -l %s)", p),
+		fmt.Sprintf("could not read %s (%v); nothing was changed", p, err))
+	return e
+}
+
+// Write implements hostabi.Ledgers: under the ledger's lock file, compare the current
+// version with ifVersion, write a temporary file in the same directory (0600), fsync it,
+// rename it over the ledger and fsync the directory (0700). Modes are re-asserted on
+// every write.
+func (l *fileLedgers) Write(ctx context.Context, name string, doc []byte, ifVersion string) error {
+	p, err := l.path(name)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	if err := ensureDir(l.home, dir); err != nil {
+		return err
+	}
+	mu, _ := l.mu.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	lk := flock.New(filepath.Join(dir, "."+filepath.Base(p)+".lock"), flock.SetPermissions(0o600))
+	if err := lockFile(ctx, lk, ledgerLockWait); err != nil {
+		if errors.Is(err, hostabi.ErrBusy) {
+			return fmt.Errorf("native: the lock of %s was held by another process for more than %s: %w", p, ledgerLockWait, err)
+		}
+		return err
+	}
+	defer lk.Unlock()
+
+	cur, err := os.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cur = nil
+		if ifVersion != "" {
+			return fmt.Errorf("native: %s was removed: %w", p, hostabi.ErrConflict)
+		}
+	case err != nil:
+		return readError(p, err)
+	case contentVersion(cur) != ifVersion:
+		return fmt.Errorf("native: %s changed: %w", p, hostabi.ErrConflict)
+	}
+	removeStaleTemps(dir, filepath.Base(p))
+	rename := func() error { return replaceFile(dir, p, doc) }
+	if l.written != nil {
+		return l.written(name, cur, doc, rename)
+	}
+	return rename()
+}
+
+// ensureDir creates dir (and the home) with mode 0700 and re-asserts the mode.
+func ensureDir(home, dir string) error {
+	for _, d := range []string{home, dir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("native: create %s: %w", d, err)
+		}
+		if runtime.GOOS != "windows" {
+			if err := os.Chmod(d, 0o700); err != nil {
+				return fmt.Errorf("native: chmod 0700 %s: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+const tempMarker = ".tmp-"
+
+// removeStaleTemps deletes temporary files a killed writer left behind. It runs under the
+// ledger's lock, so no live writer of this ledger owns one.
+func removeStaleTemps(dir, base string) {
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+base+tempMarker+"*"))
+	for _, m := range matches {
+		_ = os.Remove(m)
+	}
+}
+
+// replaceFile writes doc to a temporary file beside p, fsyncs it, renames it over p and
+// fsyncs the directory.
+func replaceFile(dir, p string, doc []byte) (err error) {
+	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+tempMarker+"*")
+	if err != nil {
+		return fmt.Errorf("native: write %s: %w", p, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		return fmt.Errorf("native: chmod 0600 %s: %w", tmp, err)
+	}
+	if _, err = f.Write(doc); err != nil {
+		return fmt.Errorf("native: write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("native: fsync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("native: close %s: %w", tmp, err)
+	}
+	if err = os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("native: rename %s: %w", p, err)
+	}
+	if runtime.GOOS != "windows" {
+		_ = os.Chmod(p, 0o600)
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("native: open %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !strings.Contains(err.Error(), "invalid argument") {
+		return fmt.Errorf("native: fsync %s: %w", dir, err)
+	}
+	return nil
+}

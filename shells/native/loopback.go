@@ -1,0 +1,159 @@
+package native
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The callback pages are static: they never echo a query parameter, a header or a path.
+const (
+	pageDone      = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>Authorization complete. You can close this tab and return to grantwire.</p>\n"
+	pageNotDone   = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>Authorization was not completed. You can close this tab; grantwire shows what happened.</p>\n"
+	pageRefused   = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>This request was refused.</p>\n"
+	pageGone      = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>This authorization has already been completed.</p>\n"
+	pageNotFound  = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>Not found.</p>\n"
+	pageNoMethods = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>Method not allowed.</p>\n"
+)
+
+// callbackResult is what the one accepted callback carried: a code, or an error code.
+type callbackResult struct {
+	code string
+	err  string
+}
+
+// callback is the one-shot loopback listener of an authorization (RFC 8252 §7.3): bound
+// to 127.0.0.1 on an ephemeral port kept open for the whole wait, path /callback only,
+// Host header checked, state compared in constant time, exactly one callback accepted.
+type callback struct {
+	ln          net.Listener
+	srv         *http.Server
+	host        string
+	redirectURI string
+	state       string
+	accepted    atomic.Bool
+	result      chan callbackResult
+	onRefused   func(reason string)
+	refusedMu   sync.Mutex
+	closeOnce   sync.Once
+}
+
+func listenCallback(stateBytes []byte) (*callback, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	cb := &callback{
+		ln:          ln,
+		host:        fmt.Sprintf("127.0.0.1:%d", port),
+		redirectURI: fmt.Sprintf("http://127.0.0.1:%d/callback", port),
+		state:       base64.RawURLEncoding.EncodeToString(stateBytes),
+		result:      make(chan callbackResult, 1),
+	}
+	cb.srv = &http.Server{
+		Handler:           cb,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = cb.srv.Serve(ln) }()
+	return cb, nil
+}
+
+func (cb *callback) close() {
+	cb.closeOnce.Do(func() { _ = cb.srv.Close() })
+}
+
+func (cb *callback) setOnRefused(f func(reason string)) {
+	cb.refusedMu.Lock()
+	cb.onRefused = f
+	cb.refusedMu.Unlock()
+}
+
+func (cb *callback) refused(reason string) {
+	cb.refusedMu.Lock()
+	f := cb.onRefused
+	cb.refusedMu.Unlock()
+	if f != nil {
+		f(reason)
+	}
+}
+
+func page(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+var callbackError = regexp.MustCompile(`^[a-z_]{1,64}$`)
+
+// ServeHTTP answers the loopback. Refusals (wrong path, method, Host or state) consume
+// nothing and the wait goes on; the first callback with the right state ends it.
+func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path != "/callback":
+		page(w, http.StatusNotFound, pageNotFound)
+		return
+	case r.Method != http.MethodGet:
+		w.Header().Set("Allow", http.MethodGet)
+		page(w, http.StatusMethodNotAllowed, pageNoMethods)
+		return
+	case r.Host != cb.host:
+		page(w, http.StatusBadRequest, pageRefused)
+		cb.refused("wrong Host header")
+		return
+	case cb.accepted.Load():
+		page(w, http.StatusGone, pageGone)
+		return
+	}
+	q := r.URL.Query()
+	got := q.Get("state")
+	if len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(got), []byte(cb.state)) != 1 {
+		page(w, http.StatusBadRequest, pageRefused)
+		if got == "" {
+			cb.refused("no state parameter")
+		} else {
+			cb.refused("state mismatch")
+		}
+		return
+	}
+	if !cb.accepted.CompareAndSwap(false, true) {
+		page(w, http.StatusGone, pageGone)
+		return
+	}
+	var res callbackResult
+	switch e, code := q.Get("error"), q.Get("code"); {
+	case e != "":
+		res.err = "unrecognised_error"
+		if callbackError.MatchString(e) {
+			res.err = e
+		}
+	case code == "" || len(q["code"]) != 1:
+		res.err = "invalid_callback"
+	default:
+		res.code = code
+	}
+	if res.err != "" {
+		page(w, http.StatusOK, pageNotDone)
+	} else {
+		page(w, http.StatusOK, pageDone)
+	}
+	cb.result <- res
+}

@@ -1,0 +1,128 @@
+package native_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+// killDoc is the n-th state the writer produces: large enough that writing it takes
+// several system calls, and self-checking (pad is derived from n).
+type killDoc struct {
+	N   int    `json:"n"`
+	Pad string `json:"pad"`
+}
+
+func killState(n int) []byte {
+	b, err := json.Marshal(killDoc{N: n, Pad: strings.Repeat(fmt.Sprintf("%08d", n), 8192)})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// childLedgerWriter rewrites the state ledger with n+1, n+2, ... until it is killed.
+func childLedgerWriter() int {
+	ctx := context.Background()
+	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), NoWatch: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l := sh.Capabilities().Ledgers
+	fmt.Println("ready")
+	for {
+		doc, v, err := l.Read(ctx, hostabi.LedgerState)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		n := 0
+		if doc != nil {
+			var d killDoc
+			if err := json.Unmarshal(doc, &d); err != nil {
+				fmt.Fprintln(os.Stderr, "corrupt:", err)
+				return 1
+			}
+			n = d.N
+		}
+		if err := l.Write(ctx, hostabi.LedgerState, killState(n+1), v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+}
+
+// A writer killed with SIGKILL at random points of its ledger writes, 1000 times: the
+// ledger is always valid JSON holding a whole state, never older than the last one seen;
+// the next write removes what the killed writer left behind.
+func TestMultiProcessKilledWriters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process stress test; runs without -short")
+	}
+	const kills = 1000
+	home := t.TempDir()
+	dir := filepath.Join(home, "connectors")
+	p := filepath.Join(dir, "state.json")
+	rng := rand.New(rand.NewPCG(7, 7))
+	start := time.Now()
+	last, midWrite := 0, 0
+	for i := range kills {
+		cmd := child(t, "ledger-writer", "GW_HOME="+home)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "ready\n", line)
+		time.Sleep(time.Duration(rng.IntN(12_000)) * time.Microsecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		err = cmd.Wait()
+		require.Error(t, err, "the writer was killed, it never stops on its own")
+
+		doc, err := os.ReadFile(p)
+		if os.IsNotExist(err) && last == 0 {
+			continue // killed before its first rename
+		}
+		require.NoError(t, err, "kill %d", i)
+		var d killDoc
+		require.NoError(t, json.Unmarshal(doc, &d), "kill %d: the ledger is valid JSON", i)
+		require.Equal(t, string(killState(d.N)), string(doc), "kill %d: a whole state", i)
+		require.GreaterOrEqual(t, d.N, last, "kill %d: never older than what was already seen", i)
+		last = d.N
+		require.Equal(t, os.FileMode(0o600), mode(t, p))
+		temps, _ := filepath.Glob(filepath.Join(dir, ".state.json.tmp-*"))
+		require.LessOrEqual(t, len(temps), 1, "kill %d: at most the killed writer's temporary file", i)
+		if len(temps) == 1 {
+			midWrite++
+		}
+	}
+	elapsed := time.Since(start)
+
+	// The next writer takes the lock the dead one held and cleans up after it.
+	sh, err := native.New(native.Options{Home: home, NoWatch: true})
+	require.NoError(t, err)
+	defer sh.Close()
+	l := sh.Capabilities().Ledgers
+	_, v, err := l.Read(context.Background(), hostabi.LedgerState)
+	require.NoError(t, err)
+	require.NoError(t, l.Write(context.Background(), hostabi.LedgerState, killState(last+1), v))
+	temps, _ := filepath.Glob(filepath.Join(dir, ".state.json.tmp-*"))
+	require.Empty(t, temps)
+	require.Greater(t, midWrite, kills/10, "enough kills landed inside a write (a temporary file was left)")
+	t.Logf("%d kills in %s: %d states written, %d kills landed mid-write (temporary file left behind)",
+		kills, elapsed.Round(time.Millisecond), last, midWrite)
+}

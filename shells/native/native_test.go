@@ -1,0 +1,92 @@
+package native_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+func TestNewDefaults(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "gw")
+	sh, err := native.New(native.Options{Getenv: func(k string) string {
+		if k == "GRANTWIRE_HOME" {
+			return home
+		}
+		return ""
+	}})
+	require.NoError(t, err)
+	defer sh.Close()
+	require.Equal(t, home, sh.Home())
+	require.Equal(t, os.FileMode(0o700), mode(t, filepath.Join(home, "connectors")), "the watcher's directory, created 0700")
+	caps := sh.Capabilities()
+	require.Equal(t, hostabi.DefaultService, caps.Service)
+	require.NotNil(t, caps.Keyring)
+	require.NotNil(t, caps.Ledgers)
+	require.NotNil(t, caps.Locks)
+	require.NotNil(t, caps.Clock)
+	require.NotNil(t, caps.Entropy)
+	require.NotNil(t, caps.Events)
+	require.NotNil(t, caps.OAuth)
+	require.Equal(t, filepath.Join(home, "connectors", "local.lock"), sh.LockPath("local"))
+	b := make([]byte, 32)
+	n, err := caps.Entropy.Read(b)
+	require.NoError(t, err)
+	require.Equal(t, 32, n)
+	require.NotEqual(t, make([]byte, 32), b)
+
+	rel, err := native.New(native.Options{Home: "relative-home", NoWatch: true, Service: "gaia.connections"})
+	require.NoError(t, err)
+	require.True(t, filepath.IsAbs(rel.Home()))
+	require.Equal(t, "gaia.connections", rel.Capabilities().Service)
+	require.NoDirExists(t, rel.Home(), "with NoWatch nothing is created before the first write")
+	require.NoError(t, rel.Close())
+	require.NoError(t, sh.Close(), "closing twice is harmless")
+}
+
+// The OS shell under the grantwire Client, with the core's transport rule.
+func ExampleNew() {
+	ctx := context.Background()
+	var client *grantwire.Client
+	shell, err := native.New(native.Options{
+		Home:    filepath.Join(os.TempDir(), "grantwire-example"), // default: $GRANTWIRE_HOME or ~/.grantwire
+		Service: "grantwire.connections",                          // "gaia.connections" shares a GAIA installation
+		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
+			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
+		},
+		Interactive: true, // print the authorization URL and wait when no browser opens
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer shell.Close()
+	client, err = grantwire.New(ctx, grantwire.WithCapabilities(shell.Capabilities()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close(ctx)
+	_, _ = client.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
+}
+
+// Subscribers receive every connector.* event, including activations other processes
+// changed.
+func ExampleBus_Subscribe() {
+	bus := native.NewBus()
+	events, stop := bus.Subscribe(16)
+	defer stop()
+	bus.Emit(hostabi.Event{Type: "connector.activation.changed",
+		Payload: []byte(`{"connector_id":"mcp-github","agent_id":"builtin:chat","active":true}`)})
+	e := <-events
+	fmt.Println(e.Type, string(e.Payload))
+	// Output: connector.activation.changed {"connector_id":"mcp-github","agent_id":"builtin:chat","active":true}
+}
