@@ -36,20 +36,22 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// PolicyCommand returns the `policy` command tree: build (an OPA bundle), docs (the
-// policy reference), replay (impact analysis of a policy change on a decision log) and
-// test (the policy's Rego tests). A check that fails returns an *ExitError.
+// PolicyCommand returns the `policy` command tree: audit (the policy audit), build (an
+// OPA bundle), docs (the policy reference), replay (impact analysis of a policy change on
+// a decision log) and test (the policy's Rego tests). A check that fails returns an
+// *ExitError.
 func PolicyCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "policy",
-		Short: "Audit grantwire's policy with OPA's tools: bundles, docs, decision-log replay, tests",
+		Short: "Audit grantwire's policy with OPA's tools: audit, bundles, docs, decision-log replay, tests",
 		Long: "grantwire's decision logic is Rego (policy/grantwire), compiled to policy.wasm. These commands\n" +
-			"build the OPA bundle that grantwire and OPA servers share, generate the policy reference,\n" +
-			"replay a decision log against another policy, and run the policy's Rego tests.",
+			"audit it (format, strict compile, tests, coverage, METADATA, entrypoints), build the OPA\n" +
+			"bundle that grantwire and OPA servers share, generate the policy reference, replay a\n" +
+			"decision log against another policy, and run the policy's Rego tests.",
 		SilenceUsage: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // the grantwire root command owns completion
-	root.AddCommand(buildCommand(), docsCommand(), replayCommand(), testCommand())
+	root.AddCommand(auditCommand(), buildCommand(), docsCommand(), replayCommand(), testCommand())
 	return root
 }
 
