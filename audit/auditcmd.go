@@ -38,13 +38,13 @@ func auditCommand() *cobra.Command {
 				if env := os.Getenv("COVERAGE_THRESHOLD"); env != "" {
 					v, err := strconv.ParseFloat(env, 64)
 					if err != nil {
-						return fmt.Errorf("COVERAGE_THRESHOLD=%q is not a number", env)
+						return &ExitError{Code: 2, Err: fmt.Errorf("COVERAGE_THRESHOLD=%q is not a number", env)}
 					}
 					threshold = v
 				}
 			}
 			if threshold <= 0 || threshold > 100 {
-				return fmt.Errorf("--threshold must be a percentage in (0, 100], not %g", threshold)
+				return &ExitError{Code: 2, Err: fmt.Errorf("--threshold must be a percentage in (0, 100], not %g", threshold)}
 			}
 			fsys, root, err := policyFS(dir)
 			if err != nil {
