@@ -1101,3 +1101,52 @@ func TestDemo(t *testing.T) {
 	}
 	require.NotContains(t, s, "_rt_")
 }
+
+// mcp list shows key names only, also for a server another tool wrote into
+// mcp_servers.json with a plaintext value, which grantwire lists but does not manage.
+func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	pat := "bb-github-pat-" + randHex(8)
+	w.plant(pat)
+	w.gwJSON("GITHUB_PERSONAL_ACCESS_TOKEN="+pat+"\n", 0, nil, "configure", "mcp-github", "--from-stdin")
+
+	file := filepath.Join(w.home, ".grantwire", "mcp_servers.json")
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var doc map[string]map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	const foreign = "plaintext-value-of-another-tool"
+	doc["mcpServers"]["notes"] = map[string]any{"command": "notes-mcp", "args": []string{"--stdio"}, "env": map[string]string{"NOTES_TOKEN": foreign}}
+	raw, err = json.MarshalIndent(doc, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+
+	var rows []mcpRow
+	r := w.gwJSON("", 0, &rows, "mcp", "list")
+	require.NotContains(t, r.stdout, foreign)
+	require.Len(t, rows, 2)
+	require.Equal(t, "mcp-github", rows[0].ID)
+	require.True(t, rows[0].InCatalog)
+	require.Equal(t, []string{"GITHUB_PERSONAL_ACCESS_TOKEN"}, rows[0].EnvKeys)
+	require.Empty(t, rows[0].Missing)
+	require.Equal(t, mcpRow{ID: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
+		EnvKeys: []string{"NOTES_TOKEN"}, Grants: map[string][]string{}, ActiveFor: []string{}}, rows[1])
+	r = w.gw("", "mcp", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes \(not in the catalog\)\s+notes-mcp --stdio\s+NOTES_TOKEN\s+-\s+-$`, r.stdout)
+	require.NotContains(t, r.stdout+r.stderr, foreign)
+
+	// grantwire's own writes keep the other tool's entry.
+	w.gwJSON("", 0, nil, "disconnect", "mcp-github")
+	w.gwJSON("", 0, &rows, "mcp", "list")
+	require.Len(t, rows, 1)
+	require.Equal(t, "notes", rows[0].ID)
+
+	// An unreadable file: exit 5 with its path, and it stays as it is.
+	require.NoError(t, os.WriteFile(file, []byte(`{"mcpServers": [`), 0o600))
+	e := w.fail(5, "CORRUPT_LEDGER", "mcp", "list")
+	require.Equal(t, file, e.Error.Path)
+	raw, err = os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, `{"mcpServers": [`, string(raw))
+}
