@@ -135,7 +135,7 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
 		{[]string{"mcp"}, "grantwire mcp needs a command: list"},
 		{[]string{"mcp", "list", "extra"}, "unknown command \"extra\""},
-		{[]string{"mcp", "logout", "x"}, "grantwire mcp logout: \"auth\" and \"logout\" (remote MCP servers behind OAuth 2.1) are not available"},
+		{[]string{"mcp", "logout", "x"}, "grantwire mcp logout: remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet"},
 		{[]string{"--bundle", "b.tar.gz", "--catalog", "c.json", "status"}, "--bundle carries its own catalog"},
 		{[]string{"--bundle", "b.tar.gz", "--engine", "rego", "status"}, "--bundle runs the bundle's policy.wasm"},
 		{[]string{"policy", "audit", "--threshold", "0"}, "--threshold must be a percentage"},

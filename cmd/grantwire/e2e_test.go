@@ -986,18 +986,37 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "cannot open it")
 
-	// A bundle whose policy.wasm does not match the sha256 its manifest records.
+}
+
+// A bundle whose policy.wasm does not match the sha256 its manifest records is refused
+// with exit 5 and the reason, before anything runs; a good one runs. No store is needed.
+func TestBinaryRefusesAMismatchedBundle(t *testing.T) {
+	w := newBB(t)
+	bundle := filepath.Join(w.home, "bundle.tar.gz")
+	r := w.run("", "policy", "build", "-o", bundle)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.run("", "--bundle", bundle, "catalog", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, w.run("", "catalog", "--json").stdout, r.stdout, "the bundle carries the embedded catalog")
+
 	bad := filepath.Join(w.home, "tampered.tar.gz")
 	require.NoError(t, os.WriteFile(bad, tamperBundle(t, bundle), 0o600))
 	for _, args := range [][]string{{"--bundle", bad, "status"}, {"--bundle", bad, "catalog"}, {"--bundle", bad, "grants", "list"}} {
-		e := w.fail(5, "BUNDLE_REFUSED", args...)
+		r := w.run("", append([]string{"--json"}, args...)...)
+		require.Equal(t, 5, r.code, "%v: %s", args, r.stderr)
+		var e cliError
+		require.NoError(t, json.Unmarshal([]byte(r.stderr), &e))
+		require.Equal(t, "BUNDLE_REFUSED", e.Error.Code)
 		require.Contains(t, e.Error.Message, "bundle refused: policy.wasm has sha256")
 		require.Contains(t, e.Error.Message, "but the manifest records")
 		require.Contains(t, e.Error.Fix, "grantwire policy build")
 	}
-	r = w.gw("", "--bundle", filepath.Join(w.home, "missing.tar.gz"), "status")
+	w.env = append(w.env, "GRANTWIRE_BUNDLE="+filepath.Join(w.home, "missing.tar.gz"))
+	r = w.run("", "status")
 	require.Equal(t, 5, r.code)
 	require.Contains(t, r.stderr, "no such file")
+	_, err := os.Stat(filepath.Join(w.home, ".grantwire"))
+	require.True(t, errors.Is(err, os.ErrNotExist), "a refused bundle creates nothing")
 }
 
 // tamperBundle flips a byte of policy.wasm inside a bundle (the manifest keeps its sha256).
@@ -1065,9 +1084,9 @@ func TestBinaryPolicyAudit(t *testing.T) {
 	require.Contains(t, r.stderr, "grantwire policy needs a command: audit, build, docs, replay, test")
 	r = w.run("", "mcp", "auth", "x")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "grantwire has no remote MCP client yet")
+	require.Contains(t, r.stderr, "grantwire has no remote MCP client")
 	r = w.run("", "help", "mcp")
-	require.Contains(t, r.stdout, "Not available:")
+	require.Contains(t, r.stdout, "Not available yet: remote MCP servers behind OAuth 2.1")
 }
 
 // The demo runs end to end: every step behaves as it announces (the script checks each

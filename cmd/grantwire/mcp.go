@@ -15,7 +15,8 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 )
 
-const mcpRemoteMissing = `"auth" and "logout" (remote MCP servers behind OAuth 2.1) are not available: grantwire has no remote MCP client yet, so it cannot discover, register or authorize one`
+// mcpRemoteMissing says what the CLI does not do (BEHAVIOUR.md lists mcp auth|logout).
+const mcpRemoteMissing = `remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet: grantwire has no remote MCP client, so it cannot discover, register with or authorize one`
 
 func (a *app) mcpCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -26,7 +27,7 @@ connectors) are configured with grantwire configure <id> --from-stdin and shown 
 grantwire activations activate <id> <agent>; grantwire mcp list shows them, with the names of
 their keys (never the values).
 
-Not available: ` + mcpRemoteMissing + `.`,
+Not available yet: ` + mcpRemoteMissing + `.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:chat
   grantwire mcp list --json | jq -r '.[].id'`,
