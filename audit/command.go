@@ -26,8 +26,8 @@ import (
 	"github.com/grantwire/grantwire/decisionlog"
 )
 
-// ExitError carries the exit code a command wants (1: a check failed, such as stale docs
-// or, with --exit-code, a replay that found changes).
+// ExitError carries the exit code a command wants (1: a check failed, such as stale docs,
+// a failed audit or, with --exit-code, a replay that found changes; 2: a misused flag).
 type ExitError struct {
 	Code int
 	Err  error
@@ -36,20 +36,25 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// PolicyCommand returns the `policy` command tree: build (an OPA bundle), docs (the
-// policy reference), replay (impact analysis of a policy change on a decision log) and
-// test (the policy's Rego tests). A check that fails returns an *ExitError.
+// PolicyCommand returns the `policy` command tree: audit (the policy audit), build (an
+// OPA bundle), docs (the policy reference), replay (impact analysis of a policy change on
+// a decision log) and test (the policy's Rego tests). A check that fails returns an
+// *ExitError.
 func PolicyCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "policy",
-		Short: "Audit grantwire's policy with OPA's tools: bundles, docs, decision-log replay, tests",
+		Short: "Audit grantwire's policy with OPA's tools: audit, bundles, docs, decision-log replay, tests",
 		Long: "grantwire's decision logic is Rego (policy/grantwire), compiled to policy.wasm. These commands\n" +
-			"build the OPA bundle that grantwire and OPA servers share, generate the policy reference,\n" +
-			"replay a decision log against another policy, and run the policy's Rego tests.",
+			"audit it (format, strict compile, tests, coverage, METADATA, entrypoints), build the OPA\n" +
+			"bundle that grantwire and OPA servers share, generate the policy reference, replay a\n" +
+			"decision log against another policy, and run the policy's Rego tests.",
+		Example: "  grantwire policy audit\n" +
+			"  grantwire policy build -o build/grantwire-bundle.tar.gz && grantwire --bundle build/grantwire-bundle.tar.gz status\n" +
+			"  grantwire --decision-log decisions.jsonl status && grantwire policy replay decisions.jsonl --policy ./policy/grantwire",
 		SilenceUsage: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // the grantwire root command owns completion
-	root.AddCommand(buildCommand(), docsCommand(), replayCommand(), testCommand())
+	root.AddCommand(auditCommand(), buildCommand(), docsCommand(), replayCommand(), testCommand())
 	return root
 }
 
@@ -76,6 +81,9 @@ func buildCommand() *cobra.Command {
 		Long: "Build an OPA bundle that grantwire (--bundle), `opa eval -b`, `opa run --server -b` and OPA's\n" +
 			"bundle service accept. Without --policy, the embedded policy is built (and must match the\n" +
 			"embedded policy.wasm). With --policy DIR, the revision ends with `git describe` of DIR.",
+		Example: "  grantwire policy build -o build/grantwire-bundle.tar.gz\n" +
+			"  grantwire policy build --policy ./policy/grantwire --catalog my-catalog.json -o my-bundle.tar.gz\n" +
+			"  opa eval -b build/grantwire-bundle.tar.gz 'data.grantwire.manifest.errors.BUSY'",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -117,7 +125,10 @@ func docsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "docs",
 		Short: "Generate the policy reference (docs/policy.md) from the policy's METADATA and rules",
-		Args:  cobra.NoArgs,
+		Example: "  grantwire policy docs -o docs/policy.md\n" +
+			"  grantwire policy docs --check\n" +
+			"  grantwire policy docs --policy ./policy/grantwire -o - | less",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fsys, root, err := policyFS(dir)
 			if err != nil {
@@ -160,7 +171,7 @@ func docsCommand() *cobra.Command {
 // replayEngine builds the engine a replay evaluates with, and names its policy.
 func replayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (core.Engine, string, error) {
 	if bundleFile != "" && (dir != "" || catalogFile != "") {
-		return nil, "", errors.New("--bundle carries its own policy and catalog: do not combine it with --policy or --catalog")
+		return nil, "", &ExitError{Code: 2, Err: errors.New("--bundle carries its own policy and catalog: do not combine it with --policy or --catalog")}
 	}
 	if bundleFile != "" {
 		b, err := grantwire.OpenBundle(bundleFile)
@@ -209,6 +220,9 @@ func replayCommand() *cobra.Command {
 			"a bundle (--bundle), the Rego of a directory (--policy, on the rego engine) or the embedded\n" +
 			"policy, and report the decisions whose outcome would change: impact analysis for a policy\n" +
 			"change. LOG \"-\" reads standard input.",
+		Example: "  grantwire policy replay decisions.jsonl --policy ./policy/grantwire\n" +
+			"  grantwire policy replay decisions.jsonl --bundle new-bundle.tar.gz --exit-code\n" +
+			"  grantwire policy replay - --json < decisions.jsonl",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -297,7 +311,9 @@ func testCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test",
 		Short: "Run the policy's Rego tests (*_test.rego) with OPA's test runner",
-		Args:  cobra.NoArgs,
+		Example: "  grantwire policy test\n" +
+			"  grantwire policy test --policy ./policy/grantwire -v",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fsys, root, err := policyFS(dir)
 			if err != nil {

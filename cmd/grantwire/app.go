@@ -22,6 +22,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/shells/native"
 )
@@ -84,6 +85,10 @@ const (
 	envCatalog = "GRANTWIRE_CATALOG"
 	envService = "GRANTWIRE_KEYRING_SERVICE"
 	envEngine  = "GRANTWIRE_ENGINE"
+	// envBundle names an OPA bundle to run on (--bundle), envDecisionLog a decision log
+	// to append to (--decision-log).
+	envBundle      = "GRANTWIRE_BUNDLE"
+	envDecisionLog = "GRANTWIRE_DECISION_LOG"
 )
 
 // app is one invocation of the CLI: its global settings and, built on first use, the
@@ -93,6 +98,7 @@ type app struct {
 
 	// Global flags.
 	home, service, engineName, catalogPath string
+	bundlePath, decisionLogPath            string
 	jsonOut                                bool
 
 	// Settings a command makes before the client is built.
@@ -106,10 +112,14 @@ type app struct {
 	cat      *catalog.Catalog
 	registry *agents.Registry
 	engine   core.Engine
-	shell    Shell
-	client   *grantwire.Client
-	progress *progress
-	table    map[string]core.ErrorInfo
+	// ownEngine: the app built engine (else the client did, and closes it).
+	ownEngine bool
+	bundle    *grantwire.Bundle
+	dlog      *decisionlog.Logger
+	shell     Shell
+	client    *grantwire.Client
+	progress  *progress
+	table     map[string]core.ErrorInfo
 }
 
 // setup resolves the global settings (flags, then environment, then defaults).
@@ -146,7 +156,47 @@ func (a *app) setup() error {
 	if a.catalogPath != "" {
 		a.catalogPath = a.expandHome(a.catalogPath)
 	}
+	if a.bundlePath == "" {
+		a.bundlePath = a.Getenv(envBundle)
+	}
+	if a.bundlePath != "" {
+		a.bundlePath = a.expandHome(a.bundlePath)
+		if a.catalogPath != "" {
+			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
+		}
+		if a.engineName == "rego" {
+			return usagef("--bundle runs the bundle's policy.wasm: drop --engine rego (or unset %s)", envEngine)
+		}
+	}
+	if a.decisionLogPath == "" {
+		a.decisionLogPath = a.Getenv(envDecisionLog)
+	}
+	if a.decisionLogPath != "" {
+		a.decisionLogPath = a.expandHome(a.decisionLogPath)
+	}
 	return nil
+}
+
+// clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
+// (WithBundle), and for a decision log on the wasm engine, so that every entry names the
+// policy's revision. Otherwise the CLI builds an interpreting engine, which starts faster.
+func (a *app) clientBuildsEngine() bool {
+	return a.bundlePath != "" || (a.decisionLogPath != "" && a.engineName == "wasm")
+}
+
+// Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
+// and checked on first use; a bundle grantwire refuses is an error wrapping
+// grantwire.ErrBundle.
+func (a *app) Bundle() (*grantwire.Bundle, error) {
+	if a.bundlePath == "" || a.bundle != nil {
+		return a.bundle, nil
+	}
+	b, err := grantwire.OpenBundle(a.bundlePath)
+	if err != nil {
+		return nil, err
+	}
+	a.bundle = b
+	return b, nil
 }
 
 func (a *app) expandHome(p string) string {
@@ -161,14 +211,21 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the file given by --catalog / $GRANTWIRE_CATALOG, else the
-// embedded one.
+// Catalog returns the catalog: the bundle's (--bundle), the file given by --catalog /
+// $GRANTWIRE_CATALOG, else the embedded one.
 func (a *app) Catalog() (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
 	}
-	var err error
-	if a.catalogPath != "" {
+	b, err := a.Bundle()
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		if a.cat, err = catalog.Load(b.Catalog); err != nil {
+			return nil, fmt.Errorf("%w: data.catalog: %w", grantwire.ErrBundle, err)
+		}
+	} else if a.catalogPath != "" {
 		a.cat, err = catalog.LoadFile(a.catalogPath)
 		if err != nil {
 			return nil, &grantwire.Error{
@@ -195,9 +252,16 @@ func (a *app) userHome() string {
 	return h
 }
 
-// Engine returns the policy engine chosen by --engine, loaded with the catalog.
+// Engine returns the policy engine chosen by --engine, loaded with the catalog (with
+// --bundle, the bundle's policy.wasm, as the client runs it).
 func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if a.engine != nil {
+		return a.engine, nil
+	}
+	if a.clientBuildsEngine() {
+		if _, err := a.Client(ctx); err != nil {
+			return nil, err
+		}
 		return a.engine, nil
 	}
 	cat, err := a.Catalog()
@@ -220,11 +284,13 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
 	}
+	a.ownEngine = true
 	return a.engine, nil
 }
 
 // Client returns the grantwire client on the OS shell, building it on first use:
-// catalog → engine → native.New(Options{…}) → grantwire.New.
+// catalog → engine → native.New(Options{…}) → grantwire.New (with the bundle and the
+// decision log when given).
 func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if a.client != nil {
 		return a.client, nil
@@ -233,9 +299,11 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := a.Engine(ctx)
-	if err != nil {
-		return nil, err
+	var eng core.Engine
+	if !a.clientBuildsEngine() {
+		if eng, err = a.Engine(ctx); err != nil {
+			return nil, err
+		}
 	}
 	what := a.waitingFor
 	if what == "" {
@@ -256,7 +324,12 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Agents:  a.Agents(),
 		Catalog: cat.Connector,
 		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return grantwire.CheckURL(ctx, eng, u, purpose, hop, from)
+			// The engine exists by the time the shell sends a request (the client's, when
+			// it built one).
+			if a.engine == nil {
+				return errors.New("no policy engine to check the URL")
+			}
+			return grantwire.CheckURL(ctx, a.engine, u, purpose, hop, from)
 		},
 		Browser:     browser,
 		Prompt:      a.progress,
@@ -269,12 +342,33 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
 	}
 	a.shell = sh
-	a.client, err = grantwire.New(ctx,
-		grantwire.WithCapabilities(sh.Capabilities()),
-		grantwire.WithEngine(eng),
-		grantwire.WithCatalog(cat.JSON()))
+	copts := []grantwire.Option{grantwire.WithCapabilities(sh.Capabilities())}
+	switch {
+	case a.bundle != nil:
+		copts = append(copts, grantwire.WithBundle(a.bundle))
+	case eng != nil:
+		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat.JSON()))
+	default:
+		copts = append(copts, grantwire.WithCatalog(cat.JSON()))
+	}
+	if a.decisionLogPath != "" {
+		l, err := decisionlog.Open(a.decisionLogPath)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, usagef("--decision-log %s: cannot open it: %v", a.decisionLogPath, err)
+		}
+		a.dlog = l
+		copts = append(copts, grantwire.WithDecisionLog(l))
+	}
+	a.client, err = grantwire.New(ctx, copts...)
 	if err != nil {
 		return nil, err
+	}
+	if a.engine == nil {
+		a.engine = a.client.Engine() // the client's: it closes it
 	}
 	return a.client, nil
 }
@@ -289,8 +383,13 @@ func (a *app) close(ctx context.Context) {
 	if a.shell != nil {
 		_ = a.shell.Close()
 	}
-	if a.engine != nil {
+	if a.engine != nil && a.ownEngine {
 		_ = a.engine.Close(ctx)
+	}
+	if a.dlog != nil {
+		if err := a.dlog.Close(); err != nil {
+			a.warnf("the decision log %s is incomplete: %v", a.decisionLogPath, err)
+		}
 	}
 }
 
@@ -384,6 +483,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// exitCoder is an error that carries its exit code (a failed check of `policy`: 1).
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
 // Exit codes outside the policy's table.
 const (
 	exitCancelled  = 130 // Ctrl-C (128 + SIGINT), as shells report it
@@ -420,6 +525,26 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		}
 		a.report("USAGE", "usage: "+msg, hint, nil, exitOf("USAGE", 2))
 		return exitOf("USAGE", 2)
+	}
+	var coded exitCoder
+	if errors.As(inner, &coded) {
+		code := coded.ExitCode()
+		if code == exitOf("USAGE", 2) {
+			hint := "grantwire --help"
+			if cmd != nil {
+				hint = cmd.CommandPath() + " --help"
+			}
+			a.report("USAGE", "usage: "+coded.Error(), hint, nil, code)
+		} else {
+			a.report("CHECK_FAILED", coded.Error(), "", nil, code)
+		}
+		return code
+	}
+	if errors.Is(inner, grantwire.ErrBundle) {
+		exit := exitOf("INTERNAL", 5)
+		a.report("BUNDLE_REFUSED", strings.TrimPrefix(inner.Error(), "grantwire: "),
+			"build the bundle with grantwire policy build -o FILE, or run without --bundle", nil, exit)
+		return exit
 	}
 	var quiet silent
 	if errors.As(inner, &quiet) {

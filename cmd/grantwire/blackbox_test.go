@@ -108,7 +108,7 @@ func TestBinaryHelp(t *testing.T) {
 	w := newBB(t)
 	r := w.run("", "--help")
 	require.Equal(t, 0, r.code, r.stderr)
-	for _, c := range []string{"catalog", "status", "connect", "configure", "test", "disconnect", "import", "grants", "activations", "token", "agents"} {
+	for _, c := range []string{"catalog", "status", "connect", "configure", "test", "disconnect", "import", "grants", "activations", "token", "mcp", "agents", "policy"} {
 		require.Regexp(t, `(?m)^  `+c+`\s`, r.stdout)
 	}
 	require.Contains(t, r.stdout, "Exit codes:")
@@ -133,6 +133,14 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},
 		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
+		{[]string{"mcp"}, "grantwire mcp needs a command: list"},
+		{[]string{"mcp", "list", "extra"}, "unknown command \"extra\""},
+		{[]string{"mcp", "logout", "x"}, "grantwire mcp logout: remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet"},
+		{[]string{"--bundle", "b.tar.gz", "--catalog", "c.json", "status"}, "--bundle carries its own catalog"},
+		{[]string{"--bundle", "b.tar.gz", "--engine", "rego", "status"}, "--bundle runs the bundle's policy.wasm"},
+		{[]string{"policy", "audit", "--threshold", "0"}, "--threshold must be a percentage"},
+		{[]string{"policy", "replay"}, "accepts 1 arg"},
+		{[]string{"policy", "nope"}, `unknown command "nope" for "grantwire policy"`},
 	} {
 		r := w.run("", tc.args...)
 		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)

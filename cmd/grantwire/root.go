@@ -19,14 +19,15 @@ pair is activated.
 Secrets are never taken from command-line arguments: client secrets, refresh tokens and API
 keys come from stdin or a file, so they stay out of shell history and the process list.
 
-Exit codes: 0 success, 1 unknown connector or agent (or a failed test), 2 usage,
+Exit codes: 0 success, 1 unknown connector or agent (or a failed test or check), 2 usage,
 3 configuration, 4 authorization required (not connected, not granted, missing scopes,
-re-authorization), 5 store, ledger, transport or provider failure, 75 busy (retry),
+re-authorization), 5 store, ledger, transport, provider or bundle failure, 75 busy (retry),
 130 cancelled.
 
 Environment: GRANTWIRE_HOME (default ~/.grantwire), GRANTWIRE_CATALOG (a catalog file that
 replaces the embedded one), GRANTWIRE_KEYRING_SERVICE (default grantwire.connections),
-GRANTWIRE_ENGINE (wasm or rego). Flags win over the environment.`
+GRANTWIRE_ENGINE (wasm or rego), GRANTWIRE_BUNDLE (an OPA bundle to run on),
+GRANTWIRE_DECISION_LOG (a decision log to append to). Flags win over the environment.`
 
 const rootExample = `  # See what can be connected, and what is
   grantwire catalog
@@ -62,6 +63,8 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.service, "keyring-service", "", "the OS credential store service (default $GRANTWIRE_KEYRING_SERVICE, else grantwire.connections)")
 	pf.StringVar(&a.engineName, "engine", "", "the policy engine: wasm (policy.wasm on wazero) or rego (OPA's evaluator) (default $GRANTWIRE_ENGINE, else wasm)")
 	pf.StringVar(&a.catalogPath, "catalog", "", "a catalog file that replaces the embedded catalog (default $GRANTWIRE_CATALOG)")
+	pf.StringVar(&a.bundlePath, "bundle", "", "run on this OPA bundle's policy.wasm and catalog (grantwire policy build) (default $GRANTWIRE_BUNDLE)")
+	pf.StringVar(&a.decisionLogPath, "decision-log", "", "append every decision to this file in OPA's decision-log format, secrets redacted (default $GRANTWIRE_DECISION_LOG)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.CompletionOptions.HiddenDefaultCmd = true
@@ -69,7 +72,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(
 		a.catalogCmd(), a.statusCmd(), a.connectCmd(), a.configureCmd(), a.testCmd(),
 		a.disconnectCmd(), a.importCmd(), a.grantsCmd(), a.activationsCmd(), a.tokenCmd(),
-		a.agentsCmd(),
+		a.mcpCmd(), a.agentsCmd(),
 	)
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(a))

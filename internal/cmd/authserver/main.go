@@ -30,10 +30,11 @@ func main() {
 	deny := flag.Bool("deny", false, "answer every authorization with error=access_denied")
 	expiresIn := flag.Int64("expires-in", 3600, "access token lifetime in seconds")
 	noRotation := flag.Bool("no-rotation", false, "keep refresh tokens valid across refreshes")
+	tokenPrefix := flag.String("token-prefix", "gw", "the start of every issued token (a demo greps its output for it)")
 	flag.Parse()
 
 	cfg := authserver.Config{ClientID: *clientID, ClientSecret: *clientSecret, Account: *account,
-		Deny: *deny, ExpiresIn: *expiresIn, NoRotation: *noRotation}
+		Deny: *deny, ExpiresIn: *expiresIn, NoRotation: *noRotation, TokenPrefix: *tokenPrefix}
 	if *scopes != "" {
 		cfg.GrantedScopes = strings.Fields(*scopes)
 	}

@@ -1,6 +1,6 @@
 // Command policy runs `grantwire policy` (package audit) on its own, so the Makefile can
 // build the bundle and the policy reference before the grantwire CLI exists, and without
-// building it: `go run ./internal/tools/policy build|docs|replay|test ...`.
+// building it: `go run ./internal/tools/policy audit|build|docs|replay|test ...`.
 package main
 
 import (
