@@ -78,3 +78,36 @@ func TestRegoNative(t *testing.T) {
 	requireKeyring(t)
 	conformance.Run(t, shell(t, "rego", regoEngine))
 }
+
+// BenchmarkScenario measures one scenario on the OS shell end to end: a fresh home and
+// keyring service, staging through the Secret Service, two processes refreshing over HTTP
+// against the local authorization server, the final checks, and the cleanup.
+func BenchmarkScenario(b *testing.B) {
+	if os.Getenv(realKeyringEnv) != "1" {
+		b.Skipf("needs a Secret Service: scripts/with-keyring.sh go test -bench . ./conformance/nativeshell")
+	}
+	c, err := conformance.DefaultCorpus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, id := range []string{"gate/granted-agent-gets-a-token", "refresh/two-processes-never-reuse-a-token"} {
+		s := c.Find(id)
+		if s == nil {
+			b.Fatalf("no scenario %s", id)
+		}
+		b.Run(id, func(b *testing.B) {
+			sh, err := nativeshell.New("wasm", wasmEngine)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sh.Close(context.Background())
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := conformance.RunScenario(context.Background(), b, sh, s, nil)
+				if err != nil || len(rep.Failures) > 0 {
+					b.Fatalf("%s: %v %v", id, err, rep.Failures)
+				}
+			}
+		})
+	}
+}
