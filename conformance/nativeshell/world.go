@@ -49,8 +49,10 @@ type World struct {
 	// inflight orders a scripted "during" (run by the authorization server's handler while
 	// a refresh is in flight) before whatever the refreshing process does next: the handler
 	// runs it holding inflight, and a process takes inflight once its request returned.
-	inflight sync.Mutex
-	browsers sync.WaitGroup
+	inflight  sync.Mutex
+	browsers  sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 
 	mu          sync.Mutex
 	env         map[string]string
@@ -295,8 +297,14 @@ func (w *World) Events() []hostabi.Event {
 
 // Close implements conformance.World: it releases the locks held from outside, closes
 // every shell, detaches the authorization server and deletes the world's keyring entries.
-// The runner ignores Close's error, so failures are also reported on t.
+// The runner ignores Close's error, so failures are also reported on t. Closing again does
+// nothing.
 func (w *World) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.close() })
+	return w.closeErr
+}
+
+func (w *World) close() error {
 	w.browsers.Wait()
 	w.mu.Lock()
 	holds := w.holds

@@ -63,6 +63,7 @@ func newWorld(t *testing.T) *nativeshell.World {
 	require.NoError(t, err)
 	w, err := sh.NewWorld(ctx, t, conformance.Setup{Start: time.UnixMilli(conformance.DefaultClock), Catalog: cat, Engine: eng})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
 	return w.(*nativeshell.World)
 }
 
@@ -72,7 +73,6 @@ func newWorld(t *testing.T) *nativeshell.World {
 func TestOutsideHoldersHoldRealFileLocks(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
-	defer w.Close()
 	require.NoError(t, w.Hold("google", "other-process"))
 	p := filepath.Join(w.Home(), "connectors", "google.lock")
 	require.False(t, probeLock(t, p), "another OS process sees the lock held")
@@ -147,7 +147,6 @@ func TestTheWorldKeepsItsKeyringToItself(t *testing.T) {
 func TestSurfacesCheckModes(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
-	defer w.Close()
 	caps := w.Capabilities()
 	require.NoError(t, caps.Ledgers.Write(ctx, hostabi.LedgerGrants, []byte("{}\n"), ""))
 	_, err := w.Surfaces()
