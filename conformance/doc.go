@@ -4,5 +4,6 @@
 // pair). See README.md for the scenario format.
 //
 // It imports hostabi, core and catalog (for the staging and the types it checks) and a
-// YAML loader; never an engine or a concrete shell: memshell and the OS shell import it.
+// YAML loader; never an engine or a concrete shell: memshell and nativeshell (the OS
+// shell) import it.
 package conformance

@@ -147,7 +147,7 @@ func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, ho
 	if clock == 0 {
 		clock = DefaultClock
 	}
-	w, err := shell.NewWorld(ctx, t, Setup{Start: time.UnixMilli(clock), Catalog: cat})
+	w, err := shell.NewWorld(ctx, t, Setup{Start: time.UnixMilli(clock), Catalog: cat, Engine: engine})
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,11 @@ func (r *runner) stage() error {
 		}
 	}
 	if len(ws.CachedClients) > 0 {
-		h := r.process("A").Host
+		d, err := r.process("A")
+		if err != nil {
+			return err
+		}
+		h := d.Host
 		for _, p := range sortedKeys(ws.CachedClients) {
 			c := ws.CachedClients[p]
 			h.SetCachedClient(p, map[string]any{
@@ -459,14 +463,21 @@ func (r *runner) act(a *Action) error {
 
 // --- steps ----------------------------------------------------------------------------
 
-func (r *runner) process(name string) *hostabi.Driver {
+func (r *runner) process(name string) (*hostabi.Driver, error) {
 	if name == "" {
 		name = "A"
 	}
 	if d, ok := r.procs[name]; ok {
-		return d
+		return d, nil
 	}
-	h := hostabi.NewHost(r.caps)
+	caps := r.caps
+	if pw, ok := r.w.(Processes); ok {
+		var err error
+		if caps, err = pw.ProcessCapabilities(name); err != nil {
+			return nil, fmt.Errorf("process %s: %w", name, err)
+		}
+	}
+	h := hostabi.NewHost(caps)
 	h.Trace = func(line string) {
 		r.texts = append(r.texts, line)
 		if r.hooks.Trace != nil {
@@ -475,7 +486,7 @@ func (r *runner) process(name string) *hostabi.Driver {
 	}
 	d := &hostabi.Driver{Engine: r.engine, Host: h}
 	r.procs[name] = d
-	return d
+	return d, nil
 }
 
 func (r *runner) step(i int, st Step) {
@@ -498,7 +509,12 @@ func (r *runner) step(i int, st Step) {
 		args = json.RawMessage(`{}`)
 	}
 	where := fmt.Sprintf("step %d (%s)", i, st.Op)
-	out, err := r.process(st.Process).Run(r.ctx, st.Op, args, st.Secrets)
+	d, err := r.process(st.Process)
+	if err != nil {
+		r.failf("%s: %v", where, err)
+		return
+	}
+	out, err := d.Run(r.ctx, st.Op, args, st.Secrets)
 	r.rep.Steps = append(r.rep.Steps, out)
 	x := r.expand(st.Expect)
 	if x.HostError != "" {
@@ -733,6 +749,15 @@ func (r *runner) final() {
 	gotB, _ := json.Marshal(gotJSON)
 	r.texts = append(r.texts, string(gotB))
 	r.equal("final: events", wantB, gotB)
+	if sw, ok := r.w.(Surfaces); ok {
+		surfaces, err := sw.Surfaces()
+		if err != nil {
+			r.failf("final: the world's surfaces: %v", err)
+		}
+		for _, s := range surfaces {
+			r.texts = append(r.texts, s.Name+": "+s.Text)
+		}
+	}
 	r.leaks()
 }
 
@@ -775,7 +800,7 @@ func (r *runner) blob(what, user string, want json.RawMessage) {
 }
 
 // leaks fails the scenario if any secret appears in a result, an error, an event, a
-// ledger file or a host-call transcript.
+// ledger file, a host-call transcript or a surface the world shows (Surfaces).
 func (r *runner) leaks() {
 	for s := range r.secrets {
 		for _, text := range r.texts {

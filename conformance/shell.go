@@ -31,6 +31,9 @@ type Shell interface {
 type Setup struct {
 	Start   time.Time
 	Catalog *catalog.Catalog
+	// Engine is the scenario's engine (from Shell.Engine), for a shell whose capabilities
+	// consult the core themselves (the OS shell's transport rule).
+	Engine core.Engine
 }
 
 // World is one scenario's world. Everything a process reads or writes goes through
@@ -82,4 +85,30 @@ type TokenServer interface {
 // runner then also checks that no entry exists beyond those it knows of.
 type KeyringLister interface {
 	KeyringUsers(service string) []string
+}
+
+// Processes is optionally implemented by a World whose processes are separate instances
+// of the shell (the OS shell: one native.Shell per process on the same home, keyring and
+// lock files). The runner then builds each named process ("A", "B", ...) on
+// ProcessCapabilities(name), asked once per process; Capabilities() stays the view of
+// everything else (staging, world actions, inspection). Without it every process shares
+// Capabilities() (with its own host, so its own token and client caches).
+type Processes interface {
+	ProcessCapabilities(name string) (hostabi.Capabilities, error)
+}
+
+// Surface is something a person or another program can see: a file, the keyring's
+// non-secret attributes, what was printed.
+type Surface struct {
+	Name string
+	Text string
+}
+
+// Surfaces is optionally implemented by a World that can show more places a secret must
+// never reach than the runner sees itself (results, errors, events, ledgers, host-call
+// transcripts): every file under its home, the credential store's labels and attributes,
+// prompts. The runner reads them after the last step and checks each for every secret of
+// the scenario.
+type Surfaces interface {
+	Surfaces() ([]Surface, error)
 }

@@ -9,6 +9,11 @@
 // It speaks HTTP on the loopback only, answers with static pages that echo nothing, and
 // never logs a token. It imports the standard library only; nothing in grantwire's product
 // imports it.
+//
+// One server can also play several providers at once, each under its own path
+// (ProviderURL): tokens issued for one provider are refused by another, and scripted
+// answers and consents (providers.go) are queued per provider. This is how the conformance
+// corpus's scripted authorization server runs over real HTTP for the OS shell.
 package authserver
 
 import (
@@ -51,6 +56,11 @@ type Config struct {
 	KeepFamilyOnReuse bool
 	// TokenPrefix starts every issued token (default "gw"); tests plant distinctive values.
 	TokenPrefix string
+	// SequentialNames names issued access and refresh tokens access-<provider>-NNNN and
+	// refresh-<provider>-NNNN (access-NNNN, refresh-NNNN at the root endpoints) with one
+	// counter from 0001, the access token before the refresh token of one answer: the
+	// conformance corpus's names. Codes stay random.
+	SequentialNames bool
 	// Now tells the time (default time.Now).
 	Now func() time.Time
 }
@@ -78,7 +88,10 @@ type Stats struct {
 	ReuseDetected  int // a retired refresh token (or a used code) presented again
 	InvalidGrants  int // invalid_grant answers (scripted ones included)
 	TokenRequests  int // every token endpoint request
-	Userinfo       int // successful userinfo answers
+	// RefreshRequests counts every refresh_token grant request, answered or refused,
+	// scripted ones included.
+	RefreshRequests int
+	Userinfo        int // successful userinfo answers
 }
 
 type code struct {
@@ -87,17 +100,23 @@ type code struct {
 	expires                          time.Time
 	used                             bool
 	family                           int
+	provider                         string
+	consent                          *Consent // scripted, or nil
 }
 
 type refresh struct {
-	family int
-	live   bool
-	scopes []string
+	family   int
+	live     bool
+	scopes   []string
+	provider string
+	account  string
 }
 
 type access struct {
-	family  int
-	expires time.Time
+	family   int
+	expires  time.Time
+	provider string
+	account  string
 }
 
 // Server is a running authorization server.
@@ -111,6 +130,9 @@ type Server struct {
 	families int
 	script   []Failure
 	stats    Stats
+	issued   int                  // the SequentialNames counter
+	answers  map[string][]Answer  // provider → scripted refresh answers
+	consents map[string][]Consent // provider → scripted consents
 
 	ln   net.Listener
 	srv  *http.Server
@@ -132,7 +154,8 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
-		access: map[string]*access{}, revoked: map[int]bool{}}
+		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
+		consents: map[string][]Consent{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -207,7 +230,7 @@ func (s *Server) Issue(scopes []string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.families++
-	rt := s.token("rt")
+	rt := s.token("rt", "")
 	s.refresh[rt] = &refresh{family: s.families, live: true, scopes: slices.Clone(scopes)}
 	return rt
 }
@@ -233,7 +256,16 @@ func (s *Server) LiveRefreshTokens() int {
 	return n
 }
 
-func (s *Server) token(kind string) string {
+// token names a new token of kind "at", "rt" or "code" for a provider.
+func (s *Server) token(kind, provider string) string {
+	if s.cfg.SequentialNames && kind != "code" {
+		s.issued++
+		name := map[string]string{"at": "access", "rt": "refresh"}[kind]
+		if provider != "" {
+			name += "-" + provider
+		}
+		return fmt.Sprintf("%s-%04d", name, s.issued)
+	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
@@ -241,12 +273,14 @@ func (s *Server) token(kind string) string {
 	return s.cfg.TokenPrefix + "_" + kind + "_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// Handler serves /authorize, /token and /userinfo.
+// Handler serves /authorize, /token and /userinfo, and each provider's endpoints under
+// /p/<provider>/ (see ProviderURL).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/authorize", s.authorize)
-	mux.HandleFunc("/token", s.tokenEndpoint)
-	mux.HandleFunc("/userinfo", s.userinfo)
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) { s.authorize(w, r, "") })
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { s.tokenEndpoint(w, r, "") })
+	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
+	mux.HandleFunc("/p/", s.providerEndpoint)
 	return mux
 }
 
@@ -261,7 +295,7 @@ func isLoopbackRedirect(raw string) bool {
 	return ip != nil && ip.IsLoopback() && u.Port() != ""
 }
 
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider string) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -282,22 +316,31 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if st := q.Get("state"); st != "" {
 		v.Set("state", st)
 	}
+	var consent *Consent
+	if cq := s.consents[provider]; len(cq) > 0 {
+		consent, s.consents[provider] = &cq[0], cq[1:]
+	}
 	switch {
 	case q.Get("response_type") != "code":
 		v.Set("error", "unsupported_response_type")
 	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
 		v.Set("error", "invalid_request")
-	case s.cfg.Deny:
+	case s.cfg.Deny || (consent != nil && consent.Deny):
 		v.Set("error", "access_denied")
 		s.stats.Denials++
+	case consent != nil && consent.Error != "" && consent.Status == 0:
+		v.Set("error", consent.Error)
 	default:
 		scopes := strings.Fields(q.Get("scope"))
 		if s.cfg.GrantedScopes != nil {
 			scopes = slices.Clone(s.cfg.GrantedScopes)
 		}
-		c := s.token("code")
+		if consent != nil && consent.Scopes != nil {
+			scopes = slices.Clone(consent.Scopes)
+		}
+		c := s.token("code", provider)
 		s.codes[c] = &code{clientID: q.Get("client_id"), redirectURI: redirect, challenge: q.Get("code_challenge"),
-			scopes: scopes, expires: s.cfg.Now().Add(time.Minute)}
+			scopes: scopes, expires: s.cfg.Now().Add(time.Minute), provider: provider, consent: consent}
 		v.Set("code", c)
 		s.stats.Authorizations++
 	}
@@ -342,7 +385,7 @@ func (s *Server) nextFailure(grant string) (Failure, bool) {
 	return Failure{}, false
 }
 
-func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
+func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider string) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -359,8 +402,19 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
 	grant := r.PostForm.Get("grant_type")
 	s.mu.Lock()
 	s.stats.TokenRequests++
+	if grant == "refresh_token" {
+		s.stats.RefreshRequests++
+	}
 	f, scripted := s.nextFailure(grant)
+	var answer *Answer
+	if aq := s.answers[provider]; !scripted && grant == "refresh_token" && len(aq) > 0 {
+		answer, s.answers[provider] = &aq[0], aq[1:]
+	}
 	s.mu.Unlock()
+	if answer != nil {
+		s.answer(w, *answer)
+		return
+	}
 	if scripted && f.Delay > 0 {
 		select {
 		case <-time.After(f.Delay):
@@ -400,9 +454,9 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	switch grant {
 	case "authorization_code":
-		s.exchange(w, r, id)
+		s.exchange(w, r, id, provider)
 	case "refresh_token":
-		s.refreshGrant(w, r)
+		s.refreshGrant(w, r, provider)
 	default:
 		s.oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 	}
@@ -413,10 +467,10 @@ func s256(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID string) {
+func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, provider string) {
 	c, ok := s.codes[r.PostForm.Get("code")]
 	switch {
-	case !ok:
+	case !ok || c.provider != provider:
 		s.oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	case c.used:
@@ -435,26 +489,62 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID strin
 		s.oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
+	if cs := c.consent; cs != nil && cs.Error != "" {
+		s.oauthError(w, cs.Status, cs.Error)
+		return
+	}
 	s.families++
 	c.family = s.families
-	rt := s.token("rt")
-	s.refresh[rt] = &refresh{family: c.family, live: true, scopes: c.scopes}
+	m := mint{family: c.family, scopes: c.scopes, provider: provider, account: s.cfg.Account, refresh: true,
+		expiresIn: s.cfg.ExpiresIn}
+	if cs := c.consent; cs != nil {
+		m.access, m.rt = cs.AccessToken, cs.RefreshToken
+		if cs.Account != "" {
+			m.account = cs.Account
+		}
+		if cs.ExpiresIn != 0 {
+			m.expiresIn = cs.ExpiresIn
+		}
+	}
 	s.stats.CodeExchanges++
-	writeJSON(w, http.StatusOK, s.issue(c.family, c.scopes, rt))
+	writeJSON(w, http.StatusOK, s.issue(m))
 }
 
-func (s *Server) issue(family int, scopes []string, rt string) tokenAnswer {
-	at := s.token("at")
-	s.access[at] = &access{family: family, expires: s.cfg.Now().Add(time.Duration(s.cfg.ExpiresIn) * time.Second)}
-	return tokenAnswer{AccessToken: at, TokenType: "Bearer", ExpiresIn: s.cfg.ExpiresIn, RefreshToken: rt,
-		Scope: strings.Join(scopes, " ")}
+// mint is what one token answer issues: an access token, and a refresh token of the same
+// family when refresh is set; names left empty are generated (the access token first).
+type mint struct {
+	family     int
+	scopes     []string
+	provider   string
+	account    string
+	refresh    bool
+	access, rt string
+	expiresIn  int64
 }
 
-func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request) {
+func (s *Server) issue(m mint) tokenAnswer {
+	if m.access == "" {
+		m.access = s.token("at", m.provider)
+	}
+	if !m.refresh {
+		m.rt = ""
+	} else if m.rt == "" {
+		m.rt = s.token("rt", m.provider)
+	}
+	s.access[m.access] = &access{family: m.family, provider: m.provider, account: m.account,
+		expires: s.cfg.Now().Add(time.Duration(m.expiresIn) * time.Second)}
+	if m.refresh {
+		s.refresh[m.rt] = &refresh{family: m.family, live: true, scopes: m.scopes, provider: m.provider, account: m.account}
+	}
+	return tokenAnswer{AccessToken: m.access, TokenType: "Bearer", ExpiresIn: m.expiresIn, RefreshToken: m.rt,
+		Scope: strings.Join(m.scopes, " ")}
+}
+
+func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, provider string) {
 	presented := r.PostForm.Get("refresh_token")
 	rt, ok := s.refresh[presented]
 	switch {
-	case !ok || s.revoked[rt.family]:
+	case !ok || s.revoked[rt.family] || rt.provider != provider:
 		s.oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	case !rt.live:
@@ -465,28 +555,30 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request) {
 		s.oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	next := ""
 	if !s.cfg.NoRotation {
 		rt.live = false
-		next = s.token("rt")
-		s.refresh[next] = &refresh{family: rt.family, live: true, scopes: rt.scopes}
 	}
 	s.stats.Refreshes++
-	writeJSON(w, http.StatusOK, s.issue(rt.family, rt.scopes, next))
+	writeJSON(w, http.StatusOK, s.issue(mint{family: rt.family, scopes: rt.scopes, provider: provider,
+		account: rt.account, refresh: !s.cfg.NoRotation, expiresIn: s.cfg.ExpiresIn}))
 }
 
-func (s *Server) userinfo(w http.ResponseWriter, r *http.Request) {
+func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, provider string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	a, found := s.access[tok]
-	if !ok || !found || s.revoked[a.family] || s.cfg.Now().After(a.expires) {
+	if !ok || !found || s.revoked[a.family] || a.provider != provider || s.cfg.Now().After(a.expires) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return
 	}
 	s.stats.Userinfo++
-	writeJSON(w, http.StatusOK, map[string]any{"sub": fmt.Sprintf("user-%d", a.family), "email": s.cfg.Account, "email_verified": true})
+	account := a.account
+	if account == "" {
+		account = s.cfg.Account
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sub": fmt.Sprintf("user-%d", a.family), "email": account, "email_verified": true})
 }
 
 // ErrNotLoopback is returned by Start for a non-loopback address.

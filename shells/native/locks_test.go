@@ -47,8 +47,9 @@ func TestLocksQueueWithinProcess(t *testing.T) {
 	go func() {
 		r, err := l.TryLock(ctx, "local", 5*time.Second)
 		if err == nil {
-			got <- time.Now()
-			r()
+			at := time.Now()
+			r() // released before the test goes on to take the lock again
+			got <- at
 		}
 		close(got)
 	}()

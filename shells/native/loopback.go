@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
@@ -71,8 +72,18 @@ func listenCallback(stateBytes []byte) (*callback, error) {
 	return cb, nil
 }
 
+// close stops the listener. Answers already being written (the page of the accepted
+// callback, which the handler writes before handing the code over) are allowed to finish
+// for up to a second; Close alone would cut the browser's connection mid-answer when the
+// authorization ends quickly after the callback.
 func (cb *callback) close() {
-	cb.closeOnce.Do(func() { _ = cb.srv.Close() })
+	cb.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if cb.srv.Shutdown(ctx) != nil {
+			_ = cb.srv.Close()
+		}
+	})
 }
 
 func (cb *callback) setOnRefused(f func(reason string)) {

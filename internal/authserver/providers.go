@@ -1,0 +1,136 @@
+package authserver
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Several providers on one server: /p/<provider>/…/authorize, /p/<provider>/…/token and
+// /p/<provider>/…/userinfo. Path segments between the provider and the endpoint (a tenant,
+// say) are accepted and ignored. A token is bound to the provider that issued it: another
+// provider's token endpoint answers invalid_grant, its userinfo endpoint 401.
+
+var providerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ProviderURL is the base of a provider's endpoints: append "/authorize", "/token" or
+// "/userinfo" (optionally after more path segments, such as a tenant).
+func (s *Server) ProviderURL(provider string) string { return s.base + "/p/" + provider }
+
+func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/p/"), "/")
+	if len(parts) < 2 || !providerName.MatchString(parts[0]) {
+		http.NotFound(w, r)
+		return
+	}
+	provider := parts[0]
+	switch parts[len(parts)-1] {
+	case "authorize":
+		s.authorize(w, r, provider)
+	case "token":
+		s.tokenEndpoint(w, r, provider)
+	case "userinfo":
+		s.userinfo(w, r, provider)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// IssueToken makes refreshToken a live refresh token of provider ("" for the root
+// endpoints) in a new family, as a past authorization would have; a token of that name
+// is replaced.
+func (s *Server) IssueToken(provider, refreshToken string, scopes []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.families++
+	s.refresh[refreshToken] = &refresh{family: s.families, live: true, scopes: slices.Clone(scopes), provider: provider}
+}
+
+// Answer scripts the whole answer to one upcoming refresh_token request of a provider. It
+// is sent as it is: what was presented is not checked and no state changes. A Failure
+// queued with Script for the same request is answered first.
+type Answer struct {
+	// Status is the HTTP status (default 200, or 400 with an Error).
+	Status int
+	// Error is the OAuth error code; the body is then {"error": Error}.
+	Error string
+	// AccessToken, RefreshToken and ExpiresIn (omitted when empty or zero) make the body
+	// of a token answer.
+	AccessToken  string
+	RefreshToken string
+	ExpiresIn    int64
+	// During, when set, runs while the request is in flight, before the answer is
+	// written (outside the server's lock): another process acts meanwhile.
+	During func()
+}
+
+// ScriptRefresh queues answers for a provider's next refresh_token requests, in order.
+func (s *Server) ScriptRefresh(provider string, a ...Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answers[provider] = append(s.answers[provider], a...)
+}
+
+func (s *Server) answer(w http.ResponseWriter, a Answer) {
+	if a.During != nil {
+		a.During()
+	}
+	status := a.Status
+	if status == 0 {
+		status = http.StatusOK
+		if a.Error != "" {
+			status = http.StatusBadRequest
+		}
+	}
+	if a.Error != "" {
+		s.mu.Lock()
+		s.oauthError(w, status, a.Error)
+		s.mu.Unlock()
+		return
+	}
+	body := map[string]any{"token_type": "Bearer"}
+	if a.AccessToken != "" {
+		body["access_token"] = a.AccessToken
+	}
+	if a.RefreshToken != "" {
+		body["refresh_token"] = a.RefreshToken
+	}
+	if a.ExpiresIn != 0 {
+		body["expires_in"] = a.ExpiresIn
+	}
+	writeJSON(w, status, body)
+}
+
+// Consent scripts the outcome of a provider's next authorization: what the user at the
+// authorization endpoint decides, and what the code exchange then answers.
+type Consent struct {
+	// Deny answers error=access_denied.
+	Deny bool
+	// Error without Status: the authorization endpoint redirects back with this error.
+	// Error with Status: a code is issued, and its exchange fails with this HTTP status
+	// and OAuth error.
+	Error  string
+	Status int
+	// Scopes are the scopes granted (nil: the configured or requested ones).
+	Scopes []string
+	// AccessToken and RefreshToken name the issued tokens (empty: generated); the refresh
+	// token is live afterwards.
+	AccessToken  string
+	RefreshToken string
+	// ExpiresIn is the access token's lifetime (0: the configured one).
+	ExpiresIn int64
+	// Account is the email userinfo answers for the issued access token (empty: the
+	// configured account).
+	Account string
+}
+
+// ScriptConsent queues outcomes for a provider's next authorizations, in order.
+func (s *Server) ScriptConsent(provider string, c ...Consent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range c {
+		x.Scopes = slices.Clone(x.Scopes)
+		s.consents[provider] = append(s.consents[provider], x)
+	}
+}
