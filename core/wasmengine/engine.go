@@ -39,7 +39,6 @@ const (
 	pageSize      = 65536
 	headroomPages = 16   // 1 MiB past the data, so the first evaluations never grow memory
 	maxPages      = 4096 // 256 MiB per instance: a guard, far above any real decision
-	maxInput      = 16 << 20
 )
 
 // ErrNotPolicy reports a module that is not a grantwire policy (wrong ABI, missing
@@ -467,8 +466,8 @@ func (e *Engine) eval(ctx context.Context, in *instance, ep uint64, input, dst [
 // DecideJSON evaluates a query given as JSON and appends the canonical decision to dst.
 // It does not allocate once the engine is warm.
 func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
-	if len(query) > maxInput {
-		return dst, fmt.Errorf("wasmengine: query of %d bytes is too large", len(query))
+	if err := core.CheckQuery(query); err != nil {
+		return dst, err
 	}
 	in := <-e.pool
 	out, err := e.eval(ctx, in, e.decideEP, query, dst)
