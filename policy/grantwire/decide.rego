@@ -71,15 +71,12 @@ else := "(missing)"
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not is_object(input.args)
-} else := step.fail(errors.busy_conflict(_attempts), []) if {
-	_attempts > max_attempts
+} else := step.fail(errors.busy_conflict(input.attempt), []) if {
+	is_number(input.attempt)
+	input.attempt > max_attempts
 } else := d if {
 	d := _decision
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), [])
-
-_attempts := input.attempt if is_number(input.attempt)
-
-else := 0
 
 default decide := {
 	"status": "done", "effects": [],
