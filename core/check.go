@@ -245,11 +245,26 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
+// plain marks the bytes a string may hold without a closer look: printable ASCII other
+// than the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for ch := 0x20; ch < 0x80; ch++ {
+		t[ch] = ch != '"' && ch != '\\'
+	}
+	return t
+}()
+
 // str checks the string starting at the quote at i and returns the index after its end.
 func (c *checker) str(i int) int {
 	b := c.b
 	i++
 	for i < len(b) {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		ch := b[i]
 		switch {
 		case ch == '"':

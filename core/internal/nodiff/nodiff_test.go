@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +20,14 @@ import (
 var (
 	seedFlag = flag.Uint64("seed", 0, "seed of the differential test (0: a fresh one, printed)")
 	nFlag    = flag.Int("n", 0, "queries per operation (default 10000; 1000 with -short)")
+	baseline = flag.String("baseline", "", "a policy.wasm (say, the previous commit's) whose decisions must not change either: for refactors of the policy")
 )
 
 // pair is both engines on one catalog.
 type pair struct {
 	cat        *nodiff.Catalog
 	wasm, rego core.Engine
+	base       core.Engine // the -baseline policy, or nil
 }
 
 var (
@@ -58,7 +61,19 @@ func enginePairs(t testing.TB) []*pair {
 				pairsErr = err
 				return
 			}
-			pairs = append(pairs, &pair{cat: cat, wasm: w, rego: r})
+			p := &pair{cat: cat, wasm: w, rego: r}
+			if *baseline != "" {
+				mod, err := os.ReadFile(*baseline)
+				if err != nil {
+					pairsErr = err
+					return
+				}
+				if p.base, err = wasmengine.New(ctx, wasmengine.WithModule(mod), wasmengine.WithData(cat.Data)); err != nil {
+					pairsErr = err
+					return
+				}
+			}
+			pairs = append(pairs, p)
 		}
 	})
 	if pairsErr != nil {
@@ -122,6 +137,11 @@ func TestNoDiff(t *testing.T) {
 				for {
 					q := ep.Query()
 					out, err, div := nodiff.Diff(ctx, q, p.wasm, p.rego)
+					if p.base != nil && div == nil {
+						if _, _, div = nodiff.Diff(ctx, q, p.wasm, p.base); div != nil {
+							div.Names[1] = "baseline"
+						}
+					}
 					queries++
 					if div != nil {
 						div.Family = fmt.Sprintf("%s, catalog %s, episode %d", op, p.cat.Name, e)
