@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,8 +83,14 @@ func appendJSON(dst []byte, v any) []byte {
 		}
 		return append(dst, ']')
 	case obj:
+		var kb [16]string
+		keys := kb[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
 		dst = append(dst, '{')
-		for i, k := range sortedKeys(x) {
+		for i, k := range keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -193,7 +198,7 @@ func sortedKeys(m obj) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
@@ -215,6 +220,11 @@ func eq(a, b any) bool {
 // set is scopes.set: the members of an array or the values of an object, sorted and
 // without duplicates (a Rego set); empty for anything else.
 func set(xs any) []any {
+	if a, ok := xs.([]any); ok && allStrings(a) {
+		out := slices.Clone(a)
+		slices.SortFunc(out, func(x, y any) int { return strings.Compare(x.(string), y.(string)) })
+		return slices.CompactFunc(out, func(x, y any) bool { return x.(string) == y.(string) })
+	}
 	var out []any
 	switch v := xs.(type) {
 	case []any:
@@ -228,6 +238,15 @@ func set(xs any) []any {
 	}
 	slices.SortFunc(out, compare)
 	return slices.CompactFunc(out, func(a, b any) bool { return compare(a, b) == 0 })
+}
+
+func allStrings(xs []any) bool {
+	for _, x := range xs {
+		if _, ok := x.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func member(xs []any, x any) bool {
@@ -251,7 +270,41 @@ func union(a, b []any) []any {
 	return slices.CompactFunc(out, func(a, b any) bool { return compare(a, b) == 0 })
 }
 
-func covers(held, requested any) bool { return len(minus(set(requested), set(held))) == 0 }
+// covers is scopes.covers: every requested member is a member (or an object's value) of held.
+func covers(held, requested any) bool {
+	in := func(x any) bool {
+		switch h := held.(type) {
+		case []any:
+			for _, e := range h {
+				if eq(e, x) {
+					return true
+				}
+			}
+		case obj:
+			for _, e := range h {
+				if eq(e, x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch r := requested.(type) {
+	case []any:
+		for _, x := range r {
+			if !in(x) {
+				return false
+			}
+		}
+	case obj:
+		for _, x := range r {
+			if !in(x) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // concat is Rego's concat: undefined unless every member is a string.
 func concat(sep string, xs []any) (string, bool) {
@@ -389,15 +442,15 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 			"grantwire mcp credential "+p+" --agent "+quote(a), obj{"connector": p}), []any{}), true
 	}
 	c := &gateCtx{gg: gg, p: p, a: a, req: req, f: f}
-	prefetch := []obj{
-		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": []any{p, a}},
-		{"key": "conn", "kind": "connection.get", "provider": p},
-		{"key": "client", "kind": "client.get", "provider": p, "fresh": false},
-		{"key": "token", "kind": "token.get", "provider": p},
-		{"key": "now", "kind": "clock.now"},
-	}
-	if m := c.missing(prefetch); len(m) > 0 {
-		return need(m...), true
+	if !c.has("grant") || !c.has("conn") || !c.has("client") || !c.has("token") || !c.has("now") {
+		prefetch := []obj{
+			{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": []any{p, a}},
+			{"key": "conn", "kind": "connection.get", "provider": p},
+			{"key": "client", "kind": "client.get", "provider": p, "fresh": false},
+			{"key": "token", "kind": "token.get", "provider": p},
+			{"key": "now", "kind": "clock.now"},
+		}
+		return need(c.missing(prefetch)...), true
 	}
 	held := any([]any{})
 	if eq(get(c.fact("grant"), "found"), true) {
