@@ -128,9 +128,8 @@ func TestCoverage(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := []func(*rego.Rego){rego.Store(inmem.NewFromObject(data)), rego.Capabilities(caps), rego.StrictBuiltinErrors(false)}
-		for name, m := range mods {
+		for _, m := range mods {
 			opts = append(opts, rego.ParsedModule(m))
-			_ = name
 		}
 		decide, err := rego.New(append(opts, rego.Query("data.grantwire.decide"))...).PrepareForEval(ctx)
 		if err != nil {

@@ -727,11 +727,7 @@ func (g *Gen) keyFact(key string) any {
 
 // factKeys are the keys the policy uses, per family of operations (for facts present
 // before the policy asks for them).
-func (g *Gen) factKeys(op string, args any) []string {
-	c, _ := field(args, "connector").(string)
-	if c == "" {
-		c, _ = field(args, "provider").(string)
-	}
+func (g *Gen) factKeys(op string) []string {
 	keys := []string{"now", "lock", "grant", "active", "agent", "conn", "client", "token"}
 	switch op {
 	case "get_access_token":
@@ -759,7 +755,6 @@ func (g *Gen) factKeys(op string, args any) []string {
 	case "credential":
 		keys = append(keys, "mcp", "secrets")
 	}
-	_ = c
 	return keys
 }
 
@@ -806,7 +801,7 @@ func (g *Gen) Episode(op string) *Episode {
 		e.attempt = g.pick([]any{nil, "3", json.Number("-1"), json.Number("2147483648"), json.Number("9007199254740991"), json.Number("16.5")})
 	}
 	if g.chance(0.25) {
-		keys := g.factKeys(op, e.args)
+		keys := g.factKeys(op)
 		for range 1 + g.r.IntN(4) {
 			k := keys[g.r.IntN(len(keys))]
 			e.facts[k] = g.keyFact(k)
