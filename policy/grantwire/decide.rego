@@ -76,7 +76,13 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	input.attempt > max_attempts
 } else := d if {
 	d := _decision
+} else := step.fail(errors.internal(_op_name), []) if {
+	_op_name in _known_ops
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), [])
+
+# An operation the manifest lists: when its rule gives no decision (malformed facts), the
+# answer is INTERNAL, not "unknown operation".
+_known_ops := {op | some op, _ in manifest.ops}
 
 default decide := {
 	"status": "done", "effects": [],

@@ -26,8 +26,7 @@ import (
 // evaluate, so a new branch in the policy needs a generator that reaches it or a reason
 // here.
 var uncoverable = map[string]string{
-	"data.grantwire.decide (default)":          "the else chain of decide ends in a USAGE decision, so the default is never taken",
-	"data.grantwire.errors.internal":           "referenced by no rule",
+	"data.grantwire.decide (default)":          "the else chain of decide always ends in a decision (INTERNAL or USAGE), so the default is never taken",
 	"data.grantwire.facts.found":               "referenced by no rule",
 	"data.grantwire.scopes.clean":              "referenced by no rule",
 	"data.grantwire.scopes._escapes":           "used only by scopes.clean",

@@ -404,7 +404,8 @@ func (gg *goGate) decide(in any) (obj, bool) {
 	if d, ok := gg.gate(args, f); ok {
 		return d, true
 	}
-	return usage("unknown operation get_access_token"), true
+	// No gate decision (malformed facts): decide answers INTERNAL for a known operation.
+	return fail(rerr("INTERNAL", "internal: no decision for get_access_token (malformed facts?)", "", obj{}), []any{}), true
 }
 
 type gateCtx struct {
