@@ -18,3 +18,5 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	export GRANTWIRE_REAL_KEYRING=1
 fi
 go test -count=1 ./...
+# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
+go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine

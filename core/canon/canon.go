@@ -33,15 +33,17 @@ import (
 var ErrSyntax = errors.New("canon: malformed JSON")
 
 type member struct {
-	keyStart, keyEnd int // the key token, quotes included
-	end              int // end of the value
+	keyStart, keyEnd int // the key token in the source, quotes included
+	valStart, valEnd int // the canonical value in the scratch buffer of the object's depth
 }
 
-// Sorter canonicalises compact JSON. Its scratch space is reused between calls, so a warm
-// Sorter does not allocate. A Sorter is not safe for concurrent use.
+// Sorter canonicalises compact JSON in one pass: each object's members are written, in
+// canonical form, to a scratch buffer of the object's depth, then copied out in key
+// order. Its scratch space is reused between calls, so a warm Sorter does not allocate.
+// A Sorter is not safe for concurrent use.
 type Sorter struct {
 	members []member
-	stack   []int // start index in members for each open object
+	bufs    [][]byte // per depth: the values of the members of the object open there
 	keyA    []byte
 	keyB    []byte
 	src     []byte
@@ -51,7 +53,10 @@ type Sorter struct {
 func (s *Sorter) Append(dst, src []byte) ([]byte, error) {
 	s.src = src
 	s.members = s.members[:0]
-	dst, end, err := s.value(dst, 0)
+	for i := range s.bufs {
+		s.bufs[i] = s.bufs[i][:0]
+	}
+	dst, end, err := s.value(dst, 0, 0)
 	s.src = nil
 	if err != nil {
 		return dst, err
@@ -62,47 +67,7 @@ func (s *Sorter) Append(dst, src []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// skip returns the end of the value starting at i without emitting it.
-func (s *Sorter) skip(i int) (int, error) {
-	src := s.src
-	if i >= len(src) {
-		return 0, ErrSyntax
-	}
-	switch c := src[i]; {
-	case c == '"':
-		return s.skipString(i)
-	case c == '{' || c == '[':
-		depth := 0
-		for j := i; j < len(src); j++ {
-			switch src[j] {
-			case '"':
-				e, err := s.skipString(j)
-				if err != nil {
-					return 0, err
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, ErrSyntax
-	default:
-		j := i
-		for j < len(src) && src[j] != ',' && src[j] != '}' && src[j] != ']' && src[j] != ':' {
-			j++
-		}
-		if j == i {
-			return 0, ErrSyntax
-		}
-		return j, nil
-	}
-}
-
+// skipString returns the end of the string whose opening quote is at i.
 func (s *Sorter) skipString(i int) (int, error) {
 	src := s.src
 	for j := i + 1; j < len(src); j++ {
@@ -116,15 +81,16 @@ func (s *Sorter) skipString(i int) (int, error) {
 	return 0, ErrSyntax
 }
 
-// value emits the canonical form of the value at i and returns the index after it.
-func (s *Sorter) value(dst []byte, i int) ([]byte, int, error) {
+// value appends the canonical form of the value at i (at nesting depth) to dst and
+// returns the index after it.
+func (s *Sorter) value(dst []byte, i, depth int) ([]byte, int, error) {
 	src := s.src
 	if i >= len(src) {
 		return dst, 0, ErrSyntax
 	}
 	switch src[i] {
 	case '{':
-		return s.object(dst, i)
+		return s.object(dst, i, depth)
 	case '[':
 		dst = append(dst, '[')
 		j := i + 1
@@ -133,8 +99,7 @@ func (s *Sorter) value(dst []byte, i int) ([]byte, int, error) {
 		}
 		for {
 			var err error
-			dst, j, err = s.value(dst, j)
-			if err != nil {
+			if dst, j, err = s.value(dst, j, depth+1); err != nil {
 				return dst, 0, err
 			}
 			if j >= len(src) {
@@ -149,71 +114,80 @@ func (s *Sorter) value(dst []byte, i int) ([]byte, int, error) {
 			dst = append(dst, ',')
 			j++
 		}
-	default:
-		e, err := s.skip(i)
+	case '"':
+		e, err := s.skipString(i)
 		if err != nil {
 			return dst, 0, err
 		}
 		return append(dst, src[i:e]...), e, nil
+	default:
+		j := i
+		for j < len(src) && src[j] != ',' && src[j] != '}' && src[j] != ']' && src[j] != ':' {
+			j++
+		}
+		if j == i {
+			return dst, 0, ErrSyntax
+		}
+		return append(dst, src[i:j]...), j, nil
 	}
 }
 
-func (s *Sorter) object(dst []byte, i int) ([]byte, int, error) {
+func (s *Sorter) object(dst []byte, i, depth int) ([]byte, int, error) {
 	src := s.src
-	base := len(s.members)
 	j := i + 1
 	if j < len(src) && src[j] == '}' {
 		return append(dst, '{', '}'), j + 1, nil
 	}
+	for len(s.bufs) <= depth {
+		s.bufs = append(s.bufs, nil)
+	}
+	buf := s.bufs[depth]
+	mark, base := len(buf), len(s.members)
 	for {
 		if j >= len(src) || src[j] != '"' {
-			return dst, 0, ErrSyntax
+			return s.fail(dst, depth, buf[:mark], base)
 		}
+		ks := j
 		ke, err := s.skipString(j)
-		if err != nil {
-			return dst, 0, err
+		if err != nil || ke >= len(src) || src[ke] != ':' {
+			return s.fail(dst, depth, buf[:mark], base)
 		}
-		if ke >= len(src) || src[ke] != ':' {
-			return dst, 0, ErrSyntax
+		vs := len(buf)
+		if buf, j, err = s.value(buf, ke+1, depth+1); err != nil {
+			return s.fail(dst, depth, buf[:mark], base)
 		}
-		ve, err := s.skip(ke + 1)
-		if err != nil {
-			return dst, 0, err
-		}
-		s.members = append(s.members, member{keyStart: j, keyEnd: ke, end: ve})
-		j = ve
+		s.members = append(s.members, member{keyStart: ks, keyEnd: ke, valStart: vs, valEnd: len(buf)})
 		if j >= len(src) {
-			return dst, 0, ErrSyntax
+			return s.fail(dst, depth, buf[:mark], base)
 		}
 		if src[j] == '}' {
 			j++
 			break
 		}
 		if src[j] != ',' {
-			return dst, 0, ErrSyntax
+			return s.fail(dst, depth, buf[:mark], base)
 		}
 		j++
 	}
 	ms := s.members[base:]
 	slices.SortFunc(ms, func(a, b member) int { return s.compareKeys(a, b) })
-	// Emit from a copy of the positions: nested objects append to s.members.
-	n := len(ms)
 	dst = append(dst, '{')
-	for k := 0; k < n; k++ {
-		m := s.members[base+k]
+	for k, m := range ms {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, src[m.keyStart:m.keyEnd]...)
 		dst = append(dst, ':')
-		var err error
-		dst, _, err = s.value(dst, m.keyEnd+1)
-		if err != nil {
-			return dst, 0, err
-		}
+		dst = append(dst, buf[m.valStart:m.valEnd]...)
 	}
-	s.members = s.members[:base]
+	s.bufs[depth], s.members = buf[:mark], s.members[:base]
 	return append(dst, '}'), j, nil
+}
+
+// fail restores the scratch space of an object left half-read.
+func (s *Sorter) fail(dst []byte, depth int, buf []byte, base int) ([]byte, int, error) {
+	s.bufs[depth], s.members = buf, s.members[:base]
+	return dst, 0, ErrSyntax
 }
 
 func (s *Sorter) compareKeys(a, b member) int {

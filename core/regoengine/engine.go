@@ -115,6 +115,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 
 // DecideJSON evaluates a query given as JSON and appends the canonical decision to dst.
 func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
+	if err := core.CheckQuery(query); err != nil {
+		return dst, err
+	}
 	input, err := ast.ValueFromReader(bytes.NewReader(query))
 	if err != nil {
 		return dst, fmt.Errorf("regoengine: malformed query: %w", err)

@@ -2,8 +2,9 @@
 // compiles from policy/, executed by wazero (compiler mode where available) through OPA's
 // Wasm ABI, implemented here from OPA's ABI documentation.
 //
-// It is the default engine: a few microseconds a decision, no allocation on the bytes path,
-// sandboxed, and able to load a different (audited) policy.wasm at run time.
+// It is the default engine: tens of microseconds a decision (BENCHMARKS.md), no
+// allocation on the bytes path, sandboxed, and able to load a different (audited)
+// policy.wasm at run time.
 //
 // This package must not import any github.com/open-policy-agent/opa package; a test
 // checks it with `go list -deps`.
@@ -39,7 +40,6 @@ const (
 	pageSize      = 65536
 	headroomPages = 16   // 1 MiB past the data, so the first evaluations never grow memory
 	maxPages      = 4096 // 256 MiB per instance: a guard, far above any real decision
-	maxInput      = 16 << 20
 )
 
 // ErrNotPolicy reports a module that is not a grantwire policy (wrong ABI, missing
@@ -62,6 +62,7 @@ type config struct {
 	errs     []error
 	poolSet  bool
 	cacheSet bool
+	cacheDir string
 }
 
 // Option configures an [Engine]; options never fail, errors are reported by [New].
@@ -79,6 +80,14 @@ func WithData(data []byte) Option {
 // between processes), which cuts start-up from tens of milliseconds to a few.
 func WithCompilationCache(cache wazero.CompilationCache) Option {
 	return func(c *config) { c.cache = cache; c.cacheSet = true }
+}
+
+// WithCompilationCacheDir keeps the compiled policy in dir (created if missing) so that
+// the next process starts without compiling it: New takes a few milliseconds instead of
+// tens. wazero keys the cache by its version, the CPU features and the module's bytes.
+// The engine closes the cache it opens; WithCompilationCache takes precedence.
+func WithCompilationCacheDir(dir string) Option {
+	return func(c *config) { c.cacheDir = dir }
 }
 
 // WithPoolSize sets how many instances evaluate in parallel (default GOMAXPROCS).
@@ -100,6 +109,7 @@ func WithInterpreter() Option { return func(c *config) { c.interp = true } }
 // instance from a fixed pool.
 type Engine struct {
 	rt       wazero.Runtime
+	cache    wazero.CompilationCache // opened by WithCompilationCacheDir, closed with the engine
 	policy   wazero.CompiledModule
 	glue     wazero.CompiledModule
 	pool     chan *instance
@@ -145,12 +155,20 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 		rc = wazero.NewRuntimeConfigInterpreter()
 	}
 	rc = rc.WithMemoryLimitPages(maxPages)
+	var owned wazero.CompilationCache
+	if c.cache == nil && c.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(c.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasmengine: compilation cache: %w", err)
+		}
+		c.cache, owned = cache, cache
+	}
 	if c.cache != nil {
 		rc = rc.WithCompilationCache(c.cache)
 	}
-	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, rc)}
+	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, rc), cache: owned}
 	if err := e.init(ctx, &c); err != nil {
-		_ = e.rt.Close(ctx)
+		_ = e.Close(ctx)
 		return nil, err
 	}
 	return e, nil
@@ -216,8 +234,7 @@ func (e *Engine) init(ctx context.Context, c *config) error {
 	for i := 1; i < c.pool; i++ {
 		in, err := e.clone(ctx)
 		if err != nil {
-			e.Close(ctx)
-			return err
+			return err // New closes the engine
 		}
 		e.pool <- in
 	}
@@ -467,8 +484,8 @@ func (e *Engine) eval(ctx context.Context, in *instance, ep uint64, input, dst [
 // DecideJSON evaluates a query given as JSON and appends the canonical decision to dst.
 // It does not allocate once the engine is warm.
 func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
-	if len(query) > maxInput {
-		return dst, fmt.Errorf("wasmengine: query of %d bytes is too large", len(query))
+	if err := core.CheckQuery(query); err != nil {
+		return dst, err
 	}
 	in := <-e.pool
 	out, err := e.eval(ctx, in, e.decideEP, query, dst)
@@ -509,5 +526,9 @@ func (e *Engine) Close(ctx context.Context) error {
 			_ = in.close(ctx)
 		}
 	}
-	return e.rt.Close(ctx)
+	err := e.rt.Close(ctx)
+	if e.cache != nil {
+		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	return err
 }

@@ -42,6 +42,13 @@ error(code, message, fix, fields) := object.union(fields, {"code": code, "messag
 	msg := concat("", [message, "; fix: ", fix])
 } else := object.union(fields, {"code": code, "message": message, "fix": ""})
 
+# A number as decimal text. OPA's Wasm runtime aborts format_int beyond 32 bits, so larger
+# numbers (integers, as the engines accept no others) are written by json.marshal.
+_decimal(n) := format_int(n, 10) if {
+	n >= -2147483648
+	n <= 2147483647
+} else := json.marshal(n)
+
 # METADATA
 # title: usage
 # description: The arguments of an operation are malformed.
@@ -181,7 +188,7 @@ busy(c) := error(
 busy_conflict(n) := error(
 	"BUSY",
 	concat("", [
-		"gave up after ", format_int(n, 10),
+		"gave up after ", _decimal(n),
 		" attempts: other writers kept changing the same entries; retry shortly",
 	]),
 	"",
@@ -207,7 +214,7 @@ scope_mismatch(c, missing, wanted) := error(
 # description: The token endpoint failed in a way that is neither invalid_grant nor 401.
 provider_error(c, status, code) := error(
 	"PROVIDER_ERROR",
-	concat("", ["the ", c, " token endpoint failed (status ", format_int(status, 10), " ", code, ")"]),
+	concat("", ["the ", c, " token endpoint failed (status ", _decimal(status), " ", code, ")"]),
 	"",
 	{"connector": c, "http_status": status, "oauth_error": code},
 )

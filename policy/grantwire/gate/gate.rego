@@ -52,7 +52,7 @@ _req := input.args.scopes
 _valid_args if {
 	is_string(_p)
 	is_string(_a)
-	count(_a) > 0
+	_a != ""
 	is_array(_req)
 	every s in _req {
 		is_string(s)
@@ -70,13 +70,13 @@ prefetch := [
 	facts.now("now"),
 ]
 
-# Cheaper than building the prefetch needs on the hot path.
+# Cheaper than building the prefetch needs on the hot path (and than five facts.has calls).
 _prefetched if {
-	facts.has(_f, "grant")
-	facts.has(_f, "conn")
-	facts.has(_f, "client")
-	facts.has(_f, "token")
-	facts.has(_f, "now")
+	_ = _f.grant
+	_ = _f.conn
+	_ = _f.client
+	_ = _f.token
+	_ = _f.now
 }
 
 _held := facts.value(_f, "grant", [])
@@ -138,19 +138,23 @@ decision := step.fail(errors.usage("get_access_token needs provider (connector i
 	not _conn.found == true
 } else := _phase_a
 
-_phase_a := step.need([facts.client("client@fresh", _p, true)]) if {
+# The tripwire verdict "ok" (the hot path) is judged first.
+_phase_a := _phase_a_ok if {
+	_verdict_a == "ok"
+} else := step.need([facts.client("client@fresh", _p, true)]) if {
 	_verdict_a in tripwire.resolvable
 	not facts.has(_f, "client@fresh")
 } else := step.fail(_no_client, []) if {
 	_verdict_a == "no_client"
-} else := step.fail(errors.connection_missing_scopes(_p, _a, _req, _scopes_of(_conn)), []) if {
-	_verdict_a == "ok"
+} else := _phase_b(tripwire_wait_ms) if {
+	_verdict_a != "ok"
+}
+
+# Phase A with a valid connection issued under the current client.
+_phase_a_ok := step.fail(errors.connection_missing_scopes(_p, _a, _req, _scopes_of(_conn)), []) if {
 	not scopes.covers(_scopes_of(_conn), _req)
 } else := step.done(_cached("token", _conn), []) if {
-	_verdict_a == "ok"
 	_token_valid(_f.token, _conn, _f.now)
-} else := _phase_b(tripwire_wait_ms) if {
-	_verdict_a in tripwire.clearing
 } else := _phase_b(refresh_wait_ms)
 
 _no_client := errors.configuration(

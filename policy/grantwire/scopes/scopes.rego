@@ -24,7 +24,11 @@ missing(requested, held) := sort(set(requested) - set(held))
 # METADATA
 # title: covers
 # description: True when held contains every requested scope.
-covers(held, requested) if count(set(requested) - set(held)) == 0
+covers(held, requested) if {
+	every s in requested {
+		s in held
+	}
+}
 
 # METADATA
 # title: union

@@ -6,7 +6,8 @@
 #   required; plain HTTP is allowed only to a loopback IP literal (127.0.0.0/8 or ::1), and
 #   never after a hop from HTTPS or from a remote host. Credentials in URLs, link-local
 #   targets (cloud metadata services), more than 5 redirects, and any redirect away from a
-#   token or registration endpoint (which would replay secrets in the body) are refused.
+#   token or registration endpoint (which would replay secrets in the body) are refused, and
+#   so are IPv4-mapped IPv6 literals (::ffff:169.254.169.254), which would dodge the rest.
 #   The shell parses the URL; `url.ip` is the host when it is an IP literal, else "". A
 #   redirect hop (hop > 0) must pass `from`, the URL it was redirected from.
 package grantwire.transport
@@ -55,21 +56,36 @@ _from_ok if {
 	is_string(_from.ip)
 }
 
-_loopback(ip) if {
+# IPv4 networks are matched against IPv4 literals only: OPA's Go evaluator treats an
+# IPv4-mapped IPv6 literal (::ffff:127.0.0.1) as its IPv4 address, OPA's Wasm runtime does
+# not, and such literals are refused before these rules matter.
+_ipv4(ip) if {
 	ip != ""
+	not contains(ip, ":")
+}
+
+_loopback(ip) if {
+	_ipv4(ip)
 	net.cidr_contains("127.0.0.0/8", ip)
 }
 
 _loopback("::1")
 
 _link_local(ip) if {
-	ip != ""
+	_ipv4(ip)
 	net.cidr_contains("169.254.0.0/16", ip)
 }
 
 _link_local(ip) if {
 	contains(ip, ":")
 	net.cidr_contains("fe80::/10", ip)
+}
+
+# An IPv4 address written as IPv6 (::ffff:a.b.c.d or ::ffff:7f00:1) would otherwise dodge
+# the loopback and link-local rules (169.254.169.254 is the cloud metadata service).
+_mapped(ip) if {
+	contains(ip, ":")
+	net.cidr_contains("::ffff:0:0/96", ip)
 }
 
 # The first reason that refuses the URL.
@@ -84,6 +100,8 @@ _refusal := concat("", ["scheme ", _u.scheme, " is not allowed (https only)"]) i
 } else := concat("", ["redirects from a ", _purpose, " endpoint are never followed"]) if {
 	_hop > 0
 	_purpose in no_redirect
+} else := "IPv4-mapped IPv6 addresses are refused" if {
+	_mapped(_u.ip)
 } else := "link-local addresses are refused" if {
 	_link_local(_u.ip)
 } else := "plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)" if {

@@ -1,0 +1,93 @@
+package wasmengine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/wasmengine"
+)
+
+// BenchmarkFloor measures what OPA's Wasm runtime costs with no policy logic: the
+// minimal policy (decision `true`) and the floor policy (a constant decision equal to the
+// gate's allow decision), on a 10-byte query and on the gate's allow query. Against the
+// gate's figures it splits a decision into input parsing, output writing and policy logic.
+func BenchmarkFloor(b *testing.B) {
+	ctx := context.Background()
+	allow := nodiff.GateAllow().Query
+	for _, mod := range []string{"minimal", "floor"} {
+		e, err := wasmengine.New(ctx, wasmengine.WithModule(testModule(b, mod)), wasmengine.WithPoolSize(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, in := range []struct {
+			name  string
+			query []byte
+		}{{"tiny", []byte(`{"op":"x"}`)}, {"gate-allow", allow}} {
+			b.Run("policy="+mod+"/query="+in.name, func(b *testing.B) {
+				b.ReportMetric(float64(len(in.query)), "query-bytes")
+				buf := make([]byte, 0, 4096)
+				b.ReportAllocs()
+				for b.Loop() {
+					if buf, err = e.DecideJSON(ctx, buf[:0], in.query); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		e.Close(ctx)
+	}
+}
+
+// BenchmarkNew measures an engine's cold start (compile the policy, instantiate, parse
+// the catalog, evaluate the manifest, one instance) without a compilation cache, with a
+// warm in-memory cache shared between engines, and with a warm directory cache opened
+// afresh by each engine (a new process).
+func BenchmarkNew(b *testing.B) {
+	ctx := context.Background()
+	data := nodiff.Scaled(10).Data
+	run := func(b *testing.B, opts ...wasmengine.Option) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := wasmengine.New(ctx, append(opts, wasmengine.WithData(data), wasmengine.WithPoolSize(1))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Close(ctx)
+		}
+	}
+	b.Run("cache=none", func(b *testing.B) { run(b) })
+	b.Run("cache=memory", func(b *testing.B) {
+		cache := wazero.NewCompilationCache()
+		defer cache.Close(ctx)
+		e, err := wasmengine.New(ctx, wasmengine.WithCompilationCache(cache))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.Close(ctx)
+		b.ResetTimer()
+		run(b, wasmengine.WithCompilationCache(cache))
+	})
+	b.Run("cache=dir", func(b *testing.B) {
+		dir := b.TempDir()
+		e, err := wasmengine.New(ctx, wasmengine.WithCompilationCacheDir(dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.Close(ctx)
+		b.ResetTimer()
+		run(b, wasmengine.WithCompilationCacheDir(dir))
+	})
+	b.Run("cache=none/pool=2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Close(ctx)
+		}
+	})
+}

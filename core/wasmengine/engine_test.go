@@ -1,0 +1,241 @@
+package wasmengine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/wasmengine"
+)
+
+func testModule(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".wasm"))
+	if err != nil {
+		t.Fatalf("%v (rebuild with core/wasmengine/testdata/build.sh)", err)
+	}
+	return b
+}
+
+// memoryOnly is a hand-encoded module that imports env.memory and exports nothing.
+var memoryOnly = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+	0x02, 0x0f, 0x01, // import section, 15 bytes, 1 import
+	0x03, 'e', 'n', 'v', 0x06, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0x00, 0x01, // env.memory, min 1
+}
+
+// TestNewRejectsModules: a module that is not a grantwire policy gets ErrNotPolicy with a
+// message saying what is wrong.
+func TestNewRejectsModules(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		module []byte
+		want   string
+	}{
+		{"not wasm", []byte("not a wasm module"), "invalid magic number"},
+		{"empty module", []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}, "imports 0 memories, want 1"},
+		{"memory only", memoryOnly, "missing export"},
+		{"no grantwire entrypoints", testModule(t, "noentry"), "entrypoints grantwire/decide and grantwire/manifest are required"},
+		{"host builtins", testModule(t, "hostbuiltin"), "needs host builtins [time.now_ns]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := wasmengine.New(ctx, wasmengine.WithModule(tc.module), wasmengine.WithPoolSize(1))
+			if err == nil {
+				e.Close(ctx)
+				t.Fatal("New accepted the module")
+			}
+			if !errors.Is(err, wasmengine.ErrNotPolicy) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v; want ErrNotPolicy saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewRejectsOptions(t *testing.T) {
+	ctx := context.Background()
+	if _, err := wasmengine.New(ctx, wasmengine.WithPoolSize(0)); err == nil || !strings.Contains(err.Error(), "pool size 0") {
+		t.Fatalf("pool size 0: %v", err)
+	}
+	if _, err := wasmengine.New(ctx, wasmengine.WithData([]byte(`{`))); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("bad data: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wasmengine.New(ctx, wasmengine.WithCompilationCacheDir(file)); err == nil || !strings.Contains(err.Error(), "compilation cache") {
+		t.Fatalf("cache dir is a file: %v", err)
+	}
+}
+
+// TestAbortKeepsEngineUsable: a policy that aborts gives an *AbortError, and the engine
+// (with its only instance replaced) answers the next query.
+func TestAbortKeepsEngineUsable(t *testing.T) {
+	ctx := context.Background()
+	e, err := wasmengine.New(ctx, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	for i := range 3 {
+		_, err := e.DecideJSON(ctx, nil, []byte(`{"a":true,"b":true}`))
+		var abort *wasmengine.AbortError
+		if !errors.As(err, &abort) || !strings.Contains(abort.Message, "conflict") {
+			t.Fatalf("round %d: conflicting query: %v, want an AbortError about the conflict", i, err)
+		}
+		out, err := e.DecideJSON(ctx, nil, []byte(`{"a":true}`))
+		if err != nil || string(out) != `{"effects":[],"result":"a","status":"done"}` {
+			t.Fatalf("round %d: after the abort: %s, %v", i, out, err)
+		}
+	}
+}
+
+// TestUndefined: a policy with no decision for the query gives core.ErrUndefined.
+func TestUndefined(t *testing.T) {
+	ctx := context.Background()
+	e, err := wasmengine.New(ctx, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	if _, err := e.DecideJSON(ctx, nil, []byte(`{}`)); !errors.Is(err, core.ErrUndefined) {
+		t.Fatalf("got %v, want ErrUndefined", err)
+	}
+}
+
+// TestConcurrent decides from many goroutines at once on a pool smaller than their number
+// (run it with -race), and every answer must equal the one given sequentially.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), 7, 0)
+	var queries, want [][]byte
+	for _, op := range nodiff.Ops {
+		for range 3 {
+			q := g.Episode(op).Query()
+			out, err := e.DecideJSON(ctx, nil, q)
+			if err != nil {
+				continue
+			}
+			queries, want = append(queries, q), append(want, out)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := range 200 {
+				k := (w*31 + i) % len(queries)
+				var err error
+				if buf, err = e.DecideJSON(ctx, buf[:0], queries[k]); err != nil || !bytes.Equal(buf, want[k]) {
+					errs <- errors.New("concurrent decision differs for " + string(queries[k]))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestCompilationCacheDir: a second engine on the same cache directory starts from the
+// cache and decides the same.
+func TestCompilationCacheDir(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	q := []byte(`{"op":"check_url","args":{"url":{"scheme":"https","host":"example.com","ip":"","userinfo":false},"hop":0,"purpose":"token","from":null}}`)
+	var outs [][]byte
+	for range 2 {
+		e, err := wasmengine.New(ctx, wasmengine.WithCompilationCacheDir(dir), wasmengine.WithPoolSize(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.DecideJSON(ctx, nil, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+		if err := e.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(outs[0], outs[1]) || string(outs[0]) != `{"effects":[],"result":{"allow":true},"status":"done"}` {
+		t.Fatalf("decisions: %s / %s", outs[0], outs[1])
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("the cache directory is empty: %v", err)
+	}
+}
+
+// TestDecideJSONDoesNotAllocate: the bytes path allocates nothing once warm.
+func TestDecideJSONDoesNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	cat := nodiff.Scaled(10)
+	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data), wasmengine.WithPoolSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	for _, sc := range append(nodiff.GateMix(), nodiff.Refresh()...) {
+		buf := make([]byte, 0, 4096)
+		if n := testing.AllocsPerRun(50, func() {
+			if _, err := e.DecideJSON(ctx, buf[:0], sc.Query); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: DecideJSON allocates %v times", sc.Name, n)
+		}
+	}
+}
+
+// TestNoOPA: programs that use the Wasm engine, the module root or the OS shell link no
+// package of OPA (`go list -deps`).
+func TestNoOPA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	for _, pkg := range []string{
+		"github.com/grantwire/grantwire/core/wasmengine",
+		"github.com/grantwire/grantwire",
+		"github.com/grantwire/grantwire/shells/native",
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %d packages: %s", pkg, len(deps), out)
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, "github.com/open-policy-agent/") {
+				t.Errorf("%s links %s", pkg, d)
+			}
+		}
+	}
+}
