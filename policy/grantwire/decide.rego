@@ -87,7 +87,7 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	d := _decision
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
 	not _known_op
-}
+} else := step.fail(errors.internal(_op_name), [])
 
 # The argument rules every operation shares (see package scopes), checked before routing.
 # The values are never echoed: they may be what makes them unsafe to print.
@@ -125,11 +125,6 @@ _args_object if is_object(input.args)
 _attempts := input.attempt if is_number(input.attempt)
 
 else := 0
-
-default decide := {
-	"status": "done", "effects": [],
-	"error": {"code": "INTERNAL", "message": "internal: the facts match no rule (a shell bug?)", "fix": ""},
-}
 
 _arg(name) := {"$arg": name}
 

@@ -120,7 +120,7 @@ test_known_operation_with_unmatched_facts_is_internal if {
 	}}
 	_decide(q) == {"status": "done", "effects": [], "error": {
 		"code": "INTERNAL", "fix": "",
-		"message": "internal: the facts match no rule (a shell bug?)",
+		"message": "internal: no decision for activate (malformed facts?)",
 	}}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/canon"
@@ -387,11 +388,12 @@ func (gg *goGate) decide(in any) (obj, bool) {
 	if op != "get_access_token" {
 		return nil, false
 	}
-	// "not is_object(input.args)": OPA evaluates input.args outside the negation, so a
-	// missing args is not this error (the gate's own usage error follows).
 	args, ok := get(in, "args").(obj)
-	if !ok && defined(get(in, "args")) {
+	if !ok {
 		return usage("the query needs an object of args"), true
+	}
+	if problem := argProblem(args); problem != "" {
+		return usage(problem), true
 	}
 	if n, ok := get(in, "attempt").(json.Number); ok && numCmp(n, "16") > 0 {
 		return fail(rerr("BUSY", "gave up after "+string(n)+" attempts: other writers kept changing the same entries; retry shortly", "",
@@ -408,6 +410,65 @@ func (gg *goGate) decide(in any) (obj, bool) {
 	return fail(rerr("INTERNAL", "internal: no decision for get_access_token (malformed facts?)", "", obj{}), []any{}), true
 }
 
+// argProblem is decide's _arg_problem: the argument rules every operation shares.
+func argProblem(args obj) string {
+	if !clean(args) {
+		return "arguments must not contain double quotes, backslashes or control characters"
+	}
+	word := func(s string, limit int) bool {
+		n := utf8.RuneCountInString(s)
+		return n > 0 && n <= limit && !strings.Contains(s, " ")
+	}
+	if a, ok := args["agent"].(string); ok && !word(a, 256) {
+		return "an agent id is 1 to 256 characters without spaces"
+	}
+	if list, ok := args["grant_agents"].([]any); ok {
+		for _, x := range list {
+			if a, ok := x.(string); ok && !word(a, 256) {
+				return "an agent id is 1 to 256 characters without spaces"
+			}
+		}
+	}
+	if list, ok := args["scopes"].([]any); ok {
+		for _, x := range list {
+			if sc, ok := x.(string); ok && (!word(sc, 512) || strings.Contains(sc, ",")) {
+				return "a scope is 1 to 512 characters without spaces or commas"
+			}
+		}
+	}
+	return ""
+}
+
+// clean is scopes.clean: no string anywhere (keys included) holds a backslash, a double
+// quote, a C0 control character or DEL.
+func clean(x any) bool {
+	bad := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c == '\\' || c == '"' || c < 0x20 || c == 0x7f {
+				return true
+			}
+		}
+		return false
+	}
+	switch v := x.(type) {
+	case string:
+		return !bad(v)
+	case obj:
+		for k, e := range v {
+			if bad(k) || !clean(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !clean(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 type gateCtx struct {
 	gg   *goGate
 	p, a string
@@ -417,7 +478,15 @@ type gateCtx struct {
 
 func (c *gateCtx) fact(k string) any { return get(c.f, k) }
 
-func (c *gateCtx) has(k string) bool { return defined(c.fact(k)) }
+// has is facts.has: the key is present, even with a null value (`_ = f[k]` is defined).
+func (c *gateCtx) has(k string) bool {
+	m, ok := c.f.(obj)
+	if !ok {
+		return false
+	}
+	_, ok = m[k]
+	return ok
+}
 
 func (gg *goGate) gate(args obj, f any) (obj, bool) {
 	p, pok := args["provider"].(string)
@@ -463,7 +532,11 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		u := union(set(held), set(req))
 		miss := minus(set(req), set(held))
 		msg, _ := concat(" ", miss)
-		return fail(rerr("AGENT_NOT_GRANTED", "agent "+quote(a)+" is not granted "+msg+" on "+p,
+		phrase := " is not granted " + msg + " on "
+		if len(miss) == 0 {
+			phrase = " holds no grant for "
+		}
+		return fail(rerr("AGENT_NOT_GRANTED", "agent "+quote(a)+phrase+p,
 			"grantwire grants grant "+p+" "+quote(a)+scopeFlag(u),
 			obj{"connector": p, "agent": a, "missing_scopes": asAny(miss), "full_scopes": asAny(u)}), []any{}), true
 	}
@@ -491,30 +564,20 @@ func (c *gateCtx) missing(needs []obj) []any {
 
 // verdict is tripwire.verdict.
 func verdict(conn, client any) string {
-	if v := get(conn, "valid"); defined(v) && !eq(v, true) {
-		return "corrupt"
+	if !eq(get(conn, "valid"), true) {
+		return "corrupt" // fails closed: anything but valid: true
 	}
-	if v := get(client, "found"); defined(v) && !eq(v, true) {
+	if !eq(get(client, "found"), true) {
 		return "no_client"
 	}
-	stored := any(null{})
-	if v := get(conn, "client_id_hash"); defined(v) {
-		stored = v
+	h, ok := get(client, "client_id_hash").(string)
+	if !ok || !eq(get(conn, "client_id_hash"), h) {
+		return "client" // a missing or malformed hash on either side differs too
 	}
-	if _, ok := conn.(obj); !ok {
-		stored = nil // object.get on a non-object is undefined
-	}
-	if h := get(client, "client_id_hash"); defined(h) && defined(stored) && !eq(stored, h) {
-		return "client"
-	}
-	_, connObj := conn.(obj)
-	_, clientObj := client.(obj)
-	if connObj && clientObj {
-		st, _ := get(conn, "tenant").(string)
-		ct, _ := get(client, "tenant").(string)
-		if isString(get(conn, "tenant")) && isString(get(client, "tenant")) && st != ct {
-			return "tenant"
-		}
+	st, ok1 := get(conn, "tenant").(string)
+	ct, ok2 := get(client, "tenant").(string)
+	if ok1 && ok2 && st != ct {
+		return "tenant"
 	}
 	return "ok"
 }
@@ -599,7 +662,7 @@ func (c *gateCtx) busy() obj {
 }
 
 func (c *gateCtx) phaseB(wait int) (obj, bool) {
-	if eq(c.fact("lock"), "busy") {
+	if c.has("lock") && !eq(c.fact("lock"), "held") { // facts.not_held
 		return c.busy(), true
 	}
 	after := func(n obj) obj { n["after"] = "lock"; return n }

@@ -65,10 +65,6 @@ _delete_stored := [{"kind": "mcp.delete", "connector": _c}] if {
 	{"kind": "token.delete", "provider": _c},
 ]
 
-# A rule, so that a missing connector is refused too (a negated call on an undefined
-# argument is false, not true).
-_connector_arg if is_string(_c)
-
 _granted_agents := sort(object.keys(facts.value(_f, "grants", {})))
 
 _active_agents := sort([a | some a, v in facts.value(_f, "actives", {}); v == true])

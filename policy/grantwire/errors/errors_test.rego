@@ -136,3 +136,8 @@ test_agent_not_granted_without_missing_scopes if {
 		"message": "agent builtin:chat holds no grant for google; fix: grantwire grants grant google builtin:chat",
 	}
 }
+
+test_numbers_beyond_32_bits_are_written_without_format_int if {
+	errors.busy_conflict(4294967296).message == "gave up after 4294967296 attempts: other writers kept changing the same entries; retry shortly"
+	errors.provider_error("google", 2147483648, "x").message == "the google token endpoint failed (status 2147483648 x)"
+}

@@ -115,3 +115,10 @@ test_loopback_may_redirect_within_loopback if {
 	_check(_url("https", "127.0.0.1", "127.0.0.1"), 1, "metadata", _url("https", "::1", "::1")) == _allow
 	_check(_remote, 1, "metadata", lo) == _allow
 }
+
+test_ipv4_mapped_ipv6_literals_are_refused if {
+	every ip in ["::ffff:169.254.169.254", "::ffff:127.0.0.1", "::ffff:7f00:1"] {
+		_check(_url("http", ip, ip), 0, "metadata", null) == _refused("IPv4-mapped IPv6 addresses are refused")
+	}
+	_check(_url("https", "::1", "::1"), 0, "metadata", null) == _allow
+}
