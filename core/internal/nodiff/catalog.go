@@ -68,6 +68,7 @@ const SyntheticData = `{"catalog":{"connectors":{
  "mcp-github":{"type":"mcp_server","display_name":"GitHub (MCP)","command":"npx","args":["-y","server-github"],"env":[{"key":"GITHUB_TOKEN","required":true,"secret":true}]},
  "mcp-memory":{"type":"mcp_server","command":"npx","args":["-y","server-memory"],"env":[]},
  "mcp-multi":{"type":"mcp_server","env":[{"key":"A","required":true},{"key":"B"},{"key":"C","required":true}]},
+ "mcp-bare":{"type":"mcp_server"},
  "remote-docs":{"type":"mcp_remote","display_name":"Docs","tier":"beta"}
 }}}`
 

@@ -76,7 +76,7 @@ func uncoverableRows(mods map[string]*ast.Module) map[string]map[int]bool {
 
 // coverageQueries is how many traced queries each operation gets per catalog (synthetic,
 // embedded, broken).
-var coverageQueries = []int{800, 300, 30}
+var coverageQueries = []int{1500, 300, 30}
 
 func policyModules(t *testing.T) map[string]*ast.Module {
 	t.Helper()
