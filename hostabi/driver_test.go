@@ -58,7 +58,7 @@ func TestDriverConnectGrantToken(t *testing.T) {
 	out, err = d.Run(ctx, "get_access_token", tok, nil)
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "%v", out.Error)
-	require.Equal(t, 0, out.Rounds, "hot path: the prefetch answers the first question")
+	require.Equal(t, 1, out.Rounds, "hot path: the grant first, then one keyring round")
 	var res struct {
 		AccessToken struct {
 			Ref string `json:"$ref"`

@@ -4,8 +4,8 @@
 #   The entrypoints of grantwire's core. `decide` routes a query `{op, args, facts, attempt}`
 #   to the decision rule of its operation and always returns a decision (an unknown operation
 #   gets a USAGE error, a query no rule matches gets INTERNAL). `manifest` publishes every
-#   operation with the facts worth fetching before the first question, so the hot path takes
-#   a single round of I/O.
+#   operation with the facts worth fetching before the first question (never the
+#   credential store before a grant decision).
 package grantwire
 
 import data.grantwire.activations
@@ -138,8 +138,6 @@ _arg(name) := {"$arg": name}
 manifest := {"errors": errors.table, "ops": {
 	"get_access_token": {"prefetch": [
 		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("provider"), _arg("agent")]},
-		{"key": "conn", "kind": "connection.get", "provider": _arg("provider")},
-		{"key": "client", "kind": "client.get", "provider": _arg("provider"), "fresh": false},
 		{"key": "token", "kind": "token.get", "provider": _arg("provider")},
 		{"key": "now", "kind": "clock.now"},
 	]},

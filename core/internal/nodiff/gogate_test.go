@@ -512,11 +512,9 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 			"grantwire mcp credential "+p+" --agent "+quote(a), obj{"connector": p}), []any{}), true
 	}
 	c := &gateCtx{gg: gg, p: p, a: a, req: req, f: f}
-	if !c.has("grant") || !c.has("conn") || !c.has("client") || !c.has("token") || !c.has("now") {
+	if !c.has("grant") || !c.has("token") || !c.has("now") {
 		prefetch := []obj{
 			{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": []any{p, a}},
-			{"key": "conn", "kind": "connection.get", "provider": p},
-			{"key": "client", "kind": "client.get", "provider": p, "fresh": false},
 			{"key": "token", "kind": "token.get", "provider": p},
 			{"key": "now", "kind": "clock.now"},
 		}
@@ -539,6 +537,12 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		return fail(rerr("AGENT_NOT_GRANTED", "agent "+quote(a)+phrase+p,
 			"grantwire grants grant "+p+" "+quote(a)+scopeFlag(u),
 			obj{"connector": p, "agent": a, "missing_scopes": asAny(miss), "full_scopes": asAny(u)}), []any{}), true
+	}
+	if !c.has("conn") || !c.has("client") { // the keyring is read only after the grant layer
+		return need(c.missing([]obj{
+			{"key": "conn", "kind": "connection.get", "provider": p},
+			{"key": "client", "kind": "client.get", "provider": p, "fresh": false},
+		})...), true
 	}
 	conn := c.fact("conn")
 	if !eq(get(conn, "found"), true) {

@@ -5,10 +5,13 @@
 #   the grant layer (AGENT_NOT_GRANTED), the connection (NOT_CONNECTED), the client-hash
 #   tripwire (REAUTH_REQUIRED, TENANT_MISMATCH, BUSY), the connection layer
 #   (CONNECTION_MISSING_SCOPES), then a cached access token valid for more than 60 s, else a
-#   refresh under the provider's lock. An ungranted agent's decision depends on nothing but
-#   its grant, so it learns nothing about the connection.
+#   refresh under the provider's lock. The grant is checked before anything else is read:
+#   the first question carries only the grant, the token cache and the clock, and the
+#   connection and client are asked for only once the grant layer has passed, so an
+#   ungranted agent learns nothing about the connection and never touches the keyring.
 #
-#   Phase A judges facts read without the lock (one round on the hot path). Phase B takes the
+#   Phase A judges facts read without the lock (two questions, one keyring round, on the
+#   hot path). Phase B takes the
 #   provider's lock and judges facts re-read under it: a stale connection is cleared only
 #   there, and a refresh happens only there, so two processes never refresh with the same
 #   token and a caller that waited for another's refresh finds the fresh token cached.
@@ -61,22 +64,35 @@ _valid_args if {
 
 # METADATA
 # title: prefetch
-# description: The facts the shell reads before the first question (one round on the hot path).
+# description: |
+#   The facts read before the first question: the agent's grant, and the process's token
+#   cache and clock (memory only). Nothing from the credential store is read until the
+#   grant layer has passed, so an ungranted agent can never make the keyring prompt, fail
+#   or even be consulted.
 prefetch := [
 	facts.ledger("grant", "grants", [_p, _a]),
-	facts.connection("conn", _p),
-	facts.client("client", _p, false),
 	facts.token("token", _p),
 	facts.now("now"),
 ]
 
-# Cheaper than building the prefetch needs on the hot path (and than five facts.has calls).
+# METADATA
+# title: connection facts
+# description: The facts read once the grant layer has passed (the stored connection and the client configuration).
+connection_needs := [
+	facts.connection("conn", _p),
+	facts.client("client", _p, false),
+]
+
+# Cheaper than building the needs on the hot path (and than facts.has calls).
 _prefetched if {
 	_ = _f.grant
-	_ = _f.conn
-	_ = _f.client
 	_ = _f.token
 	_ = _f.now
+}
+
+_connection_read if {
+	_ = _f.conn
+	_ = _f.client
 }
 
 _held := facts.value(_f, "grant", [])
@@ -134,6 +150,8 @@ decision := step.fail(errors.usage("get_access_token needs provider (connector i
 	not _prefetched
 } else := step.fail(errors.agent_not_granted(_p, _a, _req, _held), []) if {
 	not _granted
+} else := step.need(facts.missing(_f, connection_needs)) if {
+	not _connection_read
 } else := step.fail(errors.not_connected(_p, _req), []) if {
 	not _conn.found == true
 } else := _phase_a

@@ -111,11 +111,18 @@ test_mcp_connector_has_no_access_token if {
 test_first_question_asks_for_the_prefetch if {
 	_run({}) == {"status": "need", "needs": [
 		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": ["google", "builtin:chat"]},
-		{"key": "conn", "kind": "connection.get", "provider": "google"},
-		{"key": "client", "kind": "client.get", "provider": "google", "fresh": false},
 		{"key": "token", "kind": "token.get", "provider": "google"},
 		{"key": "now", "kind": "clock.now"},
 	]}
+}
+
+test_the_keyring_is_read_only_after_the_grant_layer if {
+	granted := {"grant": {"found": true, "value": ["gmail"]}, "token": fx.absent, "now": _now}
+	_run(granted) == {"status": "need", "needs": [
+		{"key": "conn", "kind": "connection.get", "provider": "google"},
+		{"key": "client", "kind": "client.get", "provider": "google", "fresh": false},
+	]}
+	_run(object.union(granted, {"grant": fx.absent})) == _not_granted
 }
 
 test_prefetch_rule_matches_the_first_question if {
@@ -125,8 +132,6 @@ test_prefetch_rule_matches_the_first_question if {
 
 test_partial_prefetch_asks_only_for_what_is_missing if {
 	_run({"grant": fx.absent, "now": _now}) == {"status": "need", "needs": [
-		{"key": "conn", "kind": "connection.get", "provider": "google"},
-		{"key": "client", "kind": "client.get", "provider": "google", "fresh": false},
 		{"key": "token", "kind": "token.get", "provider": "google"},
 	]}
 }
