@@ -843,7 +843,6 @@ func TestBinaryWithoutASecretServiceRefusesToStoreSecrets(t *testing.T) {
 		{secret + "\n", []string{"configure", "google", "--client-id", "cid", "--client-secret-stdin"}},
 		{"BRAVE_API_KEY=" + secret + "\n", []string{"configure", "mcp-brave-search", "--from-stdin"}},
 		{"", []string{"status"}},
-		{"", []string{"token", "google", "--agent", "builtin:email"}},
 		{"", []string{"disconnect", "google"}},
 	} {
 		r := w.run(tc.stdin, append([]string{"--json"}, tc.args...)...)
@@ -854,6 +853,17 @@ func TestBinaryWithoutASecretServiceRefusesToStoreSecrets(t *testing.T) {
 		require.Contains(t, e.Error.Fix, "gnome-keyring")
 		require.NotContains(t, r.stdout+r.stderr, secret)
 	}
+	// The grant is checked before anything else is read: an ungranted agent is refused
+	// without the store being touched; grants hold no secret, so granting works without a
+	// store, and only then does the token need it.
+	r := w.run("", "--json", "token", "google", "--agent", "builtin:email", "--scopes", "openid")
+	require.Equal(t, 4, r.code, r.stderr)
+	require.Contains(t, r.stderr, "AGENT_NOT_GRANTED")
+	r = w.run("", "grants", "grant", "google", "builtin:email", "--scopes", "openid")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.run("", "--json", "token", "google", "--agent", "builtin:email", "--scopes", "openid")
+	require.Equal(t, 5, r.code, r.stderr)
+	require.Contains(t, r.stderr, "INSECURE_STORE")
 	_ = filepath.WalkDir(w.home, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			b, _ := os.ReadFile(p)
