@@ -19,4 +19,9 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 fi
 go test -count=1 ./...
 # The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
-go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine
+if command -v gcc >/dev/null; then
+	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine
+else
+	echo "test: no C compiler, so the race detector cannot run (apt-get install gcc)" >&2
+	exit 1
+fi
