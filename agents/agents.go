@@ -53,7 +53,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
 )
@@ -122,17 +121,9 @@ type Registry struct {
 	builtins []Agent
 
 	mu       sync.Mutex
-	stamp    stamp
-	loaded   bool
 	agents   map[string]Agent
 	problems []Problem
 	err      error
-}
-
-type stamp struct {
-	exists bool
-	size   int64
-	mod    time.Time
 }
 
 // Option configures Open.
@@ -252,21 +243,19 @@ func (r *Registry) Check(known func(connector string) (available []string, ok bo
 	return out, nil
 }
 
-// refresh re-reads the file when its size or modification time changed.
+// refresh re-reads the file, and re-hashes the sources of custom agents, on every lookup:
+// both are small, lookups are rare (activation, connect, import), and a cache keyed on a
+// file's size and time could miss a rewrite within one clock tick or a changed source.
 func (r *Registry) refresh() error {
-	st, err := statFile(r.path)
+	exists, err := regularFile(r.path)
 	if err != nil {
 		return fmt.Errorf("agents: %s: %w", r.path, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.loaded && st == r.stamp {
-		return r.err
-	}
-	r.stamp, r.loaded = st, true
 	var fileAgents []Agent
 	var problems []Problem
-	if st.exists {
+	if exists {
 		raw, err := os.ReadFile(r.path)
 		if err == nil {
 			fileAgents, problems, err = parse(raw, filepath.Dir(r.path), r.home)
@@ -290,18 +279,18 @@ func (r *Registry) refresh() error {
 	return nil
 }
 
-func statFile(path string) (stamp, error) {
+func regularFile(path string) (bool, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return stamp{}, nil
+		return false, nil
 	}
 	if err != nil {
-		return stamp{}, err
+		return false, err
 	}
 	if !fi.Mode().IsRegular() {
-		return stamp{}, errors.New("not a regular file")
+		return false, errors.New("not a regular file")
 	}
-	return stamp{exists: true, size: fi.Size(), mod: fi.ModTime()}, nil
+	return true, nil
 }
 
 // parse reads an agents file. Shape errors fail the whole file; an agent whose source
