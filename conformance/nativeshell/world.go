@@ -54,17 +54,17 @@ type World struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu          sync.Mutex
-	env         map[string]string
-	agents      map[string]hostabi.Agent
-	failures    []failure
-	events      []hostabi.Event
-	holds       map[string]func() // lock → release, held by the outside instance
-	authorize   map[string][]hostabi.AuthResult
-	services    map[string]bool // real keyring services used
-	shells      []*native.Shell
-	procs       map[string]hostabi.Capabilities
-	problems    []string // what went wrong off the runner's path (browser fetches)
+	mu        sync.Mutex
+	env       map[string]string
+	agents    map[string]hostabi.Agent
+	failures  []failure
+	events    []hostabi.Event
+	holds     map[string]func() // lock → release, held by the outside instance
+	authorize map[string][]hostabi.AuthResult
+	services  map[string]bool // real keyring services used
+	shells    []*native.Shell
+	procs     map[string]hostabi.Capabilities
+	problems  []string // what went wrong off the runner's path (browser fetches)
 
 	outside      *native.Shell
 	outsideLocks hostabi.Locks // unwrapped: the outside holder's own locks
