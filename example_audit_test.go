@@ -36,7 +36,7 @@ func ExampleWithDecisionLog() {
 	fmt.Println(string(e.Input))
 	// Output:
 	// grantwire/decide grant ok true
-	// {"args":{"agent":"builtin:chat","connector":"google","scopes":["openid"]},"attempt":0,"facts":{"grant":{"found":false}},"op":"grant"}
+	// {"args":{"agent":"builtin:chat","connector":"google","scopes":["openid"]},"attempt":0,"facts":{"grant":{"found":false}},"op":"grant","round":0}
 }
 
 // A bundle built by package audit (or `grantwire policy build`) runs a client without

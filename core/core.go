@@ -20,12 +20,15 @@ import (
 )
 
 // Query is one question to the core: an operation, its arguments and the facts the shell
-// has gathered so far. Attempt counts the restarts caused by failed preconditions.
+// has gathered so far. Attempt counts the restarts caused by failed preconditions; Round
+// numbers the question within its operation (0 for the first: the argument rules are
+// checked there, since an operation's args never change).
 type Query struct {
 	Op      string                     `json:"op"`
 	Args    json.RawMessage            `json:"args"`
 	Facts   map[string]json.RawMessage `json:"facts"`
 	Attempt int                        `json:"attempt"`
+	Round   int                        `json:"round"`
 }
 
 // Decision statuses.

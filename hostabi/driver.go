@@ -57,6 +57,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
 	}
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
+		q.Round = out.Rounds
 		dec, err := d.ask(ctx, o, q, pending)
 		if err == nil && dec.Status == core.StatusNeed {
 			pending = dec.Needs

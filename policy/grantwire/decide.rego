@@ -74,12 +74,13 @@ else := "(missing)"
 #   The decision for input.op; see each operation's package for its rules. Before routing,
 #   every operation's args must be an object without double quotes, backslashes or control
 #   characters, agent ids (agent, grant_agents) 1 to 256 characters without spaces, and
-#   scopes 1 to 512 characters without spaces or commas (USAGE otherwise); more than
-#   max_attempts restarts give BUSY.
+#   scopes 1 to 512 characters without spaces or commas (USAGE otherwise; checked on an
+#   operation's first question, round 0); more than max_attempts restarts give BUSY.
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not _args_object
 } else := step.fail(errors.usage(_arg_problem), []) if {
+	_round == 0
 	_arg_problem
 } else := step.fail(errors.busy_conflict(_attempts), []) if {
 	_attempts > max_attempts
@@ -123,6 +124,13 @@ _scope_args contains s if {
 _args_object if is_object(input.args)
 
 _attempts := input.attempt if is_number(input.attempt)
+
+else := 0
+
+# The question's number within its operation. An operation's args never change between its
+# questions, so the character-level argument rules (the costliest checks of a decision) run
+# on its first question only; a query without round counts as a first question.
+_round := input.round if is_number(input.round)
 
 else := 0
 

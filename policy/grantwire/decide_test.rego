@@ -235,3 +235,10 @@ test_prefetch_templates_name_arguments if {
 test_manifest_publishes_the_error_table if {
 	grantwire.manifest.errors == errors.table
 }
+
+test_argument_rules_are_checked_on_the_first_question_only if {
+	bad := {"op": "grant", "args": {"connector": "google", "agent": "two words", "scopes": []}}
+	_decide(bad) == _usage("usage: an agent id is 1 to 256 characters without spaces")
+	_decide(object.union(bad, {"round": 0})) == _usage("usage: an agent id is 1 to 256 characters without spaces")
+	_decide(object.union(bad, {"round": 1})).status == "need"
+}

@@ -825,6 +825,14 @@ func (e *Episode) Query() []byte {
 	if e.attempt != nil {
 		q["attempt"] = e.attempt
 	}
+	// A driver numbers its questions from 0; some hosts send no round, a broken one anything.
+	switch {
+	case e.g.chance(0.85):
+		q["round"] = json.Number(fmt.Sprint(e.step))
+	case e.g.chance(0.5):
+	default:
+		q["round"] = e.g.pick([]any{"0", json.Number("-1"), json.Number("1"), nil, json.Number("3")})
+	}
 	for k, v := range e.extra {
 		q[k] = v
 	}

@@ -392,7 +392,8 @@ func (gg *goGate) decide(in any) (obj, bool) {
 	if !ok {
 		return usage("the query needs an object of args"), true
 	}
-	if problem := argProblem(args); problem != "" {
+	round, ok := get(in, "round").(json.Number)
+	if problem := argProblem(args); problem != "" && (!ok || numCmp(round, "0") == 0) {
 		return usage(problem), true
 	}
 	if n, ok := get(in, "attempt").(json.Number); ok && numCmp(n, "16") > 0 {

@@ -34,9 +34,10 @@ export function run(engine, host, op, args, secrets = {}) {
   const o = host.begin(op, secrets);
   const out = { result: undefined, error: undefined, rounds: 0, secret: (ref) => o.secret(ref) };
   try {
-    const query = { op, args, facts: {}, attempt: 0 };
+    const query = { op, args, facts: {}, attempt: 0, round: 0 };
     let pending = instantiate(engine.manifest.ops[op]?.prefetch ?? [], args);
     for (; out.rounds < MAX_ROUNDS; out.rounds++) {
+      query.round = out.rounds;
       try {
         gather(o, query, pending);
         const d = engine.decide(query);
