@@ -70,8 +70,10 @@ func tokenFact(expiresAt int64) map[string]any {
 	return map[string]any{"found": true, "expires_at": expiresAt, "client_id_hash": benchHash, "connected_at": benchAt}
 }
 
-func query(op string, args any, facts map[string]any) []byte {
-	b, err := json.Marshal(map[string]any{"op": op, "args": args, "facts": facts, "attempt": 0})
+// query is the question a driver would ask with these facts: round is its number within
+// the operation (the argument rules are checked on round 0 only).
+func query(op string, args any, facts map[string]any, round int) []byte {
+	b, err := json.Marshal(map[string]any{"op": op, "args": args, "facts": facts, "attempt": 0, "round": round})
 	if err != nil {
 		panic(err)
 	}
@@ -95,7 +97,7 @@ func gateArgs(scopes ...string) map[string]any {
 
 // GateAllow is the hot path: granted, connected, client unchanged, cached token valid.
 func GateAllow() Scenario {
-	return Scenario{"allow", query("get_access_token", gateArgs("openid", "s1"), gateFacts()), "done result"}
+	return Scenario{"allow", query("get_access_token", gateArgs("openid", "s1"), gateFacts(), 1), "done result"}
 }
 
 // GateMix rotates over the gate's outcomes after the prefetch round.
@@ -103,7 +105,11 @@ func GateMix() []Scenario {
 	with := func(name, want string, args map[string]any, edit func(f map[string]any)) Scenario {
 		f := gateFacts()
 		edit(f)
-		return Scenario{name, query("get_access_token", args, f), want}
+		round := 1 // after the keyring round
+		if name == "usage" || name == "not-granted" {
+			round = 0 // decided on the first question, before the keyring is read
+		}
+		return Scenario{name, query("get_access_token", args, f, round), want}
 	}
 	return []Scenario{
 		GateAllow(),
@@ -125,15 +131,15 @@ func GateMix() []Scenario {
 func Tripwire() []Scenario {
 	f := gateFacts()
 	f["client"] = clientFact("9f8e7d6c")
-	detect := query("get_access_token", gateArgs("openid"), f)
+	detect := query("get_access_token", gateArgs("openid"), f, 1)
 	f["client@fresh"] = clientFact("9f8e7d6c")
-	lock := query("get_access_token", gateArgs("openid"), f)
+	lock := query("get_access_token", gateArgs("openid"), f, 2)
 	f["lock"] = "held"
 	f["conn@lock"] = connFact(benchScopes, benchHash)
 	f["client@lock"] = clientFact("9f8e7d6c")
 	f["token@lock"] = map[string]any{"found": false}
 	f["now@lock"] = benchNow
-	clear := query("get_access_token", gateArgs("openid"), f)
+	clear := query("get_access_token", gateArgs("openid"), f, 3)
 	return []Scenario{
 		{"detect", detect, "need client.get"},
 		{"lock", lock, "need client.get,clock.now,connection.get,lock.acquire,token.get"},
@@ -146,15 +152,15 @@ func Tripwire() []Scenario {
 func Refresh() []Scenario {
 	f := gateFacts()
 	f["token"] = tokenFact(benchNow + 1000)
-	lock := query("get_access_token", gateArgs("openid"), f)
+	lock := query("get_access_token", gateArgs("openid"), f, 1)
 	f["lock"] = "held"
 	f["conn@lock"] = connFact(benchScopes, benchHash)
 	f["client@lock"] = clientFact(benchHash)
 	f["token@lock"] = tokenFact(benchNow + 1000)
 	f["now@lock"] = benchNow
-	plan := query("get_access_token", gateArgs("openid"), f)
+	plan := query("get_access_token", gateArgs("openid"), f, 2)
 	f["refresh"] = map[string]any{"status": 200, "error": nil, "expires_in": 3599, "rotated": true, "refresh": "sha256:bb"}
-	apply := query("get_access_token", gateArgs("openid"), f)
+	apply := query("get_access_token", gateArgs("openid"), f, 3)
 	return []Scenario{
 		{"lock", lock, "need client.get,clock.now,connection.get,lock.acquire,token.get"},
 		{"plan", plan, "need oauth.refresh"},
@@ -236,9 +242,9 @@ func (s Size) Listings() []Scenario {
 		}
 	}
 	return []Scenario{
-		{"status", query("status", map[string]any{}, status), "done result"},
-		{"list_grants", query("list_grants", map[string]any{}, map[string]any{"grants": status["grants"]}), "done result"},
-		{"connections", query("connections", map[string]any{}, conns), "done result +connection.delete,event.emit,token.delete"},
+		{"status", query("status", map[string]any{}, status, 1), "done result"},
+		{"list_grants", query("list_grants", map[string]any{}, map[string]any{"grants": status["grants"]}, 1), "done result"},
+		{"connections", query("connections", map[string]any{}, conns, 3), "done result +connection.delete,event.emit,token.delete"},
 	}
 }
 
