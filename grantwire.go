@@ -89,9 +89,11 @@ type Client struct {
 	observe  func(Decision)
 	revision string
 	bundle   string
+	closers  []func() error
 }
 
-// New builds a client. Without WithCapabilities it needs a shell; see shells/native.New.
+// New builds a client on the capabilities given with WithCapabilities (an in-memory world,
+// or a shell built by hand); [Open] builds one on the OS shell.
 func New(ctx context.Context, opts ...Option) (*Client, error) {
 	var c config
 	for _, o := range opts {
@@ -108,7 +110,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	if c.caps == nil {
-		return nil, errors.New("grantwire: no shell: pass WithCapabilities (shells/native.New gives the OS shell)")
+		return nil, errors.New("grantwire: no shell: pass WithCapabilities, or use grantwire.Open for the OS shell")
 	}
 	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
 	if cl.engine == nil {
@@ -140,10 +142,11 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 
 // Close releases the engine (when the client created it).
 func (c *Client) Close(ctx context.Context) error {
+	err := c.closeAll()
 	if c.owns {
-		return c.engine.Close(ctx)
+		return errors.Join(err, c.engine.Close(ctx))
 	}
-	return nil
+	return err
 }
 
 // Engine returns the engine deciding for this client.
