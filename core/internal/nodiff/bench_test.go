@@ -147,6 +147,9 @@ func benchEngines(b *testing.B, s *benchSet, scs []nodiff.Scenario, gate bool) {
 func BenchmarkGate(b *testing.B) {
 	for _, size := range nodiff.Sizes {
 		s := engines(b, size)
+		b.Run("case=first/size="+size.Name(), func(b *testing.B) {
+			benchEngines(b, s, []nodiff.Scenario{nodiff.GateFirst()}, true)
+		})
 		b.Run("case=allow/size="+size.Name(), func(b *testing.B) {
 			benchEngines(b, s, []nodiff.Scenario{nodiff.GateAllow()}, true)
 		})

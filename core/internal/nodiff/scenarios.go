@@ -100,6 +100,15 @@ func GateAllow() Scenario {
 	return Scenario{"allow", query("get_access_token", gateArgs("openid", "s1"), gateFacts(), 1), "done result"}
 }
 
+// GateFirst is the hot path's first question: the grant, the token cache and the clock
+// (no keyring yet); a granted agent is asked for the connection and the client.
+func GateFirst() Scenario {
+	f := gateFacts()
+	delete(f, "conn")
+	delete(f, "client")
+	return Scenario{"first", query("get_access_token", gateArgs("openid", "s1"), f, 0), "need client.get,connection.get"}
+}
+
 // GateMix rotates over the gate's outcomes after the prefetch round.
 func GateMix() []Scenario {
 	with := func(name, want string, args map[string]any, edit func(f map[string]any)) Scenario {
