@@ -17,7 +17,8 @@ import (
 // command wires it: the catalog (embedded, or WithCatalog), the Wasm engine on it, the OS
 // shell (opts: home, keyring service, browser, …) with the core's transport rule checking
 // every URL, and the agent registry of the home ($GRANTWIRE_HOME/agents.json) unless
-// opts.Agents is set. Close the client to release the shell.
+// opts.Agents is set. The engine caches compiled code in the user's cache directory
+// (grantwire/wazero). Close the client to release the shell.
 //
 // No OPA package is linked: this is grantwire's Wasm shell for Go programs.
 func Open(ctx context.Context, opts native.Options, options ...Option) (*Client, error) {
@@ -32,7 +33,13 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 	engine := c.engine
 	owns := false
 	if engine == nil {
-		if engine, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data())); err != nil {
+		eopts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
+		if dir, err := os.UserCacheDir(); err == nil {
+			// Compiled code is cached per user: a process after the first starts in
+			// milliseconds instead of compiling policy.wasm again (BENCHMARKS.md).
+			eopts = append(eopts, wasmengine.WithCompilationCacheDir(filepath.Join(dir, "grantwire", "wazero")))
+		}
+		if engine, err = wasmengine.New(ctx, eopts...); err != nil {
 			return nil, err
 		}
 		owns = true
