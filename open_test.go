@@ -10,15 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
 // Open wires the OS shell: real ledger files under the home, the agent registry of the
 // home, and (with a private Secret Service) the real keyring.
 func TestOpenOnTheOSShell(t *testing.T) {
-	if os.Getenv("GRANTWIRE_REAL_KEYRING") != "1" {
-		t.Skip("needs the private Secret Service: make test, or scripts/with-keyring.sh go test -run TestOpen .")
-	}
+	testenv.RequireKeyring(t, ".")
 	ctx := context.Background()
 	home := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(home, "agents.json"),

@@ -16,8 +16,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,11 +40,8 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testenv"
 )
-
-// realKeyringEnv: `make test` starts a private Secret Service and sets it to 1; then an
-// unreachable store FAILS these tests. Without it they skip, saying how to run them.
-const realKeyringEnv = "GRANTWIRE_REAL_KEYRING"
 
 // tokenPrefix starts every token (code, refresh, access) the local server issues.
 const tokenPrefix = "bbtok"
@@ -56,36 +51,6 @@ const (
 	gmailModify = "https://www.googleapis.com/auth/gmail.modify"
 	gmailSend   = "https://www.googleapis.com/auth/gmail.send"
 )
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// requireKeyring skips (variable unset) or fails (set) when the OS credential store is
-// unreachable from this process; the binary inherits the same session bus.
-func requireKeyring(t *testing.T) {
-	t.Helper()
-	if os.Getenv(realKeyringEnv) != "1" {
-		t.Skipf("real-keyring test: run it with a Secret Service: make test, or scripts/with-keyring.sh go test ./cmd/grantwire (sets %s=1)", realKeyringEnv)
-	}
-	svc := "grantwire.probe." + randHex(4)
-	done := make(chan error, 1)
-	go func() {
-		err := gokeyring.Set(svc, "probe", "x")
-		if err == nil {
-			err = gokeyring.Delete(svc, "probe")
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "%s=1 but the OS credential store is unreachable (DBUS_SESSION_BUS_ADDRESS=%q)", realKeyringEnv, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s=1 but the OS credential store did not answer within 10 s", realKeyringEnv)
-	}
-}
 
 var (
 	browserOnce sync.Once
@@ -1179,3 +1144,9 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"mcpServers": [`, string(raw))
 }
+
+func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./cmd/grantwire") }
+
+func randHex(n int) string { return testenv.RandHex(n) }
+
+const realKeyringEnv = testenv.RealKeyringEnv

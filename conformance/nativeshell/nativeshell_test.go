@@ -4,44 +4,14 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
-
-	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/conformance/nativeshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testenv"
 )
-
-// realKeyringEnv: scripts/test.sh (make test) starts a private Secret Service and sets it
-// to 1; then an unreachable store fails these tests. Unset, they skip and say how to run.
-const realKeyringEnv = "GRANTWIRE_REAL_KEYRING"
-
-func requireKeyring(t *testing.T) {
-	t.Helper()
-	if os.Getenv(realKeyringEnv) != "1" {
-		t.Skipf("the OS shell's conformance run needs a Secret Service: make test, or scripts/with-keyring.sh go test ./conformance/nativeshell (sets %s=1)", realKeyringEnv)
-	}
-	done := make(chan error, 1)
-	go func() {
-		svc := "grantwire.probe.nativeshell"
-		err := gokeyring.Set(svc, "probe", "x")
-		if err == nil {
-			err = gokeyring.Delete(svc, "probe")
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%s=1 but the OS credential store is unreachable (DBUS_SESSION_BUS_ADDRESS=%q): %v", realKeyringEnv, os.Getenv("DBUS_SESSION_BUS_ADDRESS"), err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s=1 but the OS credential store did not answer within 10 s", realKeyringEnv)
-	}
-}
 
 func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {
 	return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1))
@@ -111,3 +81,7 @@ func BenchmarkScenario(b *testing.B) {
 		})
 	}
 }
+
+func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./conformance/nativeshell") }
+
+const realKeyringEnv = testenv.RealKeyringEnv

@@ -3,8 +3,6 @@ package native_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,13 +20,9 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
-
-// The real-keyring tests need a Secret Service. scripts/test.sh (make test) starts a
-// private one and sets GRANTWIRE_REAL_KEYRING=1; then an unreachable store FAILS the
-// tests. Without the variable they skip, saying how to run them.
-const realKeyringEnv = "GRANTWIRE_REAL_KEYRING"
 
 // childEnv names the role of a re-executed test binary (multi-process tests).
 const childEnv = "GRANTWIRE_NATIVE_CHILD"
@@ -38,35 +32,6 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(role))
 	}
 	os.Exit(m.Run())
-}
-
-// requireKeyring skips (unset) or fails (set) when the OS credential store is unreachable.
-func requireKeyring(t testing.TB) {
-	t.Helper()
-	if os.Getenv(realKeyringEnv) != "1" {
-		t.Skipf("real-keyring test: run it with a Secret Service: make test, or scripts/with-keyring.sh go test ./shells/native (sets %s=1)", realKeyringEnv)
-	}
-	svc := "grantwire.probe." + randHex(4)
-	done := make(chan error, 1)
-	go func() {
-		err := gokeyring.Set(svc, "probe", "x")
-		if err == nil {
-			err = gokeyring.Delete(svc, "probe")
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "%s=1 but the OS credential store is unreachable (DBUS_SESSION_BUS_ADDRESS=%q)", realKeyringEnv, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s=1 but the OS credential store did not answer within 10 s", realKeyringEnv)
-	}
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // testService returns a keyring service of its own for a test and removes its entries at
@@ -247,3 +212,9 @@ func child(t testing.TB, role string, env ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + role}, env...)...)
 	return cmd
 }
+
+func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./shells/native") }
+
+func randHex(n int) string { return testenv.RandHex(n) }
+
+const realKeyringEnv = testenv.RealKeyringEnv
