@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -56,10 +55,7 @@ func auditCommand() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(rep); err != nil {
+				if err := writeJSON(w, rep); err != nil {
 					return err
 				}
 			} else {

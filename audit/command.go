@@ -249,10 +249,7 @@ func replayCommand() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(struct {
+				if err := writeJSON(w, struct {
 					Against string `json:"against"`
 					*decisionlog.Report
 				}{against, rep}); err != nil {
@@ -379,4 +376,12 @@ func RunTests(ctx context.Context, fsys fs.FS, root string, w io.Writer, verbose
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d Rego tests failed", failed, len(results))}
 	}
 	return nil
+}
+
+// writeJSON prints v as the policy commands' --json output: indented, HTML left alone.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
