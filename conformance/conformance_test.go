@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/memshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {

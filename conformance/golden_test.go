@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/memshell"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the wasm engine")

@@ -7,7 +7,7 @@
 // everything it wants done leaves as needs or effects in the decision. The same query gives
 // the byte-identical decision (in the canonical form of package canon) on every engine.
 //
-// This package imports only the standard library and core/canon; engines import it, never
+// This package imports only the standard library and internal/canon; engines import it, never
 // the other way round.
 package core
 

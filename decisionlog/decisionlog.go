@@ -10,7 +10,7 @@
 // [Redact] replaces, by construction, every refresh-token digest, every version token and
 // every secret reference before a line is written (see [Redact] for the exact rule).
 //
-// This package imports core and core/canon only: no OPA, no grantwire root package (the
+// This package imports core and internal/canon only: no OPA, no grantwire root package (the
 // root package's WithDecisionLog adapts a Client to it).
 package decisionlog
 
@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
+	"github.com/grantwire/grantwire/internal/canon"
 )
 
 // Path is the decision path of every grantwire entry, as OPA names it.

@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
+	"github.com/grantwire/grantwire/internal/canon"
 )
 
 // Ledger names.

@@ -13,9 +13,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/memshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 const schemaBase = "https://github.com/grantwire/grantwire/hostabi/schema/"

@@ -25,7 +25,7 @@ run() { # package, file
 }
 run ./core/internal/nodiff engines
 run ./core/wasmengine wasmengine
-run ./core/canon canon
+run ./internal/canon canon
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
 cat "$out/machine.txt"
 for f in engines wasmengine canon; do

@@ -22,7 +22,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
+	"github.com/grantwire/grantwire/internal/canon"
 	"github.com/grantwire/grantwire/policy"
 )
 

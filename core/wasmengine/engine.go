@@ -26,7 +26,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
+	"github.com/grantwire/grantwire/internal/canon"
 	"github.com/grantwire/grantwire/policy"
 )
 

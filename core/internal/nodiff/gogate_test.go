@@ -18,8 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/internal/canon"
 )
 
 type obj = map[string]any
@@ -63,7 +63,7 @@ func (gg *goGate) DecideJSON(dst, q []byte) ([]byte, bool) {
 	return appendJSON(dst, d), true
 }
 
-// appendJSON writes a decision in canonical JSON (see core/canon).
+// appendJSON writes a decision in canonical JSON (see internal/canon).
 func appendJSON(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil, null:

@@ -1,6 +1,6 @@
 // JSON writers shared by the Node shell and its runner.
 //
-// - canonical(): grantwire's canonical JSON (core/canon): compact, object members sorted by
+// - canonical(): grantwire's canonical JSON (internal/canon): compact, object members sorted by
 //   the UTF-8 bytes of their keys, strings escaped as OPA's Wasm writer escapes them. The
 //   npm loader hands back plain objects, so a decision is compared in this form.
 // - goJSON(): what Go's encoding/json writes for the same value (sorted map keys, HTML
@@ -79,7 +79,7 @@ function write(v, str) {
   throw new Error(`json: cannot write a ${typeof v}`);
 }
 
-/** grantwire's canonical JSON of a JSON value (core/canon). */
+/** grantwire's canonical JSON of a JSON value (internal/canon). */
 export function canonical(v) {
   return write(v, canonString);
 }

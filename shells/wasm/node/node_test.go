@@ -19,11 +19,11 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/memshell"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/canon"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 // requireNode is set by `make test` (scripts/test.sh): there a missing Node fails the test

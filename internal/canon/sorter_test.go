@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/grantwire/grantwire/core/canon"
+	"github.com/grantwire/grantwire/internal/canon"
 )
 
 // randomValue builds a random JSON tree with keys that share prefixes, escapes and

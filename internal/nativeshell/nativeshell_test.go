@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/nativeshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/nativeshell"
 	"github.com/grantwire/grantwire/internal/testenv"
 )
 
@@ -54,7 +54,7 @@ func TestRegoNative(t *testing.T) {
 // against the local authorization server, the final checks, and the cleanup.
 func BenchmarkScenario(b *testing.B) {
 	if os.Getenv(realKeyringEnv) != "1" {
-		b.Skipf("needs a Secret Service: scripts/with-keyring.sh go test -bench . ./conformance/nativeshell")
+		b.Skipf("needs a Secret Service: scripts/with-keyring.sh go test -bench . ./internal/nativeshell")
 	}
 	c, err := conformance.DefaultCorpus()
 	if err != nil {
@@ -82,6 +82,6 @@ func BenchmarkScenario(b *testing.B) {
 	}
 }
 
-func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./conformance/nativeshell") }
+func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./internal/nativeshell") }
 
 const realKeyringEnv = testenv.RealKeyringEnv

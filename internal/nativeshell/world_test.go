@@ -16,9 +16,9 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/conformance/nativeshell"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/nativeshell"
 )
 
 // childEnv makes the test binary a child process that tries a lock file and exits 0
