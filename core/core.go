@@ -46,6 +46,27 @@ type Decision struct {
 	Effects []Effect        `json:"effects,omitempty"`
 }
 
+// MarshalJSON writes the decision as the policy does: a need carries needs only; a done
+// decision carries its result or error and its effects (an empty list when there are none).
+func (d Decision) MarshalJSON() ([]byte, error) {
+	if d.Status != StatusDone {
+		return json.Marshal(struct {
+			Status string `json:"status"`
+			Needs  []Need `json:"needs"`
+		}{d.Status, d.Needs})
+	}
+	effects := d.Effects
+	if effects == nil {
+		effects = []Effect{}
+	}
+	return json.Marshal(struct {
+		Status  string          `json:"status"`
+		Result  json.RawMessage `json:"result,omitempty"`
+		Error   *Error          `json:"error,omitempty"`
+		Effects []Effect        `json:"effects"`
+	}{d.Status, d.Result, d.Error, effects})
+}
+
 // Need asks the shell for one fact. Key is where the answer goes in Query.Facts; Kind
 // names the host capability (see hostabi). Params holds the kind's parameters verbatim.
 type Need struct {
@@ -55,11 +76,10 @@ type Need struct {
 }
 
 // Effect asks the shell to change the world. Kind names the host capability; Params holds
-// the kind's parameters, including its precondition under "expect". Tx marks effects that
-// must be applied as one transaction.
+// the kind's parameters, including its precondition under "expect" and the effects that
+// undo it under "undo" (see hostabi/README.md).
 type Effect struct {
 	Kind   string
-	Tx     bool
 	Params map[string]json.RawMessage
 }
 
@@ -88,6 +108,15 @@ func (n Need) Str(name string) string { return str(n.Params, name) }
 
 // Str returns a string parameter of the effect ("" when absent).
 func (e Effect) Str(name string) string { return str(e.Params, name) }
+
+// Bool returns a boolean parameter of the need (false when absent or not a boolean).
+func (n Need) Bool(name string) bool {
+	var b bool
+	if raw, ok := n.Params[name]; ok {
+		_ = json.Unmarshal(raw, &b)
+	}
+	return b
+}
 
 // Decode unmarshals a parameter of the need into v.
 func (n Need) Decode(name string, v any) error { return decodeParam(n.Params, name, v) }
@@ -135,7 +164,7 @@ func (n Need) MarshalJSON() ([]byte, error) {
 	return flat(n.Params, map[string]any{"key": n.Key, "kind": n.Kind})
 }
 
-// UnmarshalJSON keeps every field of the effect; kind and tx are lifted out.
+// UnmarshalJSON keeps every field of the effect; kind is lifted out.
 func (e *Effect) UnmarshalJSON(b []byte) error {
 	m, err := splitObject(b)
 	if err != nil {
@@ -145,22 +174,14 @@ func (e *Effect) UnmarshalJSON(b []byte) error {
 	if e.Kind == "" {
 		return fmt.Errorf("core: effect without kind: %s", b)
 	}
-	if raw, ok := m["tx"]; ok {
-		_ = json.Unmarshal(raw, &e.Tx)
-	}
 	delete(m, "kind")
-	delete(m, "tx")
 	e.Params = m
 	return nil
 }
 
 // MarshalJSON writes the effect as one flat object.
 func (e Effect) MarshalJSON() ([]byte, error) {
-	lift := map[string]any{"kind": e.Kind}
-	if e.Tx {
-		lift["tx"] = true
-	}
-	return flat(e.Params, lift)
+	return flat(e.Params, map[string]any{"kind": e.Kind})
 }
 
 // UnmarshalJSON keeps every field of the error; code, message and fix are lifted out.

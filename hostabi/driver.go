@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
+	"time"
 
 	"github.com/grantwire/grantwire/core"
 )
@@ -12,11 +15,16 @@ import (
 // MaxRounds bounds the questions one operation may ask; a policy that keeps asking is a bug.
 const MaxRounds = 64
 
+// CommitTimeout bounds an operation once it has committed (a need with commit: true is on
+// the wire): from there it finishes and saves what it got even if its caller is cancelled.
+const CommitTimeout = 60 * time.Second
+
 // Driver runs operations: gather facts → ask the core → perform what it asks → repeat. It
-// knows no operation by name: per operation it only reads the policy's prefetch templates.
+// knows no operation and no kind by name: per operation it only reads the policy's
+// prefetch templates.
 type Driver struct {
 	Engine core.Engine
-	Host   *Host
+	Host   Host
 }
 
 // Outcome is an operation's end: a result (JSON that may hold {"$ref": ...} secret
@@ -25,103 +33,144 @@ type Outcome struct {
 	Result json.RawMessage
 	Error  *core.Error
 	Rounds int
-	// Query is the last query the core answered with a done decision (op, args, the final
-	// facts, attempt), and Decision that decision; both are nil when a host failure ended
-	// the operation before the core decided. They hold no secret (facts carry digests and
-	// references only); decision logs record them.
+	// Query is the last query the core answered (op, args, the final facts, attempt), and
+	// Decision its done decision. They hold no secret (facts carry descriptions only);
+	// decision logs record them.
 	Query    *core.Query
 	Decision *core.Decision
-	// HostFailure is set when the shell, not the policy, ended the operation (a keyring or
-	// ledger failure: INSECURE_STORE, CORRUPT_LEDGER, ...); Error is then the same error.
-	HostFailure *core.Error
-	op          *Op
+	// HostFailure reports that a host failure (a host_error fact) ended the operation.
+	HostFailure bool
+	perf        Performer
 }
 
 // Secret resolves a secret reference of the result.
-func (o *Outcome) Secret(ref string) (string, bool) { return o.op.Secret(ref) }
+func (o *Outcome) Secret(ref string) (string, bool) { return o.perf.Secret(ref) }
 
-// Run performs one operation. secrets are the operation's secret arguments (referenced by
-// the core as "arg#<name>"). Host failures (INSECURE_STORE, CORRUPT_LEDGER, ...) end the
-// operation with their *core.Error as Outcome.Error; err is for bugs and cancellation.
+// ErrCanceled is returned when the caller cancelled the operation before it committed:
+// nothing was applied.
+var ErrCanceled = errors.New("hostabi: operation canceled before anything was written")
+
+// Run performs one operation. secrets are the operation's secret arguments, described to
+// the core under facts["arg"] and referenced as "arg#<name>". err is for bugs and for a
+// cancellation before anything was written (wrapping ErrCanceled and ctx.Err()).
 func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[string]string) (*Outcome, error) {
 	rawArgs, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("hostabi: encode args: %w", err)
 	}
-	o := d.Host.Begin(op, secrets)
-	defer o.End()
-	q := &core.Query{Op: op, Args: rawArgs, Facts: map[string]json.RawMessage{}}
-	out := &Outcome{op: o}
+	p := d.Host.Begin(op)
+	defer p.End()
+	base := map[string]json.RawMessage{}
+	if len(secrets) > 0 {
+		names := make([]string, 0, len(secrets))
+		for k, v := range secrets {
+			if v != "" {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		arg := make(map[string]json.RawMessage, len(names))
+		for _, k := range names {
+			arg[k] = p.Describe(FactArgs+"#"+k, secrets[k])
+		}
+		base[FactArgs], _ = json.Marshal(arg)
+	}
+	q := &core.Query{Op: op, Args: rawArgs, Facts: copyFacts(base, nil)}
+	out := &Outcome{perf: p}
 	var pending []core.Need
 	if m := d.Engine.Manifest(); m != nil {
 		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
 	}
+	runCtx, committed := ctx, false
+	cancelCommit := func() {}
+	defer func() { cancelCommit() }()
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
 		q.Round = out.Rounds
-		dec, err := d.ask(ctx, o, q, pending)
-		if err == nil && dec.Status == core.StatusNeed {
+		for _, n := range pending {
+			if _, done := q.Facts[n.Key]; done {
+				continue
+			}
+			if after := n.Str("after"); after != "" && string(q.Facts[after]) != `"`+Held+`"` {
+				continue
+			}
+			if !committed {
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+				}
+				if n.Bool("commit") {
+					committed = true
+					runCtx, cancelCommit = context.WithTimeout(context.WithoutCancel(ctx), CommitTimeout)
+				}
+			}
+			v, err := p.Fetch(runCtx, n)
+			if err != nil {
+				return nil, err
+			}
+			q.Facts[n.Key] = v
+			if isHostError(v) {
+				out.HostFailure = true
+			}
+		}
+		dec, err := d.Engine.Decide(runCtx, q)
+		if err != nil {
+			return nil, err
+		}
+		if dec.Status == core.StatusNeed {
 			pending = dec.Needs
 			continue
 		}
+		if !committed && len(dec.Effects) > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCanceled, err)
+			}
+		}
+		err = p.Apply(runCtx, dec.Effects)
 		if err == nil {
-			// q.Facts is replaced, never changed, after a done decision: a copy of q is stable.
 			final := *q
 			out.Query, out.Decision = &final, dec
-			if err = o.Apply(ctx, dec.Effects); err == nil {
-				out.Result, out.Error = dec.Result, dec.Error
-				return out, nil
-			}
+			out.Result, out.Error = dec.Result, dec.Error
+			return out, nil
 		}
-		if !errors.Is(err, ErrConflict) {
-			var ce *core.Error
-			if errors.As(err, &ce) {
-				out.Error, out.HostFailure = ce, ce
-				return out, nil
-			}
+		pending = nil
+		if errors.Is(err, ErrConflict) {
+			// A precondition failed: decide again from fresh facts, keeping held locks.
+			q.Attempt++
+			q.Facts = copyFacts(base, q.Facts)
+			continue
+		}
+		var he *HostError
+		if !errors.As(err, &he) {
 			return nil, err
 		}
-		// A precondition failed: decide again from fresh facts, keeping the locks held.
-		out.Query, out.Decision = nil, nil
-		q.Attempt++
-		kept := map[string]json.RawMessage{}
-		for k, v := range q.Facts {
-			if string(v) == `"held"` {
-				kept[k] = v
-			}
-		}
-		q.Facts, pending = kept, nil
+		// The core reports the failure (and decides nothing more is applied).
+		out.HostFailure = true
+		q.Facts[FactApply+strconv.Itoa(q.Attempt)], _ = json.Marshal(map[string]any{"host_error": he})
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
 }
 
-// ask gathers the pending facts, then asks the core.
-func (d *Driver) ask(ctx context.Context, o *Op, q *core.Query, pending []core.Need) (*core.Decision, error) {
-	if err := d.gather(ctx, o, q, pending); err != nil {
-		return nil, err
+// copyFacts returns base plus the facts of from that report a held lock.
+func copyFacts(base, from map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(base)+4)
+	for k, v := range base {
+		out[k] = v
 	}
-	return d.Engine.Decide(ctx, q)
+	for k, v := range from {
+		if string(v) == `"`+Held+`"` {
+			out[k] = v
+		}
+	}
+	return out
 }
 
-// gather fetches needs in order. A need marked "after" a lock is skipped unless that lock
-// is held; a fact already present is not fetched again.
-func (d *Driver) gather(ctx context.Context, o *Op, q *core.Query, needs []core.Need) error {
-	for _, n := range needs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, done := q.Facts[n.Key]; done {
-			continue
-		}
-		if after := n.Str("after"); after != "" && string(q.Facts[after]) != `"held"` {
-			continue
-		}
-		v, err := o.Fetch(ctx, n)
-		if err != nil {
-			return err
-		}
-		q.Facts[n.Key] = v
+func isHostError(v json.RawMessage) bool {
+	if len(v) < 14 || v[0] != '{' {
+		return false
 	}
-	return nil
+	var f struct {
+		HostError *HostError `json:"host_error"`
+	}
+	return json.Unmarshal(v, &f) == nil && f.HostError != nil
 }
 
 // instantiate turns prefetch templates into needs by replacing {"$arg": name} with the
@@ -136,15 +185,19 @@ func instantiate(templates json.RawMessage, args json.RawMessage) []core.Need {
 	var out []core.Need
 next:
 	for _, t := range tmpl {
-		n := core.Need{Params: map[string]json.RawMessage{}}
+		params := map[string]json.RawMessage{}
 		for k, v := range t {
 			s, ok := substitute(v, a)
 			if !ok {
 				continue next
 			}
-			n.Params[k] = s
+			params[k] = s
 		}
-		raw, _ := json.Marshal(n.Params)
+		raw, err := json.Marshal(params)
+		if err != nil {
+			continue
+		}
+		var n core.Need
 		if json.Unmarshal(raw, &n) == nil {
 			out = append(out, n)
 		}
@@ -173,8 +226,8 @@ func substitute(v json.RawMessage, args map[string]json.RawMessage) (json.RawMes
 			}
 			list[i] = s
 		}
-		b, _ := json.Marshal(list)
-		return b, true
+		b, err := json.Marshal(list)
+		return b, err == nil
 	}
 	return v, true
 }

@@ -1,39 +1,31 @@
-// Package hostabi is the contract between grantwire's core and a shell: the capabilities a
-// shell supplies (keyring, ledgers, locks, OAuth over HTTP and the loopback, clock,
-// entropy, events, the agent registry), the [Host] that answers the core's needs and
-// applies its effects through them, and the generic [Driver] loop.
+// Package hostabi is the contract between grantwire's core and a shell (ABI
+// "grantwire.host.v2"): the need and effect kinds (kinds.go, each a primitive a host performs
+// without judgement), the capabilities a Go shell supplies (a keyring, the home's JSON files,
+// locks, HTTP, the loopback redirect, clock, entropy, environment, events), the JSON
+// Schemas of the language-neutral form (schema/, described in README.md), and the generic
+// [Driver] loop.
 //
-// The language-neutral form of the same contract (JSON Schemas of queries, decisions,
-// facts and effects, with prose a JavaScript or Python host can implement from) is in
-// hostabi/README.md and hostabi/schema/.
+// The Go implementation of the needs and effects over these capabilities is package host;
+// hostabi/memhost supplies the capabilities in memory for deterministic runs.
 //
-// # Capabilities
-//
-// | capability | interface  | what the shell supplies                                              |
-// |------------|------------|----------------------------------------------------------------------|
-// | keyring    | [Keyring]  | get / set / delete secrets in the OS credential store                |
-// | ledger     | [Ledgers]  | read a ledger file with a version token; conditional atomic write    |
-// | locks      | [Locks]    | a per-provider lock shared by every process of the user, with wait   |
-// | oauth      | [OAuth]    | token refresh and the PKCE loopback authorization (HTTP checked by the core's transport rule) |
-// | clock      | [Clock]    | now                                                                  |
-// | entropy    | [Entropy]  | random bytes (PKCE verifier, state)                                  |
-// | events     | [Events]   | emit connector.* events to subscribers                               |
-// | agents     | [Agents]   | agent declarations (required connectors, MCP consumption)            |
-//
-// This package imports core only; shells import it, never the reverse.
+// This package imports core only; hosts and shells import it, never the reverse.
 package hostabi
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/grantwire/grantwire/core"
 )
 
 // ModuleName names this ABI in transcripts and foreign hosts.
-const ModuleName = "grantwire.host.v1"
+const ModuleName = "grantwire.host.v2"
+
+// DefaultService is the keyring service grantwire uses unless told otherwise.
+const DefaultService = "grantwire.connections"
 
 // Sentinel errors of capabilities. Implementations wrap them; callers use errors.Is.
 var (
@@ -41,51 +33,53 @@ var (
 	ErrNotFound = errors.New("hostabi: not found")
 	// ErrBusy: a lock is held by someone else past the deadline.
 	ErrBusy = errors.New("hostabi: busy")
-	// ErrConflict: a conditional write found another version than the one it expected.
+	// ErrConflict: a precondition of an effect did not hold.
 	ErrConflict = errors.New("hostabi: conflict")
 )
 
+// HostError is a failure of the host itself (no credential store, an unreadable file),
+// reported to the core as {"host_error": {code, detail, fix}}: the core turns it into the
+// operation's error. Detail and Fix must not contain a secret.
+type HostError struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+func (e *HostError) Error() string { return e.Detail }
+
 // Keyring stores secrets in the OS credential store. Every method is bounded by ctx.
-//
-// # Errors
 //
 //   - Get returns an error wrapping ErrNotFound when nothing is stored.
 //   - Delete of an absent value returns nil (idempotent).
-//   - A missing or insecure store returns a *core.Error with code INSECURE_STORE naming
-//     what to install; implementations never fall back to a file.
-//
-// See https://specifications.freedesktop.org/secret-service/ (Linux), Keychain Services
-// (macOS) and Credential Manager (Windows).
+//   - A missing or insecure store returns a *HostError with code INSECURE_STORE naming what
+//     to install; implementations never fall back to a file.
 type Keyring interface {
 	Get(ctx context.Context, service, user string) (string, error)
 	Set(ctx context.Context, service, user, value string) error
 	Delete(ctx context.Context, service, user string) error
 }
 
-// Ledgers reads and writes grantwire's JSON ledgers ("grants", "activations", "state",
-// "mcp_servers") as whole documents with version tokens.
+// Files reads and atomically rewrites JSON files under the home (the ledgers), and hashes
+// any regular file.
 //
-// # Parameters
-//
-//   - name: the logical ledger; the shell maps it to a file (connectors/grants.json, ...).
-//   - Read returns the raw document (nil when the file does not exist) and its version
-//     ("" when absent). A version is any token that changes whenever the content does.
-//   - Write replaces the document atomically (temp file in the same directory, fsync,
-//     rename, fsync the directory; 0600 file in a 0700 directory) only if the current
-//     version is still ifVersion, else it returns an error wrapping ErrConflict.
-//
-// Write must be atomic across processes: two writers with the same ifVersion never both
-// succeed.
-type Ledgers interface {
+//   - Read returns the bytes (nil when the file does not exist) and a version token that
+//     changes whenever the content does ("" when absent).
+//   - Update holds the file's cross-process lock while fn turns the current bytes into
+//     new ones, then writes them atomically (temp file, fsync, rename, fsync the
+//     directory; 0600 file in 0700 directories). fn returning an error writes nothing.
+//   - Path names the file for messages.
+//   - Digest returns the SHA-256 (hex) of a regular file of at most max bytes ("~/" is the
+//     user's home); anything else is an error saying why.
+type Files interface {
 	Read(ctx context.Context, name string) (doc []byte, version string, err error)
-	Write(ctx context.Context, name string, doc []byte, ifVersion string) error
-	// Path names the ledger's file for error messages ("~/.grantwire/connectors/grants.json").
+	Update(ctx context.Context, name string, fn func(doc []byte, version string) ([]byte, error)) error
 	Path(name string) string
+	Digest(ctx context.Context, path string, max int64) (string, error)
 }
 
-// Locks provides per-provider locks shared by every process of the user. Within one
-// process, callers queue for the same lock, which is how concurrent refreshes of one
-// provider share a single token request.
+// Locks provides named locks shared by every process of the user that uses the same
+// credential-store service. Within one process, callers queue for the same lock.
 //
 // TryLock waits at most wait, then returns an error wrapping ErrBusy. The returned
 // function releases the lock; it is safe to call once.
@@ -93,7 +87,7 @@ type Locks interface {
 	TryLock(ctx context.Context, name string, wait time.Duration) (release func(), err error)
 }
 
-// Clock tells the time. Shells in test mode use a simulated clock.
+// Clock tells the time. Test worlds use a simulated clock.
 type Clock interface {
 	Now() time.Time
 }
@@ -114,115 +108,69 @@ type Events interface {
 	Emit(e Event)
 }
 
-// Agent is an agent's declaration in the agent registry.
-type Agent struct {
-	ID                 string              `json:"id"`
-	Name               string              `json:"name,omitempty"`
-	RequiredConnectors map[string][]string `json:"required_connectors,omitempty"` // connector → scopes
-	Reasons            map[string]string   `json:"reasons,omitempty"`             // connector → why
-	ConsumesMCPServers bool                `json:"consumes_mcp_servers,omitempty"`
+// Loopback runs the user's part of a browser authorization.
+type Loopback interface {
+	// Open starts a one-shot listener on 127.0.0.1 for one operation. It returns an error
+	// wrapping ErrUnavailable when no user can complete a browser authorization here.
+	Open(ctx context.Context) (Callback, error)
 }
 
-// Agents is the agent registry.
-type Agents interface {
-	// Agent returns the declaration, or ok false for an unknown agent.
-	Agent(ctx context.Context, id string) (a Agent, ok bool, err error)
+// ErrUnavailable: the loopback cannot be used in this session (no browser, no terminal).
+var ErrUnavailable = errors.New("hostabi: no way to complete a browser authorization here")
+
+// Callback is an open loopback listener.
+type Callback interface {
+	// RedirectURI is "http://127.0.0.1:<port>/callback".
+	RedirectURI() string
+	// Wait shows authURL to the user (opening a browser where it can) and waits for a
+	// callback whose state parameter equals state, compared in constant time; other
+	// callbacks are refused with a static page and the wait goes on. It returns the
+	// callback's query parameters, or an error wrapping context.DeadlineExceeded (timeout)
+	// or context.Canceled.
+	Wait(ctx context.Context, authURL, state, connector string, timeout time.Duration) (map[string]string, error)
+	// Close stops the listener.
+	Close() error
 }
 
-// Client is an OAuth client configuration, as the OAuth capability needs it.
-type Client struct {
-	ID     string
-	Secret string
-	Tenant string
-}
-
-// TokenResponse is the outcome of a token request (refresh or code exchange).
-//
-// Status is the HTTP status (0 when the request never completed); Error is the OAuth
-// error code of a failed response (RFC 6749 §5.2) or a short description of a transport
-// failure. Secrets are only in AccessToken and RefreshToken.
-type TokenResponse struct {
-	Status       int
-	Error        string
-	AccessToken  string
-	RefreshToken string // empty when the provider did not rotate or issue one
-	ExpiresIn    int64  // seconds; 0 when the provider gave none
-	Scopes       []string
-	Account      string
-}
-
-// AuthStatus values of an authorization.
-const (
-	AuthOK                  = "ok"
-	AuthDenied              = "denied"
-	AuthInteractiveRequired = "interactive_required"
-	AuthError               = "error"
-)
-
-// AuthResult is the outcome of an interactive authorization.
-type AuthResult struct {
-	Status string // AuthOK, AuthDenied, AuthInteractiveRequired or AuthError
-	Token  TokenResponse
-}
-
-// Connector is the part of a catalog entry the OAuth capability needs.
-type Connector struct {
-	ID                 string            `json:"id"`
-	Type               string            `json:"type"`
-	AuthorizationURL   string            `json:"authorization_url,omitempty"`
-	TokenURL           string            `json:"token_url,omitempty"`
-	UserinfoURL        string            `json:"userinfo_url,omitempty"`
-	AuthParams         map[string]string `json:"auth_params,omitempty"`
-	ClientIDEnv        string            `json:"client_id_env,omitempty"`
-	ClientSecretEnv    string            `json:"client_secret_env,omitempty"`
-	Tenant             string            `json:"tenant,omitempty"`
-	Command            string            `json:"command,omitempty"`
-	Args               []string          `json:"args,omitempty"`
-	ClientSecretNeeded bool              `json:"client_secret_required,omitempty"`
-	// ScopeSeparator joins scopes in the authorization request ("" means a space, RFC 6749
-	// §3.3; Linear wants ","). Authorization and token URLs may hold "{tenant}", replaced
-	// by the client's tenant (see catalog.ExpandTenant).
-	ScopeSeparator string `json:"scope_separator,omitempty"`
-}
-
-// OAuth performs the provider's token requests and the interactive PKCE authorization.
-// Every URL and redirect hop is checked with the core's transport rule (op check_url)
-// before a request goes out.
-type OAuth interface {
-	// Refresh exchanges a refresh token (RFC 6749 §6).
-	Refresh(ctx context.Context, c Connector, client Client, refreshToken string) TokenResponse
-	// Authorize runs the PKCE authorization (RFC 7636, RFC 8252 loopback redirect) and
-	// exchanges the code.
-	Authorize(ctx context.Context, c Connector, client Client, scopes []string) AuthResult
-}
-
-// Capabilities is everything a Go shell supplies. NewHost turns it into a [Host].
+// Capabilities is everything a Go shell supplies. package host turns them into needs and
+// effects.
 type Capabilities struct {
-	Keyring Keyring
-	Ledgers Ledgers
-	Locks   Locks
-	Clock   Clock
-	Entropy Entropy
-	Events  Events
-	Agents  Agents
-	OAuth   OAuth
-	// Catalog returns a connector's catalog entry (ok false when unknown).
-	Catalog func(id string) (Connector, bool)
-	// Getenv reads an environment variable (client ids may come from the environment).
+	Keyring  Keyring
+	Files    Files
+	Locks    Locks
+	Clock    Clock
+	Entropy  Entropy
+	Events   Events
+	Loopback Loopback
+	// HTTP sends requests; it must not follow redirects (package host never asks it to).
+	HTTP http.RoundTripper
+	// Getenv reads an environment variable.
 	Getenv func(string) string
-	// Service is the keyring service name (default "grantwire.connections"; a GAIA
-	// installation uses "gaia.connections").
+	// Service is the keyring service name (default DefaultService; a GAIA installation uses
+	// "gaia.connections").
 	Service string
 }
 
-// DefaultService is the keyring service grantwire uses unless told otherwise.
-const DefaultService = "grantwire.connections"
+// Performer answers needs and applies effects for one operation; package host implements
+// it over [Capabilities], and the [Driver] uses it without knowing any kind.
+type Performer interface {
+	// Fetch answers one need. Host failures are answered as {"host_error": ...} facts;
+	// an error is a bug or the caller's cancellation.
+	Fetch(ctx context.Context, n core.Need) (json.RawMessage, error)
+	// Apply applies effects in order, undoing a transaction's earlier effects when one of
+	// them fails. A failed precondition returns an error wrapping ErrConflict; a host
+	// failure returns a *HostError.
+	Apply(ctx context.Context, effects []core.Effect) error
+	// Describe registers a secret argument of the operation ("arg#<name>") and returns its
+	// description.
+	Describe(ref, value string) json.RawMessage
+	// Secret resolves a reference registered during the operation.
+	Secret(ref string) (string, bool)
+	// End releases what the operation still holds (locks, a loopback listener).
+	End()
+}
 
-// Errorf builds a host-side *core.Error (INSECURE_STORE, CORRUPT_LEDGER, ...).
-func Errorf(code, fix, message string) *core.Error {
-	msg := message
-	if fix != "" {
-		msg += "; fix: " + fix
-	}
-	return &core.Error{Code: code, Message: msg, Fix: fix}
+// Host starts operations.
+type Host interface {
+	Begin(op string) Performer
 }

@@ -1,23 +1,32 @@
 # METADATA
 # title: grantwire
 # description: |
-#   The entrypoints of grantwire's core. `decide` routes a query `{op, args, facts, attempt}`
-#   to the decision rule of its operation and always returns a decision (an unknown operation
-#   gets a USAGE error, a query no rule matches gets INTERNAL). `manifest` publishes every
-#   operation with the facts worth fetching before the first question (never the
-#   credential store before a grant decision).
+#   The entrypoints of grantwire's core. `decide` routes a query `{op, args, facts, attempt,
+#   round}` to the decision rule of its operation and always returns a decision: before
+#   routing it turns a host failure (a fact carrying host_error) into the operation's error,
+#   refuses an unreadable or misshapen ledger (CORRUPT_LEDGER naming the file and the fix),
+#   and checks the arguments every operation shares; an unknown operation gets a USAGE
+#   error, a query no rule matches gets INTERNAL. `manifest` publishes every operation with
+#   the facts worth fetching before the first question (never the credential store before a
+#   grant decision), and every error code with its REST status and CLI exit code.
 package grantwire
 
 import data.grantwire.activations
-import data.grantwire.connections
+import data.grantwire.agents
+import data.grantwire.catalog
+import data.grantwire.client
+import data.grantwire.connect
+import data.grantwire.disconnect
 import data.grantwire.errors
+import data.grantwire.facts
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
 import data.grantwire.mcp
 import data.grantwire.scopes
+import data.grantwire.status
 import data.grantwire.step
-import data.grantwire.transport
+import data.grantwire.store
 
 # METADATA
 # title: maximum attempts
@@ -42,24 +51,34 @@ _decision := gate.decision if {
 	_op == "list_activations"
 } else := activations.visible if {
 	_op == "visible_servers"
-} else := connections.disconnect if {
+} else := activations.changes if {
+	_op == "activation_changes"
+} else := disconnect.decision if {
 	_op == "disconnect"
-} else := connections.connect if {
+} else := connect.decision if {
 	_op == "connect"
-} else := connections.configure_client if {
+} else := client.decision if {
 	_op == "configure_client"
-} else := connections.status if {
+} else := status.status if {
 	_op == "status"
-} else := connections.connections if {
+} else := status.connections if {
 	_op == "connections"
+} else := status.test if {
+	_op == "test_connector"
 } else := forwarded.decision if {
 	_op == "import_forwarded"
 } else := mcp.configure if {
 	_op == "configure_mcp"
 } else := mcp.credential if {
 	_op == "credential"
-} else := transport.check_url if {
-	_op == "check_url"
+} else := mcp.list if {
+	_op == "mcp_list"
+} else := agents.list if {
+	_op == "list_agents"
+} else := agents.agent_id if {
+	_op == "agent_id"
+} else := catalog.validate if {
+	_op == "validate_catalog"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -68,17 +87,28 @@ _op_name := _op if is_string(_op)
 
 else := "(missing)"
 
+_facts := object.get(input, "facts", {})
+
 # METADATA
 # title: decide
 # description: |
-#   The decision for input.op; see each operation's package for its rules. Before routing,
-#   every operation's args must be an object without double quotes, backslashes or control
-#   characters, agent ids (agent, grant_agents) 1 to 256 characters without spaces, and
-#   scopes 1 to 512 characters without spaces or commas (USAGE otherwise; checked on an
-#   operation's first question, round 0); more than max_attempts restarts give BUSY.
+#   The decision for input.op; see each operation's package for its rules. Before routing:
+#   a host failure in any fact ends the operation with its error; an unreadable or
+#   misshapen ledger read ends it with CORRUPT_LEDGER (except connectors/state.json, a
+#   mirror the operations handle, agents.json, which the agent registry reports, and any
+#   ledger during disconnect, which must always be possible); args must be an object
+#   without double quotes, backslashes or control characters, agent ids (agent,
+#   grant_agents) valid and scopes valid (USAGE otherwise; checked on an operation's first
+#   question, round 0); more than max_attempts restarts give BUSY.
 # entrypoint: true
 decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not _args_object
+} else := step.fail(errors.host_failure(he), []) if {
+	he := facts.host_errors(_facts)[0]
+} else := step.fail(errors.corrupt_ledger(f.file, store.problem(f)), []) if {
+	_op != "disconnect"
+	some f in _ledger_facts
+	store.problem(f)
 } else := step.fail(errors.usage(_arg_problem), []) if {
 	_round == 0
 	_arg_problem
@@ -90,17 +120,30 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not _known_op
 } else := step.fail(errors.internal(_op_name), [])
 
+# Ledger facts the central check judges (the hot path reads one or two).
+_ledger_facts := [f |
+	some f in _facts
+	is_string(f.ledger)
+	not f.ledger in {store.state_file, store.agents_file}
+]
+
 # The argument rules every operation shares (see package scopes), checked before routing.
 # The values are never echoed: they may be what makes them unsafe to print.
 _arg_problem := "arguments must not contain double quotes, backslashes or control characters" if {
-	not scopes.clean(input.args)
-} else := "an agent id is 1 to 256 characters without spaces" if {
+	not scopes.clean(_checked_args)
+} else := "an agent id is namespaced (builtin:, installed:, native: or custom:<16 hex>:) with a name of 1 to 128 letters, digits and _ . @ + -" if {
 	some a in _agent_args
 	not scopes.valid_agent_id(a)
-} else := "a scope is 1 to 512 characters without spaces or commas" if {
+} else := "a scope is 1 to 512 visible ASCII characters without spaces or commas" if {
 	some s in _scope_args
 	not scopes.valid_scope(s)
 }
+
+# The earlier view an activation watcher passes is ledger content, judged by the ledger
+# check, not by the argument rules.
+_checked_args := object.remove(input.args, ["before"]) if _op == "activation_changes"
+
+else := input.args
 
 _agent_args contains a if {
 	a := input.args.agent
@@ -145,35 +188,40 @@ _arg(name) := {"$arg": name}
 # entrypoint: true
 manifest := {"errors": errors.table, "ops": {
 	"get_access_token": {"prefetch": [
-		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("provider"), _arg("agent")]},
-		{"key": "token", "kind": "token.get", "provider": _arg("provider")},
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("provider"), _arg("agent")]},
 		{"key": "now", "kind": "clock.now"},
 	]},
 	"grant": {"prefetch": [
-		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "agents", "kind": "ledger.read", "ledger": store.agents_file, "path": []},
 	]},
 	"revoke": {"prefetch": [
-		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
-		{"key": "active", "kind": "ledger.get", "ledger": "activations", "path": [_arg("connector"), _arg("agent")]},
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 	]},
 	"list_grants": {"prefetch": []},
 	"activate": {"prefetch": []},
 	"deactivate": {"prefetch": []},
 	"list_activations": {"prefetch": []},
 	"visible_servers": {"prefetch": [
-		{"key": "agent_grants", "kind": "ledger.get", "ledger": "grants", "path": ["*", _arg("agent")]},
-		{"key": "agent_actives", "kind": "ledger.get", "ledger": "activations", "path": ["*", _arg("agent")]},
+		{"key": "grants", "kind": "ledger.read", "ledger": store.grants_file, "path": []},
+		{"key": "actives", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations"]},
 	]},
+	"activation_changes": {"prefetch": []},
 	"disconnect": {"prefetch": []},
 	"connect": {"prefetch": []},
 	"configure_client": {"prefetch": []},
 	"status": {"prefetch": []},
 	"connections": {"prefetch": []},
+	"test_connector": {"prefetch": []},
 	"import_forwarded": {"prefetch": []},
 	"configure_mcp": {"prefetch": []},
 	"credential": {"prefetch": [
-		{"key": "grant", "kind": "ledger.get", "ledger": "grants", "path": [_arg("connector"), _arg("agent")]},
-		{"key": "mcp", "kind": "mcp.get", "connector": _arg("connector")},
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
 	]},
-	"check_url": {"prefetch": []},
+	"mcp_list": {"prefetch": []},
+	"list_agents": {"prefetch": []},
+	"agent_id": {"prefetch": []},
+	"validate_catalog": {"prefetch": []},
 }}

@@ -7,15 +7,19 @@
 #   configuration error before anything is read or written. One-click activation creates a
 #   missing grant (explicit scopes > the agent's declared scopes > ["use"] for an agent that
 #   consumes MCP servers > error) and never overwrites an existing grant. Deactivate keeps
-#   the grant.
+#   the grant. Activating a local MCP server that lacks a required key is recorded, and the
+#   result says what is missing and how to configure it.
 package grantwire.activations
 
+import data.grantwire.agents
 import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.grants
+import data.grantwire.mcp
 import data.grantwire.scopes
 import data.grantwire.step
+import data.grantwire.store
 
 _f := object.get(input, "facts", {})
 
@@ -52,28 +56,26 @@ _guard(op) := errors.usage(concat("", [op, " needs connector and agent (and opti
 		"activations apply to MCP connectors only; ", _c, " is type ",
 		catalog.type_of(_c), " (per-agent access to it is a grant)",
 	]),
-	concat("", ["grantwire grants grant ", _c, " ", scopes.quote(_a), " --scopes <scopes>"]),
+	scopes.grant_cmd(_c, _a, catalog.default_scopes(_c)),
 	{"connector": _c, "type": catalog.type_of(_c)},
 ) if {
 	not catalog.mcp(_c)
 }
 
-_needs := [
-	facts.ledger("grant", "grants", [_c, _a]),
-	facts.ledger("active", "activations", [_c, _a]),
-	facts.agent("agent", _a),
-]
+_needs := array.concat(
+	[
+		grants.grant_need("grant", _c, _a),
+		grants.active_need("active", _c, _a),
+		facts.ledger("mcp", store.mcp_file, []),
+	],
+	agents.needs(_f, "agents"),
+)
 
-_declared := s if {
-	_f.agent.found == true
-	s := _f.agent.connectors[_c]
-	is_array(s)
-}
+_agent := agents.registry(_f, "agents")[_a]
 
-_consumes if {
-	_f.agent.found == true
-	_f.agent.consumes_mcp_servers == true
-}
+_declared := agents.declared(_agent, _c)
+
+_consumes if _agent.consumes_mcp_servers == true
 
 # The scopes of an automatic grant, by precedence.
 _auto_scopes := scopes.sorted(_explicit) if {
@@ -93,23 +95,43 @@ _auto_source := "explicit" if {
 }
 
 _grant_effects := [] if {
-	_f.grant.found == true
-} else := [
-	grants.put(_c, _a, _auto_scopes, _f.grant),
-	grants.changed_event(_c, _a, _auto_scopes),
-]
+	_f.grant.exists == true
+} else := array.concat(
+	grants.write([grants.put_op(_c, _a, _auto_scopes, _f.grant)]),
+	[grants.changed_event(_c, _a, _auto_scopes)],
+)
+
+# The first activation written into a new file gives it its version.
+_version_op := [{"path": ["version"], "value": 1, "expect": {"exists": false}}] if {
+	not _f.active.found == true
+} else := []
 
 _activate_effects := [] if {
-	_f.active.found == true
+	_f.active.exists == true
 	_f.active.value == true
 } else := [
-	{"kind": "ledger.put", "ledger": "activations", "path": [_c, _a], "value": true, "expect": grants.expect(_f.active)},
+	store.write(store.activations_file, array.concat(_version_op, [{
+		"path": grants.activation_path(_c, _a), "value": true,
+		"expect": store.expect(_f.active),
+	}])),
 	grants.activation_event(_c, _a, true),
 ]
 
-_grant_scopes := _f.grant.value if _f.grant.found == true
+_grant_scopes := _f.grant.value if _f.grant.exists == true
 
 else := _auto_scopes
+
+# Required keys of a local MCP server that are not configured.
+_missing_keys := mcp.missing_keys(_c, _f.mcp) if catalog.type_of(_c) == "mcp_server"
+
+else := []
+
+_warnings := [concat("", [
+	_c, " still needs ", concat(", ", _missing_keys), " before it can start; configure it: ",
+	mcp.configure_fix(_c),
+]) |
+	count(_missing_keys) > 0
+]
 
 # METADATA
 # title: activate decision
@@ -120,6 +142,10 @@ activate := step.fail(_guard("activate"), []) if {
 } else := step.need(m) if {
 	m := facts.missing(_f, _needs)
 	count(m) > 0
+} else := step.fail(agents.unusable(_f, "agents"), []) if {
+	not _f.grant.exists == true
+	not _explicit
+	agents.unusable(_f, "agents")
 } else := step.fail(
 	errors.configuration(
 		concat("", [
@@ -131,20 +157,22 @@ activate := step.fail(_guard("activate"), []) if {
 	),
 	[],
 ) if {
-	not _f.grant.found == true
+	not _f.grant.exists == true
 	not _auto_source
 } else := step.done(
 	{
 		"connector": _c, "agent": _a, "active": true,
-		"auto_granted": _f.grant.found != true,
+		"auto_granted": _source != "existing",
 		"grant_source": _source,
 		"scopes": _grant_scopes,
 		"changed": count(_effects) > 0,
+		"missing_keys": _missing_keys,
+		"warnings": _warnings,
 	},
 	_effects,
 )
 
-_source := "existing" if _f.grant.found == true
+_source := "existing" if _f.grant.exists == true
 
 else := _auto_source
 
@@ -157,12 +185,15 @@ _effects := array.concat(_grant_effects, _activate_effects)
 deactivate := step.fail(_guard("deactivate"), []) if {
 	_guard("deactivate")
 } else := step.need(m) if {
-	m := facts.missing(_f, [facts.ledger("active", "activations", [_c, _a])])
+	m := facts.missing(_f, [grants.active_need("active", _c, _a)])
 	count(m) > 0
 } else := step.done({"connector": _c, "agent": _a, "active": false, "changed": false}, []) if {
-	not _f.active.found == true
+	not _f.active.exists == true
 } else := step.done({"connector": _c, "agent": _a, "active": false, "changed": true}, [
-	{"kind": "ledger.delete", "ledger": "activations", "path": [_c, _a], "expect": grants.expect(_f.active)},
+	store.write(store.activations_file, [{
+		"path": grants.activation_path(_c, _a), "delete": true, "prune": true,
+		"expect": store.expect(_f.active),
+	}]),
 	grants.activation_event(_c, _a, false),
 ])
 
@@ -185,9 +216,9 @@ _list_args if object.get(input.args, "connector", null) == null
 
 _list_args if is_string(input.args.connector)
 
-_list_need := facts.ledger("actives", "activations", [_c]) if is_string(_c)
+_list_need := facts.ledger("actives", store.activations_file, ["activations", _c]) if is_string(_c)
 
-else := facts.ledger("actives", "activations", [])
+else := facts.ledger("actives", store.activations_file, ["activations"])
 
 _list_value := facts.value(_f, "actives", {})
 
@@ -207,15 +238,41 @@ visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
 	not _agent_arg
 } else := step.need(m) if {
 	m := facts.missing(_f, [
-		facts.ledger("agent_grants", "grants", ["*", _a]),
-		facts.ledger("agent_actives", "activations", ["*", _a]),
+		facts.ledger("grants", store.grants_file, []),
+		facts.ledger("actives", store.activations_file, ["activations"]),
 	])
 	count(m) > 0
 } else := step.done(
 	{"agent": _a, "servers": sort([c |
-		some c, _ in facts.value(_f, "agent_grants", {})
+		some c, agents_of in facts.value(_f, "grants", {})
+		_ = agents_of[_a]
 		catalog.mcp(c)
-		facts.value(_f, "agent_actives", {})[c] == true
+		facts.value(_f, "actives", {})[c][_a] == true
 	])},
 	[],
 )
+
+# METADATA
+# title: activation_changes decision
+# description: |
+#   The connector.activation.changed events between an earlier view of the activations
+#   (args.before, {connector: {agent: true}}) and the ledger as it is now, for a watcher that
+#   noticed another process change the file; the result is the view to keep for next time.
+# entrypoint: true
+changes := step.fail(errors.usage("activation_changes needs before ({connector: {agent: true}})"), []) if {
+	not is_object(input.args.before)
+} else := step.need(m) if {
+	m := facts.missing(_f, [facts.ledger("actives", store.activations_file, ["activations"])])
+	count(m) > 0
+} else := step.done({"activations": _now}, [grants.activation_event(c, a, v) |
+	some [c, a, v] in _changed
+])
+
+_now := facts.value(_f, "actives", {})
+
+_pairs(m) := {[c, a] | some c, pairs in m; is_object(pairs); some a, v in pairs; v == true}
+
+_changed := sort(array.concat(
+	[[c, a, true] | some [c, a] in (_pairs(_now) - _pairs(input.args.before))],
+	[[c, a, false] | some [c, a] in (_pairs(input.args.before) - _pairs(_now))],
+))

@@ -27,6 +27,9 @@ table := {
 	"INSECURE_STORE": {"status": 500, "exit": 5},
 	"CORRUPT_LEDGER": {"status": 500, "exit": 5},
 	"INSECURE_TRANSPORT": {"status": 502, "exit": 5},
+	"ISSUER_MISMATCH": {"status": 502, "exit": 5},
+	"AUTHORIZATION_TIMEOUT": {"status": 408, "exit": 4},
+	"IO_ERROR": {"status": 500, "exit": 5},
 	"PROVIDER_ERROR": {"status": 502, "exit": 5},
 	"UNKNOWN_CONNECTOR": {"status": 404, "exit": 1},
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
@@ -220,6 +223,38 @@ provider_error(c, status, code) := error(
 )
 
 # METADATA
+# title: provider problem
+# description: The provider answered, but not in a way a connection can be made from.
+provider_problem(c, message, fix) := error(
+	"PROVIDER_ERROR",
+	concat("", [c, ": ", message]),
+	fix,
+	{"connector": c},
+)
+
+# METADATA
+# title: token failure
+# description: |
+#   A token request that failed otherwise than invalid_grant, invalid_client or 401 (see
+#   oauth.response for the kinds). Descriptions a server sent are never repeated.
+token_failure(c, r) := error(
+	"PROVIDER_ERROR",
+	concat("", ["the ", c, " token endpoint ", _failure_text(r)]),
+	"",
+	{"connector": c, "http_status": r.status, "oauth_error": r.error},
+)
+
+_failure_text(r) := concat("", ["could not be reached (", r.detail, ")"]) if {
+	r.kind == "transport"
+} else := "answered non-JSON (status 200)" if {
+	r.kind == "not_json"
+} else := "answered without an access_token" if {
+	r.kind == "no_access_token"
+} else := concat("", ["failed (status ", _decimal(r.status), " ", r.error, ")"]) if {
+	r.kind == "oauth"
+} else := concat("", ["failed (status ", _decimal(r.status), ")"])
+
+# METADATA
 # title: interactive auth required
 # description: Authorization needs a browser and none is available.
 interactive_required(c, list) := error(
@@ -243,6 +278,60 @@ consent_denied(c, code) := error(
 # title: insecure transport
 # description: A URL refused by the transport rule.
 insecure_transport(reason) := error("INSECURE_TRANSPORT", concat("", ["refused URL: ", reason]), "", {"reason": reason})
+
+# METADATA
+# title: corrupt ledger
+# description: |
+#   A ledger that cannot be read is never reset or rewritten: the error names the file, why,
+#   and the command that moves it aside (the ledger then starts empty; nothing else is lost).
+corrupt_ledger(file, reason) := error(
+	"CORRUPT_LEDGER",
+	concat("", ["the ledger ", file, " is unreadable (", reason, "); nothing was changed"]),
+	move_aside(file),
+	{"path": file},
+)
+
+# METADATA
+# title: move aside
+# description: The command that moves an unreadable file aside (quoted for a POSIX shell).
+move_aside(file) := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(concat("", [file, ".corrupt"]))])
+
+# METADATA
+# title: host failure
+# description: |
+#   The host could not do what was asked: no secure credential store (INSECURE_STORE, with
+#   what to install), or a file, lock or listener failed (IO_ERROR).
+host_failure(he) := error(
+	"INSECURE_STORE",
+	concat("", ["no secure credential store is available (", he.detail, "); grantwire never stores secrets in a file"]),
+	object.get(he, "fix", ""),
+	{},
+) if {
+	he.code == "INSECURE_STORE"
+} else := error("IO_ERROR", concat("", ["the host failed: ", he.detail]), object.get(he, "fix", ""), {})
+
+# METADATA
+# title: issuer mismatch
+# description: |
+#   The authorization response names another issuer than the provider's (RFC 9207), or
+#   names none where the provider promises one: a mix-up attack or a misconfiguration.
+#   Nothing was exchanged or stored. The issuer received is never echoed.
+issuer_mismatch(c, cause) := error(
+	"ISSUER_MISMATCH",
+	concat("", ["the ", c, " authorization response ", cause, "; the code was not exchanged and nothing was stored"]),
+	"",
+	{"connector": c},
+)
+
+# METADATA
+# title: authorization timeout
+# description: Nobody completed the authorization in the browser in time; nothing was stored.
+authorization_timeout(c, minutes, list) := error(
+	"AUTHORIZATION_TIMEOUT",
+	concat("", ["no answer from the browser in ", _decimal(minutes), "m; nothing was stored"]),
+	scopes.connect_cmd(c, list),
+	{"connector": c},
+)
 
 # METADATA
 # title: internal

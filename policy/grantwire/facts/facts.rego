@@ -1,13 +1,14 @@
 # METADATA
 # title: Facts and needs
 # description: |
-#   The vocabulary between the core and a shell. A need names a fact kind (a capability of
-#   the host ABI), its parameters, and a key chosen by the policy; the shell stores its
-#   answer under that key in `input.facts`. Operations about one connector use constant keys
-#   ("grant", "conn", "conn@lock", ...); listings build keys from connector ids with "|",
-#   which a catalog id never contains. The same kind read again after a lock uses a
-#   different key, so the core always knows whether a value was read before or after the
-#   lock was taken.
+#   The vocabulary between the core and a host (hostabi/README.md). A need names a primitive
+#   kind, its parameters, and a key chosen by the policy; the host stores its answer under
+#   that key in `input.facts`. Operations about one connector use constant keys ("grant",
+#   "conn", "conn@lock", ...); listings build keys from connector ids with "|", which a
+#   catalog id never contains. The same slot read again after a lock uses a different key,
+#   so the core always knows whether a value was read before or after the lock was taken.
+#   Secrets never reach the core: a need that obtains one answers with its description
+#   {"$ref", "digest", "crc32"}, and effects refer to it with {"$ref": "<key>#<name>"}.
 package grantwire.facts
 
 # METADATA
@@ -17,7 +18,7 @@ key(parts) := concat("|", parts)
 
 # METADATA
 # title: has
-# description: True when the shell has supplied the fact stored under key k.
+# description: True when the host has supplied the fact stored under key k.
 has(f, k) if {
 	_ = f[k]
 }
@@ -34,10 +35,20 @@ found(f, k) if f[k].found == true
 
 # METADATA
 # title: value
-# description: The value of a found ledger fact, or the default d when absent.
-value(f, k, d) := f[k].value if f[k].found == true
+# description: The value of a ledger fact whose entry exists, or the default d.
+value(f, k, d) := f[k].value if f[k].exists == true
 
 else := d
+
+# METADATA
+# title: secret reference
+# description: A reference to a secret the host holds for this operation; the core never sees the value.
+ref(fact_key, name) := {"$ref": concat("#", [fact_key, name])}
+
+# METADATA
+# title: secret argument
+# description: The description of the operation's secret argument name (facts["arg"]), or undefined.
+arg(f, name) := f.arg[name]
 
 # METADATA
 # title: clock
@@ -45,47 +56,53 @@ else := d
 now(k) := {"key": k, "kind": "clock.now"}
 
 # METADATA
-# title: ledger entry
+# title: entropy
+# description: n random bytes, registered as the secret "<k>#value" (BASE64URL, no padding).
+entropy(k, n) := {"key": k, "kind": "entropy", "bytes": n}
+
+# METADATA
+# title: environment variable
+# description: One environment variable; a secret one answers with its description.
+env(k, name, secret) := {"key": k, "kind": "env.get", "name": name, "secret": secret}
+
+# METADATA
+# title: keyring service
+# description: The credential-store service of the host ({service}).
+keyring_info(k) := {"key": k, "kind": "keyring.info"}
+
+# METADATA
+# title: keyring slot
 # description: |
-#   A ledger entry at a path: [connector, agent], [connector] (one connector's map),
-#   ["*", agent] (one agent's entries as {connector → value}) or [] (the whole ledger).
-ledger(k, name, path) := {"key": k, "kind": "ledger.get", "ledger": name, "path": path}
+#   One credential-store slot; fields lists the JSON members that are secrets (answered as
+#   descriptions); fresh:false lets the host answer from its process memory of the slot.
+keyring(k, user, fields, fresh) := {"key": k, "kind": "keyring.get", "user": user, "fields": fields, "fresh": fresh}
 
 # METADATA
-# title: connection
-# description: The stored connection of a provider (metadata and a digest, never a secret).
-connection(k, p) := {"key": k, "kind": "connection.get", "provider": p}
+# title: keyring secret
+# description: One credential-store slot whose whole value is a secret (no JSON parsing).
+keyring_secret(k, user) := {"key": k, "kind": "keyring.get", "user": user, "fresh": true}
 
 # METADATA
-# title: client
-# description: The provider's OAuth client configuration; fresh re-reads the credential store.
-client(k, p, fresh) := {"key": k, "kind": "client.get", "provider": p, "fresh": fresh}
-
-# METADATA
-# title: client slot expectation
+# title: ledger
 # description: |
-#   The precondition for replacing a provider's OAuth client in the credential store, given
-#   the client fact read under the lock: that version, or an empty slot when no client was
-#   found or the client came from the environment (source "env"), which the store does not hold.
-client_expect(fact) := {"version": fact.version} if {
-	fact.found == true
-	object.get(fact, "source", "keyring") != "env"
-} else := {"found": false}
+#   The JSON at path inside a ledger file under the home ([] for the whole document); the
+#   answer says whether the file and the entry exist, with the file's version.
+ledger(k, file, path) := {"key": k, "kind": "ledger.read", "ledger": file, "path": path}
 
 # METADATA
-# title: token
-# description: The shell's in-process access-token cache entry for a provider.
-token(k, p) := {"key": k, "kind": "token.get", "provider": p}
+# title: file digest
+# description: The SHA-256 of a regular file of at most max_bytes ("~/" is the user's home).
+digest(k, path, max_bytes) := {"key": k, "kind": "file.digest", "path": path, "max_bytes": max_bytes}
 
 # METADATA
 # title: lock
-# description: Take the provider's lock, waiting at most wait_ms; the fact is "held" or "busy".
-lock(k, p, wait_ms) := {"key": k, "kind": "lock.acquire", "name": p, "wait_ms": wait_ms}
+# description: Take a named lock, waiting at most wait_ms; the fact is "held" or "busy".
+lock(k, name, wait_ms) := {"key": k, "kind": "lock.acquire", "name": name, "wait_ms": wait_ms}
 
 # METADATA
 # title: lock not held
 # description: |
-#   The lock fact under k is present and is not "held": "busy", or anything else a shell
+#   The lock fact under k is present and is not "held": "busy", or anything else a host
 #   reported. Nothing may be written then; the operation reports BUSY.
 not_held(f, k) if {
 	has(f, k)
@@ -95,38 +112,38 @@ not_held(f, k) if {
 # METADATA
 # title: after lock
 # description: |
-#   Mark a need as read under a lock: the shell fetches it only if the need with key
+#   Mark a need as read under a lock: the host fetches it only if the need with key
 #   lock_key reported "held" (a busy lock skips it, and the core then reports BUSY).
 after(need, lock_key) := object.union(need, {"after": lock_key})
 
 # METADATA
-# title: refresh
+# title: HTTP request
 # description: |
-#   Exchange the stored refresh token whose digest is given at the token endpoint. The shell
-#   refuses with a failed precondition if the store no longer holds that token.
-refresh(k, p, digest) := {"key": k, "kind": "oauth.refresh", "provider": p, "refresh": digest}
+#   One HTTP exchange (request: method, url, headers, form or json, secret_fields,
+#   max_bytes, timeout_ms); redirects are never followed.
+http(k, request) := object.union(request, {"key": k, "kind": "http.request"})
 
 # METADATA
-# title: authorize
-# description: Run the interactive PKCE authorization for a provider with the given scopes.
-authorize(k, p, list) := {"key": k, "kind": "oauth.authorize", "provider": p, "scopes": list}
+# title: committed
+# description: |
+#   Mark a need whose request, once on the wire, must be finished and saved even if the
+#   caller is cancelled (a refresh rotates the token at the server; a code is single use).
+commit(need) := object.union(need, {"commit": true})
 
 # METADATA
-# title: agent
-# description: An agent's declaration from the agent registry.
-agent(k, a) := {"key": k, "kind": "agent.get", "agent": a}
+# title: loopback
+# description: Open this operation's one-shot 127.0.0.1 callback listener ({redirect_uri} or {unavailable}).
+loopback_open(k) := {"key": k, "kind": "loopback.open"}
 
 # METADATA
-# title: MCP server
-# description: An MCP server's configuration (its environment key names, never values).
-mcp(k, c) := {"key": k, "kind": "mcp.get", "connector": c}
+# title: loopback wait
+# description: Show the authorization URL to the user and wait for the callback whose state matches.
+loopback_wait(k, url, state, timeout_ms, connector) := {
+	"key": k, "kind": "loopback.wait", "url": url, "state": state,
+	"timeout_ms": timeout_ms, "connector": connector,
+}
 
 # METADATA
-# title: MCP secrets
-# description: Load an MCP server's environment values for this operation (after the grant check).
-mcp_secrets(k, c) := {"key": k, "kind": "mcp.secrets", "connector": c}
-
-# METADATA
-# title: secret reference
-# description: A reference to a secret the shell holds for this operation; the core never sees the value.
-ref(fact_key, name) := {"$ref": concat("#", [fact_key, name])}
+# title: host failures
+# description: The host_error objects of every fact (a host that could not do what was asked).
+host_errors(f) := [e | some v in f; is_object(v); e := v.host_error]

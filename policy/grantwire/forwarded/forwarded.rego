@@ -2,21 +2,25 @@
 # title: Forwarded connections
 # description: |
 #   `import_forwarded`: a host application that already holds a user's consent forwards a
-#   client id and secret, a refresh token, the granted scopes, the account and the agents to
-#   grant. The forwarded scopes must cover the union of the scopes every listed agent declares
-#   for the connector (a refresh can never widen scope, so re-consent is the only fix), and
-#   every agent must be known; otherwise nothing is written. The client configuration and the
-#   connection are written as one transaction in one hold of the provider's lock, so no
-#   process ever sees a new client next to an old connection; grants follow. Secrets reach
-#   the shell only as references to the operation's arguments.
+#   client id and secret and a refresh token (the operation's secret arguments), the granted
+#   scopes, the account and the agents to grant. The forwarded scopes must cover the union
+#   of the scopes every listed agent declares for the connector (a refresh can never widen
+#   scope, so re-consent is the only fix), every agent must be known, and a provider whose
+#   catalog entry requires a client secret must get one; otherwise nothing is written. The
+#   client configuration and the connection are written as one transaction in one hold of
+#   the provider's lock: if a write fails, the slots already written are put back before the
+#   lock is released, so no process ever sees a new client next to an old connection. Grants
+#   follow.
 package grantwire.forwarded
 
+import data.grantwire.agents
 import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.grants
 import data.grantwire.scopes
 import data.grantwire.step
+import data.grantwire.store
 
 _f := object.get(input, "facts", {})
 
@@ -29,40 +33,41 @@ _p := _args.provider
 # description: How long an import waits for the provider's lock before BUSY.
 lock_wait_ms := 5000
 
-_valid_args if {
-	is_string(_p)
-	is_string(_args.client_id_hash)
-	count(_args.client_id_hash) == 8
-	is_boolean(_args.has_client_secret)
-	is_array(_args.scopes)
-	every s in _args.scopes {
+_str_list(xs) if {
+	is_array(xs)
+	every s in xs {
 		is_string(s)
 	}
-	is_string(_args.account_email)
-	is_array(_args.grant_agents)
-	every a in _args.grant_agents {
-		is_string(a)
-	}
 }
+
+_valid_args if {
+	is_string(_p)
+	_str_list(_args.scopes)
+	is_string(_args.account_email)
+	_str_list(_args.grant_agents)
+	_account_type_ok
+}
+
+_account_type_ok if not _args.account_type
+
+_account_type_ok if is_string(_args.account_type)
+
+_id := facts.arg(_f, "client_id")
+
+_secret := facts.arg(_f, "client_secret")
+
+_refresh := facts.arg(_f, "refresh_token")
 
 _agents := scopes.sorted(_args.grant_agents)
 
 _forwarded := scopes.sorted(_args.scopes)
 
-_agent_key(a) := facts.key(["agent", a])
+_registry := agents.registry(_f, "agents")
 
-_grant_key(a) := facts.key(["grant", a])
-
-_agent_needs := array.concat(
-	[facts.agent(_agent_key(a), a) | some a in _agents],
-	[facts.ledger(_grant_key(a), "grants", [_p, a]) | some a in _agents],
-)
-
-_unknown := [a | some a in _agents; not _f[_agent_key(a)].found == true]
+_unknown := [a | some a in _agents; not _registry[a]]
 
 _declared(a) := s if {
-	s := _f[_agent_key(a)].connectors[_p]
-	is_array(s)
+	s := agents.declared(_registry[a], _p)
 } else := []
 
 # METADATA
@@ -77,77 +82,109 @@ _agent_scopes(a) := scopes.sorted(_declared(a)) if count(_declared(a)) > 0
 
 else := _forwarded
 
-_locked_needs := [
-	facts.lock("lock", _p, lock_wait_ms),
-	facts.after(facts.client("client@lock", _p, true), "lock"),
-	facts.after(facts.connection("conn@lock", _p), "lock"),
-	facts.after(facts.now("now@lock"), "lock"),
-]
+_grant_key(a) := facts.key(["grant", a])
 
-_version_expect(fact) := {"version": fact.version} if fact.found == true
+_locked_needs := array.concat(
+	[
+		facts.lock("lock", _p, lock_wait_ms),
+		facts.after(facts.keyring("client@lock", store.client_user(_p), [], true), "lock"),
+		facts.after(facts.keyring("conn@lock", store.conn_user(_p), ["refresh_token"], true), "lock"),
+		facts.after(facts.keyring("token@lock", store.token_user(_p), [], true), "lock"),
+		facts.after(facts.now("now@lock"), "lock"),
+		facts.after(facts.ledger("state@lock", store.state_file, [_p]), "lock"),
+	],
+	[facts.after(grants.grant_need(_grant_key(a), _p, a), "lock") | some a in _agents],
+)
 
-else := {"found": false}
+_hash := _id.crc32
 
-_secret := facts.ref("arg", "client_secret") if _args.has_client_secret == true
+_secret_value := {"$ref": _secret["$ref"]} if _secret
 
-else := null
+else := ""
 
 _account_type := _args.account_type if is_string(_args.account_type)
 
 else := t if {
-	_f["conn@lock"].found == true
-	t := _f["conn@lock"].account_type
+	c := store.connection(_f["conn@lock"])
+	c.valid == true
+	t := c.account_type
 	is_string(t)
 } else := null
 
-_tx := step.tx([
-	{
-		"kind": "client.put", "provider": _p,
-		"client_id": facts.ref("arg", "client_id"), "client_secret": _secret,
-		"client_id_hash": _args.client_id_hash, "tenant": null,
-		"expect": facts.client_expect(_f["client@lock"]),
-	},
-	{
-		"kind": "connection.put", "provider": _p, "account": _args.account_email,
-		"account_type": _account_type,
-		"scopes": _forwarded, "connected_at": _f["now@lock"],
-		"client_id_hash": _args.client_id_hash, "tenant": null,
-		"refresh": facts.ref("arg", "refresh_token"),
-		"expect": _version_expect(_f["conn@lock"]),
-	},
-	{"kind": "token.delete", "provider": _p},
-])
+_now := _f["now@lock"]
 
-_grant_effects := [e |
-	some a in _agents
-	some e in [
-		grants.put(_p, a, _agent_scopes(a), _f[_grant_key(a)]),
-		grants.changed_event(_p, a, _agent_scopes(a)),
-	]
+_tx := [
+	step.undo(
+		{
+			"kind": "keyring.set", "user": store.client_user(_p),
+			"value": {"client_id": {"$ref": _id["$ref"]}, "client_secret": _secret_value},
+			"expect": store.slot_expect(_f["client@lock"]),
+		},
+		store.restore("client@lock", store.client_user(_p), _f["client@lock"]),
+	),
+	step.undo(
+		{
+			"kind": "keyring.set", "user": store.conn_user(_p),
+			"value": store.conn_blob(_args.account_email, _forwarded, _now, _hash, null, _account_type, {"$ref": _refresh["$ref"]}),
+			"expect": store.slot_expect(_f["conn@lock"]),
+		},
+		store.restore("conn@lock", store.conn_user(_p), _f["conn@lock"]),
+	),
+	step.undo(store.drop_token(_p), store.restore("token@lock", store.token_user(_p), _f["token@lock"])),
+]
+
+_mirror := [store.write(store.state_file, [{"path": [_p], "value": store.state_entry(_args.account_email, _forwarded, _now, _hash, null)}])] if {
+	not store.problem(_f["state@lock"])
+} else := []
+
+_grant_effects := array.concat(
+	grants.write([grants.put_op(_p, a, _agent_scopes(a), _f[_grant_key(a)]) | some a in _agents]),
+	[grants.changed_event(_p, a, _agent_scopes(a)) | some a in _agents],
+)
+
+_warnings := [concat("", [
+	_f["state@lock"].file, " is unreadable, so it was not updated (it only mirrors connections for listings): ",
+	errors.move_aside(_f["state@lock"].file),
+]) |
+	store.problem(_f["state@lock"])
 ]
 
 # METADATA
 # title: import_forwarded decision
-# description: Check the scope union and the agents, then write client and connection under the lock.
+# description: Check the secrets, the agents and the scope union, then write client and connection under the lock.
 # entrypoint: true
 decision := step.fail(
-	errors.usage("import_forwarded needs provider, client_id_hash, has_client_secret, scopes, account_email and grant_agents"),
+	errors.usage("import_forwarded needs provider, scopes, account_email, grant_agents (and optional account_type), with client_id and refresh_token as secret arguments"),
 	[],
 ) if {
 	not _valid_args
 } else := step.fail(errors.unknown_connector(_p), []) if {
 	not catalog.known(_p)
 } else := step.fail(
-	errors.configuration(
-		concat("", [_p, " is not an OAuth provider; only OAuth connections can be forwarded"]),
-		"", {"connector": _p},
-	),
+	errors.configuration(concat("", [_p, " is not an OAuth provider; only OAuth connections can be forwarded"]), "", {"connector": _p}),
 	[],
 ) if {
 	not catalog.oauth(_p)
+} else := step.fail(errors.usage("import_forwarded needs the client id and the refresh token (secret arguments client_id and refresh_token)"), []) if {
+	not _id
+} else := step.fail(errors.usage("import_forwarded needs the refresh token (secret argument refresh_token)"), []) if {
+	not _refresh
+} else := step.fail(
+	errors.configuration(
+		concat("", [_p, " requires a client secret, and none was forwarded"]),
+		concat("", ["grantwire import ", _p, " --from-stdin"]),
+		{"connector": _p, "missing": "client_secret"},
+	),
+	[],
+) if {
+	catalog.connectors[_p].client_secret_required == true
+	not _secret
 } else := step.need(m) if {
-	m := facts.missing(_f, _agent_needs)
+	m := agents.needs(_f, "agents")
 	count(m) > 0
+} else := step.fail(agents.unusable(_f, "agents"), []) if {
+	count(_agents) > 0
+	agents.unusable(_f, "agents")
 } else := step.fail(errors.unknown_agents(_unknown), []) if {
 	count(_unknown) > 0
 } else := step.fail(errors.scope_mismatch(_p, _missing, scopes.union(required, _forwarded)), []) if {
@@ -160,10 +197,14 @@ decision := step.fail(
 } else := step.done(
 	{
 		"provider": _p, "account_email": _args.account_email, "scopes": _forwarded,
-		"connected_at": _f["now@lock"], "grant_agents": _agents, "forwarded": true,
+		"connected_at": _now, "grant_agents": _agents, "forwarded": true,
+		"warnings": _warnings,
 	},
-	array.concat(array.concat(_tx, _grant_effects), [{
-		"kind": "event.emit", "type": "connector.configured",
-		"payload": {"connector_id": _p, "account_id": _args.account_email},
-	}]),
+	array.concat(
+		array.concat(_tx, _mirror),
+		array.concat(_grant_effects, [{
+			"kind": "event.emit", "type": "connector.configured",
+			"payload": {"connector_id": _p, "account_id": _args.account_email},
+		}]),
+	),
 )

@@ -6,22 +6,26 @@
 #   tripwire (REAUTH_REQUIRED, TENANT_MISMATCH, BUSY), the connection layer
 #   (CONNECTION_MISSING_SCOPES), then a cached access token valid for more than 60 s, else a
 #   refresh under the provider's lock. The grant is checked before anything else is read:
-#   the first question carries only the grant, the token cache and the clock, and the
-#   connection and client are asked for only once the grant layer has passed, so an
-#   ungranted agent learns nothing about the connection and never touches the keyring.
+#   the first question carries only the grant and the clock, and the credential store is
+#   read only once the grant layer has passed, so an ungranted agent learns nothing about the
+#   connection and never touches the keyring.
 #
-#   Phase A judges facts read without the lock (two questions, one keyring round, on the
-#   hot path). Phase B takes the
-#   provider's lock and judges facts re-read under it: a stale connection is cleared only
-#   there, and a refresh happens only there, so two processes never refresh with the same
-#   token and a caller that waited for another's refresh finds the fresh token cached.
+#   Phase A judges facts read without the lock (two questions, one round of keyring reads,
+#   on the hot path). Phase B takes the provider's lock and judges facts re-read under it: a
+#   stale connection is cleared only there, and a refresh happens only there, so two
+#   processes never refresh with the same token, and a caller that waited for another's
+#   refresh finds the fresh token stored. A refresh, once sent, is committed: its rotated
+#   refresh token is saved even if the caller gives up (the server has already rotated).
 package grantwire.gate
 
 import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
+import data.grantwire.oauth
 import data.grantwire.scopes
 import data.grantwire.step
+import data.grantwire.store
+import data.grantwire.transport
 import data.grantwire.tripwire
 
 # METADATA
@@ -38,11 +42,6 @@ tripwire_wait_ms := 500
 # title: refresh lock wait
 # description: How long a refresh waits for the provider's lock (another caller may be refreshing).
 refresh_wait_ms := 15000
-
-# METADATA
-# title: default token lifetime
-# description: The lifetime assumed when the token endpoint gives no positive expires_in (seconds).
-default_expires_in := 3600
 
 _f := object.get(input, "facts", {})
 
@@ -65,69 +64,57 @@ _valid_args if {
 # METADATA
 # title: prefetch
 # description: |
-#   The facts read before the first question: the agent's grant, and the process's token
-#   cache and clock (memory only). Nothing from the credential store is read until the
-#   grant layer has passed, so an ungranted agent can never make the keyring prompt, fail
-#   or even be consulted.
+#   The facts read before the first question: the agent's grant and the clock. Nothing from
+#   the credential store is read until the grant layer has passed, so an ungranted agent can
+#   never make the keyring prompt, fail or even be consulted.
 prefetch := [
-	facts.ledger("grant", "grants", [_p, _a]),
-	facts.token("token", _p),
+	facts.ledger("grant", store.grants_file, [_p, _a]),
 	facts.now("now"),
 ]
 
 # METADATA
 # title: connection facts
-# description: The facts read once the grant layer has passed (the stored connection and the client configuration).
-connection_needs := [
-	facts.connection("conn", _p),
-	facts.client("client", _p, false),
-]
+# description: |
+#   The facts read once the grant layer has passed: the stored connection, the client
+#   configuration and the cached access token (these two may come from the process's memory
+#   of their slots; the connection is always read from the store).
+connection_needs := array.concat(
+	[store.conn_need("conn", _p), store.token_need("token", _p)],
+	store.client_needs("client", _p, false),
+)
 
 # Cheaper than building the needs on the hot path (and than facts.has calls).
 _prefetched if {
 	_ = _f.grant
-	_ = _f.token
 	_ = _f.now
 }
 
 _connection_read if {
 	_ = _f.conn
-	_ = _f.client
+	_ = _f.token
+	_ = _f["client@env_secret"]
 }
 
 _held := facts.value(_f, "grant", [])
 
 _granted if {
-	_f.grant.found == true
+	_f.grant.exists == true
 	scopes.covers(_held, _req)
 }
 
-_conn := _f.conn
+_conn := store.connection(_f.conn)
 
-_scopes_of(c) := c.scopes if is_array(c.scopes)
+_client := store.client(_f, "client@fresh", _p) if store.client_read(_f, "client@fresh")
 
-else := []
-
-# The client configuration phase A is judged against: the fresh read when one was asked
-# for, the shell's (possibly cached) configuration otherwise.
-_client := _f["client@fresh"] if facts.has(_f, "client@fresh")
-
-else := _f.client
+else := store.client(_f, "client", _p)
 
 _verdict_a := tripwire.verdict(_conn, _client)
 
-_token_valid(t, conn, now) if {
-	t.found == true
-	t.expires_at - now > margin_ms
-	t.client_id_hash == conn.client_id_hash
-	t.connected_at == conn.connected_at
-}
-
-_cached(k, conn) := {
+_result(t, conn) := {
 	"provider": _p,
-	"access_token": facts.ref(k, "access_token"),
-	"expires_at": _f[k].expires_at,
-	"scopes": scopes.sorted(_scopes_of(conn)),
+	"access_token": {"$ref": t.token["$ref"]},
+	"expires_at": t.expires_at,
+	"scopes": scopes.sorted(conn.scopes),
 }
 
 # METADATA
@@ -139,10 +126,7 @@ decision := step.fail(errors.usage("get_access_token needs provider (connector i
 } else := step.fail(errors.unknown_connector(_p), []) if {
 	not catalog.known(_p)
 } else := step.fail(
-	errors.configuration(
-		concat("", [_p, " is an MCP connector; access tokens exist only for OAuth connectors"]),
-		concat("", ["grantwire mcp credential ", _p, " --agent ", scopes.quote(_a)]), {"connector": _p},
-	),
+	errors.configuration(concat("", [_p, " is an MCP connector; access tokens exist only for OAuth connectors"]), "", {"connector": _p}),
 	[],
 ) if {
 	not catalog.oauth(_p)
@@ -159,9 +143,9 @@ decision := step.fail(errors.usage("get_access_token needs provider (connector i
 # The tripwire verdict "ok" (the hot path) is judged first.
 _phase_a := _phase_a_ok if {
 	_verdict_a == "ok"
-} else := step.need([facts.client("client@fresh", _p, true)]) if {
+} else := step.need(store.client_needs("client@fresh", _p, true)) if {
 	_verdict_a in tripwire.resolvable
-	not facts.has(_f, "client@fresh")
+	not store.client_read(_f, "client@fresh")
 } else := step.fail(_no_client, []) if {
 	_verdict_a == "no_client"
 } else := _phase_b(tripwire_wait_ms) if {
@@ -169,10 +153,10 @@ _phase_a := _phase_a_ok if {
 }
 
 # Phase A with a valid connection issued under the current client.
-_phase_a_ok := step.fail(errors.connection_missing_scopes(_p, _a, _req, _scopes_of(_conn)), []) if {
-	not scopes.covers(_scopes_of(_conn), _req)
-} else := step.done(_cached("token", _conn), []) if {
-	_token_valid(_f.token, _conn, _f.now)
+_phase_a_ok := step.fail(errors.connection_missing_scopes(_p, _a, _req, _conn.scopes), []) if {
+	not scopes.covers(_conn.scopes, _req)
+} else := step.done(_result(t, _conn), []) if {
+	t := store.token(_f.token, _conn, _f.now, margin_ms)
 } else := _phase_b(refresh_wait_ms)
 
 _no_client := errors.configuration(
@@ -181,13 +165,16 @@ _no_client := errors.configuration(
 	{"connector": _p},
 )
 
-_locked_needs(wait) := [
-	facts.lock("lock", _p, wait),
-	facts.after(facts.connection("conn@lock", _p), "lock"),
-	facts.after(facts.client("client@lock", _p, true), "lock"),
-	facts.after(facts.token("token@lock", _p), "lock"),
-	facts.after(facts.now("now@lock"), "lock"),
-]
+_locked_needs(wait) := array.concat(
+	[
+		facts.lock("lock", _p, wait),
+		facts.after(store.conn_need("conn@lock", _p), "lock"),
+		facts.after(facts.keyring("token@lock", store.token_user(_p), ["access_token"], true), "lock"),
+		facts.after(facts.now("now@lock"), "lock"),
+		facts.after(facts.ledger("state@lock", store.state_file, [_p]), "lock"),
+	],
+	[facts.after(n, "lock") | some n in store.client_needs("client@lock", _p, true)],
+)
 
 _phase_b(wait) := step.fail(errors.busy(_p), []) if {
 	facts.not_held(_f, "lock")
@@ -196,95 +183,151 @@ _phase_b(wait) := step.fail(errors.busy(_p), []) if {
 	count(m) > 0
 } else := step.fail(errors.not_connected(_p, _req), []) if {
 	not _lconn.found == true
-} else := _locked(tripwire.verdict(_lconn, _f["client@lock"]))
+} else := _locked(tripwire.verdict(_lconn, _lclient))
 
-_lconn := _f["conn@lock"]
+_lconn := store.connection(_f["conn@lock"])
 
-_clear(reason) := [
-	{"kind": "connection.delete", "provider": _p, "expect": {"version": _lconn.version}},
-	{"kind": "token.delete", "provider": _p},
-	{
+_lclient := store.client(_f, "client@lock", _p)
+
+# METADATA
+# title: clear a connection
+# description: |
+#   The effects that clear a provider's connection read under its lock (only if it is still
+#   that version): the connection and its cached access token are deleted, its state.json
+#   mirror is removed (unless state.json is unreadable), and connector.connection.cleared
+#   says why.
+clear(p, conn, state, reason) := array.concat(
+	[
+		{"kind": "keyring.delete", "user": store.conn_user(p), "expect": {"version": conn.version}},
+		store.drop_token(p),
+	],
+	array.concat(mirror_delete(p, state), [{
 		"kind": "event.emit", "type": "connector.connection.cleared",
-		"payload": {"connector_id": _p, "reason": reason},
-	},
-]
+		"payload": {"connector_id": p, "reason": reason},
+	}]),
+)
 
-_reconnect_scopes := scopes.union(_scopes_of(_lconn), _req)
+# METADATA
+# title: remove the mirror
+# description: Remove a provider's entry from state.json (nothing when it has none or state.json is unreadable).
+mirror_delete(p, state) := [store.write(store.state_file, [{"path": [p], "delete": true}])] if {
+	state.exists == true
+	not store.problem(state)
+} else := []
+
+_reconnect_scopes := scopes.union(_lconn.scopes, _req) if _lconn.valid == true
+
+else := _req
 
 _locked(v) := step.fail(
-	errors.reauth_required(_p, "the stored connection was not valid JSON and has been cleared", _req),
-	_clear("corrupt"),
+	errors.reauth_required(_p, "the stored connection was not valid and has been cleared", _req),
+	clear(_p, _lconn, _f["state@lock"], "corrupt"),
 ) if {
 	v == "corrupt"
 } else := step.fail(_no_client, []) if {
 	v == "no_client"
 } else := step.fail(
 	errors.reauth_required(_p, "the OAuth client was rotated; the stale connection has been cleared", _reconnect_scopes),
-	_clear("client_rotated"),
+	clear(_p, _lconn, _f["state@lock"], "client_rotated"),
 ) if {
 	v == "client"
 } else := step.fail(
-	errors.tenant_mismatch(_p, _lconn.tenant, _f["client@lock"].tenant, _reconnect_scopes),
-	_clear("tenant_mismatch"),
+	errors.tenant_mismatch(_p, _lconn.tenant, _lclient.tenant, _reconnect_scopes),
+	clear(_p, _lconn, _f["state@lock"], "tenant_mismatch"),
 ) if {
 	v == "tenant"
-} else := step.fail(errors.connection_missing_scopes(_p, _a, _req, _scopes_of(_lconn)), []) if {
-	not scopes.covers(_scopes_of(_lconn), _req)
-} else := step.done(_cached("token@lock", _lconn), []) if {
-	_token_valid(_f["token@lock"], _lconn, _f["now@lock"])
-} else := step.need([facts.refresh("refresh", _p, _lconn.refresh)]) if {
+} else := step.fail(errors.connection_missing_scopes(_p, _a, _req, _lconn.scopes), []) if {
+	not scopes.covers(_lconn.scopes, _req)
+} else := step.done(_result(t, _lconn), []) if {
+	t := store.token(_f["token@lock"], _lconn, _f["now@lock"], margin_ms)
+} else := step.fail(errors.insecure_transport(oauth.endpoint_problem(_p, "token_url", _lclient.tenant)), []) if {
+	not transport.allowed(oauth.endpoint(_p, "token_url", _lclient.tenant))
+} else := step.need([oauth.refresh_need("refresh", _p, _lclient, {"$ref": _lconn.refresh["$ref"]})]) if {
 	not facts.has(_f, "refresh")
-} else := _refreshed(_f.refresh)
+} else := _refreshed(oauth.response(_f.refresh))
 
-_expires_in(r) := r.expires_in if {
-	is_number(r.expires_in)
-	r.expires_in > 0
-	r.expires_in == floor(r.expires_in)
-} else := default_expires_in
+_expires_at(r) := _f["now@lock"] + (r.expires_in * 1000)
 
-_expires_at(r) := _f["now@lock"] + (_expires_in(r) * 1000)
+# The scopes the connection holds after a refresh: what the server said it granted, or
+# what was stored when it said nothing.
+_held_after(r) := r.scope if is_array(r.scope)
 
-_refreshed(r) := step.done(
+else := _lconn.scopes
+
+_rotated(r) if {
+	is_object(r.refresh)
+	r.refresh.digest != _lconn.refresh.digest
+}
+
+# The connection blob is rewritten (only if it is still the version read under the lock)
+# when the server rotated the refresh token or changed the granted scopes.
+_save(r) := [{
+	"kind": "keyring.set", "user": store.conn_user(_p),
+	"value": object.union(_lconn.blob, {
+		"refresh_token": _new_refresh(r),
+		"scopes": _held_after(r),
+	}),
+	"expect": {"version": _lconn.version},
+}] if {
+	_changed(r)
+} else := []
+
+_changed(r) if _rotated(r)
+
+_changed(r) if scopes.sorted(_held_after(r)) != scopes.sorted(_lconn.scopes)
+
+_new_refresh(r) := {"$ref": r.refresh["$ref"]} if _rotated(r)
+
+else := {"$ref": _lconn.refresh["$ref"]}
+
+_token_effect(r) := store.put_token(
+	_p, {"$ref": r.access["$ref"]}, _expires_at(r),
+	_lconn.client_id_hash, _lconn.connected_at,
+)
+
+_refreshed(r) := step.fail(
+	errors.connection_missing_scopes(_p, _a, _req, _held_after(r)),
+	array.concat(_save(r), [_token_effect(r)]),
+) if {
+	r.ok == true
+	not scopes.covers(_held_after(r), _req)
+} else := step.done(
 	{
 		"provider": _p,
-		"access_token": facts.ref("refresh", "access_token"),
+		"access_token": {"$ref": r.access["$ref"]},
 		"expires_at": _expires_at(r),
-		"scopes": scopes.sorted(_scopes_of(_lconn)),
+		"scopes": scopes.sorted(_held_after(r)),
 	},
-	array.concat(_rotation(r), [{
-		"kind": "token.put", "provider": _p,
-		"access": facts.ref("refresh", "access_token"),
-		"expires_at": _expires_at(r),
-		"client_id_hash": _lconn.client_id_hash,
-		"connected_at": _lconn.connected_at,
-	}]),
+	array.concat(_save(r), [_token_effect(r)]),
 ) if {
-	r.status == 200
-} else := step.fail(errors.connection_revoked(_p, _reconnect_scopes), [
-	{"kind": "connection.delete", "provider": _p, "expect": {"refresh": _lconn.refresh}},
-	{"kind": "token.delete", "provider": _p},
-	{
-		"kind": "event.emit", "type": "connector.connection.cleared",
-		"payload": {"connector_id": _p, "reason": "invalid_grant"},
-	},
-]) if {
-	r.status == 400
+	r.ok == true
+} else := step.fail(
+	errors.connection_revoked(_p, _reconnect_scopes),
+	clear(_p, _lconn, _f["state@lock"], "invalid_grant"),
+) if {
+	r.kind == "oauth"
 	r.error == "invalid_grant"
+} else := step.fail(_invalid_client, []) if {
+	r.kind == "oauth"
+	r.error == "invalid_client"
 } else := step.fail(
 	errors.reauth_required(_p, "the token endpoint answered 401; nothing was deleted", _reconnect_scopes),
 	[],
 ) if {
 	r.status == 401
-} else := step.fail(errors.provider_error(_p, r.status, r.error), []) if {
-	is_number(r.status)
-	is_string(r.error)
-} else := step.fail(errors.provider_error(_p, 0, "malformed response"), [])
+} else := step.fail(errors.token_failure(_p, r), [])
 
-# A rotated refresh token replaces the stored one only if the store still holds the one sent.
-_rotation(r) := [{
-	"kind": "connection.set_refresh", "provider": _p,
-	"refresh": facts.ref("refresh", "refresh_token"),
-	"expect": {"refresh": _lconn.refresh},
-}] if {
-	r.rotated == true
-} else := []
+_invalid_client := errors.configuration(
+	concat("", [
+		"the ", _p, " token endpoint refused the OAuth client (invalid_client) and no client secret is configured; ",
+		"this provider needs the client's secret",
+	]),
+	concat("", ["grantwire configure ", _p, " --client-id <id> --client-secret-stdin"]),
+	{"connector": _p, "missing": "client_secret"},
+) if {
+	not _lclient.has_secret == true
+} else := errors.configuration(
+	concat("", ["the ", _p, " token endpoint refused the OAuth client's credentials (invalid_client)"]),
+	concat("", ["grantwire configure ", _p, " --client-id <id> --client-secret-stdin"]),
+	{"connector": _p},
+)

@@ -5,14 +5,17 @@
 #   `grant` replaces the pair's scopes (stored sorted and without duplicates), `revoke`
 #   removes the pair and its activation (idempotent), `list_grants` reads the ledger. Every
 #   change emits connector.grant.changed, and every write names the entry it expects to
-#   replace, so concurrent writers never lose an update.
+#   replace, so concurrent writers never lose an update. A grant of a scope the catalog does
+#   not list for the connector, or to an agent no registry knows, is made but warned about.
 package grantwire.grants
 
+import data.grantwire.agents
 import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.scopes
 import data.grantwire.step
+import data.grantwire.store
 
 _f := object.get(input, "facts", {})
 
@@ -34,13 +37,6 @@ _scope_list if {
 }
 
 # METADATA
-# title: expectation
-# description: The precondition that a ledger entry is still what the fact said.
-expect(fact) := {"found": true, "value": fact.value} if fact.found == true
-
-else := {"found": false}
-
-# METADATA
 # title: grant changed event
 # description: connector.grant.changed for a pair (empty scopes when revoked).
 changed_event(c, a, list) := {
@@ -57,16 +53,56 @@ activation_event(c, a, active) := {
 }
 
 # METADATA
-# title: put grant effect
-# description: Write a grant if the entry is still as read.
-put(c, a, list, fact) := {
-	"kind": "ledger.put", "ledger": "grants", "path": [c, a],
-	"value": list, "expect": expect(fact),
-}
+# title: put grant op
+# description: The ledger op that writes a grant if the entry is still as the fact read it.
+put_op(c, a, list, fact) := {"path": [c, a], "value": list, "expect": store.expect(fact)}
 
-_pair_needs := [facts.ledger("grant", "grants", [_c, _a]), facts.ledger("active", "activations", [_c, _a])]
+# METADATA
+# title: grants write
+# description: One write of the grants ledger with the given ops (none when the list is empty).
+write(ops) := [store.write(store.grants_file, ops)] if count(ops) > 0
+
+else := []
+
+# METADATA
+# title: activation path
+# description: The path of a pair in the activations ledger.
+activation_path(c, a) := ["activations", c, a]
+
+# METADATA
+# title: grant entry need
+# description: The need that reads a pair's grant.
+grant_need(k, c, a) := facts.ledger(k, store.grants_file, [c, a])
+
+# METADATA
+# title: activation entry need
+# description: The need that reads a pair's activation.
+active_need(k, c, a) := facts.ledger(k, store.activations_file, activation_path(c, a))
 
 _new := scopes.sorted(input.args.scopes)
+
+# Scopes a catalog that lists available scopes does not offer.
+_unlisted := [s | some s in _new; not s in object.get(catalog.connectors[_c], "available_scopes", _new)]
+
+_warnings := array.concat(
+	[concat("", [
+		"the catalog does not list ", concat(" ", _unlisted), " for ", _c,
+		"; a scope is an exact, case-sensitive string (grantwire catalog ", _c, ")",
+	]) |
+		count(_unlisted) > 0
+	],
+	[concat("", [
+		"no agent registry knows ", scopes.quote(_a),
+		"; check the id (grantwire agents list)",
+	]) |
+		not _known_agent
+	],
+)
+
+_known_agent if _ = agents.registry(_f, "agents")[_a]
+
+# An unusable agents.json does not block a grant; the warning says the agent is unknown.
+_registry_needs := agents.needs(_f, "agents")
 
 # METADATA
 # title: grant decision
@@ -79,14 +115,17 @@ grant := step.fail(errors.usage("grant needs connector, agent and scopes (array 
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.need(m) if {
-	m := facts.missing(_f, [facts.ledger("grant", "grants", [_c, _a])])
+	m := array.concat(facts.missing(_f, [grant_need("grant", _c, _a)]), _registry_needs)
 	count(m) > 0
 } else := step.done(_grant_result(false), []) if {
-	_f.grant.found == true
+	_f.grant.exists == true
 	_f.grant.value == _new
-} else := step.done(_grant_result(true), [put(_c, _a, _new, _f.grant), changed_event(_c, _a, _new)])
+} else := step.done(_grant_result(true), array.concat(
+	write([put_op(_c, _a, _new, _f.grant)]),
+	[changed_event(_c, _a, _new)],
+))
 
-_grant_result(changed) := {"connector": _c, "agent": _a, "scopes": _new, "changed": changed}
+_grant_result(changed) := {"connector": _c, "agent": _a, "scopes": _new, "changed": changed, "warnings": _warnings}
 
 # METADATA
 # title: revoke decision
@@ -99,7 +138,7 @@ revoke := step.fail(errors.usage("revoke needs connector and agent"), []) if {
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.need(m) if {
-	m := facts.missing(_f, _pair_needs)
+	m := facts.missing(_f, [grant_need("grant", _c, _a), active_need("active", _c, _a)])
 	count(m) > 0
 } else := step.done(
 	{"connector": _c, "agent": _a, "changed": count(_revoke_effects) > 0},
@@ -109,17 +148,20 @@ revoke := step.fail(errors.usage("revoke needs connector and agent"), []) if {
 _revoke_effects := array.concat(_revoke_grant, _revoke_activation)
 
 _revoke_grant := [
-	{"kind": "ledger.delete", "ledger": "grants", "path": [_c, _a], "expect": expect(_f.grant)},
+	store.write(store.grants_file, [{"path": [_c, _a], "delete": true, "prune": true, "expect": store.expect(_f.grant)}]),
 	changed_event(_c, _a, []),
 ] if {
-	_f.grant.found == true
+	_f.grant.exists == true
 } else := []
 
 _revoke_activation := [
-	{"kind": "ledger.delete", "ledger": "activations", "path": [_c, _a], "expect": expect(_f.active)},
+	store.write(store.activations_file, [{
+		"path": activation_path(_c, _a), "delete": true, "prune": true,
+		"expect": store.expect(_f.active),
+	}]),
 	activation_event(_c, _a, false),
 ] if {
-	_f.active.found == true
+	_f.active.exists == true
 } else := []
 
 # METADATA
@@ -141,9 +183,9 @@ _list_args if object.get(input.args, "connector", null) == null
 
 _list_args if is_string(input.args.connector)
 
-_list_need := facts.ledger("grants", "grants", [_c]) if is_string(_c)
+_list_need := facts.ledger("grants", store.grants_file, [_c]) if is_string(_c)
 
-else := facts.ledger("grants", "grants", [])
+else := facts.ledger("grants", store.grants_file, [])
 
 _list_value := facts.value(_f, "grants", {})
 

@@ -60,30 +60,80 @@ _escaped(m) if {
 	contains(m, e)
 }
 
+# A visible word: 1 to limit ASCII characters without spaces. The byte length comes from
+# the base64 encoding (four characters per three bytes, less the padding) and equals the
+# character count only for ASCII; clean(args) has already refused control characters,
+# quotes and backslashes. No regular expression: OPA's Wasm runtime compiles one on every
+# evaluation.
 _word(s, limit) if {
 	is_string(s)
-	count(s) > 0
-	count(s) <= limit
+	n := count(s)
+	n > 0
+	n <= limit
 	not contains(s, " ")
+	b := base64.encode(s)
+	((count(b) / 4) * 3) - _padding(b) == n
 }
+
+_padding(b) := 2 if endswith(b, "==")
+
+else := 1 if endswith(b, "=")
+
+else := 0
+
+_namespaces := ["builtin:", "installed:", "native:"]
+
+_hex := {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"}
 
 # METADATA
 # title: valid connector id
 # description: |
-#   A connector id is a string naming a catalog entry; catalog ids are 1 to 64 lowercase
-#   ASCII letters, digits, "-", "_" and "." (checked when the catalog is loaded).
-valid_connector_id(c) if is_string(c)
+#   A connector id: 1 to 64 of lowercase ASCII letters, digits, "-", "_" and ".", starting
+#   with a letter or a digit (the catalog's ids; validate_catalog checks them).
+valid_connector_id(c) if regex.match(`^[a-z0-9][a-z0-9_.-]{0,63}$`, c)
 
 # METADATA
 # title: valid agent id
 # description: |
-#   Agent ids are stored verbatim: 1 to 256 characters without spaces (builtin:<id>,
-#   installed:<id>, native:<id>, custom:<16 hex>:<id>). decide also requires clean(args).
-valid_agent_id(a) if _word(a, 256)
+#   Agent ids are namespaced and stored verbatim: builtin:<name>, installed:<name>,
+#   native:<name> or custom:<16 lowercase hex>:<name>, where a name is 1 to 128 ASCII
+#   letters, digits and _ . @ + - starting with a letter or a digit, so that no two ids
+#   look alike on a terminal (no spaces, controls, bidi or zero-width characters).
+valid_agent_id(a) if {
+	some ns in _namespaces
+	startswith(a, ns)
+	_name(substring(a, count(ns), -1))
+}
+
+valid_agent_id(a) if {
+	startswith(a, "custom:")
+	substring(a, 23, 1) == ":"
+	every i in numbers.range(7, 22) {
+		substring(a, i, 1) in _hex
+	}
+	_name(substring(a, 24, -1))
+}
+
+# A name: 1 to 128 ASCII letters, digits and _ . @ + -, starting with a letter or a digit.
+_name(n) if {
+	_word(n, 128)
+	not substring(n, 0, 1) in {"_", ".", "@", "+", "-"}
+	not _forbidden(n)
+}
+
+_name_forbidden := [
+	"!", "#", "$", "%", "&", "'", "(", ")", "*", ",", "/", ":", ";", "<", "=", ">",
+	"?", "[", "]", "^", "`", "{", "|", "}", "~",
+]
+
+_forbidden(n) if {
+	some ch in _name_forbidden
+	contains(n, ch)
+}
 
 # METADATA
 # title: valid scope list
-# description: An array of scopes, each 1 to 512 characters without spaces or commas.
+# description: An array of scopes, each valid.
 valid_scopes(xs) if {
 	is_array(xs)
 	every s in xs {
@@ -93,7 +143,7 @@ valid_scopes(xs) if {
 
 # METADATA
 # title: valid scope
-# description: One scope, 1 to 512 characters without spaces or commas.
+# description: One scope, 1 to 512 visible ASCII characters without spaces or commas.
 valid_scope(s) if {
 	_word(s, 512)
 	not contains(s, ",")
@@ -127,8 +177,10 @@ flag(list) := concat("", [" --scopes ", quote(concat(",", list))]) if {
 
 # METADATA
 # title: grant command
-# description: The command that grants an agent exactly the given scopes.
-grant_cmd(c, a, list) := concat("", ["grantwire grants grant ", c, " ", quote(a), flag(list)])
+# description: |
+#   The command that grants an agent exactly the given scopes (an empty list is the grant
+#   of no scope, `--scopes ''`, which still lets the agent use the connection).
+grant_cmd(c, a, list) := concat("", ["grantwire grants grant ", c, " ", quote(a), " --scopes ", quote(concat(",", list))])
 
 # METADATA
 # title: connect command

@@ -23,6 +23,9 @@ done(result, effects) := {"status": "done", "result": result, "effects": effects
 fail(err, effects) := {"status": "done", "error": err, "effects": effects}
 
 # METADATA
-# title: tx
-# description: Mark effects as one transaction; the shell restores every target if one fails.
-tx(effects) := [object.union(e, {"tx": true}) | some e in effects]
+# title: undo
+# description: |
+#   Attach the effects that undo an effect. Consecutive effects that carry undo form a
+#   transaction: when one of them fails, the host applies the undo of those before it, in
+#   reverse order (hostabi/README.md).
+undo(effect, effects) := object.union(effect, {"undo": effects})

@@ -1,128 +1,164 @@
 # METADATA
 # title: Transport rule
 # description: |
-#   Every URL grantwire's shells fetch (token, discovery, registration and authorization
-#   endpoints) and every redirect hop is judged here before a request goes out. HTTPS is
-#   required; plain HTTP is allowed only to a loopback IP literal (127.0.0.0/8 or ::1), and
-#   never after a hop from HTTPS or from a remote host. Credentials in URLs, link-local
-#   targets (cloud metadata services), more than 5 redirects, and any redirect away from a
-#   token or registration endpoint (which would replay secrets in the body) are refused, and
-#   so are IPv4-mapped IPv6 literals (::ffff:169.254.169.254), which would dodge the rest.
-#   The shell parses the URL; `url.ip` is the host when it is an IP literal, else "". A
-#   redirect hop (hop > 0) must pass `from`, the URL it was redirected from.
+#   Which URLs grantwire sends a request to (or opens for the user): HTTPS only, plain HTTP
+#   only to a loopback IP literal (127.0.0.0/8 or ::1, for local servers and tests), never
+#   credentials in the URL, never an IPv4-mapped IPv6 or a link-local address, and only URLs
+#   written plainly, so that every parser reads them alike: lowercase scheme, ASCII without
+#   spaces, quotes, backslashes or "<>", no percent-encoding or ambiguous numbers in the
+#   host. Hosts never follow redirects, so a URL checked here is the URL requested.
 package grantwire.transport
 
-import data.grantwire.errors
-import data.grantwire.step
-
-_u := input.args.url
-
-_from := input.args.from
-
-_hop := input.args.hop
-
-_purpose := input.args.purpose
+import data.grantwire.scopes
 
 # METADATA
-# title: maximum redirects
-# description: A chain longer than this is refused.
-max_redirects := 5
+# title: maximum URL length
+# description: Longer URLs are refused.
+max_length := 4096
+
+_bad := ["<", ">", "{", "}", "|", "^", "`", " "]
+
+_scheme(u) := "https" if startswith(u, "https://")
+
+else := "http" if startswith(u, "http://")
+
+_rest(u) := substring(u, count(_scheme(u)) + 3, -1)
+
+_authority(u) := split(split(split(_rest(u), "/")[0], "?")[0], "#")[0]
+
+# The host of an authority (an IPv6 literal keeps its brackets).
+_host(a) := concat("", [split(a, "]")[0], "]"]) if startswith(a, "[")
+
+else := split(a, ":")[0]
+
+_port(a) := p if {
+	startswith(a, "[")
+	p := trim_prefix(substring(a, count(_host(a)), -1), ":")
+} else := p if {
+	parts := split(a, ":")
+	count(parts) == 2
+	p := parts[1]
+} else := "" if {
+	not contains(a, ":")
+}
+
+_decimal(s) if {
+	count(s) > 0
+	count(s) <= 5
+	json.marshal(to_number(s)) == s
+}
+
+_port_ok("")
+
+_port_ok(p) if {
+	_decimal(p)
+	to_number(p) >= 1
+	to_number(p) <= 65535
+}
 
 # METADATA
-# title: purposes that never follow redirects
-# description: Requests whose body carries secrets (codes, verifiers, refresh tokens, client secrets).
-no_redirect := {"token", "registration", "revocation"}
-
-_valid_args if {
-	is_string(_u.scheme)
-	is_string(_u.host)
-	is_string(_u.ip)
-	is_boolean(_u.userinfo)
-	is_number(_hop)
-	is_string(_purpose)
-	_from_ok
+# title: IPv4 literal
+# description: Four decimal octets without leading zeros.
+ipv4(h) if {
+	parts := split(h, ".")
+	count(parts) == 4
+	every p in parts {
+		_decimal(p)
+		to_number(p) <= 255
+	}
 }
 
-# A redirect hop must name the URL it comes from: the rules about where a hop may go
-# depend on it, and they cannot be judged without it.
-_from_ok if {
-	_from == null
-	_hop == 0
+_ipv6(h) := inner if {
+	startswith(h, "[")
+	endswith(h, "]")
+	inner := substring(h, 1, count(h) - 2)
+	contains(inner, ":")
+	not contains(inner, "%")
+	net.cidr_contains("::/0", inner)
 }
 
-_from_ok if {
-	is_string(_from.scheme)
-	is_string(_from.host)
-	is_string(_from.ip)
+# Hosts made of digits, dots and "x" that are not plain IPv4 (127.1, 0x7f.1, 2130706433)
+# mean different addresses to different parsers.
+_numeric(h) if {
+	not ipv4(h)
+	regex.match(`^[0-9xX.]+$`, h)
 }
 
-# IPv4 networks are matched against IPv4 literals only: OPA's Go evaluator treats an
-# IPv4-mapped IPv6 literal (::ffff:127.0.0.1) as its IPv4 address, OPA's Wasm runtime does
-# not, and such literals are refused before these rules matter.
-_ipv4(ip) if {
-	ip != ""
-	not contains(ip, ":")
+_loopback(h) if {
+	ipv4(h)
+	net.cidr_contains("127.0.0.0/8", h)
 }
 
-_loopback(ip) if {
-	_ipv4(ip)
-	net.cidr_contains("127.0.0.0/8", ip)
+_loopback(h) if net.cidr_contains("::1/128", _ipv6(h))
+
+_link_local(h) if {
+	ipv4(h)
+	net.cidr_contains("169.254.0.0/16", h)
 }
 
-_loopback("::1")
+_link_local(h) if net.cidr_contains("fe80::/10", _ipv6(h))
 
-_link_local(ip) if {
-	_ipv4(ip)
-	net.cidr_contains("169.254.0.0/16", ip)
+_mapped(h) if net.cidr_contains("::ffff:0:0/96", _ipv6(h))
+
+_special_chars(u) if {
+	some ch in _bad
+	contains(u, ch)
 }
 
-_link_local(ip) if {
-	contains(ip, ":")
-	net.cidr_contains("fe80::/10", ip)
-}
-
-# An IPv4 address written as IPv6 (::ffff:a.b.c.d or ::ffff:7f00:1) would otherwise dodge
-# the loopback and link-local rules (169.254.169.254 is the cloud metadata service).
-_mapped(ip) if {
-	contains(ip, ":")
-	net.cidr_contains("::ffff:0:0/96", ip)
-}
-
-# The first reason that refuses the URL.
-_refusal := concat("", ["scheme ", _u.scheme, " is not allowed (https only)"]) if {
-	not _u.scheme in {"https", "http"}
+# METADATA
+# title: refusal
+# description: Why a URL is refused; undefined for an allowed URL.
+refusal(u) := "a URL must be a string" if {
+	not is_string(u)
+} else := "the URL is too long" if {
+	count(u) > max_length
+} else := "the URL must be written in plain ASCII without spaces, quotes, backslashes or <>" if {
+	not _plain(u)
+} else := "only https URLs are allowed (plain http only to a loopback IP address)" if {
+	not _scheme(u)
 } else := "credentials in URLs are refused" if {
-	_u.userinfo == true
+	contains(_authority(u), "@")
 } else := "the URL has no host" if {
-	_u.host == ""
-} else := "more than 5 redirects" if {
-	_hop > max_redirects
-} else := concat("", ["redirects from a ", _purpose, " endpoint are never followed"]) if {
-	_hop > 0
-	_purpose in no_redirect
+	_host(_authority(u)) == ""
+} else := "the URL's port is not a number from 1 to 65535" if {
+	not _port_ok(_port(_authority(u)))
+} else := "percent-encoded or malformed hosts are refused" if {
+	h := _host(_authority(u))
+	contains(h, "%")
+} else := "malformed IPv6 address" if {
+	h := _host(_authority(u))
+	startswith(h, "[")
+	not _ipv6(h)
+} else := "ambiguous numeric hosts are refused (write the IPv4 address as four decimal numbers)" if {
+	_numeric(_host(_authority(u)))
 } else := "IPv4-mapped IPv6 addresses are refused" if {
-	_mapped(_u.ip)
+	_mapped(_host(_authority(u)))
 } else := "link-local addresses are refused" if {
-	_link_local(_u.ip)
+	_link_local(_host(_authority(u)))
 } else := "plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)" if {
-	_u.scheme == "http"
-	not _loopback(_u.ip)
-} else := "a redirect from HTTPS to HTTP is refused" if {
-	_u.scheme == "http"
-	_hop > 0
-	_from.scheme == "https"
-} else := "a redirect from a remote host to a loopback address is refused" if {
-	_loopback(_u.ip)
-	_hop > 0
-	not _loopback(_from.ip)
+	_scheme(u) == "http"
+	not _loopback(_host(_authority(u)))
 }
 
+_plain(u) if {
+	scopes.clean(u)
+	not _special_chars(u)
+	b := base64.encode(u)
+	((count(b) / 4) * 3) - _padding(b) == count(u)
+}
+
+_padding(b) := 2 if endswith(b, "==")
+
+else := 1 if endswith(b, "=")
+
+else := 0
+
 # METADATA
-# title: check_url decision
-# description: Allow or refuse one URL (or redirect hop) with the reason.
-# entrypoint: true
-check_url := step.fail(errors.usage("check_url needs url {scheme, host, ip, userinfo}, hop, purpose and from"), []) if {
-	not _valid_args
-} else := step.fail(errors.insecure_transport(_refusal), []) if {
-	_refusal
-} else := step.done({"allow": true}, [])
+# title: allowed
+# description: The URL passes the transport rule.
+allowed(u) if not refusal(u)
+
+# METADATA
+# title: origin
+# description: The scheme and authority of an allowed URL ("https://host[:port]").
+origin(u) := concat("", [_scheme(u), "://", _authority(u)])

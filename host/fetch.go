@@ -1,0 +1,164 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+// Limits on what needs may ask for.
+const (
+	maxEntropyBytes   = 64
+	defaultMaxBytes   = 1 << 20
+	maxMaxBytes       = 16 << 20
+	maxCallbackValue  = 512
+	defaultTimeout    = 30 * time.Second
+	maxTimeout        = 30 * time.Minute
+	defaultDigestSize = 1 << 20
+)
+
+func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
+	c := o.h.caps
+	switch n.Kind {
+	case hostabi.NeedClockNow:
+		return c.Clock.Now().UnixMilli(), nil
+	case hostabi.NeedEntropy:
+		var size int
+		if err := n.Decode("bytes", &size); err != nil || size < 1 || size > maxEntropyBytes {
+			return nil, fmt.Errorf("host: entropy needs bytes in 1..%d", maxEntropyBytes)
+		}
+		b := make([]byte, size)
+		if _, err := io.ReadFull(c.Entropy, b); err != nil {
+			return hostError(fmt.Errorf("no entropy: %w", err))
+		}
+		return o.register(n.Key, "value", base64.RawURLEncoding.EncodeToString(b)), nil
+	case hostabi.NeedEnvGet:
+		name := n.Str("name")
+		if name == "" {
+			return nil, errors.New("host: env.get needs a name")
+		}
+		v := c.Getenv(name)
+		if v == "" {
+			return map[string]any{"found": false}, nil
+		}
+		if n.Bool("secret") {
+			return map[string]any{"found": true, "value": o.register(n.Key, "value", v)}, nil
+		}
+		return map[string]any{"found": true, "value": v}, nil
+	case hostabi.NeedKeyringInfo:
+		return map[string]any{"service": c.Service}, nil
+	case hostabi.NeedKeyringGet:
+		return o.keyringGet(ctx, n)
+	case hostabi.NeedLedgerRead:
+		return o.ledgerRead(ctx, n)
+	case hostabi.NeedFileDigest:
+		max := int64(defaultDigestSize)
+		if n.Params["max_bytes"] != nil {
+			if err := n.Decode("max_bytes", &max); err != nil || max < 1 || max > maxMaxBytes {
+				return nil, errors.New("host: file.digest max_bytes out of range")
+			}
+		}
+		sum, err := c.Files.Digest(ctx, n.Str("path"), max)
+		if err != nil {
+			return map[string]any{"found": false, "reason": err.Error()}, nil
+		}
+		return map[string]any{"found": true, "sha256": sum}, nil
+	case hostabi.NeedLockAcquire:
+		name := n.Str("name")
+		if name == "" {
+			return nil, errors.New("host: lock.acquire needs a name")
+		}
+		if o.Held(name) {
+			return hostabi.Held, nil
+		}
+		var wait int64
+		_ = n.Decode("wait_ms", &wait)
+		release, err := c.Locks.TryLock(ctx, name, time.Duration(wait)*time.Millisecond)
+		if errors.Is(err, hostabi.ErrBusy) {
+			return hostabi.Busy, nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return hostError(err)
+		}
+		o.locks[name] = release
+		return hostabi.Held, nil
+	case hostabi.NeedHTTPRequest:
+		return o.httpRequest(ctx, n.Key, n.Params)
+	case hostabi.NeedLoopbackOpen:
+		return o.loopbackOpen(ctx)
+	case hostabi.NeedLoopbackWait:
+		return o.loopbackWait(ctx, n)
+	}
+	return nil, fmt.Errorf("host: unknown need kind %q", n.Kind)
+}
+
+func (o *Op) loopbackOpen(ctx context.Context) (any, error) {
+	if o.callback != nil {
+		return map[string]any{"redirect_uri": o.callback.RedirectURI()}, nil
+	}
+	if o.h.caps.Loopback == nil {
+		return map[string]any{"unavailable": "this shell has no loopback"}, nil
+	}
+	cb, err := o.h.caps.Loopback.Open(ctx)
+	if errors.Is(err, hostabi.ErrUnavailable) {
+		return map[string]any{"unavailable": err.Error()}, nil
+	}
+	if err != nil {
+		return hostError(err)
+	}
+	o.callback = cb
+	return map[string]any{"redirect_uri": cb.RedirectURI()}, nil
+}
+
+func (o *Op) loopbackWait(ctx context.Context, n core.Need) (any, error) {
+	if o.callback == nil {
+		return nil, errors.New("host: loopback.wait before loopback.open")
+	}
+	authURL, err := o.templateString(n.Params["url"])
+	if err != nil {
+		return nil, err
+	}
+	state, err := o.templateString(n.Params["state"])
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := timeoutOf(n.Params["timeout_ms"])
+	if err != nil {
+		return nil, err
+	}
+	got, err := o.callback.Wait(ctx, authURL, state, n.Str("connector"), timeout)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return map[string]any{"status": "timeout"}, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return hostError(err)
+	}
+	params := map[string]any{}
+	for k, v := range got {
+		if k == "code" {
+			params[k] = o.register(n.Key, "code", v)
+			continue
+		}
+		if len(k) > 64 {
+			continue
+		}
+		if len(v) > maxCallbackValue {
+			v = v[:maxCallbackValue]
+		}
+		params[k] = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	return map[string]any{"status": "callback", "params": params}, nil
+}

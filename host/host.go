@@ -1,0 +1,211 @@
+// Package host is the Go implementation of grantwire's host ABI (hostabi, "grantwire.host.v2"):
+// it answers the core's needs and applies its effects through a shell's
+// [hostabi.Capabilities]. Every need and effect is a primitive — one keyring slot, one JSON
+// file, one lock, one HTTP exchange, the loopback, the clock, entropy, an environment
+// variable, an event — performed without judgement: this package knows no connector, grant,
+// token or scope. hostabi/README.md is its specification; shells/wasm/node implements the
+// same in JavaScript.
+//
+// It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
+// challenge), never an engine.
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync"
+
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+// Host performs needs and effects over capabilities. One Host serves every operation of a
+// process: it owns the process's memory of keyring slots (answers to keyring.get with
+// fresh:false). It is safe for concurrent use.
+type Host struct {
+	caps hostabi.Capabilities
+
+	mu     sync.Mutex
+	memory map[string]slot // keyring user → last value seen or written by this process
+
+	// Trace, when set, receives one line per host call and its answer (facts and effects
+	// carry no secret, so transcripts are safe to print and to commit as golden files).
+	Trace func(line string)
+	// Yield, when set, is called before every host call; a deterministic scheduler uses it
+	// to interleave operations.
+	Yield func(ctx context.Context)
+}
+
+type slot struct {
+	value string
+	found bool
+}
+
+var _ hostabi.Host = (*Host)(nil)
+
+// New wraps capabilities. Service defaults to hostabi.DefaultService, Getenv to none.
+func New(c hostabi.Capabilities) *Host {
+	if c.Service == "" {
+		c.Service = hostabi.DefaultService
+	}
+	if c.Getenv == nil {
+		c.Getenv = func(string) string { return "" }
+	}
+	return &Host{caps: c, memory: map[string]slot{}}
+}
+
+// Capabilities returns what the host was built with.
+func (h *Host) Capabilities() hostabi.Capabilities { return h.caps }
+
+// Remember sets this process's memory of a keyring slot, as if it had been read (the
+// conformance corpus uses it to stage another process's stale view); found false forgets
+// that the slot holds anything.
+func (h *Host) Remember(user, value string, found bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.memory[user] = slot{value, found}
+}
+
+// Forget drops the process's memory of every keyring slot.
+func (h *Host) Forget() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.memory)
+}
+
+func (h *Host) remember(user, value string, found bool) {
+	h.mu.Lock()
+	h.memory[user] = slot{value, found}
+	h.mu.Unlock()
+}
+
+func (h *Host) recall(user string) (slot, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.memory[user]
+	return s, ok
+}
+
+// Begin starts an operation.
+func (h *Host) Begin(op string) hostabi.Performer {
+	return &Op{h: h, Name: op, refs: map[string]string{}, locks: map[string]func(){}}
+}
+
+// Op is the host's state for one operation: the secrets it registered, the locks it
+// holds and its loopback listener. It is used by one goroutine.
+type Op struct {
+	h        *Host
+	Name     string
+	refs     map[string]string
+	locks    map[string]func()
+	callback hostabi.Callback
+}
+
+var _ hostabi.Performer = (*Op)(nil)
+
+// End releases every lock the operation holds and closes its loopback listener.
+func (o *Op) End() {
+	for _, name := range sortedKeys(o.locks) {
+		o.locks[name]()
+		o.trace("release %s", name)
+	}
+	clear(o.locks)
+	if o.callback != nil {
+		_ = o.callback.Close()
+		o.callback = nil
+	}
+}
+
+// Secret resolves a secret reference ("<fact key>#<name>") of this operation.
+func (o *Op) Secret(ref string) (string, bool) {
+	v, ok := o.refs[ref]
+	return v, ok
+}
+
+// Describe registers a secret under ref and returns its description.
+func (o *Op) Describe(ref, value string) json.RawMessage {
+	o.refs[ref] = value
+	b, _ := json.Marshal(describe(ref, value))
+	return b
+}
+
+// Held reports whether the operation holds the named lock.
+func (o *Op) Held(name string) bool { _, ok := o.locks[name]; return ok }
+
+func (o *Op) trace(format string, args ...any) {
+	if o.h.Trace != nil {
+		o.h.Trace(fmt.Sprintf(format, args...))
+	}
+}
+
+func (o *Op) yield(ctx context.Context) {
+	if o.h.Yield != nil {
+		o.h.Yield(ctx)
+	}
+}
+
+// register stores a secret under "<key>#<name>" and returns its description.
+func (o *Op) register(key, name, value string) map[string]any {
+	ref := key + "#" + name
+	o.refs[ref] = value
+	return describe(ref, value)
+}
+
+// describe is a secret's description: its reference, a digest and a CRC-32.
+func describe(ref, value string) map[string]any {
+	return map[string]any{"$ref": ref, "digest": Digest(value), "crc32": CRC32(value)}
+}
+
+// Digest refers to a secret without revealing it: "sha256:" and 16 hex digits.
+func Digest(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// CRC32 is the CRC-32 (IEEE) of s as 8 lowercase hex digits (GAIA's client_id_hash).
+func CRC32(s string) string { return fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(s))) }
+
+// Version is the version token of a keyring value: 16 hex digits of its SHA-256.
+func Version(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:8])
+}
+
+// hostError builds the answer to a need whose capability failed.
+func hostError(err error) (any, error) {
+	var he *hostabi.HostError
+	if !errors.As(err, &he) {
+		he = &hostabi.HostError{Code: hostabi.HostErrIO, Detail: err.Error()}
+	}
+	return map[string]any{"host_error": he}, nil
+}
+
+// Fetch answers one need. A capability's failure is answered as a host_error fact; the
+// error is for malformed needs (a policy bug) and the caller's cancellation.
+func (o *Op) Fetch(ctx context.Context, n core.Need) (json.RawMessage, error) {
+	o.yield(ctx)
+	v, err := o.fetch(ctx, n)
+	if err == nil && ctx.Err() != nil && n.Kind != hostabi.NeedClockNow {
+		err = ctx.Err()
+	}
+	if err != nil {
+		o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
+		return nil, err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
+	return raw, nil
+}
+
+func params(p map[string]json.RawMessage) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}

@@ -1,0 +1,340 @@
+# METADATA
+# title: Connect
+# description: |
+#   `connect(connector, scopes, grant_agents)`: authorize a provider with OAuth 2.0 + PKCE
+#   S256 through the host's one-shot 127.0.0.1 loopback, exchange the code, read the account,
+#   then store the connection under the provider's lock and grant the listed agents. With no
+#   scopes: the union of the listed agents' declared scopes and the catalog defaults (agents
+#   are granted what they declare), or the catalog defaults when nothing is stored yet;
+#   reconnecting with no scopes over an existing connection or grants is refused with the
+#   command that keeps them. The connection records what the provider granted (its token
+#   response's scope), agents are granted only scopes the connection holds, and the result
+#   says what was not granted. The authorization response's issuer is checked (RFC 9207)
+#   before its error or code is looked at.
+package grantwire.connect
+
+import data.grantwire.agents
+import data.grantwire.catalog
+import data.grantwire.errors
+import data.grantwire.facts
+import data.grantwire.grants
+import data.grantwire.oauth
+import data.grantwire.scopes
+import data.grantwire.step
+import data.grantwire.store
+import data.grantwire.transport
+
+# METADATA
+# title: connect lock wait
+# description: How long storing a fresh authorization waits for the lock (the consent is lost on BUSY).
+lock_wait_ms := 30000
+
+# METADATA
+# title: authorization timeout
+# description: How long connect waits for the browser by default (milliseconds).
+default_timeout_ms := 300000
+
+_f := object.get(input, "facts", {})
+
+_c := input.args.connector
+
+_str_list(xs) if {
+	is_array(xs)
+	every s in xs {
+		is_string(s)
+	}
+}
+
+_args_ok if {
+	is_string(_c)
+	_str_list(input.args.scopes)
+	_str_list(input.args.grant_agents)
+	_timeout_ok
+}
+
+_timeout_ok if not input.args.timeout_ms
+
+_timeout_ok if {
+	is_number(input.args.timeout_ms)
+	input.args.timeout_ms >= 1000
+	input.args.timeout_ms <= 1800000
+}
+
+_timeout := input.args.timeout_ms if is_number(input.args.timeout_ms)
+
+else := default_timeout_ms
+
+_explicit := scopes.sorted(input.args.scopes)
+
+_agents := scopes.sorted(input.args.grant_agents)
+
+_registry := agents.registry(_f, "agents")
+
+_needs := array.concat(
+	array.concat(store.client_needs("client", _c, true), [
+		store.conn_need("conn", _c),
+		facts.ledger("grants", store.grants_file, [_c]),
+	]),
+	agents.needs(_f, "agents"),
+)
+
+_client := store.client(_f, "client", _c)
+
+_unknown_agents := [a | some a in _agents; not _registry[a]]
+
+_declared(a) := s if {
+	s := agents.declared(_registry[a], _c)
+	count(s) > 0
+}
+
+_undeclaring := [a | some a in _agents; not _declared(a)]
+
+_conn := store.connection(_f.conn)
+
+_prior if _conn.found == true
+
+_prior if count(facts.value(_f, "grants", {})) > 0
+
+_prior_scopes := scopes.union(
+	object.get(_conn, "scopes", []),
+	[s | some _, list in facts.value(_f, "grants", {}); some s in list],
+)
+
+# The scopes to authorize, and the scopes each listed agent asks for.
+_authorize_scopes := _explicit if {
+	count(_explicit) > 0
+} else := scopes.union(
+	[s | some a in _agents; some s in _declared(a)],
+	catalog.default_scopes(_c),
+) if {
+	count(_agents) > 0
+} else := scopes.sorted(catalog.default_scopes(_c))
+
+_wanted(a) := _explicit if count(_explicit) > 0
+
+else := scopes.sorted(_declared(a))
+
+_endpoint_problem := oauth.endpoint_problem(_c, "authorization_url", _client.tenant) if {
+	not transport.allowed(oauth.endpoint(_c, "authorization_url", _client.tenant))
+} else := oauth.endpoint_problem(_c, "token_url", _client.tenant) if {
+	not transport.allowed(oauth.endpoint(_c, "token_url", _client.tenant))
+}
+
+_verifier := {"$ref": "verifier#value"}
+
+_state := {"$ref": "state#value"}
+
+_redirect := _f.loopback.redirect_uri
+
+_auth_url := oauth.authorization_url(_c, _client, _authorize_scopes, _redirect, _state, _verifier)
+
+_cb := _f.callback
+
+_params := object.get(_cb, "params", {})
+
+_code := {"$ref": _params.code["$ref"]}
+
+_r := oauth.response(_f.token)
+
+# The scopes the connection holds: what the token response says was granted, else what
+# was asked for (RFC 6749 §5.1: an omitted scope means as requested).
+_stored_scopes := _r.scope if is_array(_r.scope)
+
+else := _authorize_scopes
+
+_not_granted := scopes.missing(_authorize_scopes, _stored_scopes)
+
+# Each listed agent is granted what it asked for that the connection holds.
+_agent_scopes(a) := sort([s | some s in _wanted(a); s in scopes.set(_stored_scopes)])
+
+_account := oauth.account(_f.userinfo) if facts.has(_f, "userinfo")
+
+else := ""
+
+_userinfo_needs := [oauth.userinfo_need("userinfo", _c, _client, {"$ref": _r.access["$ref"]})] if {
+	oauth.has_userinfo(_c, _client)
+} else := []
+
+_grant_key(a) := facts.key(["grant", a])
+
+_locked_needs := array.concat(
+	[
+		facts.lock("lock", _c, lock_wait_ms),
+		facts.after(facts.now("now@lock"), "lock"),
+		facts.after(facts.ledger("state@lock", store.state_file, [_c]), "lock"),
+	],
+	[facts.after(grants.grant_need(_grant_key(a), _c, a), "lock") | some a in _agents],
+)
+
+_now := _f["now@lock"]
+
+_mirror := [store.write(store.state_file, [{"path": [_c], "value": store.state_entry(_account, _stored_scopes, _now, _client.client_id_hash, _client.tenant)}])] if {
+	not store.problem(_f["state@lock"])
+} else := []
+
+_warnings := array.concat(
+	[concat("", [
+		"the provider did not grant ", concat(" ", _not_granted),
+		"; the connection holds only what it granted, and agents were granted only that",
+	]) |
+		count(_not_granted) > 0
+	],
+	[concat("", [
+		_f["state@lock"].file, " is unreadable, so it was not updated (it only mirrors connections for listings): ",
+		errors.move_aside(_f["state@lock"].file),
+	]) |
+		store.problem(_f["state@lock"])
+	],
+)
+
+_effects := array.concat(
+	array.concat(
+		[
+			{"kind": "keyring.set", "user": store.conn_user(_c), "value": store.conn_blob(
+				_account, _stored_scopes, _now, _client.client_id_hash, _client.tenant, null,
+				{"$ref": _r.refresh["$ref"]},
+			)},
+			store.put_token(_c, {"$ref": _r.access["$ref"]}, _now + (_r.expires_in * 1000), _client.client_id_hash, _now),
+		],
+		_mirror,
+	),
+	array.concat(
+		array.concat(
+			grants.write([grants.put_op(_c, a, _agent_scopes(a), _f[_grant_key(a)]) | some a in _agents]),
+			[grants.changed_event(_c, a, _agent_scopes(a)) | some a in _agents],
+		),
+		[{"kind": "event.emit", "type": "connector.connected", "payload": {"connector_id": _c, "account": _account}}],
+	),
+)
+
+_no_client := errors.configuration(
+	concat("", ["no OAuth client is configured for ", _c]),
+	concat("", ["grantwire configure ", _c, " --client-id <id>"]),
+	{"connector": _c},
+)
+
+_token_error := errors.configuration(
+	concat("", ["the ", _c, " token endpoint refused the OAuth client (invalid_client)", _secret_hint]),
+	concat("", ["grantwire configure ", _c, " --client-id <id> --client-secret-stdin"]),
+	{"connector": _c},
+) if {
+	_r.kind == "oauth"
+	_r.error == "invalid_client"
+} else := errors.token_failure(_c, _r)
+
+_secret_hint := " and no client secret is configured; this provider needs the client's secret" if {
+	not _client.has_secret == true
+} else := ""
+
+# METADATA
+# title: connect decision
+# description: One step of connecting a provider; see the package description.
+# entrypoint: true
+decision := step.fail(errors.usage("connect needs connector, scopes and grant_agents (arrays of strings), and an optional timeout_ms"), []) if {
+	not _args_ok
+} else := step.fail(errors.unknown_connector(_c), []) if {
+	not catalog.known(_c)
+} else := step.fail(
+	errors.configuration(concat("", [_c, " is not an OAuth provider; configure it instead"]), concat("", ["grantwire configure ", _c]), {"connector": _c}),
+	[],
+) if {
+	not catalog.oauth(_c)
+} else := step.need(m) if {
+	m := facts.missing(_f, _needs)
+	count(m) > 0
+} else := step.fail(agents.unusable(_f, "agents"), []) if {
+	count(_agents) > 0
+	agents.unusable(_f, "agents")
+} else := step.fail(errors.unknown_agents(_unknown_agents), []) if {
+	count(_unknown_agents) > 0
+} else := step.fail(_no_client, []) if {
+	not _client.found == true
+} else := step.fail(
+	errors.configuration(
+		concat("", [
+			"agent(s) ", concat(", ", _undeclaring), " declare no scopes for ", _c,
+			"; pass the scopes to grant",
+		]),
+		concat("", [
+			"grantwire connect ", _c, " --scopes <scopes>",
+			concat("", [concat("", [" --grant-agent ", scopes.quote(a)]) | some a in _agents]),
+		]),
+		{"connector": _c, "agent_ids": _undeclaring},
+	),
+	[],
+) if {
+	count(_explicit) == 0
+	count(_undeclaring) > 0
+} else := step.fail(
+	errors.configuration(
+		concat("", [
+			"reconnecting ", _c, " with no scopes would drop the ", format_int(count(_prior_scopes), 10),
+			" scope(s) it holds or grants",
+		]),
+		scopes.connect_cmd(_c, _prior_scopes),
+		{"connector": _c, "scopes": _prior_scopes},
+	),
+	[],
+) if {
+	count(_explicit) == 0
+	count(_agents) == 0
+	_prior
+} else := step.fail(errors.insecure_transport(_endpoint_problem), []) if {
+	_endpoint_problem
+} else := step.need([facts.loopback_open("loopback")]) if {
+	not facts.has(_f, "loopback")
+} else := step.fail(errors.interactive_required(_c, _authorize_scopes), []) if {
+	not is_string(_redirect)
+} else := step.need(m) if {
+	m := facts.missing(_f, [facts.entropy("verifier", 32), facts.entropy("state", 32)])
+	count(m) > 0
+} else := step.need([facts.loopback_wait("callback", _auth_url, _state, _timeout, _c)]) if {
+	not facts.has(_f, "callback")
+} else := step.fail(errors.authorization_timeout(_c, _timeout / 60000, _authorize_scopes), []) if {
+	_cb.status != "callback"
+} else := step.fail(errors.issuer_mismatch(_c, p), []) if {
+	p := oauth.issuer_problem(_c, _client, _params)
+} else := step.fail(errors.consent_denied(_c, "access_denied"), []) if {
+	_params.error == "access_denied"
+} else := step.fail(errors.consent_denied(_c, oauth.error_code(_params.error)), []) if {
+	is_string(_params.error)
+} else := step.fail(errors.provider_problem(_c, "the authorization response carried no code", ""), []) if {
+	not is_string(_params.code["$ref"])
+} else := step.need([oauth.exchange_need("token", _c, _client, _code, _redirect, _verifier)]) if {
+	not facts.has(_f, "token")
+} else := step.fail(_token_error, []) if {
+	not _r.ok == true
+} else := step.fail(
+	errors.provider_problem(
+		_c,
+		concat("", ["the token endpoint issued no refresh token, so the connection could not outlive this access token; ", _offline_hint]),
+		"",
+	),
+	[],
+) if {
+	not is_object(_r.refresh)
+} else := step.need(m) if {
+	m := facts.missing(_f, _userinfo_needs)
+	count(m) > 0
+} else := step.fail(errors.busy(_c), []) if {
+	facts.not_held(_f, "lock")
+} else := step.need(m) if {
+	m := facts.missing(_f, _locked_needs)
+	count(m) > 0
+} else := step.done(
+	{
+		"connector": _c, "account": _account, "scopes": _stored_scopes,
+		"granted": {a: _agent_scopes(a) | some a in _agents},
+		"not_granted": _not_granted,
+		"warnings": _warnings,
+	},
+	_effects,
+)
+
+# What makes a provider issue a refresh token: OpenID providers want offline_access,
+# Google wants access_type=offline with prompt=consent (its catalog entry sets both).
+_offline_hint := concat("", [
+	"ask the provider for offline access: add the offline_access scope where the provider ",
+	"has one (OpenID providers such as Microsoft), or set access_type=offline and ",
+	"prompt=consent in the catalog's auth_params (Google)",
+])

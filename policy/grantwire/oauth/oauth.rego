@@ -1,0 +1,298 @@
+# METADATA
+# title: OAuth 2.0 requests and responses
+# description: |
+#   The provider side of a connection, as HTTP exchanges the host performs verbatim: the
+#   authorization URL (PKCE S256, RFC 7636; loopback redirect, RFC 8252), the code exchange
+#   and the refresh (RFC 6749 §4.1.3, §6) with the client authentication the catalog names
+#   (client_secret_basic, client_secret_post or none; RFC 8414's default is
+#   client_secret_basic for a client with a secret), what a token response means (RFC 6749
+#   §5), the authorization response's issuer (RFC 9207), the account from the userinfo
+#   endpoint, and revocation at the provider (RFC 7009). Every URL passes the transport rule
+#   before it is used; hosts never follow redirects.
+package grantwire.oauth
+
+import data.grantwire.catalog
+import data.grantwire.facts
+import data.grantwire.scopes
+import data.grantwire.transport
+
+# METADATA
+# title: token request timeout
+# description: How long a token request may take (milliseconds).
+token_timeout_ms := 30000
+
+# METADATA
+# title: default token lifetime
+# description: The lifetime assumed when the token endpoint gives no positive expires_in (seconds).
+default_expires_in := 3600
+
+# METADATA
+# title: secret response members
+# description: The members of a token response that are secrets (answered as descriptions).
+secret_fields := ["access_token", "refresh_token", "id_token"]
+
+_spec(p) := catalog.connectors[p]
+
+# METADATA
+# title: endpoint
+# description: |
+#   A catalog endpoint of a provider with the client's tenant in place of "{tenant}"
+#   (undefined when the catalog has none).
+endpoint(p, field, tenant) := replace(u, "{tenant}", tenant) if {
+	u := _spec(p)[field]
+	is_string(u)
+	u != ""
+	is_string(tenant)
+} else := u if {
+	u := _spec(p)[field]
+	is_string(u)
+	u != ""
+	not contains(u, "{tenant}")
+}
+
+# METADATA
+# title: endpoint problem
+# description: Why a provider's endpoint cannot be used (missing, or refused by the transport rule).
+endpoint_problem(p, field, tenant) := concat("", ["the catalog gives ", p, " no usable ", field]) if {
+	not endpoint(p, field, tenant)
+} else := concat("", [p, " ", field, ": ", transport.refusal(endpoint(p, field, tenant))])
+
+# METADATA
+# title: client authentication
+# description: |
+#   How the client authenticates at the token endpoint: the catalog's
+#   token_endpoint_auth_method, else client_secret_basic with a secret and none without.
+auth_method(p, client) := m if {
+	m := _spec(p).token_endpoint_auth_method
+	m in {"client_secret_basic", "client_secret_post", "none"}
+} else := "client_secret_basic" if {
+	client.has_secret == true
+} else := "none"
+
+# The client's credentials in a token request: an Authorization header, or form members.
+_auth_headers(p, client) := {"Authorization": {"$basic": [client.client_id, client.client_secret]}} if {
+	auth_method(p, client) == "client_secret_basic"
+	client.has_secret == true
+} else := {}
+
+_auth_form(p, client) := {"client_id": client.client_id, "client_secret": client.client_secret} if {
+	auth_method(p, client) == "client_secret_post"
+	client.has_secret == true
+} else := {} if {
+	auth_method(p, client) == "client_secret_basic"
+	client.has_secret == true
+} else := {"client_id": client.client_id}
+
+# METADATA
+# title: token request
+# description: |
+#   A committed token request (the server rotates or consumes what it is sent, so the
+#   answer is saved even if the caller gives up meanwhile).
+token_need(k, p, client, form) := facts.commit(facts.http(k, {
+	"method": "POST",
+	"url": endpoint(p, "token_url", client.tenant),
+	"headers": object.union({"Accept": "application/json"}, _auth_headers(p, client)),
+	"form": object.union(form, _auth_form(p, client)),
+	"secret_fields": secret_fields,
+	"timeout_ms": token_timeout_ms,
+}))
+
+# METADATA
+# title: refresh request
+# description: The refresh_token grant (RFC 6749 §6) with the stored refresh token.
+refresh_need(k, p, client, refresh) := token_need(k, p, client, {"grant_type": "refresh_token", "refresh_token": refresh})
+
+# METADATA
+# title: code exchange
+# description: The authorization_code grant with the PKCE verifier (RFC 7636 §4.5).
+exchange_need(k, p, client, code, redirect_uri, verifier) := token_need(k, p, client, {
+	"grant_type": "authorization_code", "code": code,
+	"redirect_uri": redirect_uri, "code_verifier": verifier,
+})
+
+# METADATA
+# title: authorization URL
+# description: |
+#   The authorization request (RFC 6749 §4.1.1) with PKCE S256 and the state, as a template
+#   the host renders: the catalog's auth_params, scopes joined by the catalog's separator.
+authorization_url(p, client, list, redirect_uri, state, verifier) := {
+	"$url": endpoint(p, "authorization_url", client.tenant),
+	"query": object.union(object.get(_spec(p), "auth_params", {}), {
+		"response_type": "code",
+		"client_id": client.client_id,
+		"redirect_uri": redirect_uri,
+		"scope": concat(_separator(p), list),
+		"state": state,
+		"code_challenge": {"$s256": verifier},
+		"code_challenge_method": "S256",
+	}),
+}
+
+_separator(p) := s if {
+	s := _spec(p).scope_separator
+	is_string(s)
+	s != ""
+} else := " "
+
+# METADATA
+# title: userinfo request
+# description: Ask the provider's userinfo endpoint who the account is (with the new access token).
+userinfo_need(k, p, client, access) := facts.http(k, {
+	"method": "GET",
+	"url": endpoint(p, "userinfo_url", client.tenant),
+	"headers": {"Accept": "application/json", "Authorization": {"$concat": ["Bearer ", access]}},
+	"timeout_ms": 10000,
+})
+
+# METADATA
+# title: has userinfo
+# description: The provider has a usable userinfo endpoint.
+has_userinfo(p, client) if transport.allowed(endpoint(p, "userinfo_url", client.tenant))
+
+# METADATA
+# title: account
+# description: The account a userinfo answer names (its email, else an e-mail-like preferred_username, else login), or "".
+account(r) := r.json.email if {
+	r.status == 200
+	is_string(r.json.email)
+	r.json.email != ""
+} else := r.json.preferred_username if {
+	r.status == 200
+	is_string(r.json.preferred_username)
+	contains(r.json.preferred_username, "@")
+} else := r.json.login if {
+	r.status == 200
+	is_string(r.json.login)
+	r.json.login != ""
+} else := ""
+
+# METADATA
+# title: revocation
+# description: |
+#   Revoke a refresh token at the provider (RFC 7009), best effort: sent and forgotten, never
+#   blocking the local wipe (undefined when the catalog names no revocation endpoint).
+revoke_effect(p, client, token) := {
+	"kind": "http.send", "method": "POST",
+	"url": endpoint(p, "revocation_url", client.tenant),
+	"headers": _auth_headers(p, client),
+	"form": object.union({"token": token, "token_type_hint": "refresh_token"}, _auth_form(p, client)),
+	"timeout_ms": 5000,
+} if {
+	transport.allowed(endpoint(p, "revocation_url", client.tenant))
+}
+
+# ---------------------------------------------------------------------------------------
+# token responses
+
+# METADATA
+# title: token response
+# description: |
+#   What a token endpoint's answer means: {ok: true, access, refresh (null when none
+#   issued), expires_in, scope (a list, or null when the server said nothing)} or
+#   {ok: false, kind, status, error, detail}: kind "oauth" (an RFC 6749 §5.2 error code, also
+#   when a server answers 200 with one), "not_json", "no_access_token", "transport" (no
+#   answer: timeout, refused, tls) or "status" (any other status). Error codes are kept only
+#   when they look like one; descriptions are never repeated.
+response(r) := {"ok": false, "kind": "transport", "status": 0, "error": _word(r.error), "detail": _transport_detail(r.error)} if {
+	r.status == 0
+} else := {"ok": false, "kind": "oauth", "status": _error_status(r.status), "error": _code(r.json.error), "detail": ""} if {
+	is_object(r.json)
+	is_string(r.json.error)
+} else := {"ok": false, "kind": "not_json", "status": r.status, "error": "not_json", "detail": "the token endpoint answered without JSON"} if {
+	r.status == 200
+	not is_object(r.json)
+} else := {"ok": false, "kind": "no_access_token", "status": r.status, "error": "no_access_token", "detail": "the token response has no access_token"} if {
+	r.status == 200
+	not is_string(r.json.access_token["$ref"])
+} else := {
+	"ok": true,
+	"access": r.json.access_token,
+	"refresh": _refresh(r.json),
+	"expires_in": _expires_in(r.json),
+	"scope": _granted(r.json),
+} if {
+	r.status == 200
+} else := {"ok": false, "kind": "status", "status": _number(r.status), "error": "http_error", "detail": ""}
+
+_number(n) := n if is_number(n)
+
+else := 0
+
+# RFC 6749 §5.2 errors are 400; a server that answers 200 with one is read as 400.
+_error_status(s) := 400 if s == 200
+
+else := _number(s)
+
+_word(s) := s if {
+	is_string(s)
+	s in {"timeout", "refused", "tls", "canceled", "failed"}
+} else := "failed"
+
+_transport_detail(e) := "no answer in time" if {
+	e == "timeout"
+} else := "the connection was refused" if {
+	e == "refused"
+} else := "the TLS handshake failed" if {
+	e == "tls"
+} else := "the request failed"
+
+_code(s) := error_code(s)
+
+# METADATA
+# title: error code
+# description: An OAuth error code as received when it looks like one (RFC 6749 §5.2), else "unrecognised_error".
+error_code(s) := s if regex.match(`^[A-Za-z0-9_.-]{1,64}$`, s)
+
+else := "unrecognised_error"
+
+_refresh(j) := j.refresh_token if is_string(j.refresh_token["$ref"])
+
+else := null
+
+_expires_in(j) := j.expires_in if {
+	is_number(j.expires_in)
+	j.expires_in > 0
+	j.expires_in == floor(j.expires_in)
+} else := default_expires_in
+
+# The scopes a token response grants (RFC 6749 §5.1; some providers separate them with
+# commas), or null when it does not say.
+_granted(j) := scopes.sorted([s | some s in split(replace(j.scope, ",", " "), " "); s != ""]) if {
+	is_string(j.scope)
+	trim_space(j.scope) != ""
+} else := null
+
+# ---------------------------------------------------------------------------------------
+# the authorization response
+
+# METADATA
+# title: expected issuer
+# description: |
+#   The issuer an authorization response must name (RFC 9207): the catalog's issuer, else
+#   the origin of the authorization endpoint.
+issuer(p, client) := i if {
+	i := _spec(p).issuer
+	is_string(i)
+	i != ""
+} else := transport.origin(endpoint(p, "authorization_url", client.tenant))
+
+# METADATA
+# title: issuer required
+# description: The provider promises an iss parameter (its catalog entry names an issuer).
+issuer_required(p) if {
+	is_string(_spec(p).issuer)
+	_spec(p).issuer != ""
+}
+
+# METADATA
+# title: issuer problem
+# description: |
+#   Why a callback's iss is refused (RFC 9207 §2.4): present and different from the expected
+#   issuer, or absent where the provider promises it. Undefined when it is acceptable.
+issuer_problem(p, client, params) := "names another issuer" if {
+	is_string(params.iss)
+	params.iss != issuer(p, client)
+} else := "names no issuer although the provider always sends one" if {
+	not is_string(params.iss)
+	issuer_required(p)
+}
