@@ -124,13 +124,17 @@ type TokenServerSpec struct {
 	Authorize map[string][]AuthorizeResult `json:"authorize,omitempty"`
 }
 
-// TokenResponse is a scripted answer of the token endpoint to a refresh.
+// TokenResponse is a scripted answer of the token endpoint to a refresh. Status 0 is no
+// answer at all (Error "timeout" or "refused"); not_json answers an HTML page; scope, when
+// given, is the response's scope member.
 type TokenResponse struct {
-	Status       int    `json:"status"`
-	Error        string `json:"error,omitempty"`
-	AccessToken  string `json:"access_token,omitempty"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	ExpiresIn    int64  `json:"expires_in,omitempty"`
+	Status       int     `json:"status"`
+	Error        string  `json:"error,omitempty"`
+	AccessToken  string  `json:"access_token,omitempty"`
+	RefreshToken string  `json:"refresh_token,omitempty"`
+	ExpiresIn    int64   `json:"expires_in,omitempty"`
+	Scope        *string `json:"scope,omitempty"`
+	NotJSON      bool    `json:"not_json,omitempty"`
 	// During is what another process does while this request is in flight.
 	During *Action `json:"during,omitempty"`
 }
@@ -145,6 +149,10 @@ type AuthorizeResult struct {
 	ExpiresIn    int64    `json:"expires_in,omitempty"`
 	Scopes       []string `json:"scopes,omitempty"`
 	Account      string   `json:"account,omitempty"`
+	// Iss is sent as the callback's iss parameter (RFC 9207).
+	Iss *string `json:"iss,omitempty"`
+	// NoRefresh: the code exchange issues no refresh token.
+	NoRefresh bool `json:"no_refresh,omitempty"`
 }
 
 // KeyringFailure makes the next Count (default 1) keyring operations Op ("get", "set",

@@ -37,17 +37,16 @@ type Setup struct {
 }
 
 // World is one scenario's world. Everything a process reads or writes goes through
-// Capabilities; the other methods are what no capability can do: other processes holding
-// locks, the passage of time, the agent registry, the environment, the authorization
-// server's script, injected keyring failures, and the event log.
+// Capabilities (the runner stages keyring slots and files, agents.json included, through
+// them); the other methods are what no capability can do: other processes holding locks,
+// the passage of time, the environment, the authorization server's script, injected
+// keyring failures, and the event log.
 type World interface {
 	// Capabilities returns the capabilities of a process of this world (every process
 	// sees the same keyring, ledgers, locks, clock and token server).
 	Capabilities() hostabi.Capabilities
 	// Advance moves the world's clock.
 	Advance(d time.Duration)
-	// SetAgent registers (or replaces) an agent declaration.
-	SetAgent(a hostabi.Agent) error
 	// Setenv sets an environment variable of the processes.
 	Setenv(key, value string)
 	// Hold makes another process hold a lock; Release frees it.
@@ -55,7 +54,7 @@ type World interface {
 	Release(lock string) error
 	// FailKeyring makes the next count keyring operations op ("get", "set", "delete") on
 	// user fail: with a plain error, or (insecure) as a missing or insecure credential store
-	// does, with a *core.Error of code INSECURE_STORE.
+	// does, with a *hostabi.HostError of code INSECURE_STORE.
 	FailKeyring(op, user string, count int, insecure bool) error
 	// TokenServer is the world's scripted authorization server.
 	TokenServer() TokenServer
@@ -74,9 +73,9 @@ type TokenServer interface {
 	Issue(provider, refreshToken string)
 	// ScriptRefresh queues the answer to the provider's next refresh. during, when not nil,
 	// runs while that request is in flight (another process acting meanwhile).
-	ScriptRefresh(provider string, r hostabi.TokenResponse, during func())
+	ScriptRefresh(provider string, r TokenResponse, during func())
 	// ScriptAuthorize queues the outcome of the provider's next authorization.
-	ScriptAuthorize(provider string, r hostabi.AuthResult)
+	ScriptAuthorize(provider string, r AuthorizeResult)
 	// Requests is the number of refresh requests received.
 	Requests() int
 }
@@ -92,7 +91,7 @@ type KeyringLister interface {
 // lock files). The runner then builds each named process ("A", "B", ...) on
 // ProcessCapabilities(name), asked once per process; Capabilities() stays the view of
 // everything else (staging, world actions, inspection). Without it every process shares
-// Capabilities() (with its own host, so its own token and client caches).
+// Capabilities() (with its own host, so its own memory of keyring slots).
 type Processes interface {
 	ProcessCapabilities(name string) (hostabi.Capabilities, error)
 }

@@ -95,21 +95,21 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 	case hostabi.NeedHTTPRequest:
 		return o.httpRequest(ctx, n.Key, n.Params)
 	case hostabi.NeedLoopbackOpen:
-		return o.loopbackOpen(ctx)
+		return o.loopbackOpen(ctx, n.Str("connector"))
 	case hostabi.NeedLoopbackWait:
 		return o.loopbackWait(ctx, n)
 	}
 	return nil, fmt.Errorf("host: unknown need kind %q", n.Kind)
 }
 
-func (o *Op) loopbackOpen(ctx context.Context) (any, error) {
+func (o *Op) loopbackOpen(ctx context.Context, connector string) (any, error) {
 	if o.callback != nil {
 		return map[string]any{"redirect_uri": o.callback.RedirectURI()}, nil
 	}
 	if o.h.caps.Loopback == nil {
 		return map[string]any{"unavailable": "this shell has no loopback"}, nil
 	}
-	cb, err := o.h.caps.Loopback.Open(ctx)
+	cb, err := o.h.caps.Loopback.Open(ctx, connector)
 	if errors.Is(err, hostabi.ErrUnavailable) {
 		return map[string]any{"unavailable": err.Error()}, nil
 	}

@@ -28,10 +28,10 @@ func decodeStrict(b []byte) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("data after the JSON document")
+		return nil, errors.New("trailing data after the JSON document")
 	}
 	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
-		return nil, errors.New("data after the JSON document")
+		return nil, errors.New("trailing data after the JSON document")
 	}
 	return v, nil
 }

@@ -187,7 +187,41 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 	if ok {
 		fact["value"] = factValue(v)
 	}
+	fact["shape"] = shape(doc, path)
 	return fact, nil
+}
+
+// shape names the JSON type of each value on the way to path (the document first), as far
+// as the path leads: the core tells a missing entry from a document of the wrong shape.
+func shape(doc any, path []string) []string {
+	out := []string{jsonType(doc)}
+	for _, k := range path {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			break
+		}
+		if doc, ok = m[k]; !ok {
+			break
+		}
+		out = append(out, jsonType(doc))
+	}
+	return out
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "null"
 }
 
 // at returns the value at path inside doc.

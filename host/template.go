@@ -12,6 +12,10 @@ import (
 	"golang.org/x/oauth2"
 )
 
+// templates are the template operators; any other member is literal (mcp_servers.json
+// holds {"$keyring": ...} references, for example).
+var templates = map[string]bool{"$number": true, "$concat": true, "$s256": true, "$basic": true, "$url": true}
+
 // resolve substitutes the templates of hostabi/README.md ("$ref", "$number", "$concat",
 // "$s256", "$basic", "$url") in a parameter and returns the plain value.
 func (o *Op) resolve(raw json.RawMessage) (any, error) {
@@ -62,7 +66,7 @@ func (o *Op) subst(v any) (any, error) {
 		}
 		if len(t) == 1 {
 			for k, arg := range t {
-				if strings.HasPrefix(k, "$") {
+				if templates[k] {
 					return o.op(k, arg)
 				}
 			}

@@ -110,9 +110,10 @@ type Events interface {
 
 // Loopback runs the user's part of a browser authorization.
 type Loopback interface {
-	// Open starts a one-shot listener on 127.0.0.1 for one operation. It returns an error
-	// wrapping ErrUnavailable when no user can complete a browser authorization here.
-	Open(ctx context.Context) (Callback, error)
+	// Open starts a one-shot listener on 127.0.0.1 for one operation authorizing connector.
+	// It returns an error wrapping ErrUnavailable when no user can complete a browser
+	// authorization here.
+	Open(ctx context.Context, connector string) (Callback, error)
 }
 
 // ErrUnavailable: the loopback cannot be used in this session (no browser, no terminal).

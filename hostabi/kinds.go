@@ -42,8 +42,9 @@ const (
 	// timeout_ms. Answer: {status, headers, json[, body]} or {status:0, error}.
 	NeedHTTPRequest = "http.request"
 
-	// NeedLoopbackOpen starts this operation's one-shot 127.0.0.1 callback listener. Answer:
-	// {redirect_uri} or {unavailable: reason}.
+	// NeedLoopbackOpen starts this operation's one-shot 127.0.0.1 callback listener for an
+	// authorization of connector. Params: connector. Answer: {redirect_uri} or
+	// {unavailable: reason}.
 	NeedLoopbackOpen = "loopback.open"
 
 	// NeedLoopbackWait shows the authorization URL to the user and waits for the callback

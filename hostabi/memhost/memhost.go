@@ -1,7 +1,10 @@
-// Package memhost is the in-memory reference host: every capability of hostabi held in
-// memory, deterministic and controllable from outside — a simulated clock, seeded
-// entropy, a scripted token endpoint with refresh-token rotation and reuse detection,
-// lock holders settable from outside, failure injection on the keyring, and an event log.
+// Package memhost is the in-memory reference world: every capability of hostabi held in
+// memory, deterministic and controllable from outside — a simulated clock, seeded entropy,
+// files under a simulated home, lock holders settable from outside, failure injection on
+// the keyring, an event log, and a scripted authorization server reached through HTTP
+// (token, userinfo and revocation endpoints at the catalog's URLs) with a simulated user
+// at the loopback redirect (PKCE S256 checked, codes single use, refresh tokens rotated
+// with reuse detection).
 //
 // It exists for deterministic conformance runs and interleaving tests; the same corpus also
 // runs on the OS shell (shells/native). It imports hostabi and the standard library only.
@@ -9,33 +12,37 @@ package memhost
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
 )
 
+// Home is the simulated home directory; files are named relative to it.
+const Home = "/home/user/.grantwire"
+
 // World is one in-memory world. Its exported methods stage and inspect it.
 type World struct {
 	mu       sync.Mutex
 	keyring  map[string]string // service "\x00" user → value
-	ledgers  map[string][]byte
+	files    map[string][]byte
 	versions map[string]int
-	holders  map[string]string // lock → holder ("" free)
+	sources  map[string][]byte // agent sources by path, for file.digest
+	holders  map[string]string // lock → holder ("self" for this world's operations)
 	cond     *sync.Cond
 	now      time.Time
 	rng      *rand.ChaCha8
 	events   []hostabi.Event
-	agents   map[string]hostabi.Agent
-	catalog  map[string]hostabi.Connector
 	env      map[string]string
 	failures []Failure
-	Server   *TokenServer
+	Server   *Server
 }
 
 // Failure makes one keyring operation fail: the first matching Op ("get", "set",
@@ -47,12 +54,13 @@ type Failure struct {
 	Count int
 }
 
-// New returns an empty world whose clock reads start and whose entropy is seeded.
+// New returns an empty world whose clock reads start and whose entropy is seeded. Its
+// authorization server serves the endpoints of catalog (id → entry as JSON-decoded maps
+// with authorization_url, token_url, userinfo_url, revocation_url, tenant).
 func New(start time.Time, seed uint64) *World {
 	w := &World{
-		keyring: map[string]string{}, ledgers: map[string][]byte{}, versions: map[string]int{},
-		holders: map[string]string{}, now: start, agents: map[string]hostabi.Agent{},
-		catalog: map[string]hostabi.Connector{}, env: map[string]string{},
+		keyring: map[string]string{}, files: map[string][]byte{}, versions: map[string]int{},
+		sources: map[string][]byte{}, holders: map[string]string{}, now: start, env: map[string]string{},
 	}
 	var s [32]byte
 	for i := 0; i < 8; i++ {
@@ -60,43 +68,35 @@ func New(start time.Time, seed uint64) *World {
 	}
 	w.rng = rand.NewChaCha8(s)
 	w.cond = sync.NewCond(&w.mu)
-	w.Server = NewTokenServer(w)
+	w.Server = newServer(w)
 	return w
 }
 
-// Capabilities returns the world's capabilities, ready for hostabi.NewHost.
+// Capabilities returns the world's capabilities, ready for package host.
 func (w *World) Capabilities(service string) hostabi.Capabilities {
 	return hostabi.Capabilities{
-		Keyring: keyring{w}, Ledgers: ledgers{w}, Locks: locks{w}, Clock: clock{w},
-		Entropy: entropy{w}, Events: events{w}, Agents: agents{w}, OAuth: w.Server,
-		Catalog: func(id string) (hostabi.Connector, bool) {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			c, ok := w.catalog[id]
-			return c, ok
-		},
+		Keyring: keyring{w}, Files: files{w}, Locks: locks{w}, Clock: clock{w},
+		Entropy: entropy{w}, Events: events{w}, Loopback: loopback{w}, HTTP: w.Server,
 		Getenv:  func(k string) string { w.mu.Lock(); defer w.mu.Unlock(); return w.env[k] },
 		Service: service,
 	}
 }
 
-// --- staging and inspection -------------------------------------------------------------
-
-// SetKeyring stores a value as another process would.
+// SetKeyring stores a keyring value, as another process would.
 func (w *World) SetKeyring(service, user, value string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.keyring[service+"\x00"+user] = value
 }
 
-// DeleteKeyring removes a value as another process would.
+// DeleteKeyring removes a keyring value, as another process would.
 func (w *World) DeleteKeyring(service, user string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.keyring, service+"\x00"+user)
 }
 
-// Keyring returns every keyring entry as "service\x00user" → value.
+// Keyring returns a copy of the whole keyring (service "\x00" user → value).
 func (w *World) Keyring() map[string]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -107,26 +107,48 @@ func (w *World) Keyring() map[string]string {
 	return out
 }
 
-// SetLedger replaces a ledger's bytes (nil removes the file).
-func (w *World) SetLedger(name string, doc []byte) {
+// SetFile writes a file under the home byte for byte (nil deletes it), as another process
+// would.
+func (w *World) SetFile(name string, doc []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if doc == nil {
-		delete(w.ledgers, name)
+		delete(w.files, name)
 	} else {
-		w.ledgers[name] = append([]byte(nil), doc...)
+		w.files[name] = append([]byte(nil), doc...)
 	}
 	w.versions[name]++
 }
 
-// Ledger returns a ledger's bytes (nil when absent).
-func (w *World) Ledger(name string) []byte {
+// File returns a file under the home (nil when absent).
+func (w *World) File(name string) []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]byte(nil), w.ledgers[name]...)
+	if b, ok := w.files[name]; ok {
+		return append([]byte(nil), b...)
+	}
+	return nil
 }
 
-// Hold makes holder (another process) hold a lock; Release frees it.
+// Files lists the files under the home.
+func (w *World) Files() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.files))
+	for k := range w.files {
+		out = append(out, k)
+	}
+	return out
+}
+
+// SetSource makes a file readable by file.digest at path (an agent's source).
+func (w *World) SetSource(path string, content []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sources[path] = append([]byte(nil), content...)
+}
+
+// Hold makes another process hold a lock.
 func (w *World) Hold(lock, holder string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -141,43 +163,28 @@ func (w *World) Release(lock string) {
 	w.cond.Broadcast()
 }
 
-// Advance moves the simulated clock.
+// Advance moves the clock.
 func (w *World) Advance(d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.now = w.now.Add(d)
 }
 
-// Events returns the event log.
+// Events returns every event emitted so far.
 func (w *World) Events() []hostabi.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]hostabi.Event(nil), w.events...)
 }
 
-// SetAgent registers an agent declaration.
-func (w *World) SetAgent(a hostabi.Agent) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.agents[a.ID] = a
-}
-
-// SetConnector registers a catalog entry for the capabilities (the core reads its own copy
-// of the catalog as data).
-func (w *World) SetConnector(c hostabi.Connector) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.catalog[c.ID] = c
-}
-
-// Setenv sets an environment variable of the world.
+// Setenv sets an environment variable of the world's processes.
 func (w *World) Setenv(k, v string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.env[k] = v
 }
 
-// Fail injects a keyring failure.
+// Fail injects keyring failures.
 func (w *World) Fail(f Failure) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -188,19 +195,18 @@ func (w *World) Fail(f Failure) {
 }
 
 func (w *World) failure(op, user string) error {
-	for i, f := range w.failures {
-		if f.Op == op && f.User == user {
-			w.failures[i].Count--
-			if w.failures[i].Count <= 0 {
-				w.failures = append(w.failures[:i], w.failures[i+1:]...)
-			}
+	for i := range w.failures {
+		f := &w.failures[i]
+		if f.Count > 0 && f.Op == op && f.User == user {
+			f.Count--
 			return f.Err
 		}
 	}
 	return nil
 }
 
-// --- capabilities ---------------------------------------------------------------------
+// ErrInjected is a convenient failure for Fail.
+var ErrInjected = errors.New("memhost: injected failure")
 
 type keyring struct{ w *World }
 
@@ -212,7 +218,7 @@ func (k keyring) Get(_ context.Context, service, user string) (string, error) {
 	}
 	v, ok := k.w.keyring[service+"\x00"+user]
 	if !ok {
-		return "", fmt.Errorf("memhost: %s/%s: %w", service, user, hostabi.ErrNotFound)
+		return "", fmt.Errorf("memhost: %s: %w", user, hostabi.ErrNotFound)
 	}
 	return v, nil
 }
@@ -237,40 +243,62 @@ func (k keyring) Delete(_ context.Context, service, user string) error {
 	return nil
 }
 
-type ledgers struct{ w *World }
+type files struct{ w *World }
 
-func (l ledgers) Read(_ context.Context, name string) ([]byte, string, error) {
-	l.w.mu.Lock()
-	defer l.w.mu.Unlock()
-	doc, ok := l.w.ledgers[name]
+func (f files) version(name string) string {
+	if _, ok := f.w.files[name]; !ok {
+		return ""
+	}
+	return "v" + strconv.Itoa(f.w.versions[name])
+}
+
+func (f files) Read(_ context.Context, name string) ([]byte, string, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	b, ok := f.w.files[name]
 	if !ok {
 		return nil, "", nil
 	}
-	return append([]byte(nil), doc...), strconv.Itoa(l.w.versions[name]), nil
+	return append([]byte(nil), b...), f.version(name), nil
 }
 
-func (l ledgers) Write(_ context.Context, name string, doc []byte, ifVersion string) error {
-	l.w.mu.Lock()
-	defer l.w.mu.Unlock()
-	cur := ""
-	if _, ok := l.w.ledgers[name]; ok {
-		cur = strconv.Itoa(l.w.versions[name])
+func (f files) Update(_ context.Context, name string, fn func([]byte, string) ([]byte, error)) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	var cur []byte
+	if b, ok := f.w.files[name]; ok {
+		cur = append([]byte(nil), b...)
 	}
-	if cur != ifVersion {
-		return fmt.Errorf("memhost: ledger %s: %w", name, hostabi.ErrConflict)
+	next, err := fn(cur, f.version(name))
+	if err != nil {
+		return err
 	}
-	l.w.ledgers[name] = append([]byte(nil), doc...)
-	l.w.versions[name]++
+	f.w.files[name] = append([]byte(nil), next...)
+	f.w.versions[name]++
 	return nil
 }
 
-func (l ledgers) Path(name string) string { return "mem:" + name + ".json" }
+func (f files) Path(name string) string { return Home + "/" + name }
+
+func (f files) Digest(_ context.Context, path string, max int64) (string, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	b, ok := f.w.sources[path]
+	if !ok {
+		return "", fmt.Errorf("%s: no such file", path)
+	}
+	if int64(len(b)) > max {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
 
 type locks struct{ w *World }
 
 // TryLock: a lock held from outside (Hold) is busy at once — the simulated world does not
-// wait for another process. A lock held by another operation of this process is waited
-// for, up to wait, which is how concurrent callers share one refresh.
+// wait for another process. A lock held by another operation of this world is waited for,
+// up to wait, which is how concurrent callers share one refresh.
 func (l locks) TryLock(ctx context.Context, name string, wait time.Duration) (func(), error) {
 	w := l.w
 	w.mu.Lock()
@@ -319,150 +347,36 @@ func (e events) Emit(ev hostabi.Event) {
 	e.w.events = append(e.w.events, ev)
 }
 
-type agents struct{ w *World }
+// loopback is the simulated user at the browser: it answers the authorization the
+// server's script says (consent by default).
+type loopback struct{ w *World }
 
-func (a agents) Agent(_ context.Context, id string) (hostabi.Agent, bool, error) {
-	a.w.mu.Lock()
-	defer a.w.mu.Unlock()
-	ag, ok := a.w.agents[id]
-	return ag, ok, nil
-}
-
-// --- token endpoint -------------------------------------------------------------------
-
-// TokenServer is the scripted authorization server: refresh tokens rotate on every use, a
-// reused refresh token is invalid_grant (reuse detection), and scripted responses replace
-// the next answers.
-type TokenServer struct {
-	w         *World
-	live      map[string]string // refresh token → provider
-	used      map[string]bool
-	next      map[string][]hostabi.TokenResponse // provider → scripted responses
-	auth      map[string][]hostabi.AuthResult
-	Rotate    bool
-	ExpiresIn int64
-	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
-	// world's lock: a test uses it to let another process act while a request is in flight.
-	BeforeRefresh func(provider string)
-	issued        int
-	Requests      int
-	sent          []string // refresh tokens presented, in order
-	reused        int      // refreshes that presented an already-used refresh token
-}
-
-// NewTokenServer returns a server that rotates refresh tokens and issues 3600 s tokens.
-func NewTokenServer(w *World) *TokenServer {
-	return &TokenServer{w: w, live: map[string]string{}, used: map[string]bool{},
-		next: map[string][]hostabi.TokenResponse{}, auth: map[string][]hostabi.AuthResult{},
-		Rotate: true, ExpiresIn: 3600}
-}
-
-// Issue registers a refresh token as valid for a provider (as a past authorization would).
-func (s *TokenServer) Issue(provider, refresh string) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	s.live[refresh] = provider
-}
-
-// Script queues responses for the next refreshes of a provider.
-func (s *TokenServer) Script(provider string, rs ...hostabi.TokenResponse) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	s.next[provider] = append(s.next[provider], rs...)
-}
-
-// ScriptAuthorize queues results for the next authorizations of a provider.
-func (s *TokenServer) ScriptAuthorize(provider string, rs ...hostabi.AuthResult) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	s.auth[provider] = append(s.auth[provider], rs...)
-}
-
-func (s *TokenServer) token(prefix string) string {
-	s.issued++
-	return fmt.Sprintf("%s-%04d", prefix, s.issued)
-}
-
-// Refresh implements hostabi.OAuth.
-func (s *TokenServer) Refresh(_ context.Context, c hostabi.Connector, _ hostabi.Client, refresh string) hostabi.TokenResponse {
-	if s.BeforeRefresh != nil {
-		s.BeforeRefresh(c.ID)
+func (l loopback) Open(_ context.Context, connector string) (hostabi.Callback, error) {
+	if l.w.Server.unavailable(connector) {
+		return nil, fmt.Errorf("memhost: no browser: %w", hostabi.ErrUnavailable)
 	}
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	s.Requests++
-	s.sent = append(s.sent, refresh)
-	if s.used[refresh] {
-		s.reused++
+	return &callback{w: l.w}, nil
+}
+
+type callback struct{ w *World }
+
+func (c *callback) RedirectURI() string { return "http://127.0.0.1:49152/callback" }
+func (c *callback) Close() error        { return nil }
+
+func (c *callback) Wait(ctx context.Context, authURL, state, connector string, _ time.Duration) (map[string]string, error) {
+	params, err := c.w.Server.authorize(connector, authURL, c.RedirectURI())
+	if err != nil {
+		return nil, err
 	}
-	if q := s.next[c.ID]; len(q) > 0 {
-		s.next[c.ID] = q[1:]
-		return q[0]
+	if params == nil {
+		return nil, context.DeadlineExceeded
 	}
-	if s.used[refresh] || s.live[refresh] != c.ID {
-		return hostabi.TokenResponse{Status: 400, Error: "invalid_grant"}
+	if params["state"] != state {
+		return nil, errors.New("memhost: the callback's state does not match")
 	}
-	r := hostabi.TokenResponse{Status: 200, AccessToken: s.token("access-" + c.ID), ExpiresIn: s.ExpiresIn}
-	if s.Rotate {
-		s.used[refresh] = true
-		delete(s.live, refresh)
-		r.RefreshToken = s.token("refresh-" + c.ID)
-		s.live[r.RefreshToken] = c.ID
-	}
-	return r
+	return params, nil
 }
 
-// Authorize implements hostabi.OAuth: scripted results first, else consent is granted for
-// every requested scope as account "user@example.com".
-func (s *TokenServer) Authorize(_ context.Context, c hostabi.Connector, _ hostabi.Client, scopes []string) hostabi.AuthResult {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	if q := s.auth[c.ID]; len(q) > 0 {
-		s.auth[c.ID] = q[1:]
-		r := q[0]
-		if r.Status == hostabi.AuthOK && r.Token.RefreshToken != "" {
-			s.live[r.Token.RefreshToken] = c.ID
-		}
-		return r
-	}
-	sc := append([]string(nil), scopes...)
-	sort.Strings(sc)
-	r := hostabi.TokenResponse{Status: 200, AccessToken: s.token("access-" + c.ID),
-		RefreshToken: s.token("refresh-" + c.ID), ExpiresIn: s.ExpiresIn, Scopes: sc, Account: "user@example.com"}
-	s.live[r.RefreshToken] = c.ID
-	return hostabi.AuthResult{Status: hostabi.AuthOK, Token: r}
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
-
-// Configure sets rotation and the lifetime of issued access tokens (seconds), under the
-// world's lock.
-func (s *TokenServer) Configure(rotate bool, expiresIn int64) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	s.Rotate, s.ExpiresIn = rotate, expiresIn
-}
-
-// RequestCount is Requests, read under the world's lock.
-func (s *TokenServer) RequestCount() int {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	return s.Requests
-}
-
-// Sent returns the refresh tokens presented to the token endpoint, in order (test code
-// only: these are secrets).
-func (s *TokenServer) Sent() []string {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	return append([]string(nil), s.sent...)
-}
-
-// Reused counts refreshes that presented a refresh token already used once (which a real
-// server's reuse detection would treat as theft).
-func (s *TokenServer) Reused() int {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	return s.reused
-}
-
-// ErrInjected is a convenient failure for Fail.
-var ErrInjected = errors.New("memhost: injected failure")

@@ -1,7 +1,8 @@
 // Package memshell runs the conformance corpus on hostabi/memhost: each scenario gets a
 // fresh in-memory world, and the engine is whatever the test passes in (wasm or rego).
 //
-// It imports conformance, hostabi, memhost and core; never an engine (tests choose one).
+// It imports conformance, catalog, hostabi, memhost and core; never an engine (tests
+// choose one).
 package memshell
 
 import (
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
@@ -66,11 +68,24 @@ func (s *Shell) Close(ctx context.Context) error {
 // NewWorld implements conformance.Shell.
 func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setup) (conformance.World, error) {
 	w := memhost.New(setup.Start, 1)
-	caps := w.Capabilities("")
-	caps.Catalog = setup.Catalog.Connector
-	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
+	Serve(w, setup.Catalog)
+	mw := &World{W: w, caps: w.Capabilities(""), during: map[string][]func(){}}
 	w.Server.BeforeRefresh = mw.beforeRefresh
 	return mw, nil
+}
+
+// Serve makes a world's authorization server answer the endpoints of every OAuth provider
+// of a catalog.
+func Serve(w *memhost.World, cat *catalog.Catalog) {
+	for _, e := range cat.Entries() {
+		if e.Type != catalog.TypeOAuth {
+			continue
+		}
+		w.Server.Serve(e.ID, map[string]string{
+			"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
+			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL,
+		})
+	}
 }
 
 func (w *World) beforeRefresh(provider string) {
@@ -101,9 +116,6 @@ func (w *World) Capabilities() hostabi.Capabilities { return w.caps }
 // Advance implements conformance.World.
 func (w *World) Advance(d time.Duration) { w.W.Advance(d) }
 
-// SetAgent implements conformance.World.
-func (w *World) SetAgent(a hostabi.Agent) error { w.W.SetAgent(a); return nil }
-
 // Setenv implements conformance.World.
 func (w *World) Setenv(k, v string) { w.W.Setenv(k, v) }
 
@@ -117,8 +129,8 @@ func (w *World) Release(lock string) error { w.W.Release(lock); return nil }
 func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
 	err := error(memhost.ErrInjected)
 	if insecure {
-		err = hostabi.Errorf("INSECURE_STORE", "install and unlock a Secret Service provider (gnome-keyring or KeePassXC)",
-			"no secure credential store is available (memhost: injected); grantwire never falls back to a file")
+		err = &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "memhost: injected",
+			Fix: "install and unlock a Secret Service provider (gnome-keyring or KeePassXC)"}
 	}
 	w.W.Fail(memhost.Failure{Op: op, User: user, Err: err, Count: count})
 	return nil
@@ -152,16 +164,29 @@ func (t tokenServer) Configure(rotate bool, expiresIn int64) {
 func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
 func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
 
-func (t tokenServer) ScriptAuthorize(p string, r hostabi.AuthResult) {
-	t.w.W.Server.ScriptAuthorize(p, r)
+func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
+	t.w.W.Server.ScriptAuthorize(p, AuthorizeAnswer(r))
 }
 
-func (t tokenServer) ScriptRefresh(p string, r hostabi.TokenResponse, during func()) {
+func (t tokenServer) ScriptRefresh(p string, r conformance.TokenResponse, during func()) {
 	if during == nil {
 		during = func() {}
 	}
 	t.w.mu.Lock()
 	t.w.during[p] = append(t.w.during[p], during)
 	t.w.mu.Unlock()
-	t.w.W.Server.Script(p, r)
+	t.w.W.Server.Script(p, TokenAnswer(r))
+}
+
+// TokenAnswer converts a scripted refresh answer of the corpus to memhost's.
+func TokenAnswer(r conformance.TokenResponse) memhost.TokenAnswer {
+	return memhost.TokenAnswer{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken,
+		RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON}
+}
+
+// AuthorizeAnswer converts a scripted authorization outcome of the corpus to memhost's.
+func AuthorizeAnswer(r conformance.AuthorizeResult) memhost.AuthorizeAnswer {
+	return memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
+		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn,
+		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoRefresh: r.NoRefresh}
 }

@@ -105,7 +105,7 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	not _args_object
 } else := step.fail(errors.host_failure(he), []) if {
 	he := facts.host_errors(_facts)[0]
-} else := step.fail(errors.corrupt_ledger(f.file, store.problem(f)), []) if {
+} else := step.fail(errors.corrupt_ledger(store.ledger_name(f.ledger), f.file, store.problem(f)), []) if {
 	_op != "disconnect"
 	some f in _ledger_facts
 	store.problem(f)

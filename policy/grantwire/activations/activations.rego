@@ -260,13 +260,15 @@ visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
 #   noticed another process change the file; the result is the view to keep for next time.
 # entrypoint: true
 changes := step.fail(errors.usage("activation_changes needs before ({connector: {agent: true}})"), []) if {
-	not is_object(input.args.before)
+	not _before_object
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.ledger("actives", store.activations_file, ["activations"])])
 	count(m) > 0
 } else := step.done({"activations": _now}, [grants.activation_event(c, a, v) |
 	some [c, a, v] in _changed
 ])
+
+_before_object if is_object(input.args.before)
 
 _now := facts.value(_f, "actives", {})
 

@@ -108,12 +108,12 @@ _entry_problem(e) := "an agent must be an object" if {
 	some k, _ in e
 	not k in _fields
 } else := "\"id\" is required" if {
-	not is_string(e.id)
+	not _has(e, "id")
 } else := concat("", ["\"source\" is for custom agents; write the id as \"custom:<name>\""]) if {
 	is_string(e.source)
 	not startswith(e.id, "custom:")
 } else := concat("", [scopes.quote(e.id), " is not a valid agent id (", _id_grammar, ")"]) if {
-	not is_string(e.source)
+	not _has(e, "source")
 	not scopes.valid_agent_id(e.id)
 } else := concat("", [scopes.quote(e.id), ": custom agents with a source are custom:<name> or custom:<16 hex>:<name>"]) if {
 	is_string(e.source)
@@ -124,13 +124,17 @@ _entry_problem(e) := "an agent must be an object" if {
 	not is_boolean(object.get(e, "consumes_mcp_servers", false))
 }
 
+# The member is a string (a positive rule: a negated call on an undefined argument is
+# false in Rego, not true).
+_has(obj, k) if is_string(obj[k])
+
 _id_grammar := "builtin:<name>, installed:<name>, native:<name> or custom:<16 hex>:<name>; a name is 1 to 128 of letters, digits and _ . @ + -"
 
 _requirements_problem(rs) := "\"required_connectors\" must be a list" if {
 	not is_array(rs)
 } else := concat("", ["required_connectors[", format_int(j, 10), "]: \"connector\" is required"]) if {
 	some j, r in rs
-	not is_string(r.connector)
+	not _has(r, "connector")
 } else := concat("", ["required_connectors: ", r.connector, " appears twice"]) if {
 	some j, r in rs
 	some l, o in rs
@@ -187,7 +191,7 @@ registry(f, k) := object.union(
 	},
 )
 
-_registered_id(_, _, _, e) := e.id if not is_string(e.source)
+_registered_id(_, _, _, e) := e.id if not _has(e, "source")
 
 _registered_id(f, k, i, e) := id if {
 	is_string(e.source)
@@ -268,6 +272,8 @@ list := step.need(m) if {
 
 _source := input.args.source
 
+_source_arg if is_string(_source)
+
 _name := input.args.name if {
 	is_string(input.args.name)
 	input.args.name != ""
@@ -286,7 +292,7 @@ _last(xs) := xs[count(xs) - 1]
 #   name given or else the file's base name without its extension.
 # entrypoint: true
 agent_id := step.fail(errors.usage("agent_id needs source (a file path) and an optional name"), []) if {
-	not is_string(_source)
+	not _source_arg
 } else := step.need([facts.digest("source", _source, max_source_bytes)]) if {
 	not facts.has(_f, "source")
 } else := step.fail(

@@ -121,7 +121,7 @@ _base_problems(id, e) := array.concat(
 	array.flatten([
 		[m | not _id_ok(id); m := concat("", ["the id must be 1-64 of a-z 0-9 _ . - starting with a letter or digit"])],
 		[m | not is_object(e); m := "an entry must be an object"],
-		[m | not e.type in _types; m := concat("", ["unknown type ", json.marshal(object.get(e, "type", null)), " (oauth_pkce, mcp_server or mcp_remote)"])],
+		[m | not object.get(e, "type", null) in _types; m := concat("", ["unknown type ", json.marshal(object.get(e, "type", null)), " (oauth_pkce, mcp_server or mcp_remote)"])],
 		[m | not _scope_list(object.get(e, "default_scopes", [])); m := "default_scopes must be distinct scopes (no spaces, quotes, commas or backslashes)"],
 		[m | not _scope_list(object.get(e, "available_scopes", [])); m := "available_scopes must be distinct scopes (no spaces, quotes, commas or backslashes)"],
 		[m | _defaults_unavailable(e); m := "every default scope must be among available_scopes"],

@@ -98,7 +98,7 @@ decision := step.fail(
 } else := step.need(m) if {
 	m := facts.missing(_f, [
 		facts.lock("lock", _c, lock_wait_ms),
-		facts.after(facts.keyring("client", store.client_user(_c), [], true), "lock"),
+		facts.after(facts.keyring_secret("client", store.client_user(_c)), "lock"),
 	])
 	count(m) > 0
 } else := step.done(

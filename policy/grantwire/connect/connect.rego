@@ -115,9 +115,9 @@ _wanted(a) := _explicit if count(_explicit) > 0
 else := scopes.sorted(_declared(a))
 
 _endpoint_problem := oauth.endpoint_problem(_c, "authorization_url", _client.tenant) if {
-	not transport.allowed(oauth.endpoint(_c, "authorization_url", _client.tenant))
+	not _endpoint_ok("authorization_url")
 } else := oauth.endpoint_problem(_c, "token_url", _client.tenant) if {
-	not transport.allowed(oauth.endpoint(_c, "token_url", _client.tenant))
+	not _endpoint_ok("token_url")
 }
 
 _verifier := {"$ref": "verifier#value"}
@@ -134,13 +134,22 @@ _params := object.get(_cb, "params", {})
 
 _code := {"$ref": _params.code["$ref"]}
 
+# Positive rules: a negated call on an undefined argument is false in Rego, not true.
+_listening if is_string(_redirect)
+
+_has_code if is_string(_params.code["$ref"])
+
+_has_refresh if is_object(_r.refresh)
+
+_endpoint_ok(field) if transport.allowed(oauth.endpoint(_c, field, _client.tenant))
+
 _r := oauth.response(_f.token)
 
-# The scopes the connection holds: what the token response says was granted, else what
-# was asked for (RFC 6749 §5.1: an omitted scope means as requested).
-_stored_scopes := _r.scope if is_array(_r.scope)
-
-else := _authorize_scopes
+# The scopes the connection holds: those asked for that the token response says were
+# granted, else what was asked for (RFC 6749 §5.1: an omitted scope means as requested).
+_stored_scopes := [s | some s in _r.scope; s in scopes.set(_authorize_scopes)] if {
+	is_array(_r.scope)
+} else := _authorize_scopes
 
 _not_granted := scopes.missing(_authorize_scopes, _stored_scopes)
 
@@ -281,10 +290,10 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	_prior
 } else := step.fail(errors.insecure_transport(_endpoint_problem), []) if {
 	_endpoint_problem
-} else := step.need([facts.loopback_open("loopback")]) if {
+} else := step.need([facts.loopback_open("loopback", _c)]) if {
 	not facts.has(_f, "loopback")
 } else := step.fail(errors.interactive_required(_c, _authorize_scopes), []) if {
-	not is_string(_redirect)
+	not _listening
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.entropy("verifier", 32), facts.entropy("state", 32)])
 	count(m) > 0
@@ -299,7 +308,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 } else := step.fail(errors.consent_denied(_c, oauth.error_code(_params.error)), []) if {
 	is_string(_params.error)
 } else := step.fail(errors.provider_problem(_c, "the authorization response carried no code", ""), []) if {
-	not is_string(_params.code["$ref"])
+	not _has_code
 } else := step.need([oauth.exchange_need("token", _c, _client, _code, _redirect, _verifier)]) if {
 	not facts.has(_f, "token")
 } else := step.fail(_token_error, []) if {
@@ -312,7 +321,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	),
 	[],
 ) if {
-	not is_object(_r.refresh)
+	not _has_refresh
 } else := step.need(m) if {
 	m := facts.missing(_f, _userinfo_needs)
 	count(m) > 0

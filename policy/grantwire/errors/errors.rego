@@ -284,11 +284,11 @@ insecure_transport(reason) := error("INSECURE_TRANSPORT", concat("", ["refused U
 # description: |
 #   A ledger that cannot be read is never reset or rewritten: the error names the file, why,
 #   and the command that moves it aside (the ledger then starts empty; nothing else is lost).
-corrupt_ledger(file, reason) := error(
+corrupt_ledger(name, file, reason) := error(
 	"CORRUPT_LEDGER",
-	concat("", ["the ledger ", file, " is unreadable (", reason, "); nothing was changed"]),
+	concat("", ["the ", name, " ledger at ", file, " is unreadable (", reason, "); nothing was changed"]),
 	move_aside(file),
-	{"path": file},
+	{"ledger": name, "path": file},
 )
 
 # METADATA

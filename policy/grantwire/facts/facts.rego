@@ -132,8 +132,10 @@ commit(need) := object.union(need, {"commit": true})
 
 # METADATA
 # title: loopback
-# description: Open this operation's one-shot 127.0.0.1 callback listener ({redirect_uri} or {unavailable}).
-loopback_open(k) := {"key": k, "kind": "loopback.open"}
+# description: |
+#   Open this operation's one-shot 127.0.0.1 callback listener for an authorization of
+#   connector c ({redirect_uri}, or {unavailable} when nobody can use a browser here).
+loopback_open(k, c) := {"key": k, "kind": "loopback.open", "connector": c}
 
 # METADATA
 # title: loopback wait

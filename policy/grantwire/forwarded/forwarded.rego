@@ -87,9 +87,9 @@ _grant_key(a) := facts.key(["grant", a])
 _locked_needs := array.concat(
 	[
 		facts.lock("lock", _p, lock_wait_ms),
-		facts.after(facts.keyring("client@lock", store.client_user(_p), [], true), "lock"),
+		facts.after(facts.keyring_secret("client@lock", store.client_user(_p)), "lock"),
 		facts.after(facts.keyring("conn@lock", store.conn_user(_p), ["refresh_token"], true), "lock"),
-		facts.after(facts.keyring("token@lock", store.token_user(_p), [], true), "lock"),
+		facts.after(facts.keyring_secret("token@lock", store.token_user(_p)), "lock"),
 		facts.after(facts.now("now@lock"), "lock"),
 		facts.after(facts.ledger("state@lock", store.state_file, [_p]), "lock"),
 	],

@@ -241,18 +241,21 @@ _locked(v) := step.fail(
 } else := step.done(_result(t, _lconn), []) if {
 	t := store.token(_f["token@lock"], _lconn, _f["now@lock"], margin_ms)
 } else := step.fail(errors.insecure_transport(oauth.endpoint_problem(_p, "token_url", _lclient.tenant)), []) if {
-	not transport.allowed(oauth.endpoint(_p, "token_url", _lclient.tenant))
+	not _token_endpoint_ok
 } else := step.need([oauth.refresh_need("refresh", _p, _lclient, {"$ref": _lconn.refresh["$ref"]})]) if {
 	not facts.has(_f, "refresh")
 } else := _refreshed(oauth.response(_f.refresh))
 
+# A positive rule: a negated call on an undefined argument is false in Rego, not true.
+_token_endpoint_ok if transport.allowed(oauth.endpoint(_p, "token_url", _lclient.tenant))
+
 _expires_at(r) := _f["now@lock"] + (r.expires_in * 1000)
 
-# The scopes the connection holds after a refresh: what the server said it granted, or
-# what was stored when it said nothing.
-_held_after(r) := r.scope if is_array(r.scope)
-
-else := _lconn.scopes
+# The scopes the connection holds after a refresh: those stored that the server says it
+# granted (a refresh never widens scope), or what was stored when it said nothing.
+_held_after(r) := [s | some s in _lconn.scopes; s in scopes.set(r.scope)] if {
+	is_array(r.scope)
+} else := _lconn.scopes
 
 _rotated(r) if {
 	is_object(r.refresh)

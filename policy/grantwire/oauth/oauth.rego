@@ -200,10 +200,10 @@ response(r) := {"ok": false, "kind": "transport", "status": 0, "error": _word(r.
 	is_string(r.json.error)
 } else := {"ok": false, "kind": "not_json", "status": r.status, "error": "not_json", "detail": "the token endpoint answered without JSON"} if {
 	r.status == 200
-	not is_object(r.json)
+	not _json_object(r)
 } else := {"ok": false, "kind": "no_access_token", "status": r.status, "error": "no_access_token", "detail": "the token response has no access_token"} if {
 	r.status == 200
-	not is_string(r.json.access_token["$ref"])
+	not _has_access(r)
 } else := {
 	"ok": true,
 	"access": r.json.access_token,
@@ -213,6 +213,13 @@ response(r) := {"ok": false, "kind": "transport", "status": 0, "error": _word(r.
 } if {
 	r.status == 200
 } else := {"ok": false, "kind": "status", "status": _number(r.status), "error": "http_error", "detail": ""}
+
+# Positive rules: a negated call on an undefined argument is false in Rego, not true.
+_json_object(r) if is_object(r.json)
+
+_has_access(r) if is_string(r.json.access_token["$ref"])
+
+_has_iss(params) if is_string(params.iss)
 
 _number(n) := n if is_number(n)
 
@@ -293,6 +300,6 @@ issuer_problem(p, client, params) := "names another issuer" if {
 	is_string(params.iss)
 	params.iss != issuer(p, client)
 } else := "names no issuer although the provider always sends one" if {
-	not is_string(params.iss)
+	not _has_iss(params)
 	issuer_required(p)
 }

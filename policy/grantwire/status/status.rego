@@ -84,7 +84,7 @@ _entry(c) := object.union(
 )
 
 _state(c) := {
-	"configured": _bool(_configured_mcp(c)),
+	"configured": _configured_mcp_bool(c),
 	"env_keys": mcp.keys(_f.mcp, c),
 	"missing_keys": mcp.missing_keys(c, _f.mcp),
 } if {
@@ -103,6 +103,10 @@ _state(c) := {
 }
 
 _configured_mcp(c) if mcp.entry(_f.mcp, c)
+
+_configured_mcp_bool(c) if _configured_mcp(c)
+
+else := false
 
 # METADATA
 # title: status decision
@@ -238,6 +242,9 @@ connections := step.need(m) if {
 
 _t := _entry(_c)
 
+# A positive rule: a negated call on an undefined argument is false in Rego, not true.
+_connector_arg if is_string(_c)
+
 # METADATA
 # title: test_connector decision
 # description: |
@@ -247,7 +254,7 @@ _t := _entry(_c)
 #   checks what only it can: that the server's command can be started.)
 # entrypoint: true
 test := step.fail(errors.usage("test_connector needs connector"), []) if {
-	not is_string(_c)
+	not _connector_arg
 } else := status if {
 	status.status == "need"
 } else := status if {

@@ -84,6 +84,10 @@ _strings(v) if {
 	}
 }
 
+_is_secret(d) if _secret(d)
+
+else := false
+
 _str_or_null(v) := v if is_string(v)
 
 else := null
@@ -204,7 +208,7 @@ client(f, k, p) := c if {
 		"found": true, "source": "keyring", "version": fact.version,
 		"client_id": j.client_id, "client_id_hash": j.client_id.crc32,
 		"client_secret": _secret_or_null(object.get(j, "client_secret", null)),
-		"has_secret": _secret(object.get(j, "client_secret", null)),
+		"has_secret": _is_secret(object.get(j, "client_secret", null)),
 		"tenant": _tenant(j, p),
 	}
 } else := c if {
@@ -354,10 +358,23 @@ write(file, ops) := {"kind": "ledger.write", "ledger": file, "ops": ops}
 #   does not have its ledger's shape. Undefined for a usable fact.
 problem(fact) := fact.corrupt if {
 	is_string(fact.corrupt)
+} else := concat("", ["it holds ", _a(fact.shape[i]), " where an object belongs"]) if {
+	some i, t in fact.shape
+	i < count(fact.path)
+	t != "object"
 } else := "it does not have the shape of that ledger" if {
 	fact.exists == true
 	not shaped(fact.ledger, fact.path, fact.value)
 }
+
+_a(t) := "an array" if t == "array"
+
+else := concat("", ["a ", t])
+
+# METADATA
+# title: ledger name
+# description: The short name of a ledger file ("grants", "activations", "state", "mcp_servers", "agents").
+ledger_name(file) := trim_suffix(split(file, "/")[count(split(file, "/")) - 1], ".json")
 
 # METADATA
 # title: ledger shape
