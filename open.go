@@ -2,23 +2,23 @@ package grantwire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
-	"github.com/grantwire/grantwire/agents"
-	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
 // Open returns a client on the OS shell with everything wired the way the grantwire
-// command wires it: the catalog (embedded, or WithCatalog), the Wasm engine on it, the OS
-// shell (opts: home, keyring service, browser, …) with the core's transport rule checking
-// every URL, and the agent registry of the home ($GRANTWIRE_HOME/agents.json) unless
-// opts.Agents is set. The engine caches compiled code in the user's cache directory
-// (grantwire/wazero). Close the client to release the shell.
+// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the Wasm
+// engine on it, and the OS shell (opts: home, keyring service, browser, …), whose watcher
+// reports activations other processes change through the policy. The engine caches
+// compiled code in the user's cache directory (grantwire/wazero). Close the client to
+// release the shell.
 //
 // No OPA package is linked: this is grantwire's Wasm shell for Go programs.
 func Open(ctx context.Context, opts native.Options, options ...Option) (*Client, error) {
@@ -26,13 +26,13 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 	for _, o := range options {
 		o(&c)
 	}
-	cat, err := catalog.Load(c.catalog)
+	cat, err := c.loadCatalog()
 	if err != nil {
 		return nil, err
 	}
 	engine := c.engine
 	owns := false
-	if engine == nil {
+	if engine == nil && c.bundle == nil {
 		eopts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
 		if dir, err := os.UserCacheDir(); err == nil {
 			// Compiled code is cached per user: a process after the first starts in
@@ -43,13 +43,16 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			return nil, err
 		}
 		owns = true
+		options = append(options, WithEngine(engine))
 	}
-	if opts.Catalog == nil {
-		opts.Catalog = cat.Connector
-	}
-	if opts.CheckURL == nil {
-		opts.CheckURL = func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return CheckURL(ctx, engine, u, purpose, hop, from)
+	var client atomic.Pointer[Client]
+	if opts.ActivationChanges == nil {
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if cl := client.Load(); cl != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = cl.ActivationChanges(ctx, before, after)
+			}
 		}
 	}
 	shell, err := native.New(opts)
@@ -59,16 +62,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		}
 		return nil, err
 	}
-	if opts.Agents == nil {
-		home, _ := os.UserHomeDir()
-		reg := agents.New(filepath.Join(shell.Home(), agents.FileName), agents.WithUserHome(home))
-		caps := shell.Capabilities()
-		caps.Agents = reg
-		options = append(options, WithCapabilities(caps))
-	} else {
-		options = append(options, WithCapabilities(shell.Capabilities()))
-	}
-	options = append(options, WithEngine(engine))
+	options = append(options, WithCapabilities(shell.Capabilities()))
 	cl, err := New(ctx, options...)
 	if err != nil {
 		_ = shell.Close()
@@ -77,8 +71,9 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		}
 		return nil, err
 	}
-	cl.owns = owns
+	cl.owns = cl.owns || owns
 	cl.closers = append(cl.closers, shell.Close)
+	client.Store(cl)
 	return cl, nil
 }
 

@@ -61,6 +61,9 @@ type Config struct {
 	// counter from 0001, the access token before the refresh token of one answer: the
 	// conformance corpus's names. Codes stay random.
 	SequentialNames bool
+	// Issuer, when set, is sent as the iss parameter of every authorization response
+	// (RFC 9207).
+	Issuer string
 	// Now tells the time (default time.Now).
 	Now func() time.Time
 }
@@ -92,6 +95,7 @@ type Stats struct {
 	// scripted ones included.
 	RefreshRequests int
 	Userinfo        int // successful userinfo answers
+	Revocations     int // revocation requests (RFC 7009)
 }
 
 type code struct {
@@ -280,6 +284,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) { s.authorize(w, r, "") })
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { s.tokenEndpoint(w, r, "") })
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
+	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) { s.revoke(w, r, "") })
 	mux.HandleFunc("/p/", s.providerEndpoint)
 	return mux
 }
@@ -319,6 +324,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 	var consent *Consent
 	if cq := s.consents[provider]; len(cq) > 0 {
 		consent, s.consents[provider] = &cq[0], cq[1:]
+	}
+	switch {
+	case consent != nil && consent.Iss != nil:
+		v.Set("iss", *consent.Iss)
+	case s.cfg.Issuer != "":
+		v.Set("iss", s.cfg.Issuer)
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -498,6 +509,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 	m := mint{family: c.family, scopes: c.scopes, provider: provider, account: s.cfg.Account, refresh: true,
 		expiresIn: s.cfg.ExpiresIn}
 	if cs := c.consent; cs != nil {
+		m.refresh = !cs.NoRefresh
 		m.access, m.rt = cs.AccessToken, cs.RefreshToken
 		if cs.Account != "" {
 			m.account = cs.Account
@@ -579,6 +591,28 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, provider strin
 		account = s.cfg.Account
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sub": fmt.Sprintf("user-%d", a.family), "email": account, "email_verified": true})
+}
+
+// revoke is the revocation endpoint (RFC 7009): a refresh token presented there is
+// revoked with its family; anything else is answered 200 as the RFC asks.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, provider string) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Revocations++
+	if rt, ok := s.refresh[r.PostForm.Get("token")]; ok && rt.provider == provider {
+		s.revoked[rt.family] = true
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // ErrNotLoopback is returned by Start for a non-loopback address.

@@ -18,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/nativeshell"
 )
 
@@ -148,10 +149,10 @@ func TestSurfacesCheckModes(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	caps := w.Capabilities()
-	require.NoError(t, caps.Ledgers.Write(ctx, hostabi.LedgerGrants, []byte("{}\n"), ""))
+	require.NoError(t, caps.Files.Update(ctx, layout.Grants, func([]byte, string) ([]byte, error) { return []byte("{}\n"), nil }))
 	_, err := w.Surfaces()
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(caps.Ledgers.Path(hostabi.LedgerGrants), 0o644))
+	require.NoError(t, os.Chmod(caps.Files.Path(layout.Grants), 0o644))
 	_, err = w.Surfaces()
 	require.ErrorContains(t, err, "has mode 0644, want 0600")
 }

@@ -139,9 +139,8 @@ _arg_problem := "arguments must not contain double quotes, backslashes or contro
 	not scopes.valid_scope(s)
 }
 
-# The earlier view an activation watcher passes is ledger content, judged by the ledger
-# check, not by the argument rules.
-_checked_args := object.remove(input.args, ["before"]) if _op == "activation_changes"
+# The views an activation watcher passes are ledger content, not names a person typed.
+_checked_args := object.remove(input.args, ["before", "after"]) if _op == "activation_changes"
 
 else := input.args
 

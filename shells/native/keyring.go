@@ -321,8 +321,7 @@ func insecureStore(message, fix string, cause error) error {
 	if cause != nil {
 		message += " (" + cut(cause.Error(), 200) + ")"
 	}
-	message += "; grantwire keeps secrets only in the OS credential store and never falls back to a file"
-	return hostabi.Errorf("INSECURE_STORE", fix, message)
+	return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: message, Fix: fix}
 }
 
 func installFix() string {

@@ -299,6 +299,8 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	count(m) > 0
 } else := step.need([facts.loopback_wait("callback", _auth_url, _state, _timeout, _c)]) if {
 	not facts.has(_f, "callback")
+} else := step.fail(errors.interactive_required(_c, _authorize_scopes), []) if {
+	_cb.status == "unavailable"
 } else := step.fail(errors.authorization_timeout(_c, _timeout / 60000, _authorize_scopes), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p), []) if {
