@@ -16,7 +16,6 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/nativeshell"
@@ -132,7 +131,7 @@ func TestTheWorldKeepsItsKeyringToItself(t *testing.T) {
 	require.ErrorIs(t, err, nativeshell.ErrInjected)
 	require.NoError(t, w.FailKeyring("set", "p:default", 1, true))
 	err = b.Keyring.Set(ctx, b.Service, "p:default", "w")
-	var ce *core.Error
+	var ce *hostabi.HostError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "INSECURE_STORE", ce.Code)
 	require.Contains(t, ce.Fix, "install")
