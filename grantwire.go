@@ -31,6 +31,7 @@ type config struct {
 	caps        *hostabi.Capabilities
 	catalog     []byte
 	catalogFile string
+	loaded      *catalog.Catalog
 	observe func(Decision)
 	errs    []error
 	// bundle.go and decisionlog.go
@@ -61,7 +62,14 @@ func WithCatalog(raw []byte) Option { return func(c *config) { c.catalog = raw }
 // required); the built-in agents stay.
 func WithCatalogFile(path string) Option { return func(c *config) { c.catalogFile = path } }
 
+// WithLoadedCatalog uses a catalog already loaded (catalog.Default, Load or LoadFile); a
+// file's catalog is validated strictly by the policy, as WithCatalogFile does.
+func WithLoadedCatalog(cat *catalog.Catalog) Option { return func(c *config) { c.loaded = cat } }
+
 func (c *config) loadCatalog() (*catalog.Catalog, error) {
+	if c.loaded != nil {
+		return c.loaded, nil
+	}
 	if c.catalogFile != "" {
 		return catalog.LoadFile(c.catalogFile)
 	}
@@ -397,18 +405,29 @@ func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectR
 	return &r, err
 }
 
+// ClientResult is the outcome of ConfigureClient (never a secret).
+type ClientResult struct {
+	Connector    string `json:"connector"`
+	ClientIDHash string `json:"client_id_hash"`
+	HasSecret    bool   `json:"has_secret"`
+	Tenant       string `json:"tenant"`
+}
+
 // ConfigureClient stores a provider's OAuth client in the credential store.
-func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) error {
+func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) (*ClientResult, error) {
 	args := map[string]any{"connector": provider}
 	if tenant != "" {
 		args["tenant"] = tenant
 	}
-	secrets := map[string]string{"client_id": clientID}
-	if clientSecret != "" {
-		secrets["client_secret"] = clientSecret
+	var r struct {
+		ClientResult
+		Tenant *string `json:"tenant"`
 	}
-	_, err := c.run(ctx, "configure_client", args, secrets, nil)
-	return err
+	_, err := c.run(ctx, "configure_client", args, map[string]string{"client_id": clientID, "client_secret": clientSecret}, &r)
+	if r.Tenant != nil {
+		r.ClientResult.Tenant = *r.Tenant
+	}
+	return &r.ClientResult, err
 }
 
 // ConnectResult is the outcome of Connect.

@@ -63,6 +63,9 @@ these it is a configuration error naming what to pass. An existing grant is neve
 			} else {
 				a.printf("%s was already active for %s.\n", res.Connector, res.Agent)
 			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
+			}
 			return nil
 		}),
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/agents"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
@@ -109,9 +107,8 @@ type app struct {
 	// interpreting it; `serve` sets it before asking for the client.
 	LongRunning bool
 
-	cat      *catalog.Catalog
-	registry *agents.Registry
-	engine   core.Engine
+	cat    *catalog.Catalog
+	engine core.Engine
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
 	bundle    *grantwire.Bundle
@@ -226,30 +223,14 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 			return nil, fmt.Errorf("%w: data.catalog: %w", grantwire.ErrBundle, err)
 		}
 	} else if a.catalogPath != "" {
-		a.cat, err = catalog.LoadFile(a.catalogPath)
-		if err != nil {
-			return nil, &grantwire.Error{
-				Code: "CONFIGURATION", Fix: "correct the file, or drop --catalog / unset " + envCatalog + " to use the embedded catalog",
-				Message: "configuration error: " + err.Error(),
-			}
+		// The policy validates the file when the client is built (validate_catalog).
+		if a.cat, err = catalog.LoadFile(a.catalogPath); err != nil {
+			return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
 		}
-	} else if a.cat, err = catalog.Load(nil); err != nil {
-		return nil, err
+	} else {
+		a.cat = catalog.Default()
 	}
 	return a.cat, nil
-}
-
-// Agents returns the agent registry ($GRANTWIRE_HOME/agents.json and the built-in agents).
-func (a *app) Agents() *agents.Registry {
-	if a.registry == nil {
-		a.registry = agents.New(filepath.Join(a.home, agents.FileName), agents.WithUserHome(a.userHome()))
-	}
-	return a.registry
-}
-
-func (a *app) userHome() string {
-	h, _ := a.UserHome()
-	return h
 }
 
 // Engine returns the policy engine chosen by --engine, loaded with the catalog (with
@@ -309,33 +290,19 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if what == "" {
 		what = "the authorization"
 	}
-	timeout := a.authTimeout
-	if timeout <= 0 {
-		timeout = defaultAuthTimeout
-	}
-	a.progress = newProgress(a.Stderr, a.StderrTTY, what, timeout)
+	a.progress = newProgress(a.Stderr, a.StderrTTY, what, a.timeout())
 	var browser func(string) error
 	if !a.noBrowser && a.Browser != nil {
 		browser = a.Browser(a.Getenv)
 	}
 	opts := native.Options{
-		Home:    a.home,
-		Service: a.service,
-		Agents:  a.Agents(),
-		Catalog: cat.Connector,
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			// The engine exists by the time the shell sends a request (the client's, when
-			// it built one).
-			if a.engine == nil {
-				return errors.New("no policy engine to check the URL")
-			}
-			return grantwire.CheckURL(ctx, a.engine, u, purpose, hop, from)
-		},
+		Home:        a.home,
+		Service:     a.service,
 		Browser:     browser,
 		Prompt:      a.progress,
 		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
-		AuthTimeout: timeout,
 		Getenv:      a.Getenv,
+		NoWatch:     true, // a command is short-lived; serve watches
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -347,9 +314,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	case a.bundle != nil:
 		copts = append(copts, grantwire.WithBundle(a.bundle))
 	case eng != nil:
-		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat.JSON()))
+		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithLoadedCatalog(cat))
 	default:
-		copts = append(copts, grantwire.WithCatalog(cat.JSON()))
+		copts = append(copts, grantwire.WithLoadedCatalog(cat))
 	}
 	if a.decisionLogPath != "" {
 		l, err := decisionlog.Open(a.decisionLogPath)
@@ -457,30 +424,25 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	return a.table
 }
 
-// codeError builds an error of the policy's table from the CLI (an unknown connector the
-// catalog already tells about, a failed test).
-func (a *app) codeError(ctx context.Context, code, message, fix string) *grantwire.Error {
-	e := &grantwire.Error{Code: code, Message: message, Fix: fix, Status: 500, Exit: 5}
-	if fix != "" {
-		e.Message += "; fix: " + fix
-	}
-	if info, ok := a.errorTable(ctx)[code]; ok {
-		e.Status, e.Exit = info.Status, info.Exit
-	}
-	return e
-}
-
+// unknownConnector returns the policy's error for a connector the catalog does not have
+// (the status operation's, so that its message and fix are the policy's).
 func (a *app) unknownConnector(ctx context.Context, id string) error {
-	return a.codeError(ctx, "UNKNOWN_CONNECTOR", "unknown connector "+shellQuote(id), "grantwire catalog")
+	c, err := a.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Status(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("the catalog has no connector %q, yet the policy knows it", id)
 }
 
-// shellQuote quotes a word for a POSIX shell when it holds a character the shell treats
-// specially, as the policy's messages do (scopes.quote).
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " '\"\\$`!&|;<>()*?[]{}~#\t\n") {
-		return s
+// timeout is how long connect waits for the browser.
+func (a *app) timeout() time.Duration {
+	if a.authTimeout > 0 {
+		return a.authTimeout
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return defaultAuthTimeout
 }
 
 // exitCoder is an error that carries its exit code (a failed check of `policy`: 1).
@@ -564,14 +526,7 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		if info, ok := table[ge.Code]; ok {
 			exit = info.Exit
 		}
-		msg := strings.TrimSuffix(ge.Message, "; fix: "+ge.Fix)
-		a.report(ge.Code, msg, ge.Fix, ge.Fields, exit)
-		return exit
-	}
-	var ce *core.Error
-	if errors.As(inner, &ce) {
-		exit := exitOf(ce.Code, 5)
-		a.report(ce.Code, strings.TrimSuffix(ce.Message, "; fix: "+ce.Fix), ce.Fix, ce.Fields, exit)
+		a.report(ge.Code, ge.Summary, ge.Fix, ge.Fields, exit)
 		return exit
 	}
 	exit := exitOf("INTERNAL", 5)

@@ -106,7 +106,7 @@ func (a *app) showEntry(e catalog.Entry) {
 			row("parameters", strings.Join(kv, " "))
 		}
 		client := "$" + e.ClientIDEnv
-		if e.ClientSecretNeeded {
+		if e.ClientSecretRequired {
 			client += " + $" + e.ClientSecretEnv + " (secret required)"
 		} else if e.ClientSecretEnv != "" {
 			client += " (optional secret $" + e.ClientSecretEnv + ")"

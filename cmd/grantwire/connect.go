@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/grantwire/grantwire"
 	"github.com/spf13/cobra"
 )
 
@@ -41,7 +42,7 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Connect(ctx, provider, scopes, grantAgents)
+			res, err := c.Connect(ctx, provider, scopes, grantAgents, grantwire.ConnectOptions{Timeout: a.timeout()})
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -56,6 +57,9 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 			a.printf("Connected %s as %s with %s\n", res.Connector, account, strings.Join(res.Scopes, " "))
 			for _, agent := range sortedKeys(res.Granted) {
 				a.printf("Granted %s → %s: %s\n", res.Connector, agent, strings.Join(res.Granted[agent], " "))
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

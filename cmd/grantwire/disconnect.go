@@ -39,6 +39,9 @@ succeeds and changes nothing.`,
 			}
 			if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
 				a.printf("%s was not connected; nothing to remove.\n", res.Connector)
+				for _, w := range res.Warnings {
+					a.warnf("%s", w)
+				}
 				return nil
 			}
 			a.printf("Disconnected %s.\n", res.Connector)
@@ -47,6 +50,12 @@ succeeds and changes nothing.`,
 			}
 			if len(res.Deactivated) > 0 {
 				a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
+			}
+			if res.RevokedAtProvider {
+				a.printf("Asked %s to revoke the refresh token too.\n", res.Connector)
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

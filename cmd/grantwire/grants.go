@@ -38,8 +38,8 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if len(scopes) == 0 {
-				return usagef("grants grant needs --scopes (\"use\" for an MCP server)")
+			if !cmd.Flags().Changed("scopes") {
+				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' grants no scope)")
 			}
 			c, err := a.Client(ctx)
 			if err != nil {
@@ -57,6 +57,9 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				suffix = " (unchanged)"
 			}
 			a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), suffix)
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
+			}
 			return nil
 		}),
 	}

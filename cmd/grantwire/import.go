@@ -242,3 +242,10 @@ func dedupe(sorted []string) []string {
 	}
 	return out
 }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(account unknown)"
+	}
+	return s
+}

@@ -39,11 +39,15 @@ table := {
 
 # METADATA
 # title: error
-# description: Build an error object; fields are merged over the code, message and fix.
-error(code, message, fix, fields) := object.union(fields, {"code": code, "message": msg, "fix": fix}) if {
+# description: |
+#   Build an error object; fields are merged over the code, the message (the summary, then
+#   "; fix: " and the fixing command when there is one), the summary and the fix. Surfaces
+#   print the summary and the fix as they like; the message reads whole where one string
+#   is all there is room for.
+error(code, message, fix, fields) := object.union(fields, {"code": code, "message": msg, "summary": message, "fix": fix}) if {
 	fix != ""
 	msg := concat("", [message, "; fix: ", fix])
-} else := object.union(fields, {"code": code, "message": message, "fix": ""})
+} else := object.union(fields, {"code": code, "message": message, "summary": message, "fix": ""})
 
 # A number as decimal text. OPA's Wasm runtime aborts format_int beyond 32 bits, so larger
 # numbers (integers, as the engines accept no others) are written by json.marshal.
