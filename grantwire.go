@@ -32,6 +32,7 @@ type config struct {
 	catalog     []byte
 	catalogFile string
 	loaded      *catalog.Catalog
+	trace       func(string)
 	observe func(Decision)
 	errs    []error
 	// bundle.go and decisionlog.go
@@ -102,6 +103,10 @@ type Decision struct {
 	Duration time.Duration
 }
 
+// WithTrace receives one line per host call and its answer (needs, facts and effects
+// carry descriptions, never a secret, so a transcript is safe to print or log).
+func WithTrace(fn func(line string)) Option { return func(c *config) { c.trace = fn } }
+
 // WithObserver calls fn after every operation (decision logs, metrics).
 func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe = fn } }
 
@@ -149,6 +154,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		}
 	}
 	cl.host = host.New(*c.caps)
+	cl.host.Trace = c.trace
 	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
 	if cat.Strict() {
 		// A user's catalog file is judged by the policy, as every shell judges it.

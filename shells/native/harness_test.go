@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/testenv"
 	"github.com/grantwire/grantwire/shells/native"
@@ -62,13 +60,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// agents is a fixed agent registry.
-type agents map[string]hostabi.Agent
-
-func (a agents) Agent(_ context.Context, id string) (hostabi.Agent, bool, error) {
-	ag, ok := a[id]
-	return ag, ok, nil
-}
+// testAgents is the agent registry of every test world (the home's agents.json).
+const testAgents = `{"version": 1, "agents": [
+  {"id": "builtin:chat", "required_connectors": [{"connector": "local", "scopes": ["mail.read"]}]},
+  {"id": "builtin:mcp-user", "consumes_mcp_servers": true}
+]}
+`
 
 // testCatalog is a catalog whose OAuth provider "local" is the local authorization
 // server, plus the MCP connectors of the embedded catalog.
@@ -119,7 +116,7 @@ type world struct {
 	checked *urlLog
 }
 
-// urlLog records every URL the transport rule was asked about.
+// urlLog records every request the shell sent.
 type urlLog struct {
 	mu   sync.Mutex
 	urls []string
@@ -163,18 +160,21 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	if browser == nil && w.srv != nil {
 		browser = autoBrowser
 	}
+	require.NoError(t, os.MkdirAll(w.home, 0o700))
+	if _, err := os.Stat(filepath.Join(w.home, "agents.json")); os.IsNotExist(err) {
+		require.NoError(t, os.WriteFile(filepath.Join(w.home, "agents.json"), []byte(testAgents), 0o600))
+	}
 	var client *grantwire.Client
 	opts := native.Options{
 		Home: w.home, Service: w.service, Browser: browser, Prompt: w.prompt, NoWatch: o.noWatch,
-		Agents: agents{
-			"builtin:chat":     {ID: "builtin:chat", RequiredConnectors: map[string][]string{"local": {"mail.read"}}},
-			"builtin:mcp-user": {ID: "builtin:mcp-user", ConsumesMCPServers: true},
-		},
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			w.checked.add(fmt.Sprintf("%s %d %s", purpose, hop, u.Redacted()))
-			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
-		},
-		AuthTimeout: 20 * time.Second, Getenv: func(string) string { return "" },
+		Getenv: func(string) string { return "" },
+	}
+	if !o.noWatch {
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if client != nil {
+				_ = client.ActivationChanges(context.Background(), before, after)
+			}
+		}
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)
@@ -183,12 +183,25 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
 	w.shell = sh
-	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(sh.Capabilities()),
+	caps := sh.Capabilities()
+	caps.HTTP = logTransport{w.checked, caps.HTTP}
+	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(caps),
 		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close(ctx) })
 	w.client = client
 	return w
+}
+
+// logTransport records every request before sending it.
+type logTransport struct {
+	log   *urlLog
+	inner http.RoundTripper
+}
+
+func (l logTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.log.add(r.Method + " " + r.URL.Redacted())
+	return l.inner.RoundTrip(r)
 }
 
 // autoBrowser plays a browser whose user consents: it follows the authorization

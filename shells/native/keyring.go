@@ -17,7 +17,6 @@ import (
 	"github.com/godbus/dbus/v5"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -291,7 +290,7 @@ func (k *keyringStore) preflight() error {
 func classify(what string, err error) error {
 	var execErr *exec.Error
 	var dbusErr dbus.Error
-	var done *core.Error
+	var done *hostabi.HostError
 	msg := err.Error()
 	switch {
 	case errors.As(err, &done), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

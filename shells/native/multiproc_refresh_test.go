@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -30,12 +29,8 @@ type refreshReport struct {
 func childRefresher() int {
 	ctx := context.Background()
 	rounds, _ := strconv.Atoi(os.Getenv("GW_ROUNDS"))
-	var client *grantwire.Client
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"), NoWatch: true,
-		Getenv: func(string) string { return "" },
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
-		}})
+		Getenv: func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,7 +39,7 @@ func childRefresher() int {
 	if os.Getenv("GW_NO_LOCKS") == "1" {
 		caps.Locks = noLocks{}
 	}
-	client, err = grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,8 +80,9 @@ func TestMultiProcessRefresh(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30}})
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "cid", "cs", ""))
-	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 
 	const procs, total = 3, 1000
@@ -149,8 +145,9 @@ func TestMultiProcessRefreshWithoutLocksFails(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ExpiresIn: 30}})
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "cid", "", ""))
-	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	_, err := w.client.ConfigureClient(ctx, "local", "cid", "", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 	reports := runRefreshers(t, w, 3, 90, "GW_NO_LOCKS=1")
 	failures := 0

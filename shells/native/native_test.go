@@ -2,8 +2,8 @@ package native_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,7 +22,7 @@ func TestNewDefaults(t *testing.T) {
 			return home
 		}
 		return ""
-	}})
+	}, ActivationChanges: func(before, after json.RawMessage) {}})
 	require.NoError(t, err)
 	defer sh.Close()
 	require.Equal(t, home, sh.Home())
@@ -30,12 +30,13 @@ func TestNewDefaults(t *testing.T) {
 	caps := sh.Capabilities()
 	require.Equal(t, hostabi.DefaultService, caps.Service)
 	require.NotNil(t, caps.Keyring)
-	require.NotNil(t, caps.Ledgers)
+	require.NotNil(t, caps.Files)
 	require.NotNil(t, caps.Locks)
 	require.NotNil(t, caps.Clock)
 	require.NotNil(t, caps.Entropy)
 	require.NotNil(t, caps.Events)
-	require.NotNil(t, caps.OAuth)
+	require.NotNil(t, caps.Loopback)
+	require.NotNil(t, caps.HTTP)
 	require.Equal(t, filepath.Join(home, "connectors", "local.lock"), sh.LockPath("local"))
 	b := make([]byte, 32)
 	n, err := caps.Entropy.Read(b)
@@ -52,24 +53,20 @@ func TestNewDefaults(t *testing.T) {
 	require.NoError(t, sh.Close(), "closing twice is harmless")
 }
 
-// The OS shell under the grantwire Client, with the core's transport rule.
+// The OS shell under the grantwire Client (grantwire.Open does this in one call).
 func ExampleNew() {
 	ctx := context.Background()
-	var client *grantwire.Client
 	shell, err := native.New(native.Options{
-		Home:    filepath.Join(os.TempDir(), "grantwire-example"), // default: $GRANTWIRE_HOME or ~/.grantwire
-		Service: "grantwire.connections",                          // "gaia.connections" shares a GAIA installation
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
-		},
-		Interactive: true, // print the authorization URL and wait when no browser opens
+		Home:        filepath.Join(os.TempDir(), "grantwire-example"), // default: $GRANTWIRE_HOME or ~/.grantwire
+		Service:     "grantwire.connections",                          // "gaia.connections" shares a GAIA installation
+		Interactive: true,                                             // print the authorization URL and wait when no browser opens
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer shell.Close()
-	client, err = grantwire.New(ctx, grantwire.WithCapabilities(shell.Capabilities()))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(shell.Capabilities()))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -307,7 +307,14 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	p := oauth.issuer_problem(_c, _client, _params)
 } else := step.fail(errors.consent_denied(_c, "access_denied"), []) if {
 	_params.error == "access_denied"
-} else := step.fail(errors.consent_denied(_c, oauth.error_code(_params.error)), []) if {
+} else := step.fail(
+	errors.provider_problem(
+		_c,
+		concat("", ["the authorization endpoint answered ", oauth.error_code(_params.error), "; nothing was stored"]),
+		"",
+	),
+	[],
+) if {
 	is_string(_params.error)
 } else := step.fail(errors.provider_problem(_c, "the authorization response carried no code", ""), []) if {
 	not _has_code
