@@ -1,861 +1,379 @@
-// The host adapter of the host ABI in JavaScript (hostabi/README.md): it answers the core's
-// needs and applies its effects through a shell's capabilities, with the keyring layout
-// shared with GAIA, the ledger formats and their preconditions, transactions, the
-// per-process token and client caches, and secret references. It is the counterpart of
-// hostabi.Host (host.go, effects.go, ledgers.go, store.go), written from the same contract.
+// The host ABI in JavaScript (hostabi/README.md; package host in Go): every need and effect
+// is a primitive performed without judgement over a shell's capabilities. The core's
+// decisions are validated against hostabi/schema before they reach this file, so parameters
+// are trusted to have their documented shapes.
 //
-// Capabilities (all synchronous here):
-//   keyring  {get(service, user) → string (throws KeyringNotFound), set, delete}
-//   ledgers  {read(name) → {doc: string|null, version}, write(name, doc, ifVersion), path(name)}
-//   locks    {tryLock(name, waitMs) → release function, or null when busy}
-//   clock    {now() → Unix ms}
-//   events   {emit({type, payload})}
-//   agents   {agent(id) → {required_connectors, consumes_mcp_servers} | undefined}
-//   oauth    {refresh(connector, client, refreshToken), authorize(connector, client, scopes)}
-//   catalog(id) → catalog entry | undefined;  getenv(name) → string;  service
+// Capabilities (each method may return a promise; an error it throws is answered as a
+// host_error fact of code IO, or as itself when it is a HostError):
+//   service                        the credential-store service
+//   keyring.get/set/delete(service, user[, value])   get answers undefined when absent
+//   files.read(name) → {bytes, version}   bytes null when absent; version "" then
+//   files.update(name, fn(bytes, version) → bytes)   under the file's cross-process lock, atomic
+//   files.path(name), files.digest(path, maxBytes) → hex (throws why not)
+//   locks.tryLock(name, waitMS, signal) → release function, or null when busy
+//   clock() → Unix ms, entropy(n) → bytes, getenv(name) → string, emit({type, payload})
+//   fetch(url, init): WHATWG fetch, never following redirects
+//   loopback.open(connector) → {redirectURI, wait(url, state, connector, timeoutMS, signal) →
+//     query parameters or null (timeout), close()} or {unavailable: reason}
 
 import { createHash } from "node:crypto";
-import { Conflict, CoreError, conflict } from "./driver.mjs";
-import { canonical, goJSON, goJSONOrdered, ledgerJSON, sortedKeys } from "./json.mjs";
+import { crc32 } from "node:zlib";
+import { validate } from "./engine.mjs";
+import { Corrupt, Num, encode, isObject, own, parse, put } from "./json.mjs";
 
-export const DEFAULT_SERVICE = "grantwire.connections";
+/** A failed precondition: the driver decides again from fresh facts. */
+export class Conflict extends Error {}
 
-/** Thrown by a keyring's get when nothing is stored. */
-export class KeyringNotFound extends Error {}
-
-// --- keyring layout and digests (store.go) ------------------------------------------------
-
-export const connectionUser = (provider) => `${provider}:default`;
-export const clientUser = (provider) => `provider:${provider}`;
-export const mcpUser = (connector, key) => `${connector}:${key}`;
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
+/** A failure of the host itself, reported to the core ({"host_error": {code, detail, fix}}). */
+export class HostError extends Error {
+  constructor(code, detail, fix = "") {
+    super(detail);
+    Object.assign(this, { code, detail, fix });
   }
-  return t;
-})();
-
-/** CRC-32 (IEEE) of the client id as 8 lowercase hex digits (GAIA's client_id_hash). */
-export function clientIDHash(clientID) {
-  let c = 0xffffffff;
-  for (const b of Buffer.from(clientID, "utf8")) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
-  return ((c ^ 0xffffffff) >>> 0).toString(16).padStart(8, "0");
+  toJSON() {
+    return { code: this.code, detail: this.detail, ...(this.fix && { fix: this.fix }) };
+  }
 }
 
-const sha256hex = (s) => createHash("sha256").update(s, "utf8").digest("hex");
-
-/** Refers to a secret without revealing it: "sha256:" and 16 hex digits. */
-export const digest = (secret) => "sha256:" + sha256hex(secret).slice(0, 16);
-
-/** The version token of a stored blob. */
-export const version = (blob) => sha256hex(blob).slice(0, 16);
-
-function envName(provider, what) {
-  return `GRANTWIRE_${provider.replace(/[-.]/g, "_").toUpperCase()}_${what}`;
-}
-
-const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
-const nonNil = (v) => v ?? [];
-
-function parseJSON(text) {
+const RESPONSE_HEADERS = ["www-authenticate", "location", "content-type", "retry-after", "cache-control"];
+const sha256 = (s) => createHash("sha256").update(s).digest();
+/** A keyring value's version token: 16 hex digits of its SHA-256. */
+export const version = (v) => sha256(v).toString("hex").slice(0, 16);
+const formEscape = (s) => encodeURIComponent(s).replace(/%20/g, "+").replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const jsonType = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : v instanceof Num ? "number" : typeof v);
+const io = async (f) => {
   try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
+    return await f();
+  } catch (e) {
+    throw e instanceof HostError || e instanceof Conflict ? e : new HostError("IO", e.message);
   }
-}
-
-// decodeFields decodes a JSON object into typed fields as encoding/json does into a struct:
-// null leaves the zero value, a field of the wrong type is skipped and makes the decode fail.
-function decodeFields(text, spec) {
-  const p = parseJSON(text);
-  const out = {};
-  for (const [k, kind] of Object.entries(spec)) out[k] = kind === "ptr" ? null : kind === "strings" ? null : kind === "number" ? 0 : "";
-  if (!p.ok || (p.value !== null && !isObject(p.value))) return { ok: false, fields: out, raw: {} };
-  const raw = p.value ?? {};
-  let ok = true;
-  for (const [k, kind] of Object.entries(spec)) {
-    if (!(k in raw) || raw[k] === null) continue;
-    const v = raw[k];
-    if ((kind === "string" || kind === "ptr") && typeof v === "string") out[k] = v;
-    else if (kind === "number" && typeof v === "number") out[k] = v;
-    else if (kind === "strings" && Array.isArray(v) && v.every((s) => s === null || typeof s === "string")) {
-      out[k] = v.map((s) => s ?? "");
-    } else ok = false;
-  }
-  return { ok, fields: out, raw };
-}
-
-const CONNECTION = {
-  account_email: "string",
-  client_id_hash: "string",
-  connected_at: "number",
-  refresh_token: "string",
-  scopes: "strings",
-  tenant: "ptr",
-  account_type: "ptr",
 };
 
-/** Decodes a stored connection; ok is false when it is not a valid connection. */
-export function parseConnection(blob) {
-  if (blob === undefined) return { ok: false, c: decodeFields("null", CONNECTION).fields };
-  const d = decodeFields(blob, CONNECTION);
-  const valid = d.ok && isObject(d.raw) && d.fields.refresh_token !== "" && "scopes" in d.raw;
-  return { ok: valid, c: d.fields };
-}
-
-/** The connection blob, in the field order of GAIA's layout (tenant/account_type omitted when null). */
-export function encodeConnection(c) {
-  const o = {
-    account_email: c.account_email,
-    client_id_hash: c.client_id_hash,
-    connected_at: c.connected_at,
-    refresh_token: c.refresh_token,
-    scopes: nonNil(c.scopes),
-  };
-  if (c.tenant !== null && c.tenant !== undefined) o.tenant = c.tenant;
-  if (c.account_type !== null && c.account_type !== undefined) o.account_type = c.account_type;
-  return goJSONOrdered(o);
-}
-
-/** The client blob {client_id, client_secret, tenant?}. */
-export function encodeClient(c) {
-  const o = { client_id: c.client_id ?? "", client_secret: c.client_secret ?? "" };
-  if (c.tenant !== null && c.tenant !== undefined) o.tenant = c.tenant;
-  return goJSONOrdered(o);
-}
-
-// Go's math.Round: half away from zero.
-const connectedAtMS = (c) => {
-  const x = c.connected_at * 1000;
-  return x < 0 ? -Math.round(-x) : Math.round(x);
-};
-
-function connectionFact(c, blob) {
-  return {
-    found: true,
-    valid: true,
-    account: c.account_email,
-    scopes: nonNil(c.scopes),
-    connected_at: connectedAtMS(c),
-    client_id_hash: c.client_id_hash,
-    tenant: c.tenant,
-    account_type: c.account_type,
-    refresh: digest(c.refresh_token),
-    version: version(blob),
-  };
-}
-
-function stateEntry(c) {
-  return {
-    configured: true,
-    account: c.account_email,
-    scopes: nonNil(c.scopes),
-    connected_at: connectedAtMS(c),
-    client_id_hash: c.client_id_hash,
-    tenant: c.tenant,
-  };
-}
-
-// --- ledgers (ledgers.go) -------------------------------------------------------------------
-
-export const LEDGERS = ["grants", "activations", "state", "mcp_servers"];
-
-function corrupt(ledgers, name, detail) {
-  const p = ledgers.path(name);
-  return new CoreError(
-    "CORRUPT_LEDGER",
-    `inspect it, or move it aside to start that ledger empty: mv ${p} ${p}.corrupt`,
-    `the ${name} ledger at ${p} is unreadable (${detail}); nothing was changed`,
-    { path: p, ledger: name },
-  );
-}
-
-// endOfValue returns where the first JSON value of text ends (skipping leading space), or -1.
-function endOfValue(text) {
-  let i = text.search(/\S/);
-  if (i < 0) return -1;
-  let depth = 0;
-  for (; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
-    } else if (c === "{" || c === "[") depth++;
-    else if (c === "}" || c === "]") depth--;
-    if (depth === 0 && (c === '"' || c === "}" || c === "]")) return i + 1;
-    if (depth === 0 && /[\s,]/.test(text[i + 1] ?? " ")) return i + 1;
-  }
-  return -1;
-}
-
-const q = (s) => JSON.stringify(s);
-
-/** A parsed ledger: the whole document (unknown fields kept) and the entries its paths index. */
-class LedgerDoc {
-  constructor(name, root, version) {
-    this.name = name;
-    this.root = root;
-    this.version = version;
-    this.entries = null;
-  }
-
-  get(path) {
-    const e = this.entries;
-    if (path.length === 0) return { ok: true, v: e };
-    if (path.length === 2 && path[0] === "*") {
-      const out = {};
-      for (const [c, m] of Object.entries(e)) if (isObject(m) && path[1] in m) out[c] = m[path[1]];
-      return { ok: true, v: out };
-    }
-    if (path.length === 1) return path[0] in e ? { ok: true, v: e[path[0]] } : { ok: false };
-    if (path.length === 2) {
-      const m = e[path[0]];
-      return isObject(m) && path[1] in m ? { ok: true, v: m[path[1]] } : { ok: false };
-    }
-    return { ok: false };
-  }
-
-  put(path, v) {
-    if (path.length === 1) this.entries[path[0]] = v;
-    else if (path.length === 2) {
-      if (!isObject(this.entries[path[0]])) this.entries[path[0]] = {};
-      this.entries[path[0]][path[1]] = v;
-    } else throw new Error(`hostabi: cannot write ledger path [${path.join(" ")}]`);
-  }
-
-  del(path) {
-    if (path.length === 1) delete this.entries[path[0]];
-    else if (path.length === 2) {
-      const m = this.entries[path[0]];
-      if (isObject(m)) {
-        delete m[path[1]];
-        if (Object.keys(m).length === 0) delete this.entries[path[0]];
-      }
-    } else throw new Error(`hostabi: cannot delete ledger path [${path.join(" ")}]`);
-  }
-
-  bytes() {
-    if (this.name === "activations" && !("version" in this.root)) this.root.version = 1;
-    return ledgerJSON(this.root) + (this.name === "mcp_servers" ? "\n" : "");
-  }
-
-  matches(path, expect) {
-    if (expect === undefined) return true;
-    if (!isObject(expect) || ("found" in expect && typeof expect.found !== "boolean" && expect.found !== null)) {
-      throw new Error(`hostabi: malformed expect: ${JSON.stringify(expect)}`);
-    }
-    const { ok, v } = this.get(path);
-    if (ok !== (expect.found === true)) return false;
-    if (!ok) return true;
-    if (expect.value === undefined) throw new Error("hostabi: malformed expect: no value");
-    return canonical(expect.value) === canonical(v);
-  }
-}
-
-function subMap(root, key) {
-  const v = root[key];
-  if (v === undefined || v === null) return (root[key] = {});
-  if (!isObject(v)) throw new Error(`${q(key)} is not an object`);
-  return v;
-}
-
-/** Reads and validates a ledger; a missing file is empty, a corrupt one a CORRUPT_LEDGER error. */
-export function readLedger(ledgers, name) {
-  const { doc, version: ver } = ledgers.read(name);
-  const d = new LedgerDoc(name, {}, ver);
-  if (doc !== null && doc !== undefined) {
-    const p = parseJSON(doc);
-    if (!p.ok) {
-      const end = endOfValue(doc);
-      const first = end > 0 ? parseJSON(doc.slice(0, end)) : { ok: false };
-      if (first.ok && doc.slice(end).trim() !== "") throw corrupt(ledgers, name, "trailing data after the JSON document");
-      let detail = "not valid JSON";
-      try {
-        JSON.parse(doc);
-      } catch (e) {
-        detail += ": " + e.message;
-      }
-      throw corrupt(ledgers, name, detail);
-    }
-    if (!isObject(p.value)) throw corrupt(ledgers, name, "expected a JSON object");
-    d.root = p.value;
-  }
-  switch (name) {
-    case "grants":
-    case "state":
-      d.entries = d.root;
-      break;
-    case "activations":
-    case "mcp_servers": {
-      let key = name === "activations" ? "activations" : "mcpServers";
-      if (name === "mcp_servers" && !("mcpServers" in d.root) && "servers" in d.root) key = "servers";
-      try {
-        d.entries = subMap(d.root, key);
-      } catch (e) {
-        throw corrupt(ledgers, name, e.message);
-      }
-      break;
-    }
-    default:
-      throw new Error(`hostabi: unknown ledger ${q(name)}`);
-  }
-  for (const [c, v] of Object.entries(d.entries)) {
-    if (name === "state" || name === "mcp_servers") {
-      if (!isObject(v)) throw corrupt(ledgers, name, `entry ${q(c)} is not an object`);
-      continue;
-    }
-    if (!isObject(v)) throw corrupt(ledgers, name, `connector ${q(c)} is not an object`);
-    for (const [a, val] of Object.entries(v)) {
-      if (name === "grants") {
-        if (!Array.isArray(val) || !val.every((s) => typeof s === "string")) {
-          throw corrupt(ledgers, name, `the scopes of ${q(a)} for ${q(c)} are not a list of strings`);
-        }
-      } else if (typeof val !== "boolean") {
-        throw corrupt(ledgers, name, `the activation of ${q(a)} for ${q(c)} is not true or false`);
-      }
-    }
-  }
-  return d;
-}
-
-// --- the host -----------------------------------------------------------------------------
-
-function param(e, name, kind, what) {
-  if (!(name in e)) throw new Error(`${what}: core: parameter ${q(name)} missing`);
-  const v = e[name];
-  if (v === null) return kind === "int" ? 0 : kind === "strings" ? null : "";
-  const ok =
-    kind === "string" ? typeof v === "string"
-    : kind === "int" ? Number.isInteger(v)
-    : Array.isArray(v) && v.every((s) => typeof s === "string");
-  if (!ok) throw new Error(`${what}: cannot decode ${q(name)} from ${JSON.stringify(v)}`);
-  return v;
-}
-
-function effectLine(e) {
-  const o = { ...e };
-  if (o.tx !== true) delete o.tx;
-  return goJSON(o);
-}
-
-/**
- * Host answers the core's needs and applies its effects for one process: it owns that
- * process's access-token cache and cache of client configurations.
- */
+/** One host serves every operation of a process and remembers the keyring slots it saw. */
 export class Host {
   constructor(caps) {
-    this.caps = { service: DEFAULT_SERVICE, getenv: () => "", catalog: () => undefined, ...caps };
-    this.tokens = new Map();
-    this.clients = new Map();
-    /** trace(line), when set, receives one line per host call (as hostabi.Host.Trace). */
-    this.trace = null;
+    this.caps = caps;
+    this.memory = new Map(); // keyring user → {value, found}
+    this.trace = null; // receives one line per host call (facts and effects hold no secret)
   }
-
-  /** Replaces the cached client view of a provider (a stale view of another process). */
-  setCachedClient(provider, fact) {
-    this.clients.set(provider, fact);
-  }
-
-  /** Starts an operation; secrets are its secret arguments, referenced as "arg#<name>". */
-  begin(name, secrets = {}) {
-    return new Op(this, name, secrets);
+  begin() {
+    return new Op(this);
   }
 }
 
 class Op {
-  constructor(host, name, secrets) {
-    this.h = host;
-    this.name = name;
-    this.secrets = new Map(Object.entries(secrets).map(([k, v]) => ["arg#" + k, v]));
-    this.locks = new Map();
+  constructor(host) {
+    Object.assign(this, { host, caps: host.caps, refs: new Map(), locks: new Map(), callback: null });
   }
 
-  trace(line) {
-    if (this.h.trace) this.h.trace(line);
-  }
-
-  /** Releases every lock the operation holds. */
-  end() {
-    for (const name of [...this.locks.keys()].sort()) {
-      this.locks.get(name)();
-      this.trace(`release ${name}`);
-    }
-    this.locks.clear();
-  }
-
-  /** Resolves a secret reference of this operation. */
-  secret(ref) {
-    return this.secrets.get(ref);
-  }
-
-  ref(v) {
-    if (!isObject(v) || typeof v.$ref !== "string" || v.$ref === "") {
-      throw new Error(`hostabi: expected a secret reference, got ${JSON.stringify(v)}`);
-    }
-    if (!this.secrets.has(v.$ref)) throw new Error(`hostabi: unknown secret reference ${q(v.$ref)}`);
-    return this.secrets.get(v.$ref);
+  describe(ref, value) {
+    this.refs.set(ref, value);
+    return { $ref: ref, digest: `sha256:${version(value)}`, crc32: crc32(value).toString(16).padStart(8, "0") };
   }
 
   register(key, name, value) {
-    if (value) this.secrets.set(`${key}#${name}`, value);
+    return this.describe(`${key}#${name}`, value);
   }
 
-  /** Answers one need with the fact to store under need.key. */
-  fetch(n) {
-    if (!this.h.trace) return this.fetchKind(n);
-    const { key: _key, kind, ...params } = n;
-    let v;
+  async fetch(n, signal) {
+    let fact;
     try {
-      v = this.fetchKind(n);
+      fact = await this[n.kind](n, signal);
     } catch (e) {
-      this.trace(`==> ${kind} ${goJSON(params)}\n<== error ${e.message}`);
-      throw e;
+      if (!(e instanceof HostError)) throw e;
+      fact = { host_error: e.toJSON() };
     }
-    this.trace(`==> ${kind} ${goJSON(params)}\n<== ${goJSON(v)}`);
-    return v;
-  }
-
-  readBlob(user) {
-    const c = this.h.caps;
-    try {
-      return { found: true, blob: c.keyring.get(c.service, user) };
-    } catch (e) {
-      if (e instanceof KeyringNotFound) return { found: false, blob: undefined };
-      throw e;
-    }
-  }
-
-  fetchKind(n) {
-    const c = this.h.caps;
-    switch (n.kind) {
-      case "clock.now":
-        return c.clock.now();
-      case "ledger.get": {
-        if (!Array.isArray(n.path) || !n.path.every((s) => typeof s === "string")) {
-          throw new Error(`hostabi: ledger.get path: ${JSON.stringify(n.path)} is not a list of strings`);
-        }
-        const { ok, v } = readLedger(c.ledgers, n.ledger).get(n.path);
-        return ok ? { found: true, value: v } : { found: false };
-      }
-      case "connection.get": {
-        const { found, blob } = this.readBlob(connectionUser(n.provider));
-        if (!found) return { found: false };
-        const { ok, c: cb } = parseConnection(blob);
-        return ok ? connectionFact(cb, blob) : { found: true, valid: false, version: version(blob) };
-      }
-      case "client.get":
-        return this.client(n.provider, n.fresh === true);
-      case "token.get": {
-        const t = this.h.tokens.get(n.provider);
-        if (!t) return { found: false };
-        this.register(n.key, "access_token", t.access);
-        return { found: true, expires_at: t.expiresAt, client_id_hash: t.clientIDHash, connected_at: t.connectedAt };
-      }
-      case "lock.acquire": {
-        if (this.locks.has(n.name)) return "held";
-        const release = c.locks.tryLock(n.name, Number.isInteger(n.wait_ms) ? n.wait_ms : 0);
-        if (!release) return "busy";
-        this.locks.set(n.name, release);
-        return "held";
-      }
-      case "oauth.refresh":
-        return this.refresh(n);
-      case "oauth.authorize":
-        return this.authorize(n);
-      case "agent.get": {
-        const a = c.agents ? c.agents.agent(n.agent) : undefined;
-        if (!a) return { found: false };
-        const connectors = {};
-        for (const [k, v] of Object.entries(a.required_connectors ?? {})) connectors[k] = nonNil(v);
-        return { found: true, connectors, consumes_mcp_servers: a.consumes_mcp_servers === true };
-      }
-      case "mcp.get": {
-        const e = this.mcpEntry(n.connector);
-        return e ? { found: true, keys: e.keys, command: e.command, args: e.args } : { found: false };
-      }
-      case "mcp.secrets": {
-        const e = this.mcpEntry(n.connector);
-        if (!e) return { found: false };
-        for (const k of e.keys) {
-          const { found, blob } = this.readBlob(mcpUser(n.connector, k));
-          if (!found) return { found: false }; // fail closed: a missing value is no credential
-          this.register(n.key, k, blob);
-        }
-        return { found: true, keys: e.keys };
-      }
-    }
-    throw new Error(`hostabi: unknown fact kind ${q(n.kind)}`);
-  }
-
-  // resolveClient reads a provider's client from the keyring, else from the environment.
-  resolveClient(p) {
-    const c = this.h.caps;
-    const spec = c.catalog(p) ?? {};
-    const { found, blob } = this.readBlob(clientUser(p));
-    if (found) {
-      const d = decodeFields(blob, { client_id: "string", client_secret: "string", tenant: "ptr" });
-      if (d.ok && d.fields.client_id !== "") {
-        const cl = { id: d.fields.client_id, secret: d.fields.client_secret, tenant: spec.tenant ?? "" };
-        if (d.fields.tenant !== null) cl.tenant = d.fields.tenant;
-        return { client: cl, fact: clientFact(cl, "keyring", version(blob)) };
-      }
-    }
-    const idEnv = spec.client_id_env || envName(p, "CLIENT_ID");
-    const secretEnv = spec.client_secret_env || envName(p, "CLIENT_SECRET");
-    const id = c.getenv(idEnv) ?? "";
-    if (id !== "") {
-      const cl = { id, secret: c.getenv(secretEnv) ?? "", tenant: spec.tenant ?? "" };
-      return { client: cl, fact: clientFact(cl, "env", "env:" + clientIDHash(id)) };
-    }
-    return { client: { id: "", secret: "", tenant: "" }, fact: { found: false } };
-  }
-
-  client(p, fresh) {
-    if (!fresh && this.h.clients.has(p)) return this.h.clients.get(p);
-    const { fact } = this.resolveClient(p);
-    this.h.clients.set(p, fact);
+    validate(`facts.schema.json#/$defs/${n.kind}`, fact);
+    this.host.trace?.(`==> ${JSON.stringify(n)}\n<== ${JSON.stringify(fact)}`);
     return fact;
   }
 
-  refresh(n) {
-    const p = n.provider;
-    const { found, blob } = this.readBlob(connectionUser(p));
-    const { ok, c: cb } = parseConnection(blob);
-    if (!found || !ok || digest(cb.refresh_token) !== n.refresh) throw conflict("the stored refresh token changed");
-    const { client } = this.resolveClient(p);
-    const r = this.h.caps.oauth.refresh(this.connector(p), client, cb.refresh_token);
-    const f = { status: r.status ?? 0, error: r.error ?? "", expires_in: r.expires_in ?? 0, rotated: false, refresh: null };
-    if (f.status === 200) {
-      if (!r.access_token) return { status: 0, error: "the token response has no access_token" };
-      this.register(n.key, "access_token", r.access_token);
-      if (r.refresh_token && r.refresh_token !== cb.refresh_token) {
-        this.register(n.key, "refresh_token", r.refresh_token);
-        f.rotated = true;
-        f.refresh = digest(r.refresh_token);
+  "clock.now"() {
+    return this.caps.clock();
+  }
+  async entropy(n) {
+    return this.register(n.key, "value", Buffer.from(await this.caps.entropy(n.bytes)).toString("base64url"));
+  }
+  "env.get"(n) {
+    const v = this.caps.getenv(n.name) ?? "";
+    return v === "" ? { found: false } : { found: true, value: n.secret ? this.register(n.key, "value", v) : v };
+  }
+  "keyring.info"() {
+    return { service: this.caps.service };
+  }
+  async "keyring.get"(n) {
+    const { value, found } = await this.slot(n.user, n.fresh === true);
+    if (!found) return { found: false };
+    const fact = { found: true, version: version(value), value: this.register(n.key, "value", value) };
+    if (n.fields) fact.json = this.redact(n.key, Buffer.from(value), n.fields);
+    return fact;
+  }
+  async "ledger.read"(n) {
+    const path = n.path ?? [];
+    const { bytes, version } = await io(() => this.caps.files.read(n.ledger));
+    const fact = { ledger: n.ledger, path, file: this.caps.files.path(n.ledger), found: bytes !== null };
+    if (bytes === null) return fact;
+    let v;
+    try {
+      v = parse(bytes);
+    } catch (e) {
+      if (!(e instanceof Corrupt)) throw e;
+      return { ...fact, version, corrupt: e.message };
+    }
+    const shape = [jsonType(v)];
+    for (const k of path) {
+      v = own(v, k);
+      if (v === undefined) break;
+      shape.push(jsonType(v));
+    }
+    return { ...fact, version, exists: v !== undefined, ...(v !== undefined && { value: v }), shape };
+  }
+  async "file.digest"(n) {
+    try {
+      return { found: true, sha256: await this.caps.files.digest(n.path, n.max_bytes ?? 1 << 20) };
+    } catch (e) {
+      return { found: false, reason: e.message };
+    }
+  }
+  async "lock.acquire"(n, signal) {
+    if (!this.locks.has(n.name)) {
+      const release = await io(() => this.caps.locks.tryLock(n.name, n.wait_ms ?? 0, signal));
+      if (!release) return "busy";
+      this.locks.set(n.name, release);
+    }
+    return "held";
+  }
+  "http.request"(n, signal) {
+    return this.request(n, n.key, signal);
+  }
+  async "loopback.open"(n) {
+    if (!this.callback) {
+      const cb = this.caps.loopback ? await io(() => this.caps.loopback.open(n.connector)) : { unavailable: "this shell has no loopback" };
+      if (cb.unavailable !== undefined) return { unavailable: cb.unavailable };
+      this.callback = cb;
+    }
+    return { redirect_uri: this.callback.redirectURI };
+  }
+  async "loopback.wait"(n, signal) {
+    if (!this.callback) throw new Error("host: loopback.wait before loopback.open");
+    const [url, state] = [this.string(n.url), this.string(n.state)];
+    const got = await io(() => this.callback.wait(url, state, n.connector, n.timeout_ms ?? 30_000, signal));
+    if (got === null) return { status: "timeout" };
+    const params = {};
+    for (const [k, v] of Object.entries(got)) {
+      if (k === "code") put(params, k, this.register(n.key, "code", v));
+      else if (Buffer.byteLength(k) <= 64) put(params, k, Buffer.from(v).subarray(0, 512).toString());
+    }
+    return { status: "callback", params };
+  }
+
+  // slot reads a keyring slot, through the process's memory unless fresh.
+  async slot(user, fresh) {
+    const memory = this.host.memory;
+    if (!fresh && memory.has(user)) return memory.get(user);
+    const v = await io(() => this.caps.keyring.get(this.caps.service, user));
+    memory.set(user, { value: v ?? "", found: v !== undefined });
+    return memory.get(user);
+  }
+
+  // redact parses a JSON object and describes the listed top-level string members; anything
+  // but a JSON object gives null.
+  redact(key, bytes, fields = []) {
+    let v;
+    try {
+      v = parse(bytes);
+    } catch {
+      return null;
+    }
+    if (!isObject(v)) return null;
+    for (const f of fields) if (typeof own(v, f) === "string") put(v, f, this.register(key, f, v[f]));
+    return v;
+  }
+
+  // request sends an HTTP request (the http.request need, the http.send effect) and answers
+  // the response as a fact.
+  async request(p, key, signal) {
+    const headers = { accept: "application/json" };
+    for (const [k, t] of Object.entries(p.headers ?? {})) if (t !== null) headers[k.toLowerCase()] = this.string(t);
+    let body;
+    if (p.form) [body, headers["content-type"]] = [this.form(p.form), "application/x-www-form-urlencoded"];
+    if (p.json !== undefined) [body, headers["content-type"]] = [encode(this.resolve(p.json)), "application/json"];
+    const timeout = AbortSignal.timeout(p.timeout_ms ?? 30_000);
+    const init = { method: p.method, headers, body, redirect: "manual", signal: signal ? AbortSignal.any([signal, timeout]) : timeout };
+    const fail = (e) => ({ status: 0, error: timeout.aborted || e.name === "TimeoutError" ? "timeout" : e.name === "AbortError" ? "canceled"
+      : e.cause?.code === "ECONNREFUSED" ? "refused" : /CERT|TLS|SSL/.test(e.cause?.code ?? "") ? "tls" : "failed" });
+    const [url, fact, chunks, max] = [this.string(p.url), { headers: {} }, [], p.max_bytes ?? 1 << 20];
+    try {
+      const res = await this.caps.fetch(url, init);
+      fact.status = res.status;
+      for (const h of RESPONSE_HEADERS) {
+        const v = res.headers.get(h);
+        if (v !== null) fact.headers[h] = v.length > 4096 ? v.slice(0, 4096) + "…" : v;
       }
+      let n = 0;
+      for await (const c of res.body ?? []) if (chunks.push(c) && (n += c.length) > max) break;
+    } catch (e) {
+      return fail(e);
     }
-    return f;
-  }
-
-  authorize(n) {
-    if (!Array.isArray(n.scopes) || !n.scopes.every((s) => typeof s === "string")) {
-      throw new Error(`hostabi: oauth.authorize scopes: ${JSON.stringify(n.scopes)}`);
+    const bytes = Buffer.concat(chunks);
+    if (bytes.length > max) return { ...fact, json: null, body: "too_large" };
+    try {
+      return { ...fact, json: this.redact(key, bytes, p.secret_fields) ?? parse(bytes) };
+    } catch {
+      return { ...fact, json: null, body: bytes.toString().trim() === "" ? "empty" : "not_json" };
     }
-    const { client, fact } = this.resolveClient(n.provider);
-    if (fact.found !== true) return { status: "error", error: "no OAuth client configured", http_status: 0 };
-    const r = this.h.caps.oauth.authorize(this.connector(n.provider), client, n.scopes);
-    const t = r.token ?? {};
-    const f = { status: r.status, error: t.error ?? "", http_status: t.status ?? 0 };
-    if (r.status !== "ok") return f;
-    if (!t.access_token || !t.refresh_token) {
-      return { status: "error", error: "the provider issued no refresh token", http_status: t.status ?? 0 };
+  }
+
+  // resolve substitutes the templates of hostabi/README.md in a parameter.
+  resolve(t) {
+    if (Array.isArray(t)) return t.map((e) => this.resolve(e));
+    if (t === null || typeof t !== "object") return t;
+    if (typeof t.$ref === "string") {
+      if (!this.refs.has(t.$ref)) throw new Error(`host: unknown secret reference ${t.$ref}`);
+      return this.refs.get(t.$ref);
     }
-    this.register(n.key, "access_token", t.access_token);
-    this.register(n.key, "refresh_token", t.refresh_token);
-    return { ...f, account: t.account ?? "", scopes: nonNil(t.scopes), expires_in: t.expires_in ?? 0 };
+    if ("$number" in t) {
+      if (!Number.isFinite(Number(t.$number))) throw new Error(`host: $number ${t.$number} is not finite`);
+      return new Num(t.$number);
+    }
+    if ("$concat" in t) return t.$concat.map((e) => this.string(e)).join("");
+    if ("$s256" in t) return sha256(this.string(t.$s256)).toString("base64url");
+    if ("$basic" in t) return "Basic " + Buffer.from(t.$basic.map((e) => formEscape(this.string(e))).join(":")).toString("base64");
+    if ("$url" in t) {
+      const base = this.string(t.$url), query = this.form(t.query ?? {});
+      return query === "" ? base : base + (base.includes("?") ? "&" : "?") + query;
+    }
+    const out = {};
+    for (const [k, e] of Object.entries(t)) put(out, k, this.resolve(e));
+    return out;
   }
 
-  connector(p) {
-    const spec = this.h.caps.catalog(p);
-    return spec ? { ...spec, id: p } : { id: "" };
+  string(t) {
+    const s = this.resolve(t);
+    if (typeof s !== "string") throw new Error(`host: expected a string template, got ${JSON.stringify(t).slice(0, 80)}`);
+    return s;
   }
 
-  mcpEntry(id) {
-    const { ok, v } = readLedger(this.h.caps.ledgers, "mcp_servers").get([id]);
-    if (!ok) return null;
-    return {
-      command: typeof v.command === "string" ? v.command : "",
-      args: Array.isArray(v.args) ? v.args : [],
-      keys: isObject(v.env) ? sortedKeys(v.env) : [],
-    };
+  // form encodes string templates as application/x-www-form-urlencoded, keys sorted, null
+  // values left out.
+  form(q) {
+    return Object.keys(q).sort().filter((k) => q[k] !== null).map((k) => `${formEscape(k)}=${formEscape(this.string(q[k]))}`).join("&");
   }
-
-  // --- effects (effects.go) ---------------------------------------------------------------
 
   /**
-   * Applies effects in order, stopping at the first failure. Consecutive ledger effects on
-   * one ledger are one read-modify-write; effects marked tx are one transaction.
+   * Applies effects in order and stops at the first failure, undoing the transaction it
+   * belongs to (the undo lists of the earlier effects of its run of effects with undo, in
+   * reverse order). Returns null, or the Conflict or HostError that stopped it.
    */
-  apply(effects) {
-    const isLedger = (e) => e.kind === "ledger.put" || e.kind === "ledger.delete";
-    for (let i = 0; i < effects.length; ) {
-      let j = i + 1;
-      if (effects[i].tx === true) {
-        while (j < effects.length && effects[j].tx === true) j++;
-        this.applyTx(effects.slice(i, j));
-      } else if (isLedger(effects[i])) {
-        while (j < effects.length && isLedger(effects[j]) && effects[j].tx !== true && effects[j].ledger === effects[i].ledger) j++;
-        try {
-          this.applyLedger(effects.slice(i, j));
-        } catch (e) {
-          this.trace(`==> apply ${effects[i].kind} x${j - i}\n<== error ${e.message}`);
-          throw e;
+  async apply(effects, signal) {
+    let run = 0;
+    for (const [i, e] of effects.entries()) {
+      if (!e.undo) run = i + 1;
+      try {
+        await this.effect(e, signal);
+        this.host.trace?.(`==> apply ${JSON.stringify(e)}`);
+      } catch (err) {
+        if (!(err instanceof Conflict || err instanceof HostError)) throw err;
+        this.host.trace?.(`==> apply ${JSON.stringify(e)}\n<== error ${err.message}`);
+        for (const u of e.undo ? effects.slice(run, i).reverse().flatMap((d) => d.undo) : []) {
+          await this.effect(u, signal).catch((ue) => {
+            if (err instanceof HostError) err.detail += `\nrestoring after the failure: ${ue.message}`;
+          });
         }
-        for (const e of effects.slice(i, j)) this.trace(`==> apply ${effectLine(e)}`);
-      } else {
-        try {
-          this.applyOne(effects[i]);
-        } catch (e) {
-          this.trace(`==> apply ${effectLine(effects[i])}\n<== error ${e.message}`);
-          throw e;
-        }
-        this.trace(`==> apply ${effectLine(effects[i])}`);
-      }
-      i = j;
-    }
-  }
-
-  applyLedger(effects) {
-    const c = this.h.caps;
-    const name = effects[0].ledger;
-    const d = readLedger(c.ledgers, name);
-    for (const e of effects) {
-      const path = e.path;
-      if (!Array.isArray(path) || !path.every((s) => typeof s === "string")) {
-        throw new Error(`hostabi: ${e.kind} path: ${JSON.stringify(path)} is not a list of strings`);
-      }
-      if (!d.matches(path, e.expect)) throw conflict(`${name} entry [${path.join(" ")}] changed`);
-      if (e.kind === "ledger.delete") d.del(path);
-      else {
-        if (e.value === undefined) throw new Error("hostabi: missing value");
-        d.put(path, structuredClone(e.value));
+        return err;
       }
     }
-    c.ledgers.write(name, d.bytes(), d.version);
+    return null;
   }
 
-  // checkBlob checks a keyring effect's precondition: {found:false}, {version} or {refresh}.
-  checkBlob(e, blob, found) {
-    if (!("expect" in e)) return;
-    const x = e.expect;
-    if (x !== null && !isObject(x)) throw new Error(`hostabi: malformed expect: ${JSON.stringify(x)}`);
-    const found_ = x?.found, ver = x?.version ?? "", rt = x?.refresh ?? "";
-    if (found_ === false) {
-      if (found) throw conflict(`${e.kind} appeared`);
-    } else if (ver !== "") {
-      if (found && version(blob) !== ver) throw conflict(`${e.kind} found another version`);
-      if (!found && e.kind !== "connection.delete") throw conflict(`${e.kind} target vanished`);
-    } else if (rt !== "") {
-      const { ok, c: cb } = parseConnection(blob);
-      if (found && (!ok || digest(cb.refresh_token) !== rt)) {
-        throw conflict("the stored refresh token is no longer the one sent");
-      }
-      if (!found && e.kind !== "connection.delete") throw conflict("the connection was removed");
-    }
-  }
-
-  applyOne(e) {
-    const c = this.h.caps;
-    const p = typeof e.provider === "string" ? e.provider : "";
+  async effect(e, signal) {
     switch (e.kind) {
-      case "connection.put": {
-        const { found, blob } = this.readBlob(connectionUser(p));
-        this.checkBlob(e, blob, found);
-        const cb = this.newConnection(e);
-        // A corrupt state mirror stops the effect before the secret is stored.
-        readLedger(c.ledgers, "state");
-        c.keyring.set(c.service, connectionUser(p), encodeConnection(cb));
-        return this.mirror(p, stateEntry(cb));
-      }
-      case "connection.delete": {
-        const { found, blob } = this.readBlob(connectionUser(p));
-        this.checkBlob(e, blob, found);
-        readLedger(c.ledgers, "state"); // checked before deleting, like connection.put
-        if (found) c.keyring.delete(c.service, connectionUser(p));
-        return this.mirror(p, null);
-      }
-      case "connection.set_refresh": {
-        const { found, blob } = this.readBlob(connectionUser(p));
-        if (!found) throw conflict("the connection was removed");
-        this.checkBlob(e, blob, found);
-        const { c: cb } = parseConnection(blob);
-        cb.refresh_token = this.ref(e.refresh);
-        c.keyring.set(c.service, connectionUser(p), encodeConnection(cb));
-        return;
-      }
-      case "client.put": {
-        const { found, blob } = this.readBlob(clientUser(p));
-        this.checkBlob(e, blob, found);
-        const cb = { client_id: this.ref(e.client_id), client_secret: "" };
-        if (e.client_secret !== undefined && e.client_secret !== null) cb.client_secret = this.ref(e.client_secret);
-        cb.tenant = typeof e.tenant === "string" ? e.tenant : null;
-        c.keyring.set(c.service, clientUser(p), encodeClient(cb));
-        this.h.clients.delete(p); // the next read is fresh
-        return;
-      }
-      case "token.put": {
-        const access = this.ref(e.access);
-        const what = "hostabi: token.put";
-        this.h.tokens.set(p, {
-          access,
-          expiresAt: param(e, "expires_at", "int", what),
-          clientIDHash: param(e, "client_id_hash", "string", what),
-          connectedAt: param(e, "connected_at", "int", what),
-        });
-        return;
-      }
-      case "token.delete":
-        this.h.tokens.delete(p);
-        return;
-      case "mcp.put":
-        return this.mcpPut(e);
-      case "mcp.delete":
-        return this.mcpDelete(typeof e.connector === "string" ? e.connector : "");
+      case "keyring.set":
+      case "keyring.delete":
+        return this.keyring(e);
+      case "ledger.write":
+        return this.write(e);
+      case "lock.release":
+        this.locks.get(e.name)?.();
+        return this.locks.delete(e.name);
       case "event.emit":
-        if (c.events) c.events.emit({ type: typeof e.type === "string" ? e.type : "", payload: e.payload ?? null });
-        return;
+        return this.caps.emit?.({ type: e.type, payload: e.payload });
+      case "http.send":
+        return this.request(e, "send", signal); // best effort: the outcome is ignored
     }
-    throw new Error(`hostabi: unknown effect kind ${q(e.kind)}`);
   }
 
-  newConnection(e) {
-    const what = "hostabi: connection.put";
-    const cb = {
-      account_email: param(e, "account", "string", what),
-      scopes: param(e, "scopes", "strings", what),
-      connected_at: param(e, "connected_at", "int", what) / 1000,
-      client_id_hash: param(e, "client_id_hash", "string", what),
-      tenant: typeof e.tenant === "string" ? e.tenant : null,
-      account_type: typeof e.account_type === "string" ? e.account_type : null,
-    };
-    cb.scopes = nonNil(cb.scopes);
-    cb.refresh_token = this.ref(e.refresh);
-    return cb;
+  async keyring(e) {
+    const { keyring, service } = this.caps;
+    if (e.expect) {
+      const cur = await this.slot(e.user, true);
+      const { found, version: want } = e.expect;
+      if ((found !== undefined && found !== cur.found) || (want && (cur.found ? version(cur.value) !== want : e.kind === "keyring.set"))) {
+        throw new Conflict(`hostabi: conflict: ${e.kind} of ${e.user} found it ${cur.found ? "changed" : "absent"}`);
+      }
+    }
+    let value = "";
+    if (e.kind === "keyring.set") {
+      const v = this.resolve(e.value);
+      if (typeof v !== "string" && !isObject(v) && !Array.isArray(v)) throw new Error(`host: keyring.set of ${e.user} needs a string or a JSON value`);
+      value = typeof v === "string" ? v : encode(v);
+      await io(() => keyring.set(service, e.user, value));
+    } else await io(() => keyring.delete(service, e.user));
+    this.host.memory.set(e.user, { value, found: e.kind === "keyring.set" });
   }
 
-  // mirror keeps connectors/state.json in step with the keyring (null removes the entry).
-  mirror(p, entry) {
-    const l = this.h.caps.ledgers;
-    for (let attempt = 0; ; attempt++) {
-      const d = readLedger(l, "state");
-      if (entry === null) {
-        if (!(p in d.entries)) return;
-        delete d.entries[p];
-      } else d.entries[p] = structuredClone(entry);
+  async write(e) {
+    const values = e.ops.map((op) => (op.delete ? undefined : this.resolve(op.value)));
+    const file = this.caps.files.path(e.ledger);
+    await io(() => this.caps.files.update(e.ledger, (bytes, version) => {
+      if (e.version != null && e.version !== version) throw new Conflict(`hostabi: conflict: ${file} changed since it was read`);
+      let doc = {};
       try {
-        l.write("state", d.bytes(), d.version);
-        return;
+        if (bytes !== null) doc = parse(bytes);
       } catch (err) {
-        if (!(err instanceof Conflict) || attempt === 8) throw err;
+        throw new HostError("IO", `${file} became unreadable (${err.message}); nothing was written`);
       }
-    }
+      e.ops.forEach((op, i) => {
+        const cur = op.path.reduce((v, k) => own(v, k), doc);
+        const x = op.expect ?? {};
+        const problem = x.exists === false ? cur !== undefined && "appeared"
+          : "value" in x && (cur === undefined ? "vanished" : encode(cur, "", true) !== encode(x.value, "", true) && "changed");
+        if (problem) throw new Conflict(`hostabi: conflict: ${file} ${JSON.stringify(op.path)} ${problem}`);
+        doc = op.delete ? remove(doc, op.path, op.prune) : set(doc, op.path, values[i], e.ledger);
+      });
+      return Buffer.from(encode(doc, "  ") + "\n");
+    }));
   }
 
-  // updateLedger applies an unconditional change with retries on concurrent writes.
-  updateLedger(name, change) {
-    const l = this.h.caps.ledgers;
-    for (let attempt = 0; ; attempt++) {
-      const d = readLedger(l, name);
-      change(d);
-      try {
-        l.write(name, d.bytes(), d.version);
-        return;
-      } catch (err) {
-        if (!(err instanceof Conflict) || attempt === 8) throw err;
-      }
+  end() {
+    for (const name of [...this.locks.keys()].sort()) {
+      this.locks.get(name)();
+      this.host.trace?.(`release ${name}`);
     }
-  }
-
-  mcpPut(e) {
-    const c = this.h.caps;
-    const id = typeof e.connector === "string" ? e.connector : "";
-    if (!isObject(e.env)) throw new Error(`hostabi: mcp.put env: ${JSON.stringify(e.env)} is not an object`);
-    const old = this.mcpEntry(id);
-    const refs = {};
-    for (const k of sortedKeys(e.env)) {
-      const v = this.ref(e.env[k]);
-      c.keyring.set(c.service, mcpUser(id, k), v);
-      refs[k] = { $keyring: `${c.service}:${mcpUser(id, k)}` };
-    }
-    for (const k of old?.keys ?? []) {
-      if (!(k in e.env)) c.keyring.delete(c.service, mcpUser(id, k));
-    }
-    const args = Array.isArray(e.args) ? structuredClone(e.args) : [];
-    const command = typeof e.command === "string" ? e.command : "";
-    this.updateLedger("mcp_servers", (d) => {
-      d.entries[id] = { command, args, env: refs };
-    });
-  }
-
-  mcpDelete(id) {
-    const c = this.h.caps;
-    const old = this.mcpEntry(id);
-    if (!old) return;
-    for (const k of old.keys) c.keyring.delete(c.service, mcpUser(id, k));
-    this.updateLedger("mcp_servers", (d) => {
-      delete d.entries[id];
-    });
-  }
-
-  // applyTx applies a transaction: every keyring target and token entry it touches is
-  // snapshotted first and restored if any effect fails.
-  applyTx(effects) {
-    const c = this.h.caps;
-    const blobs = [];
-    const tokens = new Map();
-    for (const e of effects) {
-      const p = typeof e.provider === "string" ? e.provider : "";
-      if (e.kind === "client.put") blobs.push({ user: clientUser(p), ...this.readBlob(clientUser(p)) });
-      else if (e.kind === "connection.put" || e.kind === "connection.delete" || e.kind === "connection.set_refresh") {
-        blobs.push({ user: connectionUser(p), ...this.readBlob(connectionUser(p)) });
-      } else if (e.kind === "token.put" || e.kind === "token.delete") {
-        tokens.set(p, this.h.tokens.has(p) ? { ...this.h.tokens.get(p) } : null);
-      }
-    }
-    for (const e of effects) {
-      try {
-        this.applyOne(e);
-        this.trace(`==> apply ${effectLine(e)}`);
-        continue;
-      } catch (err) {
-        this.trace(`==> apply ${effectLine(e)}\n<== error ${err.message} (restoring the transaction)`);
-        const rerr = [];
-        const attempt = (f) => {
-          try {
-            f();
-          } catch (x) {
-            rerr.push(x.message);
-          }
-        };
-        for (let i = blobs.length - 1; i >= 0; i--) {
-          const s = blobs[i];
-          attempt(() => (s.found ? c.keyring.set(c.service, s.user, s.blob) : c.keyring.delete(c.service, s.user)));
-        }
-        for (const [p, t] of tokens) {
-          if (t === null) this.h.tokens.delete(p);
-          else this.h.tokens.set(p, t);
-        }
-        for (const x of effects) this.h.clients.delete(typeof x.provider === "string" ? x.provider : "");
-        for (const x of effects) {
-          if (x.kind !== "connection.put" && x.kind !== "connection.delete") continue;
-          let b;
-          try {
-            b = this.readBlob(connectionUser(x.provider));
-          } catch {
-            continue;
-          }
-          const { ok, c: cb } = parseConnection(b.blob);
-          if (b.found && ok) attempt(() => this.mirror(x.provider, stateEntry(cb)));
-          else if (!b.found) attempt(() => this.mirror(x.provider, null));
-        }
-        if (rerr.length > 0) err.message += `\nhostabi: restoring the transaction failed: ${rerr.join("\n")}`;
-        throw err;
-      }
-    }
+    this.locks.clear();
+    this.callback?.close();
+    this.callback = null;
   }
 }
 
-function clientFact(cl, source, ver) {
-  return {
-    found: true,
-    client_id_hash: clientIDHash(cl.id),
-    tenant: cl.tenant !== "" ? cl.tenant : null,
-    has_secret: cl.secret !== "",
-    source,
-    version: ver,
-  };
+// set puts v at path inside doc, creating objects on the way.
+function set(doc, path, v, ledger) {
+  if (path.length === 0) return v;
+  if (!isObject(doc)) {
+    if (doc !== null && doc !== undefined) throw new HostError("IO", `host: ledger.write ${ledger}: cannot write inside a ${jsonType(doc)}`);
+    doc = {};
+  }
+  return put(doc, path[0], set(own(doc, path[0]), path.slice(1), v, ledger));
+}
+
+// remove deletes the value at path (absent is fine); prune removes its parent object when
+// the deletion leaves it empty.
+function remove(doc, path, prune) {
+  if (!isObject(doc) || !Object.hasOwn(doc, path[0])) return doc;
+  if (path.length === 1) delete doc[path[0]];
+  else {
+    const child = remove(doc[path[0]], path.slice(1), prune);
+    if (prune && path.length === 2 && isObject(child) && Object.keys(child).length === 0) delete doc[path[0]];
+  }
+  return doc;
 }
