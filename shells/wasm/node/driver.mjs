@@ -7,33 +7,28 @@ import { Conflict } from "./host.mjs";
 export const MAX_ROUNDS = 64;
 export const COMMIT_TIMEOUT_MS = 60_000;
 
-/** The caller cancelled before anything was written. */
+// Canceled: the caller cancelled the operation before anything was written.
 export class Canceled extends Error {}
 
-/**
- * Runs one operation: secrets are its secret arguments (described to the core as facts.arg).
- * signal (optional) is the caller's cancellation, honoured until a need marked commit is on
- * the wire. Returns {result, error, rounds, hostFailure, secret(ref)}; throws Canceled, or
- * on a bug (a decision or fact the schema refuses, a policy that never finishes).
- */
+// run performs one operation. secrets are its secret arguments (described to the core under
+// facts.arg); signal, optional, is the caller's cancellation, honoured until a need marked
+// commit is on the wire (from there the operation finishes under its own deadline). It
+// returns {result, error, rounds, hostFailure, secret(ref)}, and throws Canceled, or on a
+// bug (a decision or fact the schema refuses, a policy that never finishes).
 export async function run(engine, host, op, args, secrets = {}, signal) {
   const o = host.begin(op);
   try {
-    const base = {};
-    const names = Object.keys(secrets).filter((k) => secrets[k] !== "").sort();
-    if (names.length > 0) base.arg = Object.fromEntries(names.map((k) => [k, o.describe(`arg#${k}`, secrets[k])]));
+    const arg = Object.keys(secrets).filter((k) => secrets[k] !== "").sort().map((k) => [k, o.describe(`arg#${k}`, secrets[k])]);
+    const base = arg.length > 0 ? { arg: Object.fromEntries(arg) } : {};
     const query = { op, args, facts: { ...base }, attempt: 0, round: 0 };
-    let pending = instantiate(engine.manifest.ops[op]?.prefetch ?? [], args);
-    let hostFailure = false;
-    let committed = false;
+    let pending = instantiate(engine.manifest?.ops?.[op]?.prefetch ?? [], args);
+    let [hostFailure, committed] = [false, false];
     const cancel = () => {
       if (!committed && signal?.aborted) throw new Canceled(`${op} canceled before anything was written`);
     };
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      query.round = round;
+    for (; query.round < MAX_ROUNDS; query.round++) {
       for (const n of pending) {
-        if (Object.hasOwn(query.facts, n.key)) continue;
-        if (n.after !== undefined && query.facts[n.after] !== "held") continue;
+        if (Object.hasOwn(query.facts, n.key) || (n.after !== undefined && query.facts[n.after] !== "held")) continue;
         cancel();
         if (n.commit && !committed) [committed, signal] = [true, AbortSignal.timeout(COMMIT_TIMEOUT_MS)];
         query.facts[n.key] = await o.fetch(n, signal);
@@ -46,18 +41,17 @@ export async function run(engine, host, op, args, secrets = {}, signal) {
       }
       if (d.effects.length > 0) cancel();
       const failure = await o.apply(d.effects, signal);
-      if (failure === null) {
-        return { result: d.result, error: d.error, rounds: round, hostFailure, secret: (ref) => o.refs.get(ref) };
-      }
+      const secret = (ref) => o.refs.get(ref);
+      if (failure === null) return { result: d.result, error: d.error, rounds: query.round, hostFailure, secret };
       pending = [];
       if (failure instanceof Conflict) {
         // A precondition failed: decide again from fresh facts, keeping the locks held.
         query.attempt++;
         query.facts = { ...base, ...Object.fromEntries(Object.entries(query.facts).filter(([, v]) => v === "held")) };
-        continue;
+      } else {
+        hostFailure = true; // the core reports it, and decides that nothing more is applied
+        query.facts[`apply@${query.attempt}`] = { host_error: failure.json };
       }
-      hostFailure = true; // the core reports it, and decides that nothing more is applied
-      query.facts[`apply@${query.attempt}`] = { host_error: failure.toJSON() };
     }
     throw new Error(`driver: ${op} asked more than ${MAX_ROUNDS} questions`);
   } finally {
@@ -65,26 +59,14 @@ export async function run(engine, host, op, args, secrets = {}, signal) {
   }
 }
 
-/**
- * Turns prefetch templates into needs: {"$arg": name} becomes that string argument; a
- * template whose argument is missing or not a string is dropped (the core asks for what it
- * needs, or reports the usage error, in its first answer).
- */
+// instantiate turns prefetch templates into needs: {"$arg": name} becomes that string
+// argument; a template whose argument is missing or not a string is dropped (the core asks
+// for what it needs, or reports the usage error, in its first answer).
 export function instantiate(templates, args) {
-  const missing = new Error("missing argument");
-  const sub = (v) => {
-    if (Array.isArray(v)) return v.map(sub);
-    if (v === null || typeof v !== "object") return v;
-    if (!Object.hasOwn(v, "$arg")) return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, sub(e)]));
-    if (typeof args[v.$arg] !== "string") throw missing;
-    return args[v.$arg];
-  };
   return templates.flatMap((t) => {
-    try {
-      return [sub(t)];
-    } catch (e) {
-      if (e !== missing) throw e;
-      return [];
-    }
+    let complete = true;
+    const arg = (name) => (typeof args[name] === "string" ? args[name] : (complete = false));
+    const need = JSON.parse(JSON.stringify(t), (_, v) => (typeof v?.$arg === "string" ? arg(v.$arg) : v));
+    return complete ? [need] : [];
   });
 }

@@ -3,102 +3,91 @@
 // safe integers keep their text, and one writer for keyring values, JSON bodies and ledger
 // files (keys sorted by their UTF-8 bytes, no HTML escaping: what the Go host writes).
 
-/** A number that is not a safe integer, kept as its text; it travels as {"$number": text}. */
+// Num is a number that is not a safe integer, kept as its text; it travels as {"$number": text}.
 export class Num {
-  constructor(text) {
-    this.$number = text;
-  }
+  constructor(text) { this.$number = text; }
 }
-
-/** Why a stored document is refused: one of the README's reasons. */
-export class Corrupt extends Error {}
 
 const WS = /[ \t\n\r]*/y;
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-const PARTIAL = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?/y; // what a scanner consumes as a number
+// A number, and no "." or exponent left half-read after it (a JSON scanner refuses "1." as
+// a number, but reads "01" as 0 followed by trailing data).
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+|(?!\.))(?:[eE][+-]?[0-9]+|(?![eE]))/y;
 const LITERAL = /true|false|null/y;
-const fail = (reason) => {
-  throw new Corrupt(reason);
-};
 
 export const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Num);
-/** A member of an object (never one of Object.prototype's). */
+// own reads a member of an object (never one of Object.prototype's); put sets one, "__proto__" too.
 export const own = (o, k) => (isObject(o) && Object.hasOwn(o, k) ? o[k] : undefined);
-/** Sets a member, "__proto__" included. */
 export const put = (o, k, v) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
 
-/** Parses one JSON document of UTF-8 bytes strictly, or throws Corrupt. */
+// parse reads one JSON document of UTF-8 bytes strictly: {value}, or {corrupt: reason}.
 export function parse(bytes) {
   let text, i = 0;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    fail("not valid UTF-8");
+    return { corrupt: "not valid UTF-8" };
   }
-  const match = (re) => {
+  const fail = (corrupt) => { throw { corrupt }; };
+  const token = (re) => {
     re.lastIndex = i;
-    const m = re.exec(text);
-    if (m) i = re.lastIndex;
-    return m?.[0];
+    const m = re.exec(text) ?? fail("not valid JSON");
+    i = re.lastIndex;
+    return m[0];
   };
-  const token = (re) => match(re) ?? fail("not valid JSON");
+  const next = () => {
+    token(WS);
+    return text[i]; // the next character after whitespace
+  };
+  const eat = (c) => (next() === c ? ++i : 0); // consumes c if it comes next
+  const expect = (c) => eat(c) || fail("not valid JSON");
   const string = () => JSON.parse(token(STRING)).toWellFormed();
   const value = (depth) => {
     if (depth > 64) fail("nested deeper than 64");
-    match(WS);
-    const open = text[i];
-    if (open === "{" || open === "[") {
-      const out = open === "{" ? {} : [], close = open === "{" ? "}" : "]";
-      i++;
-      match(WS);
-      if (text[i] === close) return i++, out;
-      for (;;) {
-        if (open === "[") out.push(value(depth + 1));
-        else {
-          match(WS);
-          const k = string();
-          if (Object.hasOwn(out, k)) fail(`duplicate member ${encode(k)}`);
-          match(WS);
-          if (text[i++] !== ":") fail("not valid JSON");
-          put(out, k, value(depth + 1));
-        }
-        match(WS);
-        const next = text[i++];
-        if (next === close) return out;
-        if (next !== ",") fail("not valid JSON");
-      }
+    const c = next();
+    if (c === '"') return string();
+    if (c === "t" || c === "f" || c === "n") return JSON.parse(token(LITERAL));
+    if (c !== "[" && c !== "{") {
+      const n = token(NUMBER);
+      return /^-?[0-9]{1,16}$/.test(n) && Number.isSafeInteger(Number(n)) && n !== "-0" ? Number(n) : new Num(n);
     }
-    if (open === '"') return string();
-    const literal = match(LITERAL);
-    if (literal) return JSON.parse(literal);
-    const start = i, n = token(NUMBER), end = i;
-    i = start;
-    if (match(PARTIAL).length !== n.length) fail("not valid JSON");
-    i = end;
-    return /^-?[0-9]+$/.test(n) && Number.isSafeInteger(Number(n)) && n !== "-0" ? Number(n) : new Num(n);
+    const [out, close] = c === "[" ? [[], "]"] : [{}, "}"];
+    i++;
+    if (eat(close)) return out;
+    do {
+      if (c === "[") out.push(value(depth + 1));
+      else {
+        next();
+        const k = string();
+        if (Object.hasOwn(out, k)) fail(`duplicate member ${encode(k)}`);
+        expect(":");
+        put(out, k, value(depth + 1));
+      }
+    } while (eat(","));
+    expect(close);
+    return out;
   };
-  const v = value(0);
-  match(WS);
-  if (i < text.length) fail("trailing data after the JSON document");
-  return v;
+  try {
+    const v = value(0);
+    return next() === undefined ? { value: v } : { corrupt: "trailing data after the JSON document" };
+  } catch (e) {
+    if (e.corrupt === undefined) throw e;
+    return e;
+  }
 }
 
 const bytes = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 const quote = (s) => JSON.stringify(s).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 
-/**
- * Writes a JSON value: compact, or indented by indent with one member per line. Num is
- * written as its raw text, or as {"$number": text} when facts is set (the form facts carry,
- * in which ledger preconditions are compared).
- */
+// encode writes a JSON value: compact, or indented by indent with one member per line. Num
+// is written as its raw text, or as {"$number": text} when facts is set (the form facts
+// carry, in which ledger preconditions are compared).
 export function encode(v, indent = "", facts = false, pad = "") {
   if (v instanceof Num && !facts) return v.$number;
   if (v === null || typeof v !== "object") return typeof v === "string" ? quote(v) : JSON.stringify(v);
-  const inner = pad + indent, nl = indent ? "\n" + inner : "";
-  const items = Array.isArray(v)
+  const inner = pad + indent, nl = indent ? "\n" + inner : "", list = Array.isArray(v);
+  const items = list
     ? v.map((e) => nl + encode(e, indent, facts, inner))
     : Object.keys(v).sort(bytes).map((k) => nl + quote(k) + (indent ? ": " : ":") + encode(v[k], indent, facts, inner));
-  const [open, close] = Array.isArray(v) ? "[]" : "{}";
-  return items.length === 0 ? open + close : open + items.join(",") + (indent ? "\n" + pad : "") + close;
+  return (list ? "[" : "{") + items.join(",") + (indent && items.length ? "\n" + pad : "") + (list ? "]" : "}");
 }

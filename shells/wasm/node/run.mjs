@@ -5,7 +5,8 @@
 // (conformance/run.go, stage.go, step.go, final.go) checks it, and the world is staged in
 // the same order, so the Node host answers every need as the Go host does. A scenario listed
 // for this shell in exceptions.yaml must fail, so a fixed difference is noticed. First, the
-// host's JSON reader is checked against hostabi/testdata/stored-json.json.
+// host's JSON reader is checked against hostabi/testdata/stored-json.json, and the kinds no
+// scenario uses are exercised (checkBeyond).
 //
 //   node run.mjs [--report FILE] [--queries FILE] [--only SUBSTRING] [--quiet]
 //
@@ -18,10 +19,10 @@
 import { closeSync, openSync, readFileSync, readdirSync, writeFileSync, writeSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import { parse as parseYAML } from "yaml";
-import { run } from "./driver.mjs";
+import { Canceled, run } from "./driver.mjs";
 import { REPO, newEngine } from "./engine.mjs";
 import { Host } from "./host.mjs";
-import { Corrupt, Num, encode, parse } from "./json.mjs";
+import { Num, encode, parse } from "./json.mjs";
 import { World } from "./memworld.mjs";
 
 export const SHELL = "node/opa-wasm";
@@ -154,7 +155,7 @@ async function engineFor(data, onDecide) {
   return e.engine;
 }
 
-class Runner {
+export class Runner {
   constructor(s, engine, catalog, trace) {
     Object.assign(this, { s, ws: s.worldSpec, engine, catalog, trace });
     this.world = new World(this.ws.clock || DEFAULT_CLOCK);
@@ -535,17 +536,42 @@ function checkStoredJSON() {
   const failures = [];
   for (const c of cases) {
     const input = c.in !== undefined ? Buffer.from(c.in) : Buffer.from(c.in_base64, "base64");
-    let got;
-    try {
-      got = { value: encode(parse(input), "", true) };
-    } catch (e) {
-      if (!(e instanceof Corrupt)) throw e;
-      got = { corrupt: e.message };
-    }
+    const read = parse(input);
+    const got = read.corrupt !== undefined ? { corrupt: read.corrupt } : { value: encode(read.value, "", true) };
     const want = c.corrupt !== undefined ? { corrupt: c.corrupt } : { value: encode(c.value) };
     if (canonical(got) !== canonical(want)) failures.push(`stored JSON ${JSON.stringify(c.in ?? c.in_base64).slice(0, 80)}: got ${canonical(got)}, want ${canonical(want)}`);
   }
   if (cases.length === 0) failures.push("stored-json.json has no case");
+  return failures;
+}
+
+// checkBeyond runs what no corpus scenario does, as hostabi/schema_test.go does on the Go
+// host: disconnect where the catalog names a revocation endpoint (http.send: the refresh
+// token is revoked at the provider), agent_id on a source that exists and on one that does
+// not (file.digest), and an operation its caller cancelled before it began (nothing written).
+async function checkBeyond() {
+  const failures = [];
+  const catalog = mergePatch(baseCatalog(), { connectors: { google: { revocation_url: "https://oauth2.googleapis.com/revoke" } } });
+  const engine = await newEngine({ catalog: { connectors: catalog.connectors } });
+  const r = new Runner({ worldSpec: {} }, engine, catalog, () => {});
+  r.act({
+    set_clients: { google: { client_id: "client-1", client_secret: "google-secret-1" } },
+    set_connections: { google: { scopes: ["gmail.readonly"], client_id: "client-1", refresh_token: "rt-google-1" } },
+  });
+  r.world.sources.set("~/agents/helper.py", Buffer.from("print('hello')\n"));
+  const host = r.process("A");
+  const expect = (what, ok) => ok || failures.push(`beyond the corpus: ${what}`);
+  const canceled = await run(engine, host, "disconnect", { connector: "google" }, {}, AbortSignal.abort()).catch((e) => e);
+  expect(`a cancelled disconnect throws Canceled, got ${canceled}`, canceled instanceof Canceled);
+  expect("a cancelled disconnect writes nothing", r.keyringGet(connectionUser("google")) !== undefined);
+  let out = await run(engine, host, "disconnect", { connector: "google" });
+  expect(`disconnect: ${JSON.stringify(out.error)}`, out.error === undefined);
+  expect(`disconnect revokes the refresh token, revoked ${JSON.stringify(r.world.server.revoked)}`, deepEqual(r.world.server.revoked, ["rt-google-1"]));
+  expect("disconnect deletes the connection", r.keyringGet(connectionUser("google")) === undefined);
+  out = await run(engine, host, "agent_id", { source: "~/agents/helper.py", name: "helper" });
+  expect(`agent_id of a source: ${canonical(out.result ?? out.error)}`, /^custom:[0-9a-f]{16}:helper$/.test(out.result?.id));
+  out = await run(engine, host, "agent_id", { source: "~/agents/missing.py" });
+  expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "CONFIGURATION" && out.error.message.includes("no such file"));
   return failures;
 }
 
@@ -562,8 +588,8 @@ async function main() {
   if (corpus.scenarios.length === 0) throw new Error("conformance: the corpus is empty");
   const only = flag("--only");
   const quiet = process.argv.includes("--quiet");
-  const stored = checkStoredJSON();
-  for (const f of stored) console.log(`--- FAIL: ${f}`);
+  const checks = [...checkStoredJSON(), ...(await checkBeyond())];
+  for (const f of checks) console.log(`--- FAIL: ${f}`);
 
   const queriesPath = flag("--queries");
   const qfd = queriesPath ? openSync(queriesPath, "w") : null;
@@ -620,10 +646,10 @@ async function main() {
   const reportPath = flag("--report");
   if (reportPath) {
     const strip = (doc) => ({ ...doc, scenarios: doc.scenarios.map(({ family: _f, id: _i, worldSpec: _w, ...s }) => s) });
-    const report = { shell: SHELL, node: process.version, ms, stored_json: stored, scenarios: results, files: corpus.files.map((f) => ({ name: f.name, canonical: canonical(strip(f.doc)) })) };
+    const report = { shell: SHELL, node: process.version, ms, checks, scenarios: results, files: corpus.files.map((f) => ({ name: f.name, canonical: canonical(strip(f.doc)) })) };
     writeFileSync(reportPath, JSON.stringify(report, null, 1));
   }
-  process.exitCode = failed > 0 || stored.length > 0 ? 1 : 0;
+  process.exitCode = failed > 0 || checks.length > 0 ? 1 : 0;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
