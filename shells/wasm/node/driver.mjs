@@ -2,6 +2,7 @@
 // Go): gather facts → ask the core → apply what it decides → repeat. It knows no operation
 // and no kind by name: per operation it reads only the manifest's prefetch templates.
 
+import { validate } from "./engine.mjs";
 import { Conflict } from "./host.mjs";
 
 export const MAX_ROUNDS = 64;
@@ -67,6 +68,7 @@ export function instantiate(templates, args) {
     let complete = true;
     const arg = (name) => (typeof args[name] === "string" ? args[name] : (complete = false));
     const need = JSON.parse(JSON.stringify(t), (_, v) => (typeof v?.$arg === "string" ? arg(v.$arg) : v));
+    if (complete) validate("needs.schema.json#/$defs/need", need);
     return complete ? [need] : [];
   });
 }

@@ -13,8 +13,9 @@
 //   locks.tryLock(name, waitMS, signal) → release function, or null when busy
 //   clock() → Unix ms; entropy(n) → bytes; getenv(name) → string; emit({type, payload})
 //   fetch(url, init)                          WHATWG fetch (never follows redirects here)
-//   loopback.open(connector) → {unavailable: reason} or {redirectURI, close(),
-//     wait(url, state, connector, timeoutMS, signal) → the callback's parameters, or null (timeout)}
+//   loopback.open(connector) → {unavailable: reason} when no user can authorize in a browser
+//     here, or {redirectURI, close(), wait(url, state, connector, timeoutMS, signal) → the
+//     callback's query parameters, or null on timeout}
 
 import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";
@@ -115,8 +116,7 @@ class Op {
     return release ? "held" : "busy";
   }
   async "loopback.open"(n) {
-    const loopback = this.caps.loopback ?? { open: () => ({ unavailable: "this shell has no loopback" }) };
-    const cb = this.callback ?? (await io(() => loopback.open(n.connector)));
+    const cb = this.callback ?? (await io(() => this.caps.loopback.open(n.connector)));
     if (cb.unavailable !== undefined) return { unavailable: cb.unavailable };
     this.callback = cb;
     return { redirect_uri: cb.redirectURI };
@@ -164,11 +164,8 @@ class Op {
   async slot(user, fresh) {
     if (!fresh && this.host.memory.has(user)) return this.host.memory.get(user);
     const v = await io(() => this.caps.keyring.get(this.caps.service, user));
-    return this.remember(user, v ?? "", v !== undefined);
-  }
-  remember(user, value, found) {
-    this.host.memory.set(user, { value, found });
-    return { value, found };
+    this.host.memory.set(user, { value: v ?? "", found: v !== undefined });
+    return this.host.memory.get(user);
   }
 
   // redact reads a JSON object with the listed top-level string members described
@@ -233,11 +230,11 @@ class Op {
         const cur = e.expect ? await this.slot(e.user, true) : null;
         const moved = want && (cur.found ? version(cur.value) !== want : e.kind === "keyring.set");
         if (moved || (found !== undefined && found !== cur.found)) throw new Conflict(`${e.kind} of ${e.user}: the slot changed`);
-        if (e.kind === "keyring.delete") return io(() => keyring.delete(service, e.user)).then(() => this.remember(e.user, "", false));
-        const v = this.resolve(e.value);
-        if (typeof v !== "string" && !isObject(v) && !Array.isArray(v)) bug(`keyring.set of ${e.user} needs a string or a JSON value`);
-        const value = typeof v === "string" ? v : encode(v);
-        return io(() => keyring.set(service, e.user, value)).then(() => this.remember(e.user, value, true));
+        const v = e.kind === "keyring.set" ? this.resolve(e.value) : undefined;
+        if (v !== undefined && !["string", "object", "array"].includes(jsonType(v))) bug(`keyring.set of ${e.user}: not a string or JSON`);
+        const value = v === undefined || typeof v === "string" ? v : encode(v);
+        await io(() => (value === undefined ? keyring.delete(service, e.user) : keyring.set(service, e.user, value)));
+        return this.host.memory.set(e.user, { value: value ?? "", found: value !== undefined });
       }
       case "ledger.write": {
         const values = e.ops.map((op) => (op.delete ? undefined : this.resolve(op.value)));
