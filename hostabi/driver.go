@@ -82,8 +82,6 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
 	}
 	runCtx, committed := ctx, false
-	cancelCommit := func() {}
-	defer func() { cancelCommit() }()
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
 		q.Round = out.Rounds
 		for _, n := range pending {
@@ -99,7 +97,9 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 				}
 				if n.Bool("commit") {
 					committed = true
-					runCtx, cancelCommit = context.WithTimeout(context.WithoutCancel(ctx), CommitTimeout)
+					var stop context.CancelFunc
+					runCtx, stop = context.WithTimeout(context.WithoutCancel(ctx), CommitTimeout)
+					defer stop() // once: committed is set only here
 				}
 			}
 			v, err := p.Fetch(runCtx, n)

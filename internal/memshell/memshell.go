@@ -7,6 +7,8 @@ package memshell
 
 import (
 	"context"
+	"crypto/sha256"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,9 +71,35 @@ func (s *Shell) Close(ctx context.Context) error {
 func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setup) (conformance.World, error) {
 	w := memhost.New(setup.Start, 1)
 	Serve(w, setup.Catalog)
-	mw := &World{W: w, caps: w.Capabilities(""), during: map[string][]func(){}}
+	caps := w.Capabilities("")
+	caps.Entropy = &Entropy{}
+	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
 	w.Server.BeforeRefresh = mw.beforeRefresh
 	return mw, nil
+}
+
+// Entropy is the test worlds' random source: SHA-256("grantwire test entropy <n>") for n =
+// 0, 1, 2, ... end to end. shells/wasm/node/memworld.mjs draws the same stream, so that the
+// Node shell asks the core exactly the questions the Go host asks (states and PKCE
+// verifiers included).
+type Entropy struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+}
+
+// Read implements hostabi.Entropy.
+func (e *Entropy) Read(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.buf) < len(p) {
+		sum := sha256.Sum256([]byte("grantwire test entropy " + strconv.Itoa(e.n)))
+		e.n++
+		e.buf = append(e.buf, sum[:]...)
+	}
+	n := copy(p, e.buf)
+	e.buf = e.buf[n:]
+	return n, nil
 }
 
 // Serve makes a world's authorization server answer the endpoints of every OAuth provider
