@@ -158,7 +158,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
 	if cat.Strict() {
 		// A user's catalog file is judged by the policy, as every shell judges it.
-		if _, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": true}, nil, nil); err != nil {
+		if _, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": true, "file": cat.Source()}, nil, nil); err != nil {
 			_ = cl.Close(ctx)
 			return nil, err
 		}

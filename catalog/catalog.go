@@ -110,6 +110,7 @@ type Catalog struct {
 	entries    map[string]Entry
 	builtins   json.RawMessage
 	strict     bool
+	source     string
 }
 
 // Default returns the embedded catalog with the built-in agents.
@@ -177,9 +178,12 @@ func LoadFile(path string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
-	c.builtins, c.strict = builtinAgents, true
+	c.builtins, c.strict, c.source = builtinAgents, true, path
 	return c, nil
 }
+
+// Source is the file a catalog came from ("" for the embedded one or JSON given directly).
+func (c *Catalog) Source() string { return c.source }
 
 // Strict reports whether the catalog came from a user's file (validated strictly).
 func (c *Catalog) Strict() bool { return c.strict }

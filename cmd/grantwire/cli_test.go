@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -14,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/agents"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -115,8 +117,8 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	r := tw.gwIn("google-secret-1\n", "configure", "google", "--client-id", "cid-1", "--client-secret-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Stored the google OAuth client id and secret")
-	require.Contains(t, r.stdout, hostabi.ClientIDHash("cid-1"))
-	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-1")
+	require.Contains(t, r.stdout, layout.ClientIDHash("cid-1"))
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+layout.ClientUser("google")], "google-secret-1")
 
 	// From a file; a file others can read is used with a warning.
 	f := filepath.Join(t.TempDir(), "secret")
@@ -124,13 +126,13 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	r = tw.gw("configure", "google", "--client-id", "cid-2", "--client-secret-file", f)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "readable by other users")
-	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-2")
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+layout.ClientUser("google")], "google-secret-2")
 
 	// Typed on a terminal, without echo.
 	r = tw.run(invocation{stdinTTY: true, password: []string{"google-secret-3"}}, "configure", "google", "--client-id", "cid-3", "--client-secret-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "client secret for google (input hidden)")
-	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-3")
+	require.Contains(t, tw.w.Keyring()[svc+"\x00"+layout.ClientUser("google")], "google-secret-3")
 
 	// Google requires a secret: without one the policy refuses (configuration, exit 3).
 	r = tw.gw("configure", "google", "--client-id", "cid-4")
@@ -141,7 +143,7 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	r = tw.gwIn("# token\nSLACK_BOT_TOKEN=xoxb-secret-4\n", "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T0123", "--from-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Configured mcp-slack: SLACK_BOT_TOKEN, SLACK_TEAM_ID stored")
-	require.Equal(t, "xoxb-secret-4", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-slack", "SLACK_BOT_TOKEN")])
+	require.Equal(t, "xoxb-secret-4", tw.w.Keyring()[svc+"\x00"+layout.MCPUser("mcp-slack", "SLACK_BOT_TOKEN")])
 
 	// From a file.
 	env := filepath.Join(t.TempDir(), "github.env")
@@ -149,14 +151,14 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	r = tw.gw("configure", "mcp-github", "--from-file", env)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "warning")
-	require.Equal(t, "ghp_secret5", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
+	require.Equal(t, "ghp_secret5", tw.w.Keyring()[svc+"\x00"+layout.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
 
 	// Asked for on a terminal: the secret without echo, an optional key skipped.
 	r = tw.run(invocation{stdinTTY: true, stdin: "\n", password: []string{"sntrys_secret6"}}, "configure", "mcp-sentry", "--from-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "SENTRY_AUTH_TOKEN (a Sentry user auth token) (input hidden)")
 	require.Contains(t, r.stderr, "SENTRY_HOST")
-	require.Equal(t, "sntrys_secret6", tw.w.Keyring()[svc+"\x00"+hostabi.MCPUser("mcp-sentry", "SENTRY_AUTH_TOKEN")])
+	require.Equal(t, "sntrys_secret6", tw.w.Keyring()[svc+"\x00"+layout.MCPUser("mcp-sentry", "SENTRY_AUTH_TOKEN")])
 
 	// Missing required keys: the policy names them (configuration, exit 3).
 	r = tw.gwIn("", "configure", "mcp-tavily", "--from-stdin")
@@ -238,11 +240,11 @@ func TestWaitingShowsACountdownOnATerminalAndCtrlCCancels(t *testing.T) {
 	tw := newWorld(t)
 	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid", "--client-secret-stdin").code)
 	ctx, cancel := context.WithCancel(context.Background())
-	tw.authorize = func(actx context.Context) hostabi.AuthResult {
+	tw.authorize = func(actx context.Context) error {
 		time.Sleep(3 * spinnerTick) // the spinner redraws meanwhile
 		cancel()                    // Ctrl-C
 		<-actx.Done()
-		return hostabi.AuthResult{Status: hostabi.AuthError, Token: hostabi.TokenResponse{Error: "cancelled"}}
+		return actx.Err()
 	}
 	r := tw.run(invocation{ctx: ctx, stderrTTY: true, stdinTTY: true}, "connect", "google", "--scopes", gmailRead, "--timeout", "90s")
 	require.Equal(t, exitCancelled, r.code, r.stderr)
@@ -250,7 +252,7 @@ func TestWaitingShowsACountdownOnATerminalAndCtrlCCancels(t *testing.T) {
 	require.Regexp(t, `⠋ waiting for the google authorization · 1:(30|29) left · Ctrl-C cancels`, r.stderr)
 	require.Contains(t, r.stderr, "\r\033[K", "the spinner line is redrawn and cleared")
 	require.Contains(t, r.stderr, "grantwire: cancelled")
-	_, ok := tw.w.Keyring()[hostabi.DefaultService+"\x00"+hostabi.ConnectionUser("google")]
+	_, ok := tw.w.Keyring()[hostabi.DefaultService+"\x00"+layout.ConnectionUser("google")]
 	require.False(t, ok, "a cancelled connect stores nothing")
 
 	// Off a terminal: the lines pass through, no spinner.
@@ -290,13 +292,16 @@ func TestExitCodesFollowThePolicyTable(t *testing.T) {
 	require.Contains(t, r.stderr, "retry shortly")
 	tw.w.Release("google")
 	// corrupt ledger → 5, naming the file and the fix, nothing reset.
-	tw.w.SetLedger(hostabi.LedgerGrants, []byte("{not json"))
+	grants := filepath.Join(tw.home, ".grantwire", "connectors", "grants.json")
+	require.NoError(t, os.WriteFile(grants, []byte("{not json"), 0o600))
 	r = tw.gw("grants", "list")
 	require.Equal(t, 5, r.code)
 	require.Equal(t, policyExit(t, "CORRUPT_LEDGER"), r.code)
-	require.Contains(t, r.stderr, "mem:grants.json")
-	require.Contains(t, r.stderr, "fix: inspect it, or move it aside")
-	require.Equal(t, "{not json", string(tw.w.Ledger(hostabi.LedgerGrants)))
+	require.Contains(t, r.stderr, grants)
+	require.Contains(t, r.stderr, "fix: mv "+grants+" "+grants+".corrupt")
+	got, err := os.ReadFile(grants)
+	require.NoError(t, err)
+	require.Equal(t, "{not json", string(got))
 	// The OS shell that cannot open → 5 with the reason.
 	tw2 := newWorld(t)
 	r = tw2.run(invocation{}, "status")
@@ -305,7 +310,7 @@ func TestExitCodesFollowThePolicyTable(t *testing.T) {
 	require.Equal(t, 5, r.code)
 	require.Contains(t, r.stderr, "cannot open the OS shell: native: no Secret Service")
 	// An insecure store reported by the shell keeps its code and exit.
-	ce := hostabi.Errorf("INSECURE_STORE", "install gnome-keyring", "no secure credential store")
+	ce := &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "no secure credential store", Fix: "install gnome-keyring"}
 	r = runWithShellErr(t, ce)
 	require.Equal(t, policyExit(t, "INSECURE_STORE"), r.code)
 	require.Contains(t, r.stderr, "fix: install gnome-keyring")
@@ -412,9 +417,9 @@ func TestJSONOutputsParse(t *testing.T) {
 	require.NoError(t, err)
 
 	var ag struct {
-		File     string           `json:"file"`
-		Agents   []agents.Agent   `json:"agents"`
-		Problems []agents.Problem `json:"problems"`
+		File     string                   `json:"file"`
+		Agents   []grantwire.Agent        `json:"agents"`
+		Problems []grantwire.AgentProblem `json:"problems"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(tw.gw("agents", "list", "--json").stdout), &ag))
 	require.Equal(t, filepath.Join(tw.home, ".grantwire", "agents.json"), ag.File)
@@ -575,30 +580,16 @@ func TestImportForwarded(t *testing.T) {
 
 func TestGlobalSettingsReachTheShell(t *testing.T) {
 	tw := newWorld(t)
-	var okErr, refusedErr error
-	tw.onOpen = func(o native.Options) {
-		// CheckURL is the policy's transport rule (called while the command runs).
-		okErr = o.CheckURL(context.Background(), mustURL(t, "https://oauth2.googleapis.com/token"), "token", 0, nil)
-		refusedErr = o.CheckURL(context.Background(), mustURL(t, "http://example.com/token"), "token", 0, nil)
-	}
 	r := tw.gw("--home", "~/.gaia", "--keyring-service", "gaia.connections", "status")
-	tw.onOpen = nil
-	require.NoError(t, okErr)
-	require.ErrorIs(t, refusedErr, grantwire.ErrInsecureTransport)
 	require.Equal(t, 0, r.code, r.stderr)
 	o := tw.lastOptions()
 	require.Equal(t, filepath.Join(tw.home, ".gaia"), o.Home)
 	require.Equal(t, "gaia.connections", o.Service)
-	require.NotNil(t, o.Agents)
-	require.NotNil(t, o.CheckURL)
 	require.NotNil(t, o.Prompt)
-	require.Equal(t, 5*time.Minute, o.AuthTimeout)
-	_, ok := o.Catalog("mcp-github")
-	require.True(t, ok)
 
 	// The keyring service is the one given: a GAIA installation's entries are shared.
 	require.Equal(t, 0, tw.gwIn("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_g\n", "--keyring-service", "gaia.connections", "configure", "mcp-github", "--from-stdin").code)
-	require.Equal(t, "ghp_g", tw.w.Keyring()["gaia.connections\x00"+hostabi.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
+	require.Equal(t, "ghp_g", tw.w.Keyring()["gaia.connections\x00"+layout.MCPUser("mcp-github", "GITHUB_PERSONAL_ACCESS_TOKEN")])
 
 	// The environment, when no flag is given.
 	tw.setenv(envHome, "/srv/grantwire")
@@ -640,35 +631,33 @@ func TestCatalogOverrideFile(t *testing.T) {
 	require.Equal(t, policyExit(t, "CONFIGURATION"), r.code)
 	require.Contains(t, r.stderr, bad)
 	require.Contains(t, r.stderr, "needs command")
-	require.Contains(t, r.stderr, "fix: correct the file, or drop --catalog")
 }
 
 func TestAgentsCommands(t *testing.T) {
 	tw := newWorld(t)
 	src := filepath.Join(t.TempDir(), "reviewer.py")
 	require.NoError(t, os.WriteFile(src, []byte("print('hi')\n"), 0o600))
-	want, err := agents.CustomIDFile(src, "")
-	require.NoError(t, err)
+	sum := sha256.Sum256([]byte("print('hi')\n"))
+	want := "custom:" + hex.EncodeToString(sum[:])[:16] + ":reviewer"
 	r := tw.gw("agents", "id", src)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, want+"\n", r.stdout)
 	r = tw.gw("agents", "id", src, "--name", "rev", "--json")
 	var out map[string]string
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
-	require.Regexp(t, `^custom:[0-9a-f]{16}:rev$`, out["id"])
-	require.Len(t, out["sha256"], 64)
-	require.True(t, strings.HasPrefix(out["sha256"], strings.Split(out["id"], ":")[1]))
+	require.Equal(t, strings.TrimSuffix(want, ":reviewer")+":rev", out["id"])
+	require.Equal(t, src, out["source"])
 
 	dir := filepath.Join(tw.home, ".grantwire")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, agents.FileName), []byte(`{"version": 1, "agents": [
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "agents.json"), []byte(`{"version": 1, "agents": [
 	  {"id": "custom:reviewer", "source": "`+src+`", "required_connectors": [{"connector": "mcp-github", "scopes": ["use"], "reason": "review PRs"}]},
 	  {"id": "installed:odd", "required_connectors": [{"connector": "nowhere", "scopes": ["x"]}]}]}`), 0o600))
 	r = tw.gw("agents", "list")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Regexp(t, `(?m)^`+want+`\s+file\s+-\s+mcp-github\(1\)$`, r.stdout)
 	require.Regexp(t, `(?m)^builtin:chat\s+builtin\s+consumes\s+-$`, r.stdout)
-	require.Contains(t, r.stderr, `warning: installed:odd: declares connector "nowhere"`)
+	require.Contains(t, r.stderr, `warning: installed:odd: declares connector "nowhere", which the catalog does not have`)
 
 	// The file feeds one-click activation.
 	require.Equal(t, 0, tw.gwIn("GITHUB_PERSONAL_ACCESS_TOKEN=ghp_x\n", "configure", "mcp-github", "--from-stdin").code)
@@ -677,14 +666,14 @@ func TestAgentsCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "(the scopes the agent declares)")
 
 	// A broken agents file: listing and lookups fail with exit 5, naming the file.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, agents.FileName), []byte(`{"agents": [`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "agents.json"), []byte(`{"agents": [`), 0o600))
 	r = tw.gw("agents", "list")
 	require.Equal(t, 5, r.code)
-	require.Contains(t, r.stderr, filepath.Join(dir, agents.FileName))
-	require.Contains(t, r.stderr, "fix: correct it, or move it aside")
+	require.Contains(t, r.stderr, filepath.Join(dir, "agents.json"))
+	require.Contains(t, r.stderr, "fix: mv "+filepath.Join(dir, "agents.json")+" "+filepath.Join(dir, "agents.json")+".corrupt")
 	r = tw.gw("activations", "activate", "mcp-github", "builtin:chat")
 	require.Equal(t, 5, r.code)
-	require.Contains(t, r.stderr, filepath.Join(dir, agents.FileName))
+	require.Contains(t, r.stderr, filepath.Join(dir, "agents.json"))
 	r = tw.gw("status")
 	require.Equal(t, 0, r.code, "commands that read no agent keep working")
 }

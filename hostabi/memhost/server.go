@@ -59,6 +59,7 @@ type Server struct {
 	auth      map[string][]AuthorizeAnswer
 	codes     map[string]*grantCode
 	accounts  map[string]string // access token → account
+	issuers   map[string]string // provider → issuer sent as iss
 	Rotate    bool
 	ExpiresIn int64
 	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
@@ -86,16 +87,21 @@ type grantCode struct {
 func newServer(w *World) *Server {
 	return &Server{w: w, live: map[string]string{}, used: map[string]bool{},
 		next: map[string][]TokenAnswer{}, auth: map[string][]AuthorizeAnswer{},
-		codes: map[string]*grantCode{}, accounts: map[string]string{},
+		codes: map[string]*grantCode{}, accounts: map[string]string{}, issuers: map[string]string{},
 		Rotate: true, ExpiresIn: 3600}
 }
 
-// Serve makes the server answer a provider's endpoints (URLs may hold "{tenant}").
+// Serve makes the server answer a provider's endpoints (URLs may hold "{tenant}"); an
+// "issuer" entry is sent as the iss of every authorization response (RFC 9207).
 func (s *Server) Serve(provider string, urls map[string]string) {
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
 	for kind, u := range urls {
 		if u == "" {
+			continue
+		}
+		if kind == "issuer" {
+			s.issuers[provider] = u
 			continue
 		}
 		pattern := "^" + strings.ReplaceAll(regexp.QuoteMeta(u), regexp.QuoteMeta("{tenant}"), "[^/]+") + "$"
@@ -194,6 +200,9 @@ func (s *Server) authorize(provider, authURL, redirect string) (map[string]strin
 		a, s.auth[provider] = list[0], list[1:]
 	}
 	out := map[string]string{"state": q.Get("state")}
+	if iss, ok := s.issuers[provider]; ok {
+		out["iss"] = iss
+	}
 	if a.Iss != nil {
 		out["iss"] = *a.Iss
 	}

@@ -111,7 +111,7 @@ func Serve(w *memhost.World, cat *catalog.Catalog) {
 		}
 		w.Server.Serve(e.ID, map[string]string{
 			"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
-			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL,
+			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer,
 		})
 	}
 }

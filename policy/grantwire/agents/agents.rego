@@ -70,12 +70,10 @@ read(f, k) if count(needs(f, k)) == 0
 
 # METADATA
 # title: registry unusable
-# description: Why agents.json cannot be used (a CONFIGURATION error naming the file), or undefined.
-unusable(f, k) := errors.configuration(
-	concat("", ["the agent registry ", f[k].file, " is unusable: ", _problem(f[k])]),
-	concat("", ["grantwire agents list"]),
-	{"path": f[k].file},
-) if {
+# description: |
+#   Why agents.json cannot be used: CORRUPT_LEDGER naming the file and the problem, with the
+#   command that moves it aside (only the built-in agents remain); undefined when usable.
+unusable(f, k) := errors.corrupt_ledger("agents", f[k].file, _problem(f[k])) if {
 	_problem(f[k])
 }
 
@@ -222,12 +220,30 @@ _normal(a) := {
 
 # METADATA
 # title: problems
-# description: Custom agents of agents.json that are not registered, and why.
-problems(f, k) := [{"agent": e.id, "message": _why(f, k, i, e)} |
-	some i, e in _entries(f[k])
-	is_string(e.source)
-	not _registered_id(f, k, i, e)
-]
+# description: |
+#   Custom agents of agents.json that are not registered, and why; and declarations of a
+#   connector the catalog does not have, or of scopes it does not offer.
+problems(f, k) := array.concat(
+	[{"agent": e.id, "message": _why(f, k, i, e)} |
+		some i, e in _entries(f[k])
+		is_string(e.source)
+		not _registered_id(f, k, i, e)
+	],
+	[{"agent": id, "message": m} |
+		some id, a in registry(f, k)
+		some r in a.required_connectors
+		m := _declaration_problem(r)
+	],
+)
+
+_declaration_problem(r) := concat("", ["declares connector ", json.marshal(r.connector), ", which the catalog does not have"]) if {
+	not data.grantwire.catalog.known(r.connector)
+} else := concat("", ["declares scopes ", concat(" ", extra), " on ", r.connector, " that the catalog does not offer"]) if {
+	offered := object.get(data.grantwire.catalog.connectors[r.connector], "available_scopes", [])
+	count(offered) > 0
+	extra := [s | some s in r.scopes; not s in offered]
+	count(extra) > 0
+}
 
 _why(f, k, i, e) := concat("", ["its source ", _source_path(f[k], e.source), " cannot be read: ", f[_src_key(k, i)].reason]) if {
 	not f[_src_key(k, i)].found == true
