@@ -166,6 +166,16 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	return cl, nil
 }
 
+// ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for
+// a catalog read from a file), as New does, for callers that only read the catalog. It
+// needs no shell: the decision asks the host nothing.
+func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
+	h := host.New(hostabi.Capabilities{})
+	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
+	_, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": cat.Strict(), "file": cat.Source()}, nil, nil)
+	return err
+}
+
 // Close releases the engine (when the client created it).
 func (c *Client) Close(ctx context.Context) error {
 	err := c.closeAll()

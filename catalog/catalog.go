@@ -57,7 +57,7 @@ type EnvKey struct {
 
 // Entry is a catalog entry as people see it.
 type Entry struct {
-	ID                      string            `json:"-"`
+	ID                      string            `json:"id,omitempty"`
 	Type                    string            `json:"type"`
 	DisplayName             string            `json:"display_name,omitempty"`
 	Description             string            `json:"description,omitempty"`

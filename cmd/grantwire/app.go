@@ -529,6 +529,18 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		a.report(ge.Code, ge.Summary, ge.Fix, ge.Fields, exit)
 		return exit
 	}
+	var he *hostabi.HostError
+	if errors.As(inner, &he) {
+		// A shell that cannot start reports its own failure: the policy's table
+		// gives the exit code for INSECURE_STORE and IO_ERROR like for any error.
+		code := he.Code
+		if code == hostabi.HostErrIO {
+			code = "IO_ERROR"
+		}
+		exit := exitOf(code, exitOf("INTERNAL", 5))
+		a.report(code, inner.Error(), he.Fix, nil, exit)
+		return exit
+	}
 	exit := exitOf("INTERNAL", 5)
 	a.report("INTERNAL", inner.Error(), "", nil, exit)
 	return exit

@@ -178,7 +178,7 @@ func TestBinaryCatalog(t *testing.T) {
 	r = w.run("", "catalog")
 	require.Equal(t, 3, r.code)
 	require.Contains(t, r.stderr, file)
-	require.Contains(t, r.stderr, "needs authorization_url and token_url")
+	require.Contains(t, r.stderr, "needs authorization_url, token_url")
 }
 
 func TestBinaryAgents(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 )
 
@@ -32,6 +33,16 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 			cat, err := a.Catalog()
 			if err != nil {
 				return err
+			}
+			if cat.Strict() {
+				// A catalog file is judged by the policy before it is shown.
+				engine, err := a.Engine(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := grantwire.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
+					return err
+				}
 			}
 			if raw {
 				_, err := a.Stdout.Write(append(cat.JSON(), '\n'))

@@ -72,7 +72,7 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"unknown key refresh"}},
 		{"test scopes without agent", invocation{}, []string{"test", "google", "--scopes", "openid"}, []string{"--scopes needs --agent"}},
 		{"zero timeout", invocation{}, []string{"connect", "google", "--timeout", "0s"}, []string{"--timeout must be positive"}},
-		{"agents id of nothing", invocation{}, []string{"agents", "id", "/nonexistent/agent.py"}, []string{"cannot read the agent source"}},
+		{"agents id of nothing", invocation{}, []string{"agents", "id", "/nonexistent/agent.py"}, []string{"the agent source cannot be read"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -528,7 +528,7 @@ func TestTestCommand(t *testing.T) {
 	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid-b", "--client-secret-stdin").code)
 	r = tw.gw("test", "google")
 	require.Equal(t, 4, r.code)
-	require.Contains(t, r.stdout, "must be authorized again (client_rotated)")
+	require.Contains(t, r.stdout, "must be authorized again (the connection does not match the configured client (client_rotated)")
 	r = tw.gw("status", "google")
 	require.Regexp(t, `(?m)^google\s+oauth_pkce\s+stale \(client_rotated\)`, r.stdout)
 }

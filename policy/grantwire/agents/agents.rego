@@ -312,7 +312,7 @@ agent_id := step.fail(errors.usage("agent_id needs source (a file path) and an o
 } else := step.need([facts.digest("source", _source, max_source_bytes)]) if {
 	not facts.has(_f, "source")
 } else := step.fail(
-	errors.configuration(concat("", ["the agent source cannot be read: ", _f.source.reason]), "", {"path": _source}),
+	errors.usage(concat("", ["the agent source cannot be read: ", _f.source.reason])),
 	[],
 ) if {
 	not _f.source.found == true
