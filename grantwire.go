@@ -33,8 +33,8 @@ type config struct {
 	catalogFile string
 	loaded      *catalog.Catalog
 	trace       func(string)
-	observe func(Decision)
-	errs    []error
+	observe     func(Decision)
+	errs        []error
 	// bundle.go and decisionlog.go
 	bundle    *Bundle
 	observers []func(Decision)
