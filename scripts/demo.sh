@@ -101,6 +101,8 @@ export GRANTWIRE_CATALOG=$DEMO_TMP/catalog.json
 sed -e "s#https://accounts.google.com/o/oauth2/v2/auth#$ISSUER/authorize#" \
 	-e "s#https://oauth2.googleapis.com/token#$ISSUER/token#" \
 	-e "s#https://openidconnect.googleapis.com/v1/userinfo#$ISSUER/userinfo#" \
+	-e "s#https://oauth2.googleapis.com/revoke#$ISSUER/revoke#" \
+	-e "s#\"https://accounts.google.com\"#\"$ISSUER\"#" \
 	"$DEMO_TMP/catalog.embedded.json" >"$GRANTWIRE_CATALOG"
 
 GMAIL=https://www.googleapis.com/auth/gmail.readonly
