@@ -186,7 +186,7 @@ func TestConnectGrantTokenAndTheGate(t *testing.T) {
 	require.Contains(t, r.stdout, "Connected google as user@example.com")
 	require.Contains(t, r.stdout, "Granted google → builtin:email: "+gmailModify+" "+gmailSend)
 	require.Len(t, tw.browsed, 1, "the browser was opened")
-	require.Contains(t, r.stderr, "Waiting for the google authorization in your browser")
+	require.Contains(t, r.stderr, "grantwire: waiting for the google authorization in the browser")
 	require.Contains(t, r.stderr, "Open https://accounts.google.com/o/oauth2/v2/auth")
 
 	// The token goes to a pipe, for a granted agent only.

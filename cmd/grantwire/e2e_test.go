@@ -107,6 +107,10 @@ func newE2E(t *testing.T, cfg authserver.Config) *e2e {
 	require.NoError(t, json.Unmarshal(cat.JSON(), &doc))
 	g := doc["connectors"]["google"]
 	g["authorization_url"], g["token_url"], g["userinfo_url"] = srv.AuthorizationURL(), srv.TokenURL(), srv.UserinfoURL()
+	// Google names itself in every authorization response (RFC 9207) and revokes
+	// (RFC 7009); so does the local server standing in for it.
+	g["issuer"], g["revocation_url"] = srv.URL(), srv.RevocationURL()
+	srv.Configure(func(c *authserver.Config) { c.Issuer = srv.URL() })
 	raw, err := json.Marshal(doc)
 	require.NoError(t, err)
 	w.catalog = filepath.Join(w.home, "catalog.json")
@@ -681,7 +685,8 @@ func TestE2EConnectThroughTheBrowser(t *testing.T) {
 	r := w.gw("", "connect", "google", "--scopes", "openid,email", "--grant-agent", "builtin:chat", "--timeout", "60s")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Connected google as bob@example.com with email openid\nGranted google → builtin:chat: email openid\n", r.stdout)
-	require.Contains(t, r.stderr, "Waiting for the google authorization in your browser")
+	require.Contains(t, r.stderr, "grantwire: waiting for the google authorization in the browser")
+	require.Contains(t, r.stderr, "The browser shows the google authorization")
 	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
 
 	// Reconnecting with no scopes over existing grants is refused with the command that

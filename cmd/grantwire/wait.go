@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// progress is the Prompt the OS shell writes to while an authorization waits (what it
-// waits for, for how long, and the URL to open). On a terminal a spinner with a countdown then runs on the last line until Stop, which clears
+// progress is the Prompt the OS shell writes to while an authorization waits (the URL to
+// open). The first write is preceded by a line saying what grantwire waits for; on a
+// terminal a spinner with a countdown then runs on the last line until Stop, which clears
 // it. Off a terminal the text passes through unchanged and nothing is redrawn.
 type progress struct {
 	mu      sync.Mutex
@@ -44,6 +45,7 @@ func (p *progress) Write(b []byte) (int, error) {
 	if !p.started {
 		p.started = true
 		p.deadline = p.now().Add(p.timeout)
+		fmt.Fprintf(p.w, "grantwire: waiting for %s in the browser (up to %s; Ctrl-C cancels)\n", p.what, p.timeout.Round(time.Second))
 	}
 	n, err := p.w.Write(b)
 	if p.tty {

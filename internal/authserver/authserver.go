@@ -199,6 +199,9 @@ func (s *Server) TokenURL() string { return s.base + "/token" }
 // UserinfoURL is the userinfo endpoint.
 func (s *Server) UserinfoURL() string { return s.base + "/userinfo" }
 
+// RevocationURL is the token revocation endpoint (RFC 7009).
+func (s *Server) RevocationURL() string { return s.base + "/revoke" }
+
 // Close stops the server.
 func (s *Server) Close() error {
 	if s.srv == nil {

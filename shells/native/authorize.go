@@ -56,9 +56,9 @@ func (w *waiter) Wait(ctx context.Context, authURL, state, connector string, tim
 		return nil, fmt.Errorf("native: the browser could not be opened and nobody is at a terminal: %w", hostabi.ErrUnavailable)
 	}
 	if opened {
-		fmt.Fprintf(prompt, "Waiting for the %s authorization in your browser (up to %s). If no browser opened, open:\n\n  %s\n\n", connector, timeout, authURL)
+		fmt.Fprintf(prompt, "The browser shows the %s authorization (waiting up to %s). If it did not open, open:\n\n  %s\n\n", connector, timeout, authURL)
 	} else {
-		fmt.Fprintf(prompt, "To authorize %s, open this URL in a browser on this machine:\n\n  %s\n\nWaiting for the authorization (up to %s)...\n", connector, authURL, timeout)
+		fmt.Fprintf(prompt, "To authorize %s, open this URL in a browser on this machine (waiting up to %s):\n\n  %s\n\n", connector, timeout, authURL)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -79,7 +79,7 @@ func TestConnectWithPKCE(t *testing.T) {
 		"POST " + w.srv.TokenURL(),
 		"GET " + w.srv.UserinfoURL(),
 	}, w.checked.all(), "the shell sent the exchange and the userinfo request, nothing else")
-	require.Contains(t, w.prompt.String(), "Waiting for the local authorization")
+	require.Contains(t, w.prompt.String(), "The browser shows the local authorization")
 	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
 }
 

@@ -17,6 +17,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/testenv"
 	"github.com/grantwire/grantwire/shells/native"
@@ -138,6 +139,9 @@ type worldOpts struct {
 	noWatch bool
 	tweak   func(*native.Options)
 	options []grantwire.Option
+	// caps, when set, changes the shell's capabilities before the client gets them (a
+	// slowed keyring, say).
+	caps func(*hostabi.Capabilities)
 }
 
 func newWorld(t testing.TB, o worldOpts) *world {
@@ -185,6 +189,9 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	w.shell = sh
 	caps := sh.Capabilities()
 	caps.HTTP = logTransport{w.checked, caps.HTTP}
+	if o.caps != nil {
+		o.caps(&caps)
+	}
 	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(caps),
 		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
 	require.NoError(t, err)
