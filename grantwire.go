@@ -13,6 +13,7 @@
 package grantwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,8 +33,8 @@ type config struct {
 	catalog     []byte
 	catalogFile string
 	loaded      *catalog.Catalog
-	observe func(Decision)
-	errs    []error
+	observe     func(Decision)
+	errs        []error
 	// bundle.go and decisionlog.go
 	bundle    *Bundle
 	observers []func(Decision)
@@ -150,10 +151,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	cl.host = host.New(*c.caps)
 	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
-	if cat.Strict() {
-		// A user's catalog file is judged by the policy, as every shell judges it.
-		if _, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": true}, nil, nil); err != nil {
+	if cat.Strict() || !bytes.Equal(cat.JSON(), catalog.Defaults()) {
+		// Any catalog but the embedded one (tested) is judged by the policy, as every shell
+		// judges it: a user's file strictly, catalog JSON and a bundle's data for what
+		// they hold.
+		if _, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": cat.Strict()}, nil, nil); err != nil {
 			_ = cl.Close(ctx)
+			if c.bundle != nil {
+				return nil, fmt.Errorf("%w: data.catalog: %w", ErrBundle, err)
+			}
 			return nil, err
 		}
 	}

@@ -48,7 +48,8 @@ type BuildOptions struct {
 	// `make wasm`).
 	PolicyDir string
 	// Catalog is the catalog JSON ({"connectors": ...}) to ship as data.catalog; nil ships
-	// the embedded catalog.
+	// the embedded catalog. The embedded built-in agents are shipped as
+	// data.agents.builtin either way.
 	Catalog []byte
 	// Describe is appended to the revision ("sha256:<16 hex>@<describe>"), typically
 	// `git describe --always --dirty`; see [GitDescribe].
@@ -72,9 +73,10 @@ type Built struct {
 // Build compiles the policy to WebAssembly with OPA's compiler (against
 // policy/capabilities.json, entrypoints from the `entrypoint: true` annotations, exactly
 // as `make wasm` does) and writes an OPA bundle: a .manifest with the revision, roots
-// [catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
+// [agents catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
 // opa_version}; the Rego modules (tests excluded); /policy.wasm; and /data.json holding
-// the catalog under data.catalog. The output is deterministic.
+// the catalog under data.catalog and the built-in agents under data.agents.builtin. The
+// output is deterministic.
 func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
 	if err != nil {
@@ -82,6 +84,9 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	cat, err := catalog.Load(o.Catalog)
 	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if cat, err = cat.WithBuiltinAgents(catalog.Default().BuiltinAgents()); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	var data map[string]any

@@ -425,3 +425,34 @@ func TestLenientLoadKeepsMinimalCatalogs(t *testing.T) {
 	require.ErrorIs(t, err, grantwire.ErrConfiguration, "strictly, the entry is incomplete")
 	require.ErrorContains(t, err, `connector "google": an oauth_pkce connector needs authorization_url`)
 }
+
+// The built-in agents travel with the catalog: the embedded catalog and a user's file carry
+// the embedded ones, catalog JSON none, and a bundle its own (WithBuiltinAgents).
+func TestBuiltinAgents(t *testing.T) {
+	var embedded []map[string]any
+	require.NoError(t, json.Unmarshal(catalog.Default().BuiltinAgents(), &embedded))
+	require.NotEmpty(t, embedded)
+	require.Equal(t, "builtin:chat", embedded[0]["id"])
+
+	c, err := catalog.Load([]byte(`{"connectors": {"mcp-x": {"type": "mcp_server"}}}`))
+	require.NoError(t, err)
+	require.Nil(t, c.BuiltinAgents())
+	require.JSONEq(t, `{"catalog": {"connectors": {"mcp-x": {"type": "mcp_server"}}}}`, string(c.Data()))
+
+	own := json.RawMessage(`[{"id": "builtin:x", "name": "X"}]`)
+	withOwn, err := c.WithBuiltinAgents(own)
+	require.NoError(t, err)
+	require.JSONEq(t, string(own), string(withOwn.BuiltinAgents()))
+	require.JSONEq(t, `{"catalog": {"connectors": {"mcp-x": {"type": "mcp_server"}}}, "agents": {"builtin": [{"id": "builtin:x", "name": "X"}]}}`,
+		string(withOwn.Data()))
+	require.Nil(t, c.BuiltinAgents(), "the catalog it was made from is unchanged")
+	require.Equal(t, c.IDs(), withOwn.IDs())
+
+	none, err := catalog.Default().WithBuiltinAgents(nil)
+	require.NoError(t, err)
+	require.Nil(t, none.BuiltinAgents())
+	require.NotContains(t, string(none.Data()), `"agents"`)
+
+	_, err = c.WithBuiltinAgents(json.RawMessage(`{"builtin": []}`))
+	require.ErrorContains(t, err, "the built-in agents must be a JSON array")
+}
