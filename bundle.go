@@ -23,10 +23,11 @@ import (
 )
 
 // An OPA bundle (https://www.openpolicyagent.org/docs/management-bundles) carrying
-// grantwire's policy: a .manifest with a revision, the roots grantwire and catalog, the
-// wasm entrypoints and the sha256 of policy.wasm in its metadata; the Rego sources (which
-// OPA evaluates; the wasm engine does not); policy.wasm; and data.json holding the catalog
-// under data.catalog. Package audit builds one; this file reads one without OPA.
+// grantwire's policy: a .manifest with a revision, the roots agents, catalog and grantwire,
+// the wasm entrypoints and the sha256 of policy.wasm in its metadata; the Rego sources
+// (which OPA evaluates; the wasm engine does not); policy.wasm; and data.json holding the
+// catalog under data.catalog and the built-in agents under data.agents.builtin. Package
+// audit builds one; this file reads one without OPA.
 
 // ErrBundle reports a bundle grantwire refuses to run on (errors.Is).
 var ErrBundle = errors.New("grantwire: bundle refused")
@@ -41,8 +42,9 @@ const (
 	BundleName = "grantwire"
 )
 
-// BundleRoots are the data roots a grantwire bundle owns, sorted.
-var BundleRoots = []string{"catalog", "grantwire"}
+// BundleRoots are the data roots a grantwire bundle owns, sorted: data.agents (the
+// built-in agents), data.catalog and the policy's own package.
+var BundleRoots = []string{"agents", "catalog", "grantwire"}
 
 const (
 	maxBundleBytes = 64 << 20 // uncompressed, all files together
@@ -58,8 +60,11 @@ type Bundle struct {
 	WasmSHA256 string          // hex sha256 of Wasm, as recorded in the manifest
 	// Entrypoints are every wasm entrypoint of the manifest, sorted.
 	Entrypoints []string
-	Catalog     []byte   // data.catalog as JSON ({"connectors": ...}), validated
-	Rego        []string // paths of the Rego modules it carries, sorted (OPA evaluates them)
+	Catalog     []byte // data.catalog as JSON ({"connectors": ...}); New has the policy judge it
+	// Agents is data.agents.builtin as JSON (a list of agents), nil when the bundle ships no
+	// built-in agents.
+	Agents json.RawMessage
+	Rego   []string // paths of the Rego modules it carries, sorted (OPA evaluates them)
 }
 
 type bundleManifest struct {
@@ -91,9 +96,11 @@ func bundleErr(format string, args ...any) error {
 }
 
 // ReadBundle reads an OPA bundle (.tar.gz) with the standard library and checks that it is
-// a grantwire bundle: roots exactly [catalog grantwire], a revision, wasm entrypoints
+// a grantwire bundle: roots exactly [agents catalog grantwire], a revision, wasm entrypoints
 // grantwire/decide and grantwire/manifest in one module, that module's sha256 equal to the
-// one recorded in the manifest metadata, and a valid catalog under data.catalog. Signed
+// one recorded in the manifest metadata, a catalog document under data.catalog and, if
+// any, a list of built-in agents under data.agents.builtin (the policy judges both when
+// [New] runs the bundle: see [WithBundle]). Signed
 // bundles (.signatures.json) are refused: grantwire does not verify signatures yet, and
 // must not appear to. Whether the engine accepts the module's ABI is checked by [New].
 func ReadBundle(r io.Reader) (*Bundle, error) {
@@ -163,8 +170,18 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 		return nil, err
 	}
 	for k := range data {
-		if k != "catalog" {
-			return nil, bundleErr("data.%s is outside data.catalog", k)
+		if k != "catalog" && k != "agents" {
+			return nil, bundleErr("data.%s is outside data.catalog and data.agents", k)
+		}
+	}
+	if agents, ok := data["agents"]; ok {
+		obj, ok := agents.(map[string]any)
+		list, isList := obj["builtin"].([]any)
+		if !ok || len(obj) != 1 || !isList {
+			return nil, bundleErr(`data.agents must be {"builtin": [agents]}`)
+		}
+		if b.Agents, err = json.Marshal(list); err != nil {
+			return nil, bundleErr("data.agents.builtin: %v", err)
 		}
 	}
 	if _, ok := data["catalog"]; !ok {
@@ -308,9 +325,10 @@ func mergeData(into map[string]any, at []string, v any, file string) error {
 }
 
 // WithBundle runs the client on a bundle read by [ReadBundle] instead of the embedded
-// policy and catalog: its policy.wasm on the wasm engine and its data.catalog. New refuses
-// a module the engine does not accept (wrong ABI, missing exports, host builtins) with an
-// error wrapping ErrBundle. WithBundle excludes WithEngine and WithCatalog.
+// policy and catalog: its policy.wasm on the wasm engine, its data.catalog and its built-in
+// agents. New refuses a module the engine does not accept (wrong ABI, missing exports,
+// host builtins), and a catalog the bundle's policy refuses (validate_catalog), with an
+// error wrapping ErrBundle. WithBundle excludes WithEngine and the catalog options.
 func WithBundle(b *Bundle) Option {
 	return func(c *config) {
 		if b == nil {
@@ -321,15 +339,21 @@ func WithBundle(b *Bundle) Option {
 	}
 }
 
-// useBundle takes the catalog from the bundle.
+// useBundle takes the catalog and the built-in agents from the bundle.
 func (c *config) useBundle() error {
 	if c.bundle == nil {
 		return nil
 	}
-	if c.engine != nil || c.catalog != nil {
-		return errors.New("grantwire: WithBundle carries its own policy and catalog; do not combine it with WithEngine or WithCatalog")
+	if c.engine != nil || c.catalog != nil || c.catalogFile != "" || c.loaded != nil {
+		return errors.New("grantwire: WithBundle carries its own policy and catalog; do not combine it with WithEngine or a catalog option")
 	}
-	c.catalog = c.bundle.Catalog
+	cat, err := catalog.Load(c.bundle.Catalog)
+	if err != nil {
+		return bundleErr("data.catalog: %v", err)
+	}
+	if c.loaded, err = cat.WithBuiltinAgents(c.bundle.Agents); err != nil {
+		return bundleErr("data.agents.builtin: %v", err)
+	}
 	return nil
 }
 

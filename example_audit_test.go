@@ -3,13 +3,20 @@ package grantwire_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/policy"
 )
 
 // Every operation of a client with a decision log becomes one line in OPA's
@@ -36,11 +43,12 @@ func ExampleWithDecisionLog() {
 	fmt.Println(string(e.Input))
 	// Output:
 	// grantwire/decide grant ok true
-	// {"args":{"agent":"builtin:chat","connector":"google","scopes":["openid"]},"attempt":0,"facts":{"grant":{"found":false}},"op":"grant","round":0}
+	// {"args":{"agent":"builtin:chat","connector":"google","scopes":["openid"]},"attempt":0,"facts":{"agents":{"file":"/home/user/.grantwire/agents.json","found":false,"ledger":"agents.json","path":[]},"grant":{"file":"/home/user/.grantwire/connectors/grants.json","found":false,"ledger":"connectors/grants.json","path":["google","builtin:chat"]}},"op":"grant","round":0}
 }
 
 // A bundle built by package audit (or `grantwire policy build`) runs a client without
-// OPA: the bundle's policy.wasm on the wasm engine and its data.catalog.
+// OPA: the bundle's policy.wasm on the wasm engine, its data.catalog and its built-in
+// agents (data.agents.builtin).
 func ExampleReadBundle() {
 	ctx := context.Background()
 	built, err := audit.Build(ctx, audit.BuildOptions{Describe: "v0.1.0"})
@@ -60,4 +68,48 @@ func ExampleReadBundle() {
 	fmt.Println(b.WasmPath, c.Revision() == grantwire.EmbeddedRevision()+"@v0.1.0")
 	// Output:
 	// policy.wasm true
+}
+
+// OpenBundle reads a bundle file (`grantwire --bundle FILE` runs on one).
+func ExampleOpenBundle() {
+	ctx := context.Background()
+	built, err := audit.Build(ctx, audit.BuildOptions{Describe: "v0.1.0"})
+	if err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "grantwire-bundle-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "grantwire-bundle.tar.gz")
+	if err := os.WriteFile(path, built.Bytes, 0o600); err != nil {
+		panic(err)
+	}
+	b, err := grantwire.OpenBundle(path)
+	if err != nil {
+		panic(err)
+	}
+	var agents []struct{ ID string }
+	if err := json.Unmarshal(b.Agents, &agents); err != nil {
+		panic(err)
+	}
+	fmt.Println(b.Revision == built.Revision, b.WasmSHA256 == built.WasmSHA256, agents[0].ID)
+	fmt.Println(slices.Contains(b.Entrypoints, "grantwire/decide"), slices.Contains(b.Entrypoints, "grantwire/manifest"))
+
+	_, err = grantwire.OpenBundle(filepath.Join(dir, "absent.tar.gz"))
+	fmt.Println(errors.Is(err, fs.ErrNotExist))
+	// Output:
+	// true true builtin:chat
+	// true true
+	// true
+}
+
+// A policy's revision names its policy.wasm: decision logs and bundles carry it.
+func ExampleRevisionOf() {
+	fmt.Println(grantwire.RevisionOf([]byte("\x00asm\x01\x00\x00\x00")))
+	fmt.Println(grantwire.RevisionOf(policy.Wasm) == grantwire.EmbeddedRevision())
+	// Output:
+	// sha256:93a44bbb96c75121
+	// true
 }

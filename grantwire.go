@@ -13,6 +13,7 @@
 package grantwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,10 +157,15 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	cl.host = host.New(*c.caps)
 	cl.host.Trace = c.trace
 	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
-	if cat.Strict() {
-		// A user's catalog file is judged by the policy, as every shell judges it.
-		if _, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": true, "file": cat.Source()}, nil, nil); err != nil {
+	if cat.Strict() || !bytes.Equal(cat.JSON(), catalog.Defaults()) {
+		// Any catalog but the embedded one (tested) is judged by the policy, as every shell
+		// judges it: a user's file strictly, catalog JSON and a bundle's data for what
+		// they hold.
+		if _, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
 			_ = cl.Close(ctx)
+			if c.bundle != nil {
+				return nil, fmt.Errorf("%w: data.catalog: %w", ErrBundle, err)
+			}
 			return nil, err
 		}
 	}
@@ -172,8 +178,18 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
 	h := host.New(hostabi.Capabilities{})
 	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
-	_, err := cl.run(ctx, "validate_catalog", map[string]any{"strict": cat.Strict(), "file": cat.Source()}, nil, nil)
+	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
 	return err
+}
+
+// catalogArgs are validate_catalog's arguments for cat: strict for a file, which the
+// policy's messages name.
+func catalogArgs(cat *catalog.Catalog) map[string]any {
+	args := map[string]any{"strict": cat.Strict()}
+	if cat.Source() != "" {
+		args["file"] = cat.Source()
+	}
+	return args
 }
 
 // Close releases the engine (when the client created it).

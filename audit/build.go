@@ -32,6 +32,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -48,7 +50,8 @@ type BuildOptions struct {
 	// `make wasm`).
 	PolicyDir string
 	// Catalog is the catalog JSON ({"connectors": ...}) to ship as data.catalog; nil ships
-	// the embedded catalog.
+	// the embedded catalog. The embedded built-in agents are shipped as
+	// data.agents.builtin either way.
 	Catalog []byte
 	// Describe is appended to the revision ("sha256:<16 hex>@<describe>"), typically
 	// `git describe --always --dirty`; see [GitDescribe].
@@ -72,9 +75,11 @@ type Built struct {
 // Build compiles the policy to WebAssembly with OPA's compiler (against
 // policy/capabilities.json, entrypoints from the `entrypoint: true` annotations, exactly
 // as `make wasm` does) and writes an OPA bundle: a .manifest with the revision, roots
-// [catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
+// [agents catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
 // opa_version}; the Rego modules (tests excluded); /policy.wasm; and /data.json holding
-// the catalog under data.catalog. The output is deterministic.
+// the catalog under data.catalog and the built-in agents under data.agents.builtin. The
+// compiled policy judges the catalog first (validate_catalog). The output is
+// deterministic.
 func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
 	if err != nil {
@@ -82,6 +87,9 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	cat, err := catalog.Load(o.Catalog)
 	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if cat, err = cat.WithBuiltinAgents(catalog.Default().BuiltinAgents()); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	var data map[string]any
@@ -113,6 +121,9 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	wasm := b.WasmModules[0].Raw
 	if o.PolicyDir == "" && !bytes.Equal(wasm, policy.Wasm) {
 		return nil, errors.New("audit: the embedded policy.wasm differs from a fresh compile of the embedded Rego: run `make wasm`")
+	}
+	if err := validateCatalog(ctx, wasm, cat.Data()); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
 	out := &Built{WasmSHA256: hex.EncodeToString(sum[:]), Revision: o.Revision}
@@ -152,6 +163,30 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	out.Bytes = buf.Bytes()
 	return out, nil
+}
+
+// validateCatalog has the compiled policy judge the catalog it will ship with (its
+// validate_catalog operation, as grantwire judges a bundle's catalog when it runs one), so
+// no bundle is built that grantwire would refuse. A policy without the operation is not
+// asked.
+func validateCatalog(ctx context.Context, wasm, data []byte) error {
+	e, err := wasmengine.New(ctx, wasmengine.WithModule(wasm), wasmengine.WithData(data), wasmengine.WithPoolSize(1))
+	if err != nil {
+		return fmt.Errorf("audit: the compiled policy: %w", err)
+	}
+	defer e.Close(ctx)
+	if _, ok := e.Manifest().Ops["validate_catalog"]; !ok {
+		return nil
+	}
+	d, err := e.Decide(ctx, &core.Query{Op: "validate_catalog", Args: json.RawMessage(`{"strict":false}`),
+		Facts: map[string]json.RawMessage{}})
+	if err != nil {
+		return fmt.Errorf("audit: validate_catalog: %w", err)
+	}
+	if d.Error != nil {
+		return fmt.Errorf("audit: %s", d.Error.Message)
+	}
+	return nil
 }
 
 // sourceModules reads the Rego modules under root, tests excluded, sorted by path.

@@ -182,6 +182,9 @@ func replayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (cor
 		if err != nil {
 			return nil, "", err
 		}
+		if cat, err = cat.WithBuiltinAgents(b.Agents); err != nil { // the bundle's data, whole
+			return nil, "", err
+		}
 		e, err := wasmengine.New(ctx, wasmengine.WithModule(b.Wasm), wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(1))
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", grantwire.ErrBundle, err)
@@ -194,6 +197,10 @@ func replayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (cor
 	}
 	cat, err := catalog.Load(raw)
 	if err != nil {
+		return nil, "", err
+	}
+	// A catalog file replaces the connectors; the built-in agents stay (as for --catalog).
+	if cat, err = cat.WithBuiltinAgents(catalog.Default().BuiltinAgents()); err != nil {
 		return nil, "", err
 	}
 	if dir != "" {

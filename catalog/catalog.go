@@ -188,6 +188,42 @@ func (c *Catalog) Source() string { return c.source }
 // Strict reports whether the catalog came from a user's file (validated strictly).
 func (c *Catalog) Strict() bool { return c.strict }
 
+// BuiltinAgents returns the built-in agents the catalog carries (the JSON list that
+// becomes data.agents.builtin), or nil when it carries none.
+func (c *Catalog) BuiltinAgents() json.RawMessage {
+	if c.builtins == nil {
+		return nil
+	}
+	var b struct {
+		Agents json.RawMessage `json:"agents"`
+	}
+	if err := json.Unmarshal(c.builtins, &b); err != nil {
+		panic(err) // set by this package, always an object
+	}
+	return append(json.RawMessage(nil), b.Agents...)
+}
+
+// WithBuiltinAgents returns a copy of the catalog that carries list as its built-in agents
+// (a JSON array, as data.agents.builtin holds it: an OPA bundle's agents; nil: none). The
+// policy judges the agents; this only requires a JSON array.
+func (c *Catalog) WithBuiltinAgents(list json.RawMessage) (*Catalog, error) {
+	out := *c
+	out.builtins = nil
+	if list == nil {
+		return &out, nil
+	}
+	var agents []json.RawMessage
+	if err := json.Unmarshal(list, &agents); err != nil {
+		return nil, fmt.Errorf("catalog: the built-in agents must be a JSON array: %w", err)
+	}
+	doc, err := json.Marshal(map[string]json.RawMessage{"agents": list})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: the built-in agents: %w", err)
+	}
+	out.builtins = doc
+	return &out, nil
+}
+
 // duplicateIDs refuses a connectors object that names an id twice (encoding/json would
 // silently keep the last one).
 func duplicateIDs(raw []byte) error {

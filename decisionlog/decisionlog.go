@@ -6,9 +6,10 @@
 // POST /v1/data/grantwire/decide, so the usual collectors can ship it, and `opa eval -b`
 // or [Replay] can re-evaluate it.
 //
-// Secrets never reach a log: the core's inputs carry only digests and references, and
-// [Redact] replaces, by construction, every refresh-token digest, every version token and
-// every secret reference before a line is written (see [Redact] for the exact rule).
+// Secrets never reach a log: the core's inputs carry only descriptions of secrets (a
+// reference, a digest and a CRC-32), and [Redact] replaces, by construction, every
+// reference, digest, CRC-32, client-id hash and version token before a line is written
+// (see [Redact] for the exact rule).
 //
 // This package imports core and internal/canon only: no OPA, no grantwire root package (the
 // root package's WithDecisionLog adapts a Client to it).
