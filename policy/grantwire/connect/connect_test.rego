@@ -220,8 +220,9 @@ test_a_tenant_and_a_separator if {
 
 # Without a browser (loopback.open answers unavailable), connect fails with
 # INTERACTIVE_AUTH_REQUIRED and its --no-browser fix (policy bug: `not is_string(_redirect)`
-# fails when redirect_uri is absent, so the unavailable answer is never reported; see the
-# report).
+# fails when redirect_uri is absent, so the operation goes on: it asks for entropy, then
+# skips the callback (its need is undefined), takes the provider's lock and ends INTERNAL;
+# see the report).
 todo_test_no_browser if {
 	f := object.union(_base, {"loopback": {"unavailable": "no display and no terminal"}})
 	_connect(_args, f) == fx.failed(
@@ -313,13 +314,15 @@ test_consent_denied if {
 }
 
 # A callback without a code is a provider problem (policy bug: `not is_string(
-# _params.code["$ref"])` fails when code is absent, and the operation ends INTERNAL; see
-# the report).
+# _params.code["$ref"])` fails when code is absent, so the operation skips the exchange,
+# takes the provider's lock and ends INTERNAL; see the report).
 todo_test_a_callback_without_a_code if {
-	_connect(_args, _until_callback(_base, {"state": "s"})) == fx.failed(
+	no_code := fx.failed(
 		fx.err("PROVIDER_ERROR", "google: the authorization response carried no code", "", {"connector": "google"}),
 		[],
 	)
+	_connect(_args, _until_callback(_base, {"state": "s"})) == no_code
+	_connect(_args, _until_callback(_base, {"state": "s", "code": "not a description"})) == no_code
 }
 
 # ---------------------------------------------------------------------------------------
