@@ -190,6 +190,7 @@ test_unusable_requirements if {
 	]}]) == _msg("agents[0]: required_connectors: google appears twice")
 	_why([{"id": "installed:x", "source": null, "required_connectors": [{"connector": "google", "scopes": []}]}]) == _msg(`agents[0]: required_connectors[0] (google): declare at least one scope ("use" for an MCP server)`)
 	_why([{"id": "installed:x", "source": null, "required_connectors": [{"connector": "google", "scopes": "a"}]}]) == _msg(`agents[0]: required_connectors[0] (google): declare at least one scope ("use" for an MCP server)`)
+	not _unusable(_file([{"id": "installed:x", "source": null, "required_connectors": [{"connector": "google", "scopes": ["a", "b"], "reason": "r"}]}]))
 	every bad in [["a b"], ["a", "a"], ["a,b"], [1]] {
 		_why([{"id": "installed:x", "source": null, "required_connectors": [{"connector": "google", "scopes": bad}]}]) == _msg("agents[0]: required_connectors[0] (google): not a list of valid, distinct scopes")
 	}
