@@ -230,7 +230,11 @@ test_mcp_list if {
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": []},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations"]},
 	])
-	f := fx.patch(_list_facts, {"mcp": _doc({"mcp-github": _github(["GITHUB_HOST"])})})
+	f := {
+		"mcp": _doc({"mcp-github": _github(["GITHUB_HOST"])}),
+		"grants": fx.entry(fx.grants_file, [], {"mcp-github": {"builtin:coder": ["use"]}}),
+		"actives": fx.entry(fx.activations_file, ["activations"], {"mcp-github": {"builtin:coder": true, "builtin:chat": true}}),
+	}
 	_list({}, f) == fx.done({"servers": [_github_row]}, [])
 	_list({"agent": "builtin:coder"}, f) == fx.done({"servers": [_github_row]}, [])
 
