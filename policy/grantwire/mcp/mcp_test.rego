@@ -240,6 +240,13 @@ test_mcp_list if {
 
 	# granted but not active, active but not granted
 	_list({"agent": "builtin:chat"}, f).result.servers == []
+
+	# an entry without command or args takes the catalog's
+	m := fx.patch(f, {"mcp": _doc({"mcp-memory": {"env": {}}})})
+	_list({}, m).result.servers == [{
+		"id": "mcp-memory", "name": "Memory", "in_catalog": true, "command": "npx", "args": ["-y", "server-memory"],
+		"configured": true, "env_keys": [], "missing_keys": [], "grants": {}, "active_for": [],
+	}]
 	_list({"agent": null}, {"mcp": fx.no_file(fx.mcp_file, []), "grants": fx.no_file(fx.grants_file, []), "actives": fx.no_file(fx.activations_file, ["activations"])}) == fx.done({"servers": []}, [])
 }
 
