@@ -138,18 +138,23 @@ test_a_host_failure_comes_before_everything_but_the_args_object if {
 	fx.decide({"op": "grant", "facts": f}).error.code == "USAGE"
 }
 
-_corrupt(path, reason) := fx.err(
+_corrupt(name, path, reason) := fx.err(
 	"CORRUPT_LEDGER",
-	concat("", ["the ledger ", path, " is unreadable (", reason, "); nothing was changed"]),
+	concat("", ["the ", name, " ledger at ", path, " is unreadable (", reason, "); nothing was changed"]),
 	concat("", ["mv ", path, " ", path, ".corrupt"]),
-	{"path": path},
+	{"ledger": name, "path": path},
 )
 
 test_a_corrupt_ledger_is_refused if {
 	f := {"grants": fx.corrupt(fx.grants_file, [], "duplicate key \"google\" at byte 40")}
-	fx.decide(fx.q1("list_grants", {}, f)) == fx.failed(_corrupt("/home/u/.grantwire/connectors/grants.json", "duplicate key \"google\" at byte 40"), [])
+	fx.decide(fx.q1("list_grants", {}, f)) == fx.failed(_corrupt("grants", "/home/u/.grantwire/connectors/grants.json", "duplicate key \"google\" at byte 40"), [])
 	g := {"grants": fx.entry(fx.grants_file, [], {"google": ["x"]})}
-	fx.decide(fx.q1("list_grants", {}, g)) == fx.failed(_corrupt("/home/u/.grantwire/connectors/grants.json", "it does not have the shape of that ledger"), [])
+	fx.decide(fx.q1("list_grants", {}, g)) == fx.failed(_corrupt("grants", "/home/u/.grantwire/connectors/grants.json", "it does not have the shape of that ledger"), [])
+	h := {"grant": {
+		"ledger": fx.grants_file, "path": ["google", "builtin:chat"], "file": fx.path_of(fx.grants_file),
+		"found": true, "version": "l1", "exists": false, "shape": ["object", "array"],
+	}}
+	fx.decide(fx.q1("get_access_token", {"provider": "google", "agent": "builtin:chat", "scopes": []}, h)) == fx.failed(_corrupt("grants", "/home/u/.grantwire/connectors/grants.json", "it holds an array where an object belongs"), [])
 	m := {"mcp": fx.entry(fx.mcp_file, [], {"mcpServers": {"x": 1}})}
 	fx.decide(fx.q1("mcp_list", {}, m)).error.path == "/home/u/.grantwire/mcp_servers.json"
 
@@ -173,7 +178,7 @@ test_argument_rules if {
 		{"connector": "goo\"gle"}, {"connector": "goo\\gle"}, {"connector": "goo\ngle"},
 		{"connector": "google", "x": ["a\u0000"]}, {"connector": "google", "k\u007f": 1},
 	] {
-		fx.decide(fx.q("list_grants", args, {})) == fx.failed({"code": "USAGE", "fix": "", "message": clean}, [])
+		fx.decide(fx.q("list_grants", args, {})) == fx.failed({"code": "USAGE", "fix": "", "message": clean, "summary": clean}, [])
 	}
 	agent := "usage: an agent id is namespaced (builtin:, installed:, native: or custom:<16 hex>:) with a name of 1 to 128 letters, digits and _ . @ + -"
 	every args in [
@@ -234,5 +239,5 @@ _never(_, _) := x if {
 
 test_no_rule_matched if {
 	d := fx.decide(fx.q1("list_grants", {}, {"grants": fx.no_file(fx.grants_file, [])})) with data.grantwire.step.done as _never
-	d == fx.failed({"code": "INTERNAL", "fix": "", "message": "internal: no decision for list_grants (malformed facts?)"}, [])
+	d == fx.failed(fx.err("INTERNAL", "internal: no decision for list_grants (malformed facts?)", "", {}), [])
 }

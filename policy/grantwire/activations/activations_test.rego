@@ -179,10 +179,12 @@ test_one_click_needs_something_to_grant if {
 
 test_one_click_with_an_unusable_registry if {
 	f := fx.patch(_facts("builtin:chat"), {"agents": fx.entry(fx.agents_file, [], {"version": 2})})
-	_act(_pair("builtin:chat"), f).error == {
-		"code": "CONFIGURATION", "path": "/home/u/.grantwire/agents.json", "fix": "grantwire agents list",
-		"message": "configuration error: the agent registry /home/u/.grantwire/agents.json is unusable: version 2 is not supported (this grantwire reads version 1); fix: grantwire agents list",
-	}
+	_act(_pair("builtin:chat"), f).error == fx.err(
+		"CORRUPT_LEDGER",
+		"the agents ledger at /home/u/.grantwire/agents.json is unreadable (version 2 is not supported (this grantwire reads version 1)); nothing was changed",
+		"mv /home/u/.grantwire/agents.json /home/u/.grantwire/agents.json.corrupt",
+		{"ledger": "agents", "path": "/home/u/.grantwire/agents.json"},
+	)
 
 	# not needed with explicit scopes or an existing grant
 	_act(object.union(_pair("builtin:chat"), {"scopes": ["use"]}), f).status == "done"
@@ -288,7 +290,7 @@ _changes(args, f) := fx.decide(fx.q1("activation_changes", args, f))
 _ev(c, a, active) := {"kind": "event.emit", "type": "connector.activation.changed", "payload": {"connector_id": c, "agent_id": a, "active": active}}
 
 test_activation_changes if {
-	_changes({"before": "x"}, {}) == fx.failed(fx.usage("activation_changes needs before ({connector: {agent: true}})"), [])
+	_changes({"before": "x"}, {}) == fx.failed(fx.usage("activation_changes needs before ({connector: {agent: true}}) and an optional after"), [])
 	_changes({"before": {}}, {}) == fx.need([{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations"]}])
 	now := {"m1": {"a:1": true, "a:2": true}, "m2": {"a:1": true, "a:3": false}}
 	before := {"m1": {"a:1": true, "a:4": true}, "m3": {"a:1": true}, "m4": "junk"}
@@ -301,11 +303,16 @@ test_activation_changes if {
 		{"activations": {}},
 		[_ev("m1", "a:1", false), _ev("m1", "a:2", false), _ev("m2", "a:1", false)],
 	)
+
+	# a later view given: nothing is read
+	_changes({"before": before, "after": now}, {}) == fx.done(
+		{"activations": now},
+		[_ev("m1", "a:2", true), _ev("m1", "a:4", false), _ev("m2", "a:1", true), _ev("m3", "a:1", false)],
+	)
+	fx.decide(fx.q("activation_changes", {"before": {}, "after": {"m\"1": {"a": true}}}, {})).status == "done"
 }
 
-# Without before, activation_changes is a usage error (policy bug: `not is_object(
-# input.args.before)` fails when before is absent, and the watcher gets no events; see the
-# report).
-todo_test_activation_changes_without_before if {
-	_changes({}, {}) == fx.failed(fx.usage("activation_changes needs before ({connector: {agent: true}})"), [])
+# Without before, activation_changes is a usage error.
+test_activation_changes_without_before if {
+	_changes({}, {}) == fx.failed(fx.usage("activation_changes needs before ({connector: {agent: true}}) and an optional after"), [])
 }

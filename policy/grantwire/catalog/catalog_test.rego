@@ -70,12 +70,9 @@ test_entries_must_be_objects_with_a_known_type if {
 	_problems(fx.patch(_oauth, {"type": null}))[0] == `unknown type null (oauth_pkce, mcp_server or mcp_remote)`
 }
 
-# An entry without a type is refused like one with an unknown type (policy bug:
-# `not e.type in _types` fails when type is missing, so nothing is reported; see the report).
-todo_test_an_entry_without_a_type if {
+# An entry without a type is refused like one with an unknown type.
+test_an_entry_without_a_type if {
 	_problems({"display_name": "x"}) == [`unknown type null (oauth_pkce, mcp_server or mcp_remote)`]
-	"an entry must be an object" in _problems("oauth_pkce")
-	`unknown type null (oauth_pkce, mcp_server or mcp_remote)` in _problems("oauth_pkce")
 }
 
 test_scopes if {
@@ -185,7 +182,7 @@ test_validate_a_bad_catalog if {
 	_validate({}, cat) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
-			`configuration error: catalog: connector "x": scope_separator must be a space or a comma`,
+			`configuration error: the catalog: connector "x": scope_separator must be a space or a comma`,
 			"",
 			{"problems": [`connector "x": scope_separator must be a space or a comma`]},
 		),
@@ -194,7 +191,7 @@ test_validate_a_bad_catalog if {
 	_validate({"strict": true}, cat) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
-			`configuration error: catalog: connector "x": scope_separator must be a space or a comma (and 4 more)`,
+			`configuration error: the catalog: connector "x": scope_separator must be a space or a comma (and 4 more)`,
 			"",
 			{"problems": [
 				`connector "x": scope_separator must be a space or a comma`,
@@ -209,5 +206,8 @@ test_validate_a_bad_catalog if {
 
 	# strict must be a boolean to count
 	_validate({"strict": "yes"}, cat).error.problems == [`connector "x": scope_separator must be a space or a comma`]
-	_validate({}, {}).error.message == "configuration error: catalog: the catalog has no connectors"
+	_validate({}, {}).error.message == "configuration error: the catalog: the catalog has no connectors"
+
+	# the file it came from is named
+	_validate({"strict": false, "file": "/etc/grantwire/catalog.json"}, cat).error.summary == `configuration error: the catalog /etc/grantwire/catalog.json: connector "x": scope_separator must be a space or a comma`
 }

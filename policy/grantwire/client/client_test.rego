@@ -42,7 +42,7 @@ test_valid_tenant if {
 test_needs_under_the_lock if {
 	fx.decide(fx.q("configure_client", {"connector": "google"}, _secrets)) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 5000},
-		{"key": "client", "kind": "keyring.get", "user": "provider:google", "fields": [], "fresh": true, "after": "lock"},
+		{"key": "client", "kind": "keyring.get", "user": "provider:google", "fresh": true, "after": "lock"},
 	])
 	_configure({"connector": "google"}, object.union(_secrets, {"lock": "busy"})).error.code == "BUSY"
 }

@@ -28,7 +28,7 @@ _all := [
 	errors.interactive_required("google", ["gmail"]),
 	errors.consent_denied("google", "access_denied"),
 	errors.insecure_transport("credentials in URLs are refused"),
-	errors.corrupt_ledger("/h/.grantwire/connectors/grants.json", "invalid JSON"),
+	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON"),
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
 	errors.issuer_mismatch("github", "names another issuer"),
@@ -72,22 +72,22 @@ _fix_ok(e) if {
 }
 
 test_error_builder if {
-	errors.error("X", "m", "f", {"a": 1}) == {"code": "X", "message": "m; fix: f", "fix": "f", "a": 1}
-	errors.error("X", "m", "", {}) == {"code": "X", "message": "m", "fix": ""}
+	errors.error("X", "m", "f", {"a": 1}) == {"code": "X", "summary": "m", "message": "m; fix: f", "fix": "f", "a": 1}
+	errors.error("X", "m", "", {}) == {"code": "X", "summary": "m", "message": "m", "fix": ""}
 
 	# fields never override the code, the message or the fix
-	errors.error("X", "m", "", {"code": "Y", "message": "n", "fix": "g"}) == {"code": "X", "message": "m", "fix": ""}
+	errors.error("X", "m", "", {"code": "Y", "summary": "n", "message": "n", "fix": "g"}) == {"code": "X", "summary": "m", "message": "m", "fix": ""}
 }
 
 test_usage_and_unknowns if {
-	errors.usage("grant needs connector") == {"code": "USAGE", "message": "usage: grant needs connector", "fix": ""}
+	errors.usage("grant needs connector") == {"code": "USAGE", "summary": "usage: grant needs connector", "message": "usage: grant needs connector", "fix": ""}
 	errors.unknown_connector("no pe") == {
 		"code": "UNKNOWN_CONNECTOR", "connector": "no pe", "fix": "grantwire catalog",
-		"message": "unknown connector 'no pe'; fix: grantwire catalog",
+		"summary": "unknown connector 'no pe'", "message": "unknown connector 'no pe'; fix: grantwire catalog",
 	}
 	errors.unknown_agents(["builtin:a", "builtin:b"]) == {
 		"code": "UNKNOWN_AGENT", "agent_ids": ["builtin:a", "builtin:b"], "fix": "grantwire agents list",
-		"message": "unknown agent(s): builtin:a, builtin:b; nothing was written; fix: grantwire agents list",
+		"summary": "unknown agent(s): builtin:a, builtin:b; nothing was written", "message": "unknown agent(s): builtin:a, builtin:b; nothing was written; fix: grantwire agents list",
 	}
 }
 
@@ -96,7 +96,7 @@ test_agent_not_granted if {
 		"code": "AGENT_NOT_GRANTED", "connector": "google", "agent": "builtin:chat",
 		"missing_scopes": ["gmail"], "full_scopes": ["email", "gmail", "openid"],
 		"fix": "grantwire grants grant google builtin:chat --scopes email,gmail,openid",
-		"message": "agent builtin:chat is not granted gmail on google; fix: grantwire grants grant google builtin:chat --scopes email,gmail,openid",
+		"summary": "agent builtin:chat is not granted gmail on google", "message": "agent builtin:chat is not granted gmail on google; fix: grantwire grants grant google builtin:chat --scopes email,gmail,openid",
 	}
 
 	# no grant at all, nothing asked
@@ -108,12 +108,12 @@ test_agent_not_granted if {
 test_not_connected if {
 	errors.not_connected("google", ["gmail", "openid"]) == {
 		"code": "NOT_CONNECTED", "connector": "google", "fix": "grantwire connect google --scopes gmail,openid",
-		"message": "google is not connected; fix: grantwire connect google --scopes gmail,openid",
+		"summary": "google is not connected", "message": "google is not connected; fix: grantwire connect google --scopes gmail,openid",
 	}
 	errors.not_connected_mcp("mcp-github", ["GITHUB_HOST", "GITHUB_TOKEN"]) == {
 		"code": "NOT_CONNECTED", "connector": "mcp-github", "env_keys": ["GITHUB_HOST", "GITHUB_TOKEN"],
 		"fix": "grantwire configure mcp-github --from-stdin",
-		"message": "mcp-github is not configured; fix: grantwire configure mcp-github --from-stdin",
+		"summary": "mcp-github is not configured", "message": "mcp-github is not configured; fix: grantwire configure mcp-github --from-stdin",
 	}
 	errors.not_connected_mcp("mcp-memory", []).fix == "grantwire configure mcp-memory"
 }
@@ -123,17 +123,17 @@ test_connection_errors if {
 		"code": "CONNECTION_MISSING_SCOPES", "connector": "google", "agent": "builtin:chat",
 		"missing_scopes": ["gmail"], "full_scopes": ["gmail", "openid"],
 		"fix": "grantwire connect google --scopes gmail,openid",
-		"message": "the google connection lacks gmail; fix: grantwire connect google --scopes gmail,openid",
+		"summary": "the google connection lacks gmail", "message": "the google connection lacks gmail; fix: grantwire connect google --scopes gmail,openid",
 	}
 	errors.reauth_required("google", "the OAuth client was rotated", ["gmail"]) == {
 		"code": "REAUTH_REQUIRED", "connector": "google", "cause": "the OAuth client was rotated",
 		"fix": "grantwire connect google --scopes gmail",
-		"message": "the google connection must be authorized again (the OAuth client was rotated); fix: grantwire connect google --scopes gmail",
+		"summary": "the google connection must be authorized again (the OAuth client was rotated)", "message": "the google connection must be authorized again (the OAuth client was rotated); fix: grantwire connect google --scopes gmail",
 	}
 	errors.tenant_mismatch("microsoft", "contoso", "common", []) == {
 		"code": "TENANT_MISMATCH", "connector": "microsoft", "stored_tenant": "contoso", "configured_tenant": "common",
 		"fix": "grantwire connect microsoft",
-		"message": "the microsoft connection belongs to tenant contoso but the configured tenant is common; the connection was cleared; fix: grantwire connect microsoft",
+		"summary": "the microsoft connection belongs to tenant contoso but the configured tenant is common; the connection was cleared", "message": "the microsoft connection belongs to tenant contoso but the configured tenant is common; the connection was cleared; fix: grantwire connect microsoft",
 	}
 	errors.connection_revoked("google", ["gmail"]).message == "the provider revoked the google connection (invalid_grant); fix: grantwire connect google --scopes gmail"
 }
@@ -141,11 +141,11 @@ test_connection_errors if {
 test_busy if {
 	errors.busy("google") == {
 		"code": "BUSY", "connector": "google", "retry_after_ms": 500, "fix": "",
-		"message": "another grantwire operation holds the google lock; nothing was changed, retry shortly",
+		"summary": "another grantwire operation holds the google lock; nothing was changed, retry shortly", "message": "another grantwire operation holds the google lock; nothing was changed, retry shortly",
 	}
 	errors.busy_conflict(17) == {
 		"code": "BUSY", "retry_after_ms": 500, "attempts": 17, "fix": "",
-		"message": "gave up after 17 attempts: other writers kept changing the same entries; retry shortly",
+		"summary": "gave up after 17 attempts: other writers kept changing the same entries; retry shortly", "message": "gave up after 17 attempts: other writers kept changing the same entries; retry shortly",
 	}
 
 	# numbers beyond 32 bits are written without format_int
@@ -157,16 +157,16 @@ test_scope_mismatch if {
 	errors.scope_mismatch("google", ["gmail"], ["gmail", "openid"]) == {
 		"code": "SCOPE_MISMATCH", "connector": "google", "missing_scopes": ["gmail"], "required_scopes": ["gmail", "openid"],
 		"fix": "",
-		"message": "the forwarded google consent lacks gmail; a refresh can never widen scope, so nothing was written. Re-consent in the host application with all of: gmail openid",
+		"summary": "the forwarded google consent lacks gmail; a refresh can never widen scope, so nothing was written. Re-consent in the host application with all of: gmail openid", "message": "the forwarded google consent lacks gmail; a refresh can never widen scope, so nothing was written. Re-consent in the host application with all of: gmail openid",
 	}
 }
 
 test_provider_errors if {
 	errors.provider_error("google", 503, "temporarily_unavailable") == {
 		"code": "PROVIDER_ERROR", "connector": "google", "http_status": 503, "oauth_error": "temporarily_unavailable", "fix": "",
-		"message": "the google token endpoint failed (status 503 temporarily_unavailable)",
+		"summary": "the google token endpoint failed (status 503 temporarily_unavailable)", "message": "the google token endpoint failed (status 503 temporarily_unavailable)",
 	}
-	errors.provider_problem("google", "no code", "") == {"code": "PROVIDER_ERROR", "connector": "google", "fix": "", "message": "google: no code"}
+	errors.provider_problem("google", "no code", "") == {"code": "PROVIDER_ERROR", "connector": "google", "fix": "", "summary": "google: no code", "message": "google: no code"}
 }
 
 _failure(r) := errors.token_failure("google", r).message
@@ -187,31 +187,32 @@ test_connect_errors if {
 	errors.interactive_required("google", ["gmail"]) == {
 		"code": "INTERACTIVE_AUTH_REQUIRED", "connector": "google",
 		"fix": "grantwire connect google --scopes gmail --no-browser",
-		"message": "authorizing google needs a browser and this session has none; fix: grantwire connect google --scopes gmail --no-browser",
+		"summary": "authorizing google needs a browser and this session has none", "message": "authorizing google needs a browser and this session has none; fix: grantwire connect google --scopes gmail --no-browser",
 	}
 	errors.consent_denied("google", "access_denied") == {
 		"code": "CONSENT_DENIED", "connector": "google", "oauth_error": "access_denied", "fix": "",
-		"message": "the google authorization was refused (access_denied)",
+		"summary": "the google authorization was refused (access_denied)", "message": "the google authorization was refused (access_denied)",
 	}
 	errors.issuer_mismatch("github", "names another issuer") == {
 		"code": "ISSUER_MISMATCH", "connector": "github", "fix": "",
-		"message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
+		"summary": "the github authorization response names another issuer; the code was not exchanged and nothing was stored", "message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
 	}
 	errors.authorization_timeout("google", 5, ["gmail"]) == {
 		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "fix": "grantwire connect google --scopes gmail",
-		"message": "no answer from the browser in 5m; nothing was stored; fix: grantwire connect google --scopes gmail",
+		"summary": "no answer from the browser in 5m; nothing was stored", "message": "no answer from the browser in 5m; nothing was stored; fix: grantwire connect google --scopes gmail",
 	}
 }
 
 test_transport_and_ledgers if {
 	errors.insecure_transport("credentials in URLs are refused") == {
 		"code": "INSECURE_TRANSPORT", "reason": "credentials in URLs are refused", "fix": "",
-		"message": "refused URL: credentials in URLs are refused",
+		"summary": "refused URL: credentials in URLs are refused", "message": "refused URL: credentials in URLs are refused",
 	}
-	errors.corrupt_ledger("/h/.grantwire/connectors/grants.json", "invalid JSON") == {
-		"code": "CORRUPT_LEDGER", "path": "/h/.grantwire/connectors/grants.json",
+	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON") == {
+		"code": "CORRUPT_LEDGER", "ledger": "grants", "path": "/h/.grantwire/connectors/grants.json",
 		"fix": "mv /h/.grantwire/connectors/grants.json /h/.grantwire/connectors/grants.json.corrupt",
-		"message": "the ledger /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed; fix: mv /h/.grantwire/connectors/grants.json /h/.grantwire/connectors/grants.json.corrupt",
+		"summary": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed",
+		"message": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed; fix: mv /h/.grantwire/connectors/grants.json /h/.grantwire/connectors/grants.json.corrupt",
 	}
 	errors.move_aside("/home/a b/.grantwire/x.json") == "mv '/home/a b/.grantwire/x.json' '/home/a b/.grantwire/x.json.corrupt'"
 	errors.move_aside("/home/it's/x") == `mv '/home/it'\''s/x' '/home/it'\''s/x.corrupt'`
@@ -220,20 +221,20 @@ test_transport_and_ledgers if {
 test_host_failure if {
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service on the session bus", "fix": "apt-get install gnome-keyring"}) == {
 		"code": "INSECURE_STORE", "fix": "apt-get install gnome-keyring",
-		"message": "no secure credential store is available (no Secret Service on the session bus); grantwire never stores secrets in a file; fix: apt-get install gnome-keyring",
+		"summary": "no secure credential store is available (no Secret Service on the session bus); grantwire never stores secrets in a file", "message": "no secure credential store is available (no Secret Service on the session bus); grantwire never stores secrets in a file; fix: apt-get install gnome-keyring",
 	}
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "locked"}).fix == ""
 	errors.host_failure({"code": "IO", "detail": "open grants.json: permission denied", "fix": "chmod 600 grants.json"}) == {
 		"code": "IO_ERROR", "fix": "chmod 600 grants.json",
-		"message": "the host failed: open grants.json: permission denied; fix: chmod 600 grants.json",
+		"summary": "the host failed: open grants.json: permission denied", "message": "the host failed: open grants.json: permission denied; fix: chmod 600 grants.json",
 	}
-	errors.host_failure({"code": "anything", "detail": "d"}) == {"code": "IO_ERROR", "fix": "", "message": "the host failed: d"}
+	errors.host_failure({"code": "anything", "detail": "d"}) == {"code": "IO_ERROR", "fix": "", "summary": "the host failed: d", "message": "the host failed: d"}
 }
 
 test_internal if {
-	errors.internal("grant") == {"code": "INTERNAL", "fix": "", "message": "internal: no decision for grant (malformed facts?)"}
+	errors.internal("grant") == {"code": "INTERNAL", "fix": "", "summary": "internal: no decision for grant (malformed facts?)", "message": "internal: no decision for grant (malformed facts?)"}
 	errors.configuration("no client", "grantwire configure google --client-id <id>", {"connector": "google"}) == {
 		"code": "CONFIGURATION", "connector": "google", "fix": "grantwire configure google --client-id <id>",
-		"message": "configuration error: no client; fix: grantwire configure google --client-id <id>",
+		"summary": "configuration error: no client", "message": "configuration error: no client; fix: grantwire configure google --client-id <id>",
 	}
 }

@@ -51,7 +51,7 @@ test_need_builders if {
 	facts.after(facts.now("n"), "lock") == {"key": "n", "kind": "clock.now", "after": "lock"}
 	facts.http("h", {"method": "GET", "url": "https://x"}) == {"key": "h", "kind": "http.request", "method": "GET", "url": "https://x"}
 	facts.commit(facts.now("n")) == {"key": "n", "kind": "clock.now", "commit": true}
-	facts.loopback_open("loopback") == {"key": "loopback", "kind": "loopback.open"}
+	facts.loopback_open("loopback", "google") == {"key": "loopback", "kind": "loopback.open", "connector": "google"}
 	facts.loopback_wait("cb", {"$url": "u"}, {"$ref": "state#value"}, 1000, "google") == {
 		"key": "cb", "kind": "loopback.wait", "url": {"$url": "u"}, "state": {"$ref": "state#value"},
 		"timeout_ms": 1000, "connector": "google",

@@ -59,7 +59,7 @@ test_agents_are_checked_before_anything_is_locked if {
 		[],
 	)
 	bad := object.union(_secrets, {"agents": fx.corrupt(fx.agents_file, [], "bad")})
-	_import(_args, bad).error.message == "configuration error: the agent registry /home/u/.grantwire/agents.json is unusable: bad; fix: grantwire agents list"
+	_import(_args, bad).error.message == "the agents ledger at /home/u/.grantwire/agents.json is unreadable (bad); nothing was changed; fix: mv /home/u/.grantwire/agents.json /home/u/.grantwire/agents.json.corrupt"
 	_import(fx.patch(_args, {"grant_agents": []}), bad).needs[0].key == "lock"
 }
 
@@ -80,9 +80,9 @@ test_the_lock if {
 	f := object.union(_secrets, {"agents": fx.no_agents})
 	_import(_args, f) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 5000},
-		{"key": "client@lock", "kind": "keyring.get", "user": "provider:google", "fields": [], "fresh": true, "after": "lock"},
+		{"key": "client@lock", "kind": "keyring.get", "user": "provider:google", "fresh": true, "after": "lock"},
 		{"key": "conn@lock", "kind": "keyring.get", "user": "google:default", "fields": ["refresh_token"], "fresh": true, "after": "lock"},
-		{"key": "token@lock", "kind": "keyring.get", "user": "google:access_token", "fields": [], "fresh": true, "after": "lock"},
+		{"key": "token@lock", "kind": "keyring.get", "user": "google:access_token", "fresh": true, "after": "lock"},
 		{"key": "now@lock", "kind": "clock.now", "after": "lock"},
 		{"key": "state@lock", "kind": "ledger.read", "ledger": "connectors/state.json", "path": ["google"], "after": "lock"},
 		{"key": "grant|builtin:chat", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["google", "builtin:chat"], "after": "lock"},

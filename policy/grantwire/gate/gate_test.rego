@@ -317,6 +317,14 @@ test_a_changed_scope_is_saved if {
 	d.effects[1] == _token_effect((_now + 5) + 3599000)
 }
 
+# A refresh never widens the connection: scopes the server adds are not stored.
+test_a_refresh_never_widens_the_scopes if {
+	r := fx.token_json("refresh", {"scope": "gmail.readonly openid calendar"})
+	d := _gat(_b({"refresh": fx.http(200, r)}))
+	d.result.scopes == ["gmail.readonly", "openid"]
+	d.effects == [_token_effect((_now + 5) + 3599000)]
+}
+
 test_a_refresh_that_drops_a_requested_scope if {
 	r := fx.token_json("refresh", {"scope": "openid", "refresh_token": fx.new_refresh("refresh", "4e44e44e4e44e44e")})
 	d := _gat(_b({"refresh": fx.http(200, r)}))
@@ -421,10 +429,8 @@ test_a_refused_token_url if {
 }
 
 # A provider whose catalog entry has no usable token_url is refused with INSECURE_TRANSPORT
-# "the catalog gives google no usable token_url" (policy bug: `not transport.allowed(
-# oauth.endpoint(...))` fails when the endpoint is undefined, and the decision ends INTERNAL;
-# see the report).
-todo_test_a_missing_token_url if {
+# "the catalog gives google no usable token_url" (not INTERNAL).
+test_a_missing_token_url if {
 	cat := {"connectors": {"google": object.remove(fx.catalog.connectors.google, ["token_url"])}}
 	d := fx.decide_with(fx.q1("get_access_token", _args, _b({})), cat)
 	d.error.code == "INSECURE_TRANSPORT"
@@ -535,9 +541,8 @@ test_a_corrupt_connection_clears_under_the_lock if {
 
 # A public client stored by configure_client without a secret ("client_secret": "", which a
 # host answers as the description of an empty secret) is a configured client: the hot path
-# serves its connection (policy bug in store.client, see store_test and the report: the
-# keyring view is undefined without a secret, so the gate says no client is configured).
-todo_test_a_stored_client_without_a_secret if {
+# serves its connection.
+test_a_stored_client_without_a_secret if {
 	args := {"provider": "local", "agent": "builtin:chat", "scopes": ["read"]}
 	client := fx.client_facts("client", fx.slot("client", "k1", fx.client_json("client", fx.id_a, false)))
 	f := object.union(

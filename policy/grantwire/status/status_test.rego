@@ -102,11 +102,8 @@ test_status_of_every_connector if {
 	}
 }
 
-# An unconfigured local MCP server says which keys it needs, as a configured one does
-# (policy bug: `_bool(_configured_mcp(c))` is undefined, not false, when the server is not
-# configured, so the mcp_server branch of _state fails and the entry falls back to
-# {"configured": false}, without env_keys and missing_keys; see the report).
-todo_test_status_of_an_unconfigured_mcp_server if {
+# An unconfigured local MCP server says which keys it needs, as a configured one does.
+test_status_of_an_unconfigured_mcp_server if {
 	f := fx.patch(_ledgers, {"mcp": fx.no_file(fx.mcp_file, [])})
 	e := _status({"connector": "mcp-github"}, f).result.connectors[0]
 	e.configured == false
@@ -244,10 +241,8 @@ test_test_connector_usage if {
 	_test("google", {}) == fx.need(array.concat(array.concat([_conn_need("conn|google", "google")], _client_needs("client|google", "google", false)), _ledger_needs))
 }
 
-# Without a connector, test_connector is a usage error (policy bug: `not is_string(_c)`
-# fails when connector is absent, so the whole status is read and the operation ends
-# INTERNAL; see the report).
-todo_test_test_connector_without_a_connector if {
+# Without a connector, test_connector is a usage error.
+test_test_connector_without_a_connector if {
 	fx.decide(fx.q1("test_connector", {}, {})) == fx.failed(fx.usage("test_connector needs connector"), [])
 }
 

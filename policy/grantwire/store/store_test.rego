@@ -178,10 +178,8 @@ test_client_tenant_stored_else_catalog if {
 
 # A client stored without a secret (a public client; configure_client stores
 # "client_secret": "", which the host answers as the description of an empty secret) is a
-# client without a secret (policy bug: has_secret is built from _secret(), which is
-# undefined rather than false, so the whole keyring view is undefined and the client is
-# reported as not configured; see the report).
-todo_test_client_from_the_keyring_without_a_secret if {
+# client without a secret.
+test_client_from_the_keyring_without_a_secret if {
 	f := fx.client_facts("client", fx.slot("client", "k1", fx.client_json("client", fx.id_a, false)))
 	c := store.client(f, "client", "local") with data.catalog as fx.catalog
 	c.found == true
@@ -296,6 +294,19 @@ test_ledger_helpers if {
 	store.mcp_key({}) == "mcpServers"
 	store.mcp_key({"servers": {"x": {}}}) == "servers"
 	store.mcp_key({"servers": {}, "mcpServers": {}}) == "mcpServers"
+}
+
+test_problem_of_a_container_that_is_not_an_object if {
+	f := {"ledger": fx.grants_file, "path": ["google", "builtin:chat"], "file": fx.path_of(fx.grants_file), "found": true, "version": "l1", "exists": false}
+	store.problem(object.union(f, {"shape": ["object", "array"]})) == "it holds an array where an object belongs"
+	store.problem(object.union(f, {"shape": ["string"]})) == "it holds a string where an object belongs"
+	store.problem(object.union(f, {"shape": ["object", "null"]})) == "it holds a null where an object belongs"
+	not store.problem(object.union(f, {"shape": ["object", "object"]}))
+
+	# the value's own type is judged by the ledger's shape
+	store.problem(fx.patch(fx.entry(fx.grants_file, ["google", "a"], "x"), {"shape": ["object", "object", "string"]})) == "it does not have the shape of that ledger"
+	store.ledger_name("connectors/grants.json") == "grants"
+	store.ledger_name("mcp_servers.json") == "mcp_servers"
 }
 
 test_problem_of_a_corrupt_file if {
