@@ -291,16 +291,17 @@ test_agent_id_without_a_source if {
 }
 
 # Two custom agents whose sources have the same digest and name register the same id: the
-# registry is unusable ("both declare"), and no decision fails (policy bug: the registry's
-# object comprehension raises eval_conflict_error, so list_agents, grant, activate, connect
-# and import_forwarded return no decision at all; see the report).
+# registry is unusable ("both declare", as for two entries with the same id), and no
+# decision fails (policy bug: the registry's object comprehension raises
+# eval_conflict_error, so list_agents, grant, activate, connect and import_forwarded return
+# no decision at all; see the report).
 todo_test_two_entries_registering_the_same_id if {
 	f := _facts(
 		[{"id": "custom:a", "source": "a.py", "name": "A"}, {"id": "custom:a", "source": "b.py", "name": "B"}],
 		[_digest(_sha), _digest(_sha)],
 	)
 	d := fx.decide(fx.q1("list_agents", {}, f))
-	d.error.code == "CONFIGURATION"
+	d.error.code == "CORRUPT_LEDGER"
 	contains(d.error.message, "both declare custom:0123456789abcdef:a")
 	g := fx.decide(fx.q1("grant", {"connector": "google", "agent": "builtin:chat", "scopes": ["email"]}, object.union(f, {"grant": fx.no_file(fx.grants_file, ["google", "builtin:chat"])})))
 	g.status == "done"
