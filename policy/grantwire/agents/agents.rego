@@ -73,8 +73,19 @@ read(f, k) if count(needs(f, k)) == 0
 # description: |
 #   Why agents.json cannot be used: CORRUPT_LEDGER naming the file and the problem, with the
 #   command that moves it aside (only the built-in agents remain); undefined when usable.
-unusable(f, k) := errors.corrupt_ledger("agents", f[k].file, _problem(f[k])) if {
-	_problem(f[k])
+unusable(f, k) := errors.corrupt_ledger("agents", f[k].file, p) if {
+	p := _unusable_problem(f, k)
+}
+
+_unusable_problem(f, k) := p if {
+	p := _problem(f[k])
+} else := concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", id]) if {
+	some i, j
+	ei := _entries(f[k])[i]
+	ej := _entries(f[k])[j]
+	i < j
+	id := _registered_id(f, k, i, ei)
+	id == _registered_id(f, k, j, ej)
 }
 
 _problem(fact) := fact.corrupt if {
@@ -140,7 +151,7 @@ _requirements_problem(rs) := "\"required_connectors\" must be a list" if {
 	r.connector == o.connector
 } else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) if {
 	some j, r in rs
-	not _nonempty(r.scopes)
+	not _nonempty(object.get(r, "scopes", null))
 } else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) if {
 	some j, r in rs
 	not _scope_list(r.scopes)
@@ -184,10 +195,13 @@ _id_of(fact, i) := _entries(fact)[i].id
 registry(f, k) := object.union(
 	{a.id: object.union(_normal(a), {"origin": "builtin"}) | some a in _builtins},
 	{id: object.union(_normal(e), {"id": id, "origin": "file"}) |
-		some i, e in _entries(f[k])
-		id := _registered_id(f, k, i, e)
+		some id in _file_ids(f, k)
+		i := min([j | some j, x in _entries(f[k]); _registered_id(f, k, j, x) == id])
+		e := _entries(f[k])[i]
 	},
 )
+
+_file_ids(f, k) := {id | some i, e in _entries(f[k]); id := _registered_id(f, k, i, e)}
 
 _registered_id(_, _, _, e) := e.id if not _has(e, "source")
 

@@ -199,7 +199,7 @@ test_entries_missing_members if {
 # A requirement without scopes makes the registry unusable too (policy bug: `not
 # _nonempty(r.scopes)` fails when scopes is absent, so nothing is reported and the agent
 # silently declares nothing for the connector; see the report).
-todo_test_a_requirement_without_scopes if {
+test_a_requirement_without_scopes if {
 	_why([{"id": "installed:x", "required_connectors": [{"connector": "google"}]}]) == _msg(`agents[0]: required_connectors[0] (google): declare at least one scope ("use" for an MCP server)`)
 }
 
@@ -295,7 +295,7 @@ test_agent_id_without_a_source if {
 # decision fails (policy bug: the registry's object comprehension raises
 # eval_conflict_error, so list_agents, grant, activate, connect and import_forwarded return
 # no decision at all; see the report).
-todo_test_two_entries_registering_the_same_id if {
+test_two_entries_registering_the_same_id if {
 	f := _facts(
 		[{"id": "custom:a", "source": "a.py", "name": "A"}, {"id": "custom:a", "source": "b.py", "name": "B"}],
 		[_digest(_sha), _digest(_sha)],

@@ -288,6 +288,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	count(_explicit) == 0
 	count(_agents) == 0
 	_prior
+	count(_prior_scopes) > 0
 } else := step.fail(errors.insecure_transport(_endpoint_problem), []) if {
 	_endpoint_problem
 } else := step.need([facts.loopback_open("loopback", _c)]) if {

@@ -150,7 +150,7 @@ test_reconnecting_with_no_scopes_keeps_what_is_held if {
 # reconnect with no scopes drops nothing, so it goes on with the catalog defaults (policy
 # bug: it is refused with the fix `grantwire connect google`, the very command refused, a
 # loop; see the report).
-todo_test_reconnecting_over_nothing_held if {
+test_reconnecting_over_nothing_held if {
 	args := {"connector": "google", "scopes": [], "grant_agents": []}
 	_connect(args, fx.patch(_base, {"conn": fx.not_json("conn", "c1")})) == fx.need([_loopback_need])
 	_connect(args, fx.patch(_base, {"grants": fx.entry(fx.grants_file, ["google"], {"builtin:chat": []})})) == fx.need([_loopback_need])

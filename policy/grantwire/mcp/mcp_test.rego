@@ -253,7 +253,7 @@ test_mcp_list if {
 # Servers of mcp_servers.json that the catalog does not know are listed with
 # "in_catalog": false (policy bug: `"in_catalog": catalog.known(c)` is undefined, not
 # false, for them, so their row is undefined and they are never listed; see the report).
-todo_test_mcp_list_servers_outside_the_catalog if {
+test_mcp_list_servers_outside_the_catalog if {
 	[s.id | some s in _list({}, _list_facts).result.servers] == ["bare", "custom-srv", "mcp-github"]
 	_list({}, _list_facts).result.servers[1] == {
 		"id": "custom-srv", "name": "custom-srv", "in_catalog": false, "command": "/opt/srv", "args": ["--x"],
@@ -264,7 +264,7 @@ todo_test_mcp_list_servers_outside_the_catalog if {
 # With an agent, the servers it sees include catalog servers not configured yet, with
 # "configured": false (policy bug: `"configured": _configured(c)` is undefined, not false,
 # so such a row is undefined and dropped; see the report).
-todo_test_mcp_list_for_an_agent if {
+test_mcp_list_for_an_agent if {
 	d := _list({"agent": "builtin:coder"}, _list_facts)
 	[s.id | some s in d.result.servers] == ["mcp-github", "mcp-memory"]
 	d.result.servers[1] == {

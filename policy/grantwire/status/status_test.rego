@@ -280,7 +280,7 @@ test_test_an_unusable_oauth_connector if {
 # CONFIGURATION "no OAuth client is configured", fix `grantwire configure google
 # --client-id <id>`), so test_connector must say that, not REAUTH_REQUIRED with a connect
 # command that would fail for want of a client (policy bug; see the report).
-todo_test_test_a_connection_without_a_client if {
+test_test_a_connection_without_a_client if {
 	f := object.union(_one("google", _conn("google", fx.hash_a, ["openid"]), fx.no_client("client|google")), fx.no_client("client@fresh|google"))
 	_test("google", f) == fx.failed(
 		fx.err(

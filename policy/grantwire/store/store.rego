@@ -121,6 +121,7 @@ ms(x) := x * 1000 if {
 _digits(s) if {
 	count(s) > 0
 	count(s) <= 15
+	not _signed_or_exponent(s)
 	json.marshal(to_number(s)) == s
 }
 
@@ -495,4 +496,9 @@ mcp_key(doc) := "servers" if {
 state_entry(account, scopes, connected_at, client_id_hash, tenant) := {
 	"configured": true, "account": account, "scopes": scopes,
 	"connected_at": connected_at, "client_id_hash": client_id_hash, "tenant": tenant,
+}
+
+_signed_or_exponent(s) if {
+	some ch in ["-", "+", "e", "E"]
+	contains(s, ch)
 }

@@ -27,7 +27,10 @@ _rest(u) := substring(u, count(_scheme(u)) + 3, -1)
 _authority(u) := split(split(split(_rest(u), "/")[0], "?")[0], "#")[0]
 
 # The host of an authority (an IPv6 literal keeps its brackets).
-_host(a) := concat("", [split(a, "]")[0], "]"]) if startswith(a, "[")
+_host(a) := concat("", [split(a, "]")[0], "]"]) if {
+	startswith(a, "[")
+	contains(a, "]")
+} else := a if startswith(a, "[")
 
 else := split(a, ":")[0]
 
@@ -40,12 +43,18 @@ _port(a) := p if {
 	p := parts[1]
 } else := "" if {
 	not contains(a, ":")
-}
+} else := "invalid"
 
 _decimal(s) if {
 	count(s) > 0
 	count(s) <= 5
+	not _signed_or_exponent(s)
 	json.marshal(to_number(s)) == s
+}
+
+_signed_or_exponent(s) if {
+	some ch in ["-", "+", "e", "E"]
+	contains(s, ch)
 }
 
 _port_ok("")
@@ -74,14 +83,26 @@ _ipv6(h) := inner if {
 	inner := substring(h, 1, count(h) - 2)
 	contains(inner, ":")
 	not contains(inner, "%")
-	net.cidr_contains("::/0", inner)
+	_ip(inner)
 }
+
+_ip(inner) if net.cidr_contains("::/0", inner)
+
+# net.cidr_contains reads an IPv4-mapped IPv6 address as IPv4.
+_ip(inner) if net.cidr_contains("0.0.0.0/0", inner)
 
 # Hosts made of digits, dots and "x" that are not plain IPv4 (127.1, 0x7f.1, 2130706433)
 # mean different addresses to different parsers.
 _numeric(h) if {
 	not ipv4(h)
 	regex.match(`^[0-9xX.]+$`, h)
+}
+
+# WHATWG: a host whose last label is a number (decimal or 0x hex) is parsed as IPv4.
+_numeric(h) if {
+	not ipv4(h)
+	labels := split(trim_suffix(h, "."), ".")
+	regex.match(`^([0-9]+|0[xX][0-9a-fA-F]*)$`, labels[count(labels) - 1])
 }
 
 _loopback(h) if {
@@ -98,7 +119,7 @@ _link_local(h) if {
 
 _link_local(h) if net.cidr_contains("fe80::/10", _ipv6(h))
 
-_mapped(h) if net.cidr_contains("::ffff:0:0/96", _ipv6(h))
+_mapped(h) if net.cidr_contains("0.0.0.0/0", _ipv6(h))
 
 _special_chars(u) if {
 	some ch in _bad

@@ -104,7 +104,7 @@ test_ports if {
 # A host:port:port authority is read differently by different parsers (policy bug: _port is
 # undefined for it and the negated call then fails, so the port check is skipped; see the
 # report).
-todo_test_an_authority_with_two_ports_is_refused if {
+test_an_authority_with_two_ports_is_refused if {
 	every u in ["https://example.com:80:90/", "https://example.com::443/", "http://127.0.0.1:1:2/"] {
 		transport.refusal(u) == _port
 	}
@@ -126,7 +126,7 @@ test_ipv6_literals if {
 
 # An unclosed bracket is not an IPv6 literal (policy bug: _host appends the "]"; see the
 # report).
-todo_test_an_unclosed_ipv6_literal_is_refused if {
+test_an_unclosed_ipv6_literal_is_refused if {
 	every u in ["https://[::1/", "http://[::1", "https://[2001:db8::1/x"] {
 		transport.refusal(u)
 	}
@@ -141,7 +141,7 @@ test_ipv4_mapped_ipv6_is_refused if {
 # The reason given is "malformed IPv6 address": net.cidr_contains reads an IPv4-mapped
 # address as IPv4, so _ipv6 fails and the mapped rule is never reached (policy bug, a
 # misleading reason; see the report).
-todo_test_ipv4_mapped_ipv6_is_refused_as_such if {
+test_ipv4_mapped_ipv6_is_refused_as_such if {
 	every u in _mapped {
 		transport.refusal(u) == "IPv4-mapped IPv6 addresses are refused"
 	}
@@ -179,7 +179,7 @@ test_ambiguous_numeric_hosts_are_refused if {
 # browsers, but the numeric-host pattern [0-9xX.] misses them, so an https URL to them is
 # allowed (policy bug; see the report). Exponents and signs are not decimal numbers either:
 # _decimal accepts "1e3" (to_number keeps the text) and "-1".
-todo_test_hex_and_exponent_numbers_are_refused if {
+test_hex_and_exponent_numbers_are_refused if {
 	every u in ["https://0x7f.0.0.1/", "https://0x7f000001/", "https://0xc0a80001/", "https://0xa.0xb.0xc.0xd/", "https://0X7F.1/"] {
 		transport.refusal(u) == _numeric
 	}
