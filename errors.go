@@ -7,7 +7,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 )
 
-// Error is every error an operation returns: a stable code from docs/behaviour.md, a
+// Error is every error an operation returns: a stable code from docs/behaviour.md#errors, a
 // message that ends with the exact command that fixes it (when one exists), and the fields
 // of the code. It never contains a secret. Use errors.Is with the sentinels below, or
 // errors.As.

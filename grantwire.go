@@ -5,7 +5,7 @@
 // policy, compiled to WebAssembly by default) and a shell that supplies the keyring, the
 // ledger files, the locks, HTTP and the OAuth loopback as primitive capabilities (package
 // hostabi; package host performs the core's needs and effects over them). Errors are
-// *[Error] values with the stable codes of docs/behaviour.md; use errors.Is with the
+// *[Error] values with the stable codes of docs/behaviour.md#errors; use errors.Is with the
 // sentinels (ErrAgentNotGranted, ErrBusy, ...).
 //
 // This package imports the Wasm engine, not OPA's Go packages: pass a rego engine with

@@ -8,7 +8,7 @@
 //
 // A catalog is {"connectors": {id: entry}}. Every entry has "type" (oauth_pkce, mcp_server
 // or mcp_remote) and, for people, "display_name", "description", "tier", "category" and
-// "docs_url". docs/behaviour.md describes every field; the policy (package
+// "docs_url". docs/behaviour.md#catalog describes every field; the policy (package
 // grantwire.catalog) is the validator.
 //
 // It imports the standard library only.

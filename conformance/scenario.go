@@ -369,7 +369,7 @@ func Load(fsys fs.FS) (*Corpus, error) {
 // check rejects a scenario that asserts nothing.
 func (s *Scenario) check() error {
 	if s.Behaviour == "" {
-		return fmt.Errorf("no behaviour: say which rule of BEHAVIOUR.md it checks")
+		return fmt.Errorf("no behaviour: say which rule of docs/behaviour.md it checks")
 	}
 	if len(s.Steps) == 0 {
 		return fmt.Errorf("no steps")

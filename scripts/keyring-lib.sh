@@ -9,7 +9,6 @@
 # nothing else can be spawned on it and both daemons have PIDs we stop), then
 # gnome-keyring-daemon --unlock with a non-empty password against fresh XDG directories
 # (a fresh login keyring every run), and waits until the login collection is published.
-# The recipe and its measurements: the project's CI notes (reference/ci-infra.md §1).
 # keyring_ensure_installed installs gnome-keyring with apt-get when it is missing and this
 # shell may do so (root with apt-get), and explains what to install otherwise.
 

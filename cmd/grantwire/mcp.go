@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// mcpRemoteMissing says what the CLI does not do (BEHAVIOUR.md lists mcp auth|logout).
+// mcpRemoteMissing says what the CLI does not do (docs/behaviour.md#mcp: remote MCP servers are not built).
 const mcpRemoteMissing = `remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet: grantwire has no remote MCP client, so it cannot discover, register with or authorize one`
 
 func (a *app) mcpCmd() *cobra.Command {

@@ -4,7 +4,7 @@
 #   Every error the core returns: a stable code, a one-line message that ends with the exact
 #   command that fixes it (when one exists), and structured fields. Messages never contain a
 #   secret: the core never sees one. The codes and their REST statuses and CLI exit codes are
-#   listed in BEHAVIOUR.md; `status_of` and `exit_of` are the single source for the shells.
+#   listed in docs/behaviour.md#errors; `table`, published by the manifest, is their source.
 package grantwire.errors
 
 import data.grantwire.scopes

@@ -379,7 +379,7 @@ ledger_name(file) := trim_suffix(split(file, "/")[count(split(file, "/")) - 1], 
 
 # METADATA
 # title: ledger shape
-# description: The value at path of a ledger has that ledger's shape (docs/behaviour.md).
+# description: The value at path of a ledger has that ledger's shape (docs/behaviour.md#files).
 shaped(file, path, v) if {
 	file == grants_file
 	_grants(count(path), v)

@@ -130,7 +130,7 @@ function checkScenario(s) {
   const fail = (m) => {
     throw new Error(`conformance: ${s.id}: ${m}`);
   };
-  if (!s.behaviour) fail("no behaviour: say which rule of BEHAVIOUR.md it checks");
+  if (!s.behaviour) fail("no behaviour: say which rule of docs/behaviour.md it checks");
   if (!Array.isArray(s.steps) || s.steps.length === 0) fail("no steps");
   if (!s.final || !Array.isArray(s.final.events)) fail("no final.events: every scenario states the events it emits ([] for none)");
   s.steps.forEach((st, i) => {
