@@ -26,16 +26,17 @@ wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
 
 .PHONY: bundle
 bundle: ## build/grantwire-bundle.tar.gz: the OPA bundle (Rego, policy.wasm, catalog) for grantwire and OPA servers
-	go run ./internal/tools/policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
+	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
 
 .PHONY: docs
 docs: ## regenerate docs/policy.md from the policy's METADATA and rules (make test fails when it is stale)
-	go run ./internal/tools/policy docs --policy $(POLICY) -o docs/policy.md
+	go run -tags opa ./cmd/grantwire policy docs --policy $(POLICY) -o docs/policy.md
 
 .PHONY: lint
 lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	go vet -tags opa ./cmd/grantwire
 	$(OPA) fmt --fail -l $(POLICY)
 	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
 

@@ -20,7 +20,6 @@ import (
 	"github.com/grantwire/grantwire/agents"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
@@ -50,6 +49,9 @@ type env struct {
 	ReadPassword func() (string, error)
 	// UserHome is the user's home directory (os.UserHomeDir).
 	UserHome func() (string, error)
+	// CacheDir is the user's cache directory (os.UserCacheDir), where the compiled policy
+	// is kept; nil or an error means none.
+	CacheDir func() (string, error)
 }
 
 func osEnv() env {
@@ -71,6 +73,7 @@ func osEnv() env {
 			return string(b), err
 		},
 		UserHome: os.UserHomeDir,
+		CacheDir: os.UserCacheDir,
 	}
 }
 
@@ -105,8 +108,8 @@ type app struct {
 	noBrowser   bool
 	authTimeout time.Duration
 	waitingFor  string
-	// LongRunning compiles the Wasm policy (fast decisions, slower start) instead of
-	// interpreting it; `serve` sets it before asking for the client.
+	// LongRunning sizes the engine for many concurrent decisions and keeps the OS
+	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
 
 	cat      *catalog.Catalog
@@ -145,10 +148,10 @@ func (a *app) setup() error {
 		a.engineName = a.Getenv(envEngine)
 	}
 	if a.engineName == "" {
-		a.engineName = "wasm"
+		a.engineName = defaultEngine
 	}
-	if a.engineName != "wasm" && a.engineName != "rego" {
-		return usagef("--engine must be wasm or rego, not %q", a.engineName)
+	if err := checkEngine(a.engineName); err != nil {
+		return err
 	}
 	if a.catalogPath == "" {
 		a.catalogPath = a.Getenv(envCatalog)
@@ -164,8 +167,8 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName == "rego" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine rego (or unset %s)", envEngine)
+		if a.engineName != "wasm" {
+			return usagef("--bundle runs the bundle's policy.wasm: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
 	}
 	if a.decisionLogPath == "" {
@@ -268,18 +271,7 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch a.engineName {
-	case "rego":
-		a.engine, err = regoengine.New(ctx, regoengine.WithData(cat.Data()))
-	default:
-		opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-		if !a.LongRunning {
-			// One command asks a handful of questions: interpreting the module starts in a
-			// quarter of the time compiling it takes, which dominates.
-			opts = append(opts, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
-		}
-		a.engine, err = wasmengine.New(ctx, opts...)
-	}
+	a.engine, err = engines[a.engineName](ctx, a, cat.Data())
 	if err != nil {
 		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)

@@ -27,7 +27,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
   grantwire catalog google
   grantwire catalog --json | jq -r '.[] | select(.type == "mcp_server") | .id'
   grantwire catalog --raw > my-catalog.json && grantwire --catalog my-catalog.json catalog`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			cat, err := a.Catalog()
 			if err != nil {

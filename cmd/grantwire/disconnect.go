@@ -17,7 +17,7 @@ application's registration, not your connection). Disconnecting what is not conn
 succeeds and changes nothing.`,
 		Example: `  grantwire disconnect google
   grantwire disconnect mcp-github --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)

@@ -887,6 +887,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	const clientID = "bb-bundle-client"
 	secret := "bb-client-secret-" + randHex(8)
 	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret})
+	w.bin = opaBinary(t) // policy build, policy replay
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.gw("", "policy", "build", "-o", bundle, "--catalog", w.catalog)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -967,9 +968,11 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 // with exit 5 and the reason, before anything runs; a good one runs. No store is needed.
 func TestBinaryRefusesAMismatchedBundle(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t) // policy build
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.run("", "policy", "build", "-o", bundle)
 	require.Equal(t, 0, r.code, r.stderr)
+	w.bin = grantwireBinary(t) // the default build runs bundles
 	r = w.run("", "--bundle", bundle, "catalog", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.JSONEq(t, w.run("", "catalog", "--json").stdout, r.stdout, "the bundle carries the embedded catalog")
@@ -1017,6 +1020,7 @@ func tamperBundle(t *testing.T, path string) []byte {
 // to fix. (The checks themselves are tested in package audit.)
 func TestBinaryPolicyAudit(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t)
 	r := w.run("", "policy", "audit", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var rep struct {

@@ -74,7 +74,7 @@ is active for.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:research
   grantwire mcp list --json | jq -r '.[] | select(.missing_keys) | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			servers, err := a.mcpServers(ctx, agent)

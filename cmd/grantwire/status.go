@@ -28,7 +28,7 @@ stale and nothing is cleared. Secrets are never shown, with or without --json.`,
 		Example: `  grantwire status
   grantwire status google
   grantwire status --json | jq '.[] | select(.configured) | .id'`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
