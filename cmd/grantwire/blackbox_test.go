@@ -87,6 +87,8 @@ func newBB(t *testing.T) *bbWorld {
 		"PATH=" + os.Getenv("PATH"),
 		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
 		"LANG=C.UTF-8",
+		// One cache of compiled policy code for every test of the run, as one user has.
+		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
 	}
 	return w
 }

@@ -1,0 +1,56 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// BenchmarkBinaryGrantsList is `grants list` as the user feels it: the built binary,
+// started as a process on an empty home, until it exits (engine start, OS shell, one
+// operation, output). ns/op is the wall time of one command.
+//
+//	warm-cache: the compiled policy is in the user's cache directory (every run after the first)
+//	cold-cache: an empty cache directory each time (the first run: compile, then store)
+//
+// GRANTWIRE_BENCH_BINARY runs another binary instead (an older build, for comparison).
+//
+//	go test ./cmd/grantwire -run '^$' -bench BinaryGrantsList -count 10 | go tool benchstat -
+func BenchmarkBinaryGrantsList(b *testing.B) {
+	bin := os.Getenv("GRANTWIRE_BENCH_BINARY")
+	if bin == "" {
+		bin = grantwireBinary(&testing.T{})
+		if binDefault.err != nil {
+			b.Fatal(binDefault.err)
+		}
+	}
+	home := b.TempDir()
+	run := func(cache string) {
+		cmd := exec.Command(bin, "grants", "list")
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"), "XDG_CACHE_HOME=" + cache}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	b.Run("warm-cache", func(b *testing.B) {
+		cache := filepath.Join(home, "cache")
+		run(cache)
+		b.ReportAllocs()
+		for b.Loop() {
+			run(cache)
+		}
+	})
+	b.Run("cold-cache", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			b.StopTimer()
+			cache := filepath.Join(home, "cold", strconv.Itoa(i))
+			b.StartTimer()
+			run(cache)
+		}
+	})
+}
