@@ -104,7 +104,19 @@ func (a *app) activationsListCmd() *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(acts)
+				type row struct {
+					Connector string `json:"connector"`
+					Agent     string `json:"agent"`
+				}
+				rows := []row{}
+				for _, conn := range sortedKeys(acts) {
+					for _, agent := range sortedKeys(acts[conn]) {
+						if acts[conn][agent] {
+							rows = append(rows, row{conn, agent})
+						}
+					}
+				}
+				return a.printJSON(map[string]any{"activations": rows})
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			rows := 0

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,14 +136,19 @@ func (a *app) setup() error {
 		if err != nil {
 			return usagef("cannot find your home directory (%v); pass --home or set %s", err, envHome)
 		}
-		a.home = filepath.Join(h, ".grantwire")
+		a.home = filepath.Join(h, native.HomeDirName)
 	}
 	a.home = a.expandHome(a.home)
+	if abs, err := filepath.Abs(a.home); err == nil {
+		a.home = abs
+	}
 	if a.service == "" {
 		a.service = a.Getenv(envService)
 	}
 	if a.service == "" {
-		a.service = hostabi.DefaultService
+		// ~/.grantwire: grantwire.connections; any other home its own service, so that two
+		// homes never share secrets unless told to (--keyring-service).
+		a.service = native.ServiceFor(a.home, a.userHome())
 	}
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
@@ -328,6 +334,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
 		AuthTimeout: timeout,
 		Getenv:      a.Getenv,
+		// One command needs no watcher of other processes' activations (it would also
+		// create the home's directory for a read-only command such as status).
+		NoWatch: !a.LongRunning,
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -387,14 +396,13 @@ func (a *app) close(ctx context.Context) {
 
 // --- output ---------------------------------------------------------------------------
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout. A listing is an object with a named
+// array ({"grants": [...]}), never a bare array or map, so fields can be added later.
 func (a *app) printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
-	return err
+	enc := json.NewEncoder(a.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
@@ -597,6 +605,24 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 	}
 }
 
+// jsonRequested reports whether the command line asks for --json, for errors met before
+// (or instead of) parsing it: an unknown command or flag, a wrong argument count.
+func jsonRequested(args []string) bool {
+	want := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if arg == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(arg, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			want = err == nil && b
+		}
+	}
+	return want
+}
+
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
 	a := &app{env: e}
@@ -606,6 +632,9 @@ func run(ctx context.Context, args []string, e env) int {
 	root.SetOut(e.Stdout)
 	root.SetErr(e.Stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !a.jsonOut && jsonRequested(args) {
+		a.jsonOut = true
+	}
 	code := a.exit(ctx, cmd, err)
 	a.close(context.WithoutCancel(ctx))
 	return code

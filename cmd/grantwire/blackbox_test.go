@@ -182,9 +182,11 @@ func TestBinaryCatalog(t *testing.T) {
 	w := newBB(t)
 	r := w.run("", "catalog", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var list []map[string]any
+	var list struct {
+		Connectors []map[string]any `json:"connectors"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
-	require.GreaterOrEqual(t, len(list), 23)
+	require.GreaterOrEqual(t, len(list.Connectors), 23)
 
 	r = w.run("", "catalog", "nope")
 	require.Equal(t, 1, r.code)

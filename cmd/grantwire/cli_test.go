@@ -336,15 +336,18 @@ func runWithShellErr(t *testing.T, shellErr error) result {
 
 func TestJSONOutputsParse(t *testing.T) {
 	tw := newWorld(t)
-	var entries []catalog.Entry
+	var cat struct {
+		Connectors []catalog.Entry `json:"connectors"`
+	}
 	r := tw.gw("catalog", "--json")
 	require.Equal(t, 0, r.code)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
-	require.GreaterOrEqual(t, len(entries), 23)
-	require.Equal(t, "google", entries[0].ID)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cat))
+	require.GreaterOrEqual(t, len(cat.Connectors), 23)
+	require.Equal(t, "google", cat.Connectors[0].ID)
 	r = tw.gw("catalog", "--json", "--tier", "search")
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
-	for _, e := range entries {
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cat))
+	require.NotEmpty(t, cat.Connectors)
+	for _, e := range cat.Connectors {
 		require.Equal(t, "search", e.Tier)
 	}
 	var one catalog.Entry
@@ -374,21 +377,25 @@ func TestJSONOutputsParse(t *testing.T) {
 	require.True(t, act.AutoGranted)
 	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
 
-	var acts map[string]map[string]bool
-	require.NoError(t, json.Unmarshal([]byte(tw.gw("activations", "list", "--json").stdout), &acts))
-	require.Equal(t, map[string]map[string]bool{"mcp-brave-search": {"builtin:chat": true}}, acts)
+	require.JSONEq(t, `{"activations": [{"connector": "mcp-brave-search", "agent": "builtin:chat"}]}`, tw.gw("activations", "list", "--json").stdout)
 
-	var grants map[string]map[string][]string
-	require.NoError(t, json.Unmarshal([]byte(tw.gw("grants", "list", "--json").stdout), &grants))
-	require.Equal(t, []string{"use"}, grants["mcp-brave-search"]["builtin:chat"])
-	require.Equal(t, []string{gmailModify, gmailSend}, grants["google"]["builtin:email"])
+	require.JSONEq(t, `{"grants": [
+		{"connector": "google", "agent": "builtin:email", "scopes": ["`+gmailModify+`", "`+gmailSend+`"]},
+		{"connector": "mcp-brave-search", "agent": "builtin:chat", "scopes": ["use"]}]}`, tw.gw("grants", "list", "--json").stdout)
+	require.JSONEq(t, `{"grants": []}`, tw.gw("grants", "list", "dropbox", "--json").stdout)
 
-	var rows []grantwire.ConnectorStatus
+	var st struct {
+		Home       string                      `json:"home"`
+		Service    string                      `json:"keyring_service"`
+		Connectors []grantwire.ConnectorStatus `json:"connectors"`
+	}
 	r = tw.gw("status", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	require.Equal(t, filepath.Join(tw.home, ".grantwire"), st.Home)
+	require.Equal(t, hostabi.DefaultService, st.Service)
 	byID := map[string]grantwire.ConnectorStatus{}
-	for _, row := range rows {
+	for _, row := range st.Connectors {
 		byID[row.ID] = row
 	}
 	require.True(t, byID["google"].Configured)

@@ -70,7 +70,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 		Short: "List the grants of every connector, or of one",
 		Example: `  grantwire grants list
   grantwire grants list google
-  grantwire grants list --json`,
+  grantwire grants list --json | jq -r '.grants[] | select(.connector == "google") | .agent'`,
 		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -87,7 +87,18 @@ func (a *app) grantsListCmd() *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(grants)
+				type row struct {
+					Connector string   `json:"connector"`
+					Agent     string   `json:"agent"`
+					Scopes    []string `json:"scopes"`
+				}
+				rows := []row{}
+				for _, conn := range sortedKeys(grants) {
+					for _, agent := range sortedKeys(grants[conn]) {
+						rows = append(rows, row{conn, agent, nonNilStrings(grants[conn][agent])})
+					}
+				}
+				return a.printJSON(map[string]any{"grants": rows})
 			}
 			if len(grants) == 0 {
 				if connector != "" {

@@ -21,7 +21,10 @@ import (
 	"github.com/grantwire/grantwire/decisionlog"
 )
 
-func init() { extraCommands = append(extraCommands, newPolicyCmd) }
+func init() {
+	extraCommands = append(extraCommands, newPolicyCmd)
+	opaBuild = true
+}
 
 // checkFailed is a check of a policy command that failed: stale docs, a failed audit or
 // Rego test, a replay that found changes with --exit-code (exit 1).
