@@ -503,7 +503,10 @@ func TestTextOutputs(t *testing.T) {
 	require.Equal(t, "Disconnected mcp-github.\n", r.stdout)
 	r = tw.gw("disconnect", "mcp-github")
 	require.Equal(t, 0, r.code)
-	require.Equal(t, "mcp-github was not connected; nothing to remove.\n", r.stdout)
+	require.Equal(t, "mcp-github is not configured: nothing to remove.\n", r.stdout)
+	r = tw.gw("disconnect", "dropbox")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "dropbox is not connected: nothing to remove.\n", r.stdout)
 }
 
 func TestTestCommand(t *testing.T) {
