@@ -49,11 +49,11 @@ test: deps lint wasm-check audit ## every test: policy, engines, conformance, sh
 	@scripts/test.sh
 
 .PHONY: bench
-bench: ## benchmarks (see BENCHMARKS.md)
+bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)
 	@scripts/bench.sh
 
 .PHONY: demo
-demo: deps ## the main job end to end on embedded defaults
+demo: ## the main job end to end on embedded defaults (builds only what it uses, and says so)
 	@scripts/demo.sh
 
 .PHONY: authserver

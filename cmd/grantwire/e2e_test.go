@@ -1123,9 +1123,19 @@ func TestDemo(t *testing.T) {
 		"fix: grantwire connect google --scopes",
 		"Revoked the grants of builtin:research.",
 		"demo: ok",
+		// It says what it does while it builds, and builds only what it uses.
+		"# Building grantwire, the local OAuth server and the stand-in browser.",
+		"compiled", "built in ",
+		`"$keyring": "grantwire.connections.`,
 	} {
 		require.Contains(t, s, want)
 	}
+	for _, unused := range []string{"go tool opa", "npm "} {
+		require.NotContains(t, s, unused)
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^demo: ##`, string(mk), "make demo has no prerequisite (make deps builds OPA's tool and installs npm packages)")
 	require.NotContains(t, s, "_rt_")
 }
 
