@@ -25,8 +25,9 @@ wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
 	@scripts/build-wasm.sh --check
 
 .PHONY: bundle
-bundle: ## build/grantwire-bundle.tar.gz: the OPA bundle (Rego, policy.wasm, catalog) for grantwire and OPA servers
+bundle: ## build/grantwire-bundle.tar.gz (Rego, policy.wasm, catalog: grantwire --bundle) and build/grantwire-rego-bundle.tar.gz (no Wasm: opa eval -b, opa run)
 	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
+	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) --rego-only -o build/grantwire-rego-bundle.tar.gz
 
 .PHONY: docs
 docs: ## regenerate docs/policy.md from the policy's METADATA and rules (make test fails when it is stale)

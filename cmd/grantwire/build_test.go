@@ -194,3 +194,67 @@ func TestBinaryPolicyCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), "errors follow --json: %s", r.stderr)
 	require.Equal(t, "CHECK_FAILED", e.Error.Code)
 }
+
+// The README's `opa eval` example works with the OPA pinned in go.mod, on the Rego-only
+// bundle `make bundle` builds (the bundle with policy.wasm names Wasm entrypoints, which
+// an OPA without a WebAssembly engine refuses).
+func TestREADMEOPAEvalExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds OPA's command line")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	var line string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "go tool opa eval ") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, "the README has its opa eval example")
+	const bundle = "build/grantwire-rego-bundle.tar.gz"
+	require.Contains(t, line, bundle)
+	require.Regexp(t, `(?m)^\s+go run -tags opa ./cmd/grantwire policy build .*--rego-only -o `+bundle+`$`, string(mk), "make bundle builds it")
+
+	// Build the bundle as make bundle does, into a temporary build/, and run the line there.
+	dir := t.TempDir()
+	w := newBB(t)
+	w.bin = opaBinary(t)
+	r := w.run("", "policy", "build", "--rego-only", "-o", filepath.Join(dir, bundle))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs", "examples"), 0o755))
+	ex, err := os.ReadFile(filepath.Join(root, "docs", "examples", "check-url.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "examples", "check-url.json"), ex, 0o600))
+	// `go tool opa` is the OPA of go.mod: run that binary where the bundle is.
+	tool := exec.Command("go", "tool", "-n", "opa")
+	tool.Dir = root
+	opa, err := tool.Output()
+	require.NoError(t, err)
+	cmd := exec.Command("bash", "-c", strings.Replace(line, "go tool opa", strings.TrimSpace(string(opa)), 1))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var got struct {
+		Status string `json:"status"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Equal(t, "done", got.Status)
+	require.Equal(t, "INSECURE_TRANSPORT", got.Error.Code)
+}
+
+// The OPA build's policy commands are the ones the default build names.
+func TestBinaryPolicyCommandsAreTheNamedOnes(t *testing.T) {
+	w := newBB(t)
+	w.bin = opaBinary(t)
+	r := w.run("", "policy")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "grantwire policy needs a command: audit, build, docs, replay, test")
+}

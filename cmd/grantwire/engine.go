@@ -27,12 +27,6 @@ var engines = map[string]engineFactory{
 	"wasm": newWasmEngine,
 }
 
-// opaBuildEngines are engines only the OPA build has: asking the default build for one is
-// a usage error that says how to get it.
-var opaBuildEngines = []string{"rego"}
-
-// opaBuildFix is how to get the OPA build (the policy commands and the rego engine).
-const opaBuildFix = "go build -tags opa -o grantwire ./cmd/grantwire (in a checkout of grantwire; see the README)"
 
 func engineNames() []string {
 	names := make([]string, 0, len(engines))

@@ -18,6 +18,7 @@ func newPolicyStub(a *app) *cobra.Command {
 			"  " + opaBuildFix,
 		Example:            "  go build -tags opa -o grantwire ./cmd/grantwire && ./grantwire policy audit",
 		DisableFlagParsing: true,
+		ValidArgs:          policyCommands,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			return usagef("grantwire policy is not in this build (it links OPA's Go packages); build the OPA build: %s", opaBuildFix)
 		}),

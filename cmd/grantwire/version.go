@@ -21,8 +21,6 @@ var (
 	commit  string
 )
 
-// opaBuild is set by the OPA build (policy.go).
-var opaBuild bool
 
 // versionInfo is what `grantwire version --json` prints.
 type versionInfo struct {
