@@ -258,3 +258,65 @@ func TestBinaryPolicyCommandsAreTheNamedOnes(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "grantwire policy needs a command: audit, build, docs, replay, test")
 }
+
+// grantwire --version and grantwire version [--json]: version, commit, build, policy
+// sha256 (the embedded policy.wasm's, or --bundle's), engine.
+func TestBinaryVersion(t *testing.T) {
+	sumFile, err := os.ReadFile("../../policy/policy.wasm.sha256")
+	require.NoError(t, err)
+	sum := strings.Fields(string(sumFile))[0]
+	w := newBB(t)
+	r := w.run("", "--version")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^grantwire \S+ \(commit \S+, default build, policy sha256 `+sum+`, engine wasm, go1\.\d+`, r.stdout)
+
+	type info struct {
+		Version, Commit, Build, Go, Engine string
+		PolicySHA256                       string   `json:"policy_sha256"`
+		PolicyRevision                     string   `json:"policy_revision"`
+		Engines                            []string `json:"engines"`
+	}
+	version := func(w *bbWorld, args ...string) info {
+		t.Helper()
+		r := w.run("", append([]string{"--json", "version"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var v info
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+		return v
+	}
+	v := version(w)
+	require.Equal(t, sum, v.PolicySHA256)
+	require.Equal(t, "sha256:"+sum[:16], v.PolicyRevision)
+	require.Equal(t, "default", v.Build)
+	require.Equal(t, "wasm", v.Engine)
+	require.Equal(t, []string{"wasm"}, v.Engines)
+	require.NotEmpty(t, v.Version)
+	require.NotEmpty(t, v.Commit)
+	r = w.run("", "version")
+	require.Equal(t, 0, r.code)
+	require.Contains(t, r.stdout, "policy:  sha256 "+sum)
+
+	// Set at link time.
+	bin := filepath.Join(t.TempDir(), "grantwire")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7 -X main.commit=abc123", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	w.bin = bin
+	v = version(w)
+	require.Equal(t, "v9.8.7", v.Version)
+	require.Equal(t, "abc123", v.Commit)
+	r = w.run("", "--version")
+	require.True(t, strings.HasPrefix(r.stdout, "grantwire v9.8.7 (commit abc123, "), r.stdout)
+
+	// The OPA build, its rego engine, and a bundle's policy.
+	w.bin = opaBinary(t)
+	v = version(w, "--engine", "rego")
+	require.Equal(t, "opa", v.Build)
+	require.Equal(t, "rego", v.Engine)
+	require.Equal(t, []string{"rego", "wasm"}, v.Engines)
+	bundle := filepath.Join(w.home, "b.tar.gz")
+	r = w.run("", "policy", "build", "-o", bundle)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, sum, version(w, "--bundle", bundle).PolicySHA256)
+}

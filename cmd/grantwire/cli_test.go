@@ -715,6 +715,10 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 		n++
 		require.NotEmpty(t, c.Short, c.CommandPath())
+		c.InitDefaultHelpFlag()
+		usage := c.UsageString()
+		require.NotContains(t, usage, "[=true|false]", "%s: boolean flags read --flag", c.CommandPath())
+		require.Regexp(t, `(?m)^  -h, --help\s+help for `, usage, c.CommandPath())
 		require.NotEmpty(t, c.Example, "%s has an example", c.CommandPath())
 		for _, line := range strings.Split(c.Example, "\n") {
 			if strings.TrimSpace(line) != "" && !strings.HasPrefix(strings.TrimSpace(line), "#") && !strings.HasPrefix(line, "    ") {
