@@ -4,8 +4,12 @@
 //
 // The commands live one group per file (catalog.go, status.go, connect.go, ...); app.go
 // builds the client (catalog → engine → OS shell → grantwire.Client) and maps errors to
-// the exit codes of the policy's error table. extra.go is the seam where other packages
-// add command groups (policy …, serve).
+// the exit codes of the policy's error table; engine.go is the table of engines. extra.go
+// is the seam where command groups are added (policy …, serve).
+//
+// Two builds: the default one links no OPA package (TestBinaryLinksNoOPA); the OPA build,
+// go build -tags opa, adds the policy commands (policy.go, on package audit) and the rego
+// engine (engine_rego.go). opabuild.go names what only the OPA build has.
 //
 // It imports the module's packages and shells/native; nothing imports it.
 package main
