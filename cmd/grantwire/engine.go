@@ -27,7 +27,6 @@ var engines = map[string]engineFactory{
 	"wasm": newWasmEngine,
 }
 
-
 func engineNames() []string {
 	names := make([]string, 0, len(engines))
 	for n := range engines {

@@ -21,7 +21,6 @@ var (
 	commit  string
 )
 
-
 // versionInfo is what `grantwire version --json` prints.
 type versionInfo struct {
 	Version string `json:"version"`
