@@ -1125,11 +1125,12 @@ func TestDemo(t *testing.T) {
 		"demo: ok",
 		// It says what it does while it builds, and builds only what it uses.
 		"# Building grantwire, the local OAuth server and the stand-in browser.",
-		"compiled", "built in ",
+		"built in ",
 		`"$keyring": "grantwire.connections.`,
 	} {
 		require.Contains(t, s, want)
 	}
+	require.Regexp(t, `(?m)^  (\d+ package\(s\) compiled|up to date \(Go's build cache had everything\))$`, s)
 	for _, unused := range []string{"go tool opa", "npm "} {
 		require.NotContains(t, s, unused)
 	}
