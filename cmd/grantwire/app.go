@@ -513,6 +513,11 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	if errors.As(err, &re) {
 		inner = re.err
 	}
+	var opa *needsOPABuild
+	if errors.As(inner, &opa) {
+		a.report("USAGE", "usage: "+opa.Error(), opaBuildFix, nil, exitOf("USAGE", 2))
+		return exitOf("USAGE", 2)
+	}
 	var ue *usageError
 	if re == nil || errors.As(inner, &ue) {
 		hint := "grantwire --help"
@@ -597,7 +602,7 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 	}
 	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
-		if code == "USAGE" {
+		if code == "USAGE" && strings.HasSuffix(fix, " --help") {
 			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
 			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)

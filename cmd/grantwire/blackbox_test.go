@@ -143,7 +143,7 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"grants", "grant", "google"}, "grantwire grants grant: missing <agent>"},
 		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm"},
 		{[]string{"--engine", "rego", "catalog"}, "--engine rego needs the OPA build of grantwire"},
-		{[]string{"policy", "audit", "--threshold", "0"}, "grantwire policy is not in this build"},
+		{[]string{"policy", "audit", "--threshold", "0"}, "grantwire policy needs the OPA build"},
 		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},

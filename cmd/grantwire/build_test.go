@@ -79,13 +79,17 @@ func TestBinaryOPABuild(t *testing.T) {
 	w := newBB(t)
 	r := w.run("", "policy", "test")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "grantwire policy is not in this build")
-	require.Contains(t, r.stderr, "go build -tags opa -o grantwire ./cmd/grantwire")
+	require.Contains(t, r.stderr, "grantwire policy needs the OPA build")
+	require.Contains(t, r.stderr, "\nfix: go build -tags opa -o grantwire ./cmd/grantwire\n")
+	r = w.run("", "policy", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "audit, build, docs, replay, test")
 	r = w.run("", "--json", "--engine", "rego", "catalog")
 	require.Equal(t, 2, r.code)
 	var e cliError
 	require.NoError(t, json.Unmarshal([]byte(r.stderr), &e), r.stderr)
 	require.Contains(t, e.Error.Message, "--engine rego needs the OPA build")
+	require.Equal(t, "go build -tags opa -o grantwire ./cmd/grantwire", e.Error.Fix)
 
 	// The fix it prints, run from the module's root, builds a binary that has both.
 	root, err := filepath.Abs("../..")

@@ -42,7 +42,7 @@ func checkEngine(name string) error {
 		return nil
 	}
 	if slices.Contains(opaBuildEngines, name) {
-		return usagef("--engine %s needs the OPA build of grantwire, which links OPA's Go packages: %s", name, opaBuildFix)
+		return &needsOPABuild{"--engine " + name}
 	}
 	known := strings.Join(engineNames(), " or ")
 	for _, n := range opaBuildEngines {

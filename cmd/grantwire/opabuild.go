@@ -13,5 +13,13 @@ var opaBuildEngines = []string{"rego"}
 // policyCommands are the subcommands of `grantwire policy` in the OPA build.
 var policyCommands = []string{"audit", "build", "docs", "replay", "test"}
 
-// opaBuildFix is how to get the OPA build (the policy commands and the rego engine).
-const opaBuildFix = "go build -tags opa -o grantwire ./cmd/grantwire (in a checkout of grantwire; see the README)"
+// opaBuildFix is how to get the OPA build (the policy commands and the rego engine), run
+// in a checkout of grantwire.
+const opaBuildFix = "go build -tags opa -o grantwire ./cmd/grantwire"
+
+// needsOPABuild is a usage error for what only the OPA build has: its fix builds it.
+type needsOPABuild struct{ what string }
+
+func (e *needsOPABuild) Error() string {
+	return e.what + " needs the OPA build of grantwire, which links OPA's Go packages: build it in a checkout of grantwire (see the README)"
+}

@@ -20,7 +20,12 @@ func newPolicyStub(a *app) *cobra.Command {
 		DisableFlagParsing: true,
 		ValidArgs:          policyCommands,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			return usagef("grantwire policy is not in this build (it links OPA's Go packages); build the OPA build: %s", opaBuildFix)
+			for _, arg := range args {
+				if arg == "-h" || arg == "--help" {
+					return cmd.Help()
+				}
+			}
+			return &needsOPABuild{"grantwire policy"}
 		}),
 	}
 }
