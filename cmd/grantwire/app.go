@@ -103,7 +103,7 @@ type app struct {
 	// Global flags.
 	home, service, engineName, catalogPath string
 	bundlePath, decisionLogPath            string
-	jsonOut                                bool
+	jsonOut, showVersion                   bool
 
 	// Settings a command makes before the client is built.
 	noBrowser   bool

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,10 +55,19 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if a.showVersion && !cmd.HasParent() {
+				return nil // --version needs no setting
+			}
 			return a.setup()
 		},
 		Args: cobra.ArbitraryArgs,
-		RunE: a.group,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.showVersion {
+				_, err := io.WriteString(a.Stdout, versionLine())
+				return err
+			}
+			return a.group(cmd, args)
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire)")
@@ -69,10 +79,8 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.CompletionOptions.HiddenDefaultCmd = true
-	root.Version = "set" // --version prints versionLine (cobra needs a non-empty Version)
-	root.SetVersionTemplate(versionLine())
 	setUsage(root)
-	root.Flags().Bool("version", false, "print the version, commit, policy sha256 and engine")
+	root.Flags().BoolVar(&a.showVersion, "version", false, "print the version, commit, build, policy sha256 and engine")
 
 	root.AddCommand(
 		a.catalogCmd(), a.statusCmd(), a.connectCmd(), a.configureCmd(), a.testCmd(),

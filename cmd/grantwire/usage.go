@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,16 +10,54 @@ import (
 )
 
 // The usage text: cobra's, with flags listed as users of gh or kubectl expect — a
-// boolean flag is "--json", not pflag's "--json[=true|false]".
+// boolean flag is "--json", not pflag's "--json[=true|false]". It is written by a function,
+// not a template: a cobra template links text/template's reflection, which keeps every
+// exported method of every type in the binary (+2.6 MB).
 
-func init() { cobra.AddTemplateFunc("flagUsages", flagUsages) }
-
-// setUsage installs the usage template on the root (subcommands inherit it).
+// setUsage installs the usage function on the root (subcommands inherit it).
 func setUsage(root *cobra.Command) {
-	t := root.UsageTemplate()
-	t = strings.ReplaceAll(t, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
-	t = strings.ReplaceAll(t, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
-	root.SetUsageTemplate(t)
+	root.SetUsageFunc(func(c *cobra.Command) error {
+		_, err := io.WriteString(c.OutOrStderr(), usageText(c))
+		return err
+	})
+}
+
+// usageText is cobra's default usage (Usage, Aliases, Examples, Available Commands, Flags,
+// Global Flags) with flagUsages for the flags.
+func usageText(c *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString("Usage:")
+	if c.Runnable() {
+		fmt.Fprintf(&b, "\n  %s", c.UseLine())
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\n  %s [command]", c.CommandPath())
+	}
+	if len(c.Aliases) > 0 {
+		fmt.Fprintf(&b, "\n\nAliases:\n  %s", c.NameAndAliases())
+	}
+	if c.HasExample() {
+		fmt.Fprintf(&b, "\n\nExamples:\n%s", c.Example)
+	}
+	if c.HasAvailableSubCommands() {
+		b.WriteString("\n\nAvailable Commands:")
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() || sub.Name() == "help" {
+				fmt.Fprintf(&b, "\n  %-*s %s", sub.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
+	if c.HasAvailableLocalFlags() {
+		fmt.Fprintf(&b, "\n\nFlags:\n%s", strings.TrimRight(flagUsages(c.LocalFlags()), " \n"))
+	}
+	if c.HasAvailableInheritedFlags() {
+		fmt.Fprintf(&b, "\n\nGlobal Flags:\n%s", strings.TrimRight(flagUsages(c.InheritedFlags()), " \n"))
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\n\nUse \"%s [command] --help\" for more information about a command.", c.CommandPath())
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // flagUsages lists the flags of fs, one a line, usage aligned: "  -h, --help   help for x".
