@@ -407,8 +407,16 @@ func (a *app) printJSON(v any) error {
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
 
+// warnf prints a warning on stderr: "grantwire: warning: …", or with --json one object
+// {"warning": {"message": …}} on a line, so that stderr holds nothing but JSON.
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
+	msg := fmt.Sprintf(format, args...)
+	if a.jsonOut {
+		b, _ := json.Marshal(map[string]any{"warning": map[string]string{"message": msg}})
+		fmt.Fprintf(a.Stderr, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
 }
 
 // --- errors ---------------------------------------------------------------------------

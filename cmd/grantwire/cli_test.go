@@ -129,6 +129,16 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "readable by other users")
 	require.Contains(t, tw.w.Keyring()[svc+"\x00"+hostabi.ClientUser("google")], "google-secret-2")
+	// With --json the warning is JSON too: stderr holds nothing else.
+	r = tw.gw("--json", "configure", "google", "--client-id", "cid-2", "--client-secret-file", f)
+	require.Equal(t, 0, r.code, r.stderr)
+	var warning struct {
+		Warning struct {
+			Message string `json:"message"`
+		} `json:"warning"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &warning), r.stderr)
+	require.Contains(t, warning.Warning.Message, "readable by other users")
 
 	// Typed on a terminal, without echo.
 	r = tw.run(invocation{stdinTTY: true, password: []string{"google-secret-3"}}, "configure", "google", "--client-id", "cid-3", "--client-secret-stdin")
