@@ -14,6 +14,7 @@ import (
 // operation, output). ns/op is the wall time of one command.
 //
 //	warm-cache: the compiled policy is in the user's cache directory (every run after the first)
+//	floor-version: `grantwire --version`, the process alone (no engine, no OS shell)
 //	cold-cache: an empty cache directory each time (the first run: compile, then store)
 //
 // GRANTWIRE_BENCH_BINARY runs another binary instead (an older build, for comparison).
@@ -28,9 +29,10 @@ func BenchmarkBinaryGrantsList(b *testing.B) {
 		}
 	}
 	home := b.TempDir()
+	args := []string{"grants", "list"}
 	var cpu time.Duration // the process's user + system CPU time, less sensitive to load than wall time
 	run := func(b *testing.B, cache string) {
-		cmd := exec.Command(bin, "grants", "list")
+		cmd := exec.Command(bin, args...)
 		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"), "XDG_CACHE_HOME=" + cache}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
@@ -47,6 +49,17 @@ func BenchmarkBinaryGrantsList(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			run(b, cache)
+		}
+		report(b)
+	})
+	// The floor: the same process printing its version, with no engine to start.
+	b.Run("floor-version", func(b *testing.B) {
+		args = []string{"--version"}
+		defer func() { args = []string{"grants", "list"} }()
+		cpu = 0
+		b.ReportAllocs()
+		for b.Loop() {
+			run(b, filepath.Join(home, "cache"))
 		}
 		report(b)
 	})
