@@ -25,17 +25,19 @@ wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
 	@scripts/build-wasm.sh --check
 
 .PHONY: bundle
-bundle: ## build/grantwire-bundle.tar.gz: the OPA bundle (Rego, policy.wasm, catalog) for grantwire and OPA servers
-	go run ./internal/tools/policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
+bundle: ## build/grantwire-bundle.tar.gz (Rego, policy.wasm, catalog: grantwire --bundle) and build/grantwire-rego-bundle.tar.gz (no Wasm: opa eval -b, opa run)
+	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
+	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) --rego-only -o build/grantwire-rego-bundle.tar.gz
 
 .PHONY: docs
 docs: ## regenerate docs/policy.md from the policy's METADATA and rules (make test fails when it is stale)
-	go run ./internal/tools/policy docs --policy $(POLICY) -o docs/policy.md
+	go run -tags opa ./cmd/grantwire policy docs --policy $(POLICY) -o docs/policy.md
 
 .PHONY: lint
 lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	go vet -tags opa ./cmd/grantwire
 	$(OPA) fmt --fail -l $(POLICY)
 	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
 
@@ -48,11 +50,11 @@ test: deps lint wasm-check audit ## every test: policy, engines, conformance, sh
 	@scripts/test.sh
 
 .PHONY: bench
-bench: ## benchmarks (see BENCHMARKS.md)
+bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)
 	@scripts/bench.sh
 
 .PHONY: demo
-demo: deps ## the main job end to end on embedded defaults
+demo: ## the main job end to end on embedded defaults (builds only what it uses, and says so)
 	@scripts/demo.sh
 
 .PHONY: authserver

@@ -1,7 +1,8 @@
 // Package audit is grantwire's policy tooling on OPA's Go packages: it builds the OPA
 // bundle that grantwire, OPA servers and OPA's bundle service share ([Build]), generates
-// docs/policy.md from the policy's METADATA ([Docs]), runs the policy's Rego tests, and
-// provides the `grantwire policy` commands ([PolicyCommand]: build, docs, replay, test).
+// docs/policy.md from the policy's METADATA ([Docs]), runs the policy's Rego tests,
+// and provides what the `grantwire policy` commands of cmd/grantwire run (audit, build, docs,
+// replay, test; in the OPA build of the command).
 //
 // It imports OPA (compile, bundle, ast, tester) and so must never be imported by the
 // runtime: the root package, core/wasmengine and the shells stay OPA-free (a test checks

@@ -3,8 +3,6 @@ package audit_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,43 +143,41 @@ func TestOPAAgreesWithReplay(t *testing.T) {
 
 func TestReplayCommand(t *testing.T) {
 	logPath := scenarioLog(t)
-	run := func(args ...string) (string, error) {
-		cmd := audit.PolicyCommand()
-		var out, stderr bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&stderr)
-		cmd.SetArgs(args)
-		err := cmd.Execute()
-		return out.String(), err
+	// What `grantwire policy replay` runs (its command is tested in cmd/grantwire).
+	run := func(bundle, dir string) (string, *decisionlog.Report, error) {
+		ctx := context.Background()
+		e, against, err := audit.ReplayEngine(ctx, bundle, dir, "")
+		if err != nil {
+			return "", nil, err
+		}
+		defer e.Close(ctx)
+		f, err := os.Open(logPath)
+		require.NoError(t, err)
+		defer f.Close()
+		rep, err := decisionlog.Replay(ctx, f, e)
+		require.NoError(t, err)
+		var out bytes.Buffer
+		audit.WriteReplay(&out, logPath, against, rep)
+		return out.String(), rep, nil
 	}
-	out, err := run("replay", logPath, "--bundle", changedBundle(t))
+	out, rep, err := run(changedBundle(t), "")
 	require.NoError(t, err)
 	require.Contains(t, out, "against bundle "+changedBundle(t)+" (revision changed-1)")
 	require.Contains(t, out, "2 decisions would change:")
 	require.Contains(t, out, "get_access_token: error NOT_CONNECTED -> error NOT_LINKED (error differ)")
 	require.NotContains(t, out, "skipped", "every entry replays")
-
-	out, err = run("replay", logPath, "--bundle", changedBundle(t), "--json", "--exit-code")
-	var exit *audit.ExitError
-	require.True(t, errors.As(err, &exit), "%v", err)
-	require.Equal(t, 1, exit.Code)
-	var rep struct {
-		Against string               `json:"against"`
-		Changes []decisionlog.Change `json:"changes"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	require.Len(t, rep.Changes, 2)
 
-	out, err = run("replay", logPath, "--exit-code")
+	out, _, err = run("", "")
 	require.NoError(t, err)
 	require.Contains(t, out, "no decision would change")
 
 	// The Rego of a directory, evaluated live: the same two changes.
 	dir := copyPolicy(t, t.TempDir(), policyChange)
-	out, err = run("replay", logPath, "--policy", dir)
+	out, _, err = run("", dir)
 	require.NoError(t, err)
 	require.Contains(t, out, "2 decisions would change:")
 
-	_, err = run("replay", logPath, "--bundle", changedBundle(t), "--policy", dir)
-	require.ErrorContains(t, err, "do not combine")
+	_, _, err = run(changedBundle(t), dir)
+	require.ErrorIs(t, err, audit.ErrCombined)
 }

@@ -68,10 +68,42 @@ run() {
 	[ "$want" = 0 ] || out "(exit code $rc)"
 }
 
+# build_progress reads `go build -v` (the packages it compiles, one a line) and shows the
+# progress: a counter on a terminal, a line every 50 packages otherwise. Other lines (a
+# compile error) are printed as they are.
+build_progress() {
+	local n=0 line
+	while IFS= read -r line; do
+		case "$line" in
+		'' | *' '* | '#'*) printf '%s\n' "$line" ;;
+		*)
+			n=$((n + 1))
+			if [ -t 1 ]; then
+				printf '\r  %d packages compiled (%.50s)\033[K' "$n" "$line"
+			elif [ $((n % 50)) = 0 ]; then
+				out "  $n packages compiled so far..."
+			fi
+			;;
+		esac
+	done
+	[ ! -t 1 ] || [ "$n" = 0 ] || printf '\r\033[K'
+	if [ "$n" = 0 ]; then
+		out "  up to date (Go's build cache had everything)"
+	else
+		out "  $n package(s) compiled"
+	fi
+}
+
 say "grantwire demo: which AI agent may use which connection, with every secret in the OS credential store."
-say "Building grantwire, the local OAuth server and the stand-in browser..."
-go build -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser ||
-	fail "go build failed (Go 1.26 or later is required)"
+command -v go >/dev/null || fail "Go 1.26 or later is required (https://go.dev/dl/)"
+say "Downloading the Go modules grantwire needs (go mod download; nothing when they are already here)..."
+go mod download || fail "go mod download failed (is the Go module proxy reachable?)"
+say "Building grantwire, the local OAuth server and the stand-in browser. The first build compiles"
+out "#    every dependency (a few minutes on 2 cores); later builds take seconds."
+start=$SECONDS
+go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
+[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
+out "  built in $((SECONDS - start)) s"
 
 say "Starting a private Secret Service (its own dbus-daemon and gnome-keyring-daemon, a fresh login keyring)..."
 keyring_ensure_installed || fail "no Secret Service: install gnome-keyring as explained above, then run make demo again"
@@ -143,7 +175,10 @@ say "7. A local MCP server takes an API key in its environment: KEY=VALUE lines 
 out "#    the keyring; mcp_servers.json holds only a reference to it."
 run 0 "printf 'BRAVE_API_KEY=%s\n' \"\$BRAVE_API_KEY\" | grantwire configure mcp-brave-search --from-stdin" \
 	"Configured mcp-brave-search: BRAVE_API_KEY stored in the credential store."
-run 0 "cat \"\$GRANTWIRE_HOME\"/mcp_servers.json" '"BRAVE_API_KEY": {' '"$keyring": "grantwire.connections:mcp-brave-search:BRAVE_API_KEY"'
+out "#    This demo's home is not ~/.grantwire, so its secrets are under a keyring service of its own"
+out "#    (grantwire.connections.<hash of the home>): two homes never share secrets unless told to"
+out "#    (--keyring-service)."
+run 0 "cat \"\$GRANTWIRE_HOME\"/mcp_servers.json" '"BRAVE_API_KEY": {' '"$keyring": "grantwire.connections.' ':mcp-brave-search:BRAVE_API_KEY"'
 
 say "8. Show its tools to the research agent. One click: the agent declares it needs the server, so"
 out "#    activation also grants it (\"use\")."

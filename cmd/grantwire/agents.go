@@ -41,7 +41,7 @@ cannot be read) and declarations the catalog does not offer are reported as warn
 stderr (and under "problems" with --json).`,
 		Example: `  grantwire agents list
   grantwire agents list --json | jq -r '.agents[] | select(.consumes_mcp_servers) | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)
@@ -92,7 +92,7 @@ the old id do not carry over.`,
 		Example: `  grantwire agents id ./reviewer.py
   grantwire agents id ./agent.py --name reviewer
   grantwire agents id ./agent.py --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			path, err := filepath.Abs(a.expandHome(args[0]))

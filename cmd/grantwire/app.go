@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
@@ -48,6 +48,9 @@ type env struct {
 	ReadPassword func() (string, error)
 	// UserHome is the user's home directory (os.UserHomeDir).
 	UserHome func() (string, error)
+	// CacheDir is the user's cache directory (os.UserCacheDir), where the compiled policy
+	// is kept; nil or an error means none.
+	CacheDir func() (string, error)
 }
 
 func osEnv() env {
@@ -69,6 +72,7 @@ func osEnv() env {
 			return string(b), err
 		},
 		UserHome: os.UserHomeDir,
+		CacheDir: os.UserCacheDir,
 	}
 }
 
@@ -97,14 +101,14 @@ type app struct {
 	// Global flags.
 	home, service, engineName, catalogPath string
 	bundlePath, decisionLogPath            string
-	jsonOut                                bool
+	jsonOut, showVersion                   bool
 
 	// Settings a command makes before the client is built.
 	noBrowser   bool
 	authTimeout time.Duration
 	waitingFor  string
-	// LongRunning compiles the Wasm policy (fast decisions, slower start) instead of
-	// interpreting it; `serve` sets it before asking for the client.
+	// LongRunning sizes the engine for many concurrent decisions and keeps the OS
+	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
 
 	cat    *catalog.Catalog
@@ -129,23 +133,28 @@ func (a *app) setup() error {
 		if err != nil {
 			return usagef("cannot find your home directory (%v); pass --home or set %s", err, envHome)
 		}
-		a.home = filepath.Join(h, ".grantwire")
+		a.home = filepath.Join(h, native.HomeDirName)
 	}
 	a.home = a.expandHome(a.home)
+	if abs, err := filepath.Abs(a.home); err == nil {
+		a.home = abs
+	}
 	if a.service == "" {
 		a.service = a.Getenv(envService)
 	}
 	if a.service == "" {
-		a.service = hostabi.DefaultService
+		// ~/.grantwire: grantwire.connections; any other home its own service, so that two
+		// homes never share secrets unless told to (--keyring-service).
+		a.service = native.ServiceFor(a.home, a.userHome())
 	}
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
 	}
 	if a.engineName == "" {
-		a.engineName = "wasm"
+		a.engineName = defaultEngine
 	}
-	if a.engineName != "wasm" && a.engineName != "rego" {
-		return usagef("--engine must be wasm or rego, not %q", a.engineName)
+	if err := checkEngine(a.engineName); err != nil {
+		return err
 	}
 	if a.catalogPath == "" {
 		a.catalogPath = a.Getenv(envCatalog)
@@ -161,8 +170,8 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName == "rego" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine rego (or unset %s)", envEngine)
+		if a.engineName != "wasm" {
+			return usagef("--bundle runs the bundle's policy.wasm: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
 	}
 	if a.decisionLogPath == "" {
@@ -249,18 +258,7 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch a.engineName {
-	case "rego":
-		a.engine, err = regoengine.New(ctx, regoengine.WithData(cat.Data()))
-	default:
-		opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-		if !a.LongRunning {
-			// One command asks a handful of questions: interpreting the module starts in a
-			// quarter of the time compiling it takes, which dominates.
-			opts = append(opts, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
-		}
-		a.engine, err = wasmengine.New(ctx, opts...)
-	}
+	a.engine, err = engines[a.engineName](ctx, a, cat.Data())
 	if err != nil {
 		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
@@ -302,7 +300,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Prompt:      a.progress,
 		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
 		Getenv:      a.Getenv,
-		NoWatch:     true, // a command is short-lived; serve watches
+		// One command needs no watcher of other processes' activations (it would also
+		// create the home's directory for a read-only command such as status).
+		NoWatch: !a.LongRunning,
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -362,20 +362,27 @@ func (a *app) close(ctx context.Context) {
 
 // --- output ---------------------------------------------------------------------------
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout. A listing is an object with a named
+// array ({"grants": [...]}), never a bare array or map, so fields can be added later.
 func (a *app) printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
-	return err
+	enc := json.NewEncoder(a.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
 
+// warnf prints a warning on stderr: "grantwire: warning: …", or with --json one object
+// {"warning": {"message": …}} on a line, so that stderr holds nothing but JSON.
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
+	msg := fmt.Sprintf(format, args...)
+	if a.jsonOut {
+		b, _ := json.Marshal(map[string]any{"warning": map[string]string{"message": msg}})
+		fmt.Fprintf(a.Stderr, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
 }
 
 // --- errors ---------------------------------------------------------------------------
@@ -475,6 +482,11 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	if errors.As(err, &re) {
 		inner = re.err
 	}
+	var opa *needsOPABuild
+	if errors.As(inner, &opa) {
+		a.report("USAGE", "usage: "+opa.Error(), opaBuildFix, nil, exitOf("USAGE", 2))
+		return exitOf("USAGE", 2)
+	}
 	var ue *usageError
 	if re == nil || errors.As(inner, &ue) {
 		hint := "grantwire --help"
@@ -564,12 +576,30 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 	}
 	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
-		if code == "USAGE" {
+		if code == "USAGE" && strings.HasSuffix(fix, " --help") {
 			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
 			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
 		}
 	}
+}
+
+// jsonRequested reports whether the command line asks for --json, for errors met before
+// (or instead of) parsing it: an unknown command or flag, a wrong argument count.
+func jsonRequested(args []string) bool {
+	want := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if arg == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(arg, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			want = err == nil && b
+		}
+	}
+	return want
 }
 
 // run executes one command line and returns the exit code.
@@ -581,7 +611,16 @@ func run(ctx context.Context, args []string, e env) int {
 	root.SetOut(e.Stdout)
 	root.SetErr(e.Stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !a.jsonOut && jsonRequested(args) {
+		a.jsonOut = true
+	}
 	code := a.exit(ctx, cmd, err)
 	a.close(context.WithoutCancel(ctx))
 	return code
+}
+
+// userHome is the user's home directory, "" when unknown.
+func (a *app) userHome() string {
+	h, _ := a.UserHome()
+	return h
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -26,9 +27,9 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 		Example: `  grantwire catalog
   grantwire catalog --tier search
   grantwire catalog google
-  grantwire catalog --json | jq -r '.[] | select(.type == "mcp_server") | .id'
+  grantwire catalog --json | jq -r '.connectors[] | select(.type == "mcp_server") | .id'
   grantwire catalog --raw > my-catalog.json && grantwire --catalog my-catalog.json catalog`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			cat, err := a.Catalog()
 			if err != nil {
@@ -43,6 +44,9 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 				if err := grantwire.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
 					return err
 				}
+			}
+			if tiers := catalogTiers(cat); tier != "" && !slices.Contains(tiers, tier) {
+				return usagef("--tier must be one of %s, not %q", strings.Join(tiers, ", "), tier)
 			}
 			if raw {
 				_, err := a.Stdout.Write(append(cat.JSON(), '\n'))
@@ -69,7 +73,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 				if list == nil {
 					list = []catalog.Entry{}
 				}
-				return a.printJSON(list)
+				return a.printJSON(map[string]any{"connectors": list})
 			}
 			if len(list) == 0 {
 				a.printf("No connectors in tier %q.\n", tier)
@@ -86,6 +90,17 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 	cmd.Flags().StringVar(&tier, "tier", "", "only connectors of this tier ("+strings.Join(catalog.Tiers, ", ")+")")
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the catalog document ({\"connectors\": ...})")
 	return cmd
+}
+
+// catalogTiers are the standard tiers and any other tier the catalog's entries use.
+func catalogTiers(cat *catalog.Catalog) []string {
+	tiers := slices.Clone(catalog.Tiers)
+	for _, e := range cat.Entries() {
+		if e.Tier != "" && !slices.Contains(tiers, e.Tier) {
+			tiers = append(tiers, e.Tier)
+		}
+	}
+	return tiers
 }
 
 func (a *app) showEntry(e catalog.Entry) {

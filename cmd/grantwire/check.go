@@ -43,7 +43,7 @@ configuration, ...), or 1 when the command is missing.`,
   grantwire test google --agent builtin:email --scopes https://www.googleapis.com/auth/gmail.modify
   grantwire test mcp-github --agent builtin:code
   grantwire test mcp-brave-search --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]

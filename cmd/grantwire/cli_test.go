@@ -55,9 +55,13 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"group without command", invocation{}, []string{"grants"}, []string{"grantwire grants needs a command: grant, list, revoke"}},
 		{"group with unknown command", invocation{}, []string{"activations", "toggle"}, []string{`unknown command "toggle"`}},
 		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
-		{"missing argument", invocation{}, []string{"connect"}, []string{"accepts 1 arg", "grantwire connect --help"}},
-		{"extra argument", invocation{}, []string{"disconnect", "a", "b"}, []string{"accepts 1 arg"}},
-		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{"--engine must be wasm or rego"}},
+		{"missing argument", invocation{}, []string{"connect"}, []string{"grantwire connect: missing <provider> (grantwire connect <provider>)", "grantwire connect --help"}},
+		{"missing arguments", invocation{}, []string{"grants", "revoke"}, []string{"grantwire grants revoke: missing <connector> and <agent>"}},
+		{"missing second argument", invocation{}, []string{"grants", "grant", "google"}, []string{"grantwire grants grant: missing <agent> (grantwire grants grant <connector> <agent>)"}},
+		{"extra argument", invocation{}, []string{"disconnect", "a", "b"}, []string{`grantwire disconnect: unexpected "b" (grantwire disconnect <connector>)`}},
+		{"argument to a command without any", invocation{}, []string{"agents", "list", "x"}, []string{`grantwire agents list takes no arguments: unexpected "x"`}},
+		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{`--engine must be wasm (rego in the OPA build), not "lua"`}},
+		{"rego engine in the default build", invocation{}, []string{"--engine", "rego", "status"}, []string{"--engine rego needs the OPA build", "go build -tags opa"}},
 		{"oauth without client id", invocation{}, []string{"configure", "google"}, []string{"configure google needs --client-id"}},
 		{"oauth with mcp flags", invocation{}, []string{"configure", "google", "--set", "A=b"}, []string{"is an OAuth provider"}},
 		{"mcp with client flags", invocation{}, []string{"configure", "mcp-github", "--client-id", "x"}, []string{"is an MCP server"}},
@@ -127,6 +131,16 @@ func TestSecretsFromStdinFilesAndTerminal(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "readable by other users")
 	require.Contains(t, tw.w.Keyring()[svc+"\x00"+layout.ClientUser("google")], "google-secret-2")
+	// With --json the warning is JSON too: stderr holds nothing else.
+	r = tw.gw("--json", "configure", "google", "--client-id", "cid-2", "--client-secret-file", f)
+	require.Equal(t, 0, r.code, r.stderr)
+	var warning struct {
+		Warning struct {
+			Message string `json:"message"`
+		} `json:"warning"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &warning), r.stderr)
+	require.Contains(t, warning.Warning.Message, "readable by other users")
 
 	// Typed on a terminal, without echo.
 	r = tw.run(invocation{stdinTTY: true, password: []string{"google-secret-3"}}, "configure", "google", "--client-id", "cid-3", "--client-secret-stdin")
@@ -337,15 +351,18 @@ func runWithShellErr(t *testing.T, shellErr error) result {
 
 func TestJSONOutputsParse(t *testing.T) {
 	tw := newWorld(t)
-	var entries []catalog.Entry
+	var cat struct {
+		Connectors []catalog.Entry `json:"connectors"`
+	}
 	r := tw.gw("catalog", "--json")
 	require.Equal(t, 0, r.code)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
-	require.GreaterOrEqual(t, len(entries), 23)
-	require.Equal(t, "google", entries[0].ID)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cat))
+	require.GreaterOrEqual(t, len(cat.Connectors), 23)
+	require.Equal(t, "google", cat.Connectors[0].ID)
 	r = tw.gw("catalog", "--json", "--tier", "search")
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &entries))
-	for _, e := range entries {
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cat))
+	require.NotEmpty(t, cat.Connectors)
+	for _, e := range cat.Connectors {
 		require.Equal(t, "search", e.Tier)
 	}
 	var one catalog.Entry
@@ -375,21 +392,25 @@ func TestJSONOutputsParse(t *testing.T) {
 	require.True(t, act.AutoGranted)
 	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
 
-	var acts map[string]map[string]bool
-	require.NoError(t, json.Unmarshal([]byte(tw.gw("activations", "list", "--json").stdout), &acts))
-	require.Equal(t, map[string]map[string]bool{"mcp-brave-search": {"builtin:chat": true}}, acts)
+	require.JSONEq(t, `{"activations": [{"connector": "mcp-brave-search", "agent": "builtin:chat"}]}`, tw.gw("activations", "list", "--json").stdout)
 
-	var grants map[string]map[string][]string
-	require.NoError(t, json.Unmarshal([]byte(tw.gw("grants", "list", "--json").stdout), &grants))
-	require.Equal(t, []string{"use"}, grants["mcp-brave-search"]["builtin:chat"])
-	require.Equal(t, []string{gmailModify, gmailSend}, grants["google"]["builtin:email"])
+	require.JSONEq(t, `{"grants": [
+		{"connector": "google", "agent": "builtin:email", "scopes": ["`+gmailModify+`", "`+gmailSend+`"]},
+		{"connector": "mcp-brave-search", "agent": "builtin:chat", "scopes": ["use"]}]}`, tw.gw("grants", "list", "--json").stdout)
+	require.JSONEq(t, `{"grants": []}`, tw.gw("grants", "list", "dropbox", "--json").stdout)
 
-	var rows []grantwire.ConnectorStatus
+	var st struct {
+		Home       string                      `json:"home"`
+		Service    string                      `json:"keyring_service"`
+		Connectors []grantwire.ConnectorStatus `json:"connectors"`
+	}
 	r = tw.gw("status", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	require.Equal(t, filepath.Join(tw.home, ".grantwire"), st.Home)
+	require.Equal(t, hostabi.DefaultService, st.Service)
 	byID := map[string]grantwire.ConnectorStatus{}
-	for _, row := range rows {
+	for _, row := range st.Connectors {
 		byID[row.ID] = row
 	}
 	require.True(t, byID["google"].Configured)
@@ -497,7 +518,10 @@ func TestTextOutputs(t *testing.T) {
 	require.Equal(t, "Disconnected mcp-github.\n", r.stdout)
 	r = tw.gw("disconnect", "mcp-github")
 	require.Equal(t, 0, r.code)
-	require.Equal(t, "mcp-github was not connected; nothing to remove.\n", r.stdout)
+	require.Equal(t, "mcp-github is not configured: nothing to remove.\n", r.stdout)
+	r = tw.gw("disconnect", "dropbox")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "dropbox is not connected: nothing to remove.\n", r.stdout)
 }
 
 func TestTestCommand(t *testing.T) {
@@ -601,12 +625,12 @@ func TestGlobalSettingsReachTheShell(t *testing.T) {
 	require.Equal(t, 0, tw.gw("--home", "/other", "status").code)
 	require.Equal(t, "/other", tw.lastOptions().Home, "flags win over the environment")
 
-	// The rego engine decides the same.
-	r = tw.gw("--engine", "rego", "grants", "list", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{}`, r.stdout)
-	tw.setenv(envEngine, "rego")
+	// The engine of the environment (the rego engine is in the OPA build: the black-box
+	// tests run it).
+	tw.setenv(envEngine, "wasm")
 	require.Equal(t, 0, tw.gw("status").code)
+	tw.setenv(envEngine, "rego")
+	require.Equal(t, 2, tw.gw("status").code)
 }
 
 func TestCatalogOverrideFile(t *testing.T) {
@@ -690,6 +714,10 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 		n++
 		require.NotEmpty(t, c.Short, c.CommandPath())
+		c.InitDefaultHelpFlag()
+		usage := c.UsageString()
+		require.NotContains(t, usage, "[=true|false]", "%s: boolean flags read --flag", c.CommandPath())
+		require.Regexp(t, `(?m)^  -h, --help\s+help for `, usage, c.CommandPath())
 		require.NotEmpty(t, c.Example, "%s has an example", c.CommandPath())
 		for _, line := range strings.Split(c.Example, "\n") {
 			if strings.TrimSpace(line) != "" && !strings.HasPrefix(strings.TrimSpace(line), "#") && !strings.HasPrefix(line, "    ") {

@@ -43,7 +43,7 @@ does not mark secret.`,
   printf 'BRAVE_API_KEY=%s\n' "$BRAVE_API_KEY" | grantwire configure mcp-brave-search --from-stdin
   grantwire configure mcp-slack --set SLACK_TEAM_ID=T0123 --from-file ~/.config/slack.env
   grantwire configure mcp-memory --set MEMORY_FILE_PATH=$HOME/memory.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {

@@ -30,7 +30,7 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
   grantwire connect google --grant-agent builtin:email
   grantwire connect microsoft_work --scopes openid,offline_access,https://graph.microsoft.com/Mail.Read --no-browser
   grantwire connect github --scopes read:user --scopes repo --grant-agent installed:reviewer`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			provider := args[0]

@@ -415,10 +415,38 @@ type statusRow struct {
 	Activations      []string            `json:"activations"`
 }
 
+// The --json listings: an object with a named array.
+type (
+	statusDoc struct {
+		Home       string      `json:"home"`
+		Service    string      `json:"keyring_service"`
+		Connectors []statusRow `json:"connectors"`
+	}
+	grantRow struct {
+		Connector string   `json:"connector"`
+		Agent     string   `json:"agent"`
+		Scopes    []string `json:"scopes"`
+	}
+	grantsDoc struct {
+		Grants []grantRow `json:"grants"`
+	}
+	activationRow struct {
+		Connector string `json:"connector"`
+		Agent     string `json:"agent"`
+	}
+	activationsDoc struct {
+		Activations []activationRow `json:"activations"`
+	}
+	mcpDoc struct {
+		Servers []mcpRow `json:"servers"`
+	}
+)
+
 func (w *e2e) status(id string) statusRow {
 	w.t.Helper()
-	var rows []statusRow
-	w.gwJSON("", 0, &rows, "status", id)
+	var doc statusDoc
+	w.gwJSON("", 0, &doc, "status", id)
+	rows := doc.Connectors
 	require.Len(w.t, rows, 1)
 	require.Equal(w.t, id, rows[0].ID)
 	return rows[0]
@@ -490,9 +518,9 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("", 0, &g, "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, []string{gmailRead}, g.Scopes)
 	require.True(t, g.Changed)
-	var grants map[string]map[string][]string
+	var grants grantsDoc
 	w.gwJSON("", 0, &grants, "grants", "list")
-	require.Equal(t, map[string]map[string][]string{"google": {"builtin:email": {gmailRead}}}, grants)
+	require.Equal(t, []grantRow{{"google", "builtin:email", []string{gmailRead}}}, grants.Grants)
 
 	// Token to a pipe: refreshed through the server (a new process has no cached token),
 	// and accepted by the server.
@@ -584,13 +612,14 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []string{"use"}, act.Scopes)
 	w.gwJSON("", 0, &act, "activations", "activate", "mcp-github", "builtin:chat")
 	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
-	var acts map[string]map[string]bool
+	var acts activationsDoc
 	w.gwJSON("", 0, &acts, "activations", "list")
-	require.Equal(t, map[string]map[string]bool{"mcp-brave-search": {"builtin:research": true}, "mcp-github": {"builtin:chat": true}}, acts)
+	require.Equal(t, []activationRow{{"mcp-brave-search", "builtin:research"}, {"mcp-github", "builtin:chat"}}, acts.Activations)
 
 	// mcp list: names only; --agent: granted AND active.
-	var rows []mcpRow
-	w.gwJSON("", 0, &rows, "mcp", "list")
+	var mcp mcpDoc
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	rows := mcp.Servers
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-brave-search", rows[0].ID)
 	require.True(t, rows[0].InCatalog)
@@ -599,17 +628,17 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []string{"builtin:research"}, rows[0].ActiveFor)
 	require.Equal(t, map[string][]string{"builtin:research": {"use"}}, rows[0].Grants)
 	require.Equal(t, "mcp-github", rows[1].ID)
-	w.gwJSON("", 0, &rows, "mcp", "list", "--agent", "builtin:research")
-	require.Len(t, rows, 1)
-	require.Equal(t, "mcp-brave-search", rows[0].ID)
+	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
+	require.Len(t, mcp.Servers, 1)
+	require.Equal(t, "mcp-brave-search", mcp.Servers[0].ID)
 	var deact struct {
 		Active  bool `json:"active"`
 		Changed bool `json:"changed"`
 	}
 	w.gwJSON("", 0, &deact, "activations", "deactivate", "mcp-brave-search", "builtin:research")
 	require.True(t, deact.Changed)
-	w.gwJSON("", 0, &rows, "mcp", "list", "--agent", "builtin:research")
-	require.Empty(t, rows, "deactivated: the grant is kept, the tools are hidden")
+	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
+	require.Empty(t, mcp.Servers, "deactivated: the grant is kept, the tools are hidden")
 	r = w.gw("", "mcp", "list", "--agent", "builtin:research")
 	require.Contains(t, r.stdout, "No MCP server is visible to builtin:research")
 	r = w.gw("", "mcp", "list")
@@ -627,7 +656,7 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("", 0, &rev, "grants", "revoke", "mcp-github", "builtin:chat")
 	require.False(t, rev.Changed)
 	w.gwJSON("", 0, &acts, "activations", "list", "mcp-github")
-	require.Empty(t, acts["mcp-github"])
+	require.Empty(t, acts.Activations)
 
 	// Rotate the client: status reports (read-only), the next use clears and asks again.
 	w.configureClient(clientID+"-2", "bb-client-secret-2-"+randHex(8))
@@ -658,11 +687,11 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.False(t, disc.Removed)
 	w.gwJSON("", 0, &disc, "disconnect", "mcp-github")
 	w.gwJSON("", 0, &grants, "grants", "list")
-	require.Empty(t, grants)
+	require.Empty(t, grants.Grants)
 	w.gwJSON("", 0, &acts, "activations", "list")
-	require.Empty(t, acts)
-	w.gwJSON("", 0, &rows, "mcp", "list")
-	require.Empty(t, rows)
+	require.Empty(t, acts.Activations)
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	require.Empty(t, mcp.Servers)
 	require.Empty(t, w.keyring("mcp-github:GITHUB_PERSONAL_ACCESS_TOKEN"))
 }
 
@@ -892,6 +921,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	const clientID = "bb-bundle-client"
 	secret := "bb-client-secret-" + randHex(8)
 	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret})
+	w.bin = opaBinary(t) // policy build, policy replay
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.gw("", "policy", "build", "-o", bundle, "--catalog", w.catalog)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -915,9 +945,9 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	w.configureClient(clientID, secret)
 	r = w.connectNoBrowser("google", "--scopes", gmailRead, "--grant-agent", "builtin:email")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rows []statusRow
-	w.gwJSON("", 0, &rows, "--decision-log", log, "status", "google")
-	require.True(t, rows[0].Configured)
+	var st statusDoc
+	w.gwJSON("", 0, &st, "--decision-log", log, "status", "google")
+	require.True(t, st.Connectors[0].Configured)
 	tr := w.token("--decision-log", log, "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
 	w.fail(4, "AGENT_NOT_GRANTED", "--decision-log", log, "token", "google", "--agent", "builtin:chat")
@@ -972,9 +1002,11 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 // with exit 5 and the reason, before anything runs; a good one runs. No store is needed.
 func TestBinaryRefusesAMismatchedBundle(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t) // policy build
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.run("", "policy", "build", "-o", bundle)
 	require.Equal(t, 0, r.code, r.stderr)
+	w.bin = grantwireBinary(t) // the default build runs bundles
 	r = w.run("", "--bundle", bundle, "catalog", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.JSONEq(t, w.run("", "catalog", "--json").stdout, r.stdout, "the bundle carries the embedded catalog")
@@ -1022,6 +1054,7 @@ func tamperBundle(t *testing.T, path string) []byte {
 // to fix. (The checks themselves are tested in package audit.)
 func TestBinaryPolicyAudit(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t)
 	r := w.run("", "policy", "audit", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var rep struct {
@@ -1095,9 +1128,20 @@ func TestDemo(t *testing.T) {
 		"fix: grantwire connect google --scopes",
 		"Revoked the grants of builtin:research.",
 		"demo: ok",
+		// It says what it does while it builds, and builds only what it uses.
+		"# Building grantwire, the local OAuth server and the stand-in browser.",
+		"built in ",
+		`"$keyring": "grantwire.connections.`,
 	} {
 		require.Contains(t, s, want)
 	}
+	require.Regexp(t, `(?m)^  (\d+ package\(s\) compiled|up to date \(Go's build cache had everything\))$`, s)
+	for _, unused := range []string{"go tool opa", "npm "} {
+		require.NotContains(t, s, unused)
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^demo: ##`, string(mk), "make demo has no prerequisite (make deps builds OPA's tool and installs npm packages)")
 	require.NotContains(t, s, "_rt_")
 }
 
@@ -1120,8 +1164,9 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, raw, 0o600))
 
-	var rows []mcpRow
-	r := w.gwJSON("", 0, &rows, "mcp", "list")
+	var mcp mcpDoc
+	r := w.gwJSON("", 0, &mcp, "mcp", "list")
+	rows := mcp.Servers
 	require.NotContains(t, r.stdout, foreign)
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-github", rows[0].ID)
@@ -1137,9 +1182,9 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 
 	// grantwire's own writes keep the other tool's entry.
 	w.gwJSON("", 0, nil, "disconnect", "mcp-github")
-	w.gwJSON("", 0, &rows, "mcp", "list")
-	require.Len(t, rows, 1)
-	require.Equal(t, "notes", rows[0].ID)
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	require.Len(t, mcp.Servers, 1)
+	require.Equal(t, "notes", mcp.Servers[0].ID)
 
 	// An unreadable file: exit 5 with its path, and it stays as it is.
 	require.NoError(t, os.WriteFile(file, []byte(`{"mcpServers": [`), 0o600))

@@ -35,7 +35,7 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 (gmail.modify does not cover gmail.readonly). An MCP server's grant is usually "use".`,
 		Example: `  grantwire grants grant google builtin:email --scopes https://www.googleapis.com/auth/gmail.modify,https://www.googleapis.com/auth/gmail.send
   grantwire grants grant mcp-github custom:3f2a9c0d1e4b5a69:reviewer --scopes use`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if !cmd.Flags().Changed("scopes") {
@@ -73,8 +73,8 @@ func (a *app) grantsListCmd() *cobra.Command {
 		Short: "List the grants of every connector, or of one",
 		Example: `  grantwire grants list
   grantwire grants list google
-  grantwire grants list --json`,
-		Args: cobra.MaximumNArgs(1),
+  grantwire grants list --json | jq -r '.grants[] | select(.connector == "google") | .agent'`,
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			connector := ""
@@ -90,7 +90,18 @@ func (a *app) grantsListCmd() *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(grants)
+				type row struct {
+					Connector string   `json:"connector"`
+					Agent     string   `json:"agent"`
+					Scopes    []string `json:"scopes"`
+				}
+				rows := []row{}
+				for _, conn := range sortedKeys(grants) {
+					for _, agent := range sortedKeys(grants[conn]) {
+						rows = append(rows, row{conn, agent, nonNilStrings(grants[conn][agent])})
+					}
+				}
+				return a.printJSON(map[string]any{"grants": rows})
 			}
 			if len(grants) == 0 {
 				if connector != "" {
@@ -119,7 +130,7 @@ func (a *app) grantsRevokeCmd() *cobra.Command {
 		Long: `Remove an agent's grant on a connector; an MCP server's tools then disappear for it too.
 Revoking what is not granted succeeds and changes nothing.`,
 		Example: `  grantwire grants revoke google builtin:email`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)

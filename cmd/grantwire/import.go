@@ -111,7 +111,7 @@ non-secret fields may be given as flags instead; a field given both ways must ag
       --account-email alice@example.com --grant-agent builtin:email
 
   grantwire import microsoft --from-file ~/forwarded.json --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := refusedSecret(cmd, map[string]string{

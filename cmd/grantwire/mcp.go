@@ -24,7 +24,7 @@ their keys (never the values).
 Not available yet: ` + mcpRemoteMissing + `.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:chat
-  grantwire mcp list --json | jq -r '.[].id'`,
+  grantwire mcp list --json | jq -r '.servers[].id'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && (args[0] == "auth" || args[0] == "logout") {
@@ -67,8 +67,8 @@ With --agent, list the servers whose tools that agent sees: those it holds a gra
 is active for.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:research
-  grantwire mcp list --json | jq -r '.[] | select(.missing_keys) | .id'`,
-		Args: cobra.NoArgs,
+  grantwire mcp list --json | jq -r '.servers[] | select(.missing_keys) | .id'`,
+		Args: noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			servers, err := a.mcpServers(ctx, agent)
@@ -76,7 +76,7 @@ is active for.`,
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(servers)
+				return a.printJSON(map[string]any{"servers": servers})
 			}
 			if len(servers) == 0 {
 				if agent != "" {

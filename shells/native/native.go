@@ -27,6 +27,8 @@ package native
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,7 +44,8 @@ import (
 type Options struct {
 	// Home is grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire).
 	Home string
-	// Service is the keyring service (default hostabi.DefaultService; "gaia.connections"
+	// Service is the keyring service (default ServiceFor(Home): hostabi.DefaultService
+	// for ~/.grantwire, a service of its own for any other home; "gaia.connections"
 	// shares a GAIA installation).
 	Service string
 	// KeyLayout maps hostabi's keyring user names ("<provider>:default",
@@ -108,7 +111,7 @@ func New(opts Options) (*Shell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("native: no home directory for ~/.grantwire (set GRANTWIRE_HOME): %w", err)
 		}
-		opts.Home = filepath.Join(h, ".grantwire")
+		opts.Home = filepath.Join(h, HomeDirName)
 	}
 	home, err := filepath.Abs(opts.Home)
 	if err != nil {
@@ -116,7 +119,8 @@ func New(opts Options) (*Shell, error) {
 	}
 	opts.Home = home
 	if opts.Service == "" {
-		opts.Service = hostabi.DefaultService
+		userHome, _ := os.UserHomeDir()
+		opts.Service = ServiceFor(home, userHome)
 	}
 	if opts.KeyLayout == nil {
 		opts.KeyLayout = func(u string) string { return u }
@@ -155,6 +159,30 @@ func New(opts Options) (*Shell, error) {
 		}
 	}
 	return s, nil
+}
+
+// HomeDirName is grantwire's directory under the user's home: ~/.grantwire is the
+// default home.
+const HomeDirName = ".grantwire"
+
+// ServiceFor is the keyring service of a home when none is given, so that two homes never
+// share secrets by accident: the default home (userHome/.grantwire) uses
+// hostabi.DefaultService; any other home uses hostabi.DefaultService + "." + the first 12
+// hex digits of the sha256 of its absolute, cleaned path. Sharing is always explicit: give
+// the service (grantwire --home ~/.gaia --keyring-service gaia.connections). Moving a
+// non-default home changes its service; keep the old one by giving it explicitly.
+func ServiceFor(home, userHome string) string {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		abs = filepath.Clean(home)
+	}
+	if userHome != "" {
+		if def, err := filepath.Abs(filepath.Join(userHome, HomeDirName)); err == nil && def == abs {
+			return hostabi.DefaultService
+		}
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hostabi.DefaultService + "." + hex.EncodeToString(sum[:6])
 }
 
 // Capabilities returns the shell's capabilities for package host / grantwire.WithCapabilities.
