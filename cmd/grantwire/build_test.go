@@ -230,9 +230,9 @@ func TestREADMEOPAEvalExample(t *testing.T) {
 	r := w.run("", "policy", "build", "--rego-only", "-o", filepath.Join(dir, bundle))
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs", "examples"), 0o755))
-	ex, err := os.ReadFile(filepath.Join(root, "docs", "examples", "check-url.json"))
+	ex, err := os.ReadFile(filepath.Join(root, "docs", "examples", "token-not-granted.json"))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "examples", "check-url.json"), ex, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "examples", "token-not-granted.json"), ex, 0o600))
 	// `go tool opa` is the OPA of go.mod: run that binary where the bundle is.
 	tool := exec.Command("go", "tool", "-n", "opa")
 	tool.Dir = root
@@ -251,7 +251,7 @@ func TestREADMEOPAEvalExample(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	require.Equal(t, "done", got.Status)
-	require.Equal(t, "INSECURE_TRANSPORT", got.Error.Code)
+	require.Equal(t, "AGENT_NOT_GRANTED", got.Error.Code)
 }
 
 // The OPA build's policy commands are the ones the default build names.

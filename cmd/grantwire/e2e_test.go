@@ -522,15 +522,15 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("", 0, &grants, "grants", "list")
 	require.Equal(t, []grantRow{{"google", "builtin:email", []string{gmailRead}}}, grants.Grants)
 
-	// Token to a pipe: refreshed through the server (a new process has no cached token),
-	// and accepted by the server.
+	// Token to a pipe: the one connect received (kept in the credential store), accepted
+	// by the server.
 	tr := w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
 	require.Empty(t, tr.stderr)
 	access := strings.TrimSpace(tr.stdout)
 	require.True(t, strings.HasPrefix(access, tokenPrefix+"_at_"), "token prints the access token alone")
 	require.Equal(t, http.StatusOK, w.userinfo(access))
-	require.Equal(t, 1, w.srv.Stats().Refreshes)
+	require.Equal(t, 0, w.srv.Stats().Refreshes, "the token connect received is in the credential store for every process")
 	tr = w.token("google", "--agent", "builtin:email", "--json")
 	require.Equal(t, 0, tr.code, tr.stderr)
 	var tok struct {
@@ -794,7 +794,7 @@ func TestE2EExitCodes(t *testing.T) {
 	require.NoError(t, err)
 	broken := append(append([]byte(nil), before...), []byte("}\n")...)
 	require.NoError(t, os.WriteFile(ledger, broken, 0o600))
-	for _, args := range [][]string{{"grants", "list"}, {"grants", "grant", "google", "builtin:chat", "--scopes", "openid"}, {"token", "google", "--agent", "builtin:email"}, {"disconnect", "google"}} {
+	for _, args := range [][]string{{"grants", "list"}, {"grants", "grant", "google", "builtin:chat", "--scopes", "openid"}, {"token", "google", "--agent", "builtin:email"}} {
 		e = w.fail(5, "CORRUPT_LEDGER", args...)
 		require.Equal(t, ledger, e.Error.Path, "%v", args)
 		require.Contains(t, e.Error.Fix, "mv "+ledger+" "+ledger+".corrupt")
@@ -804,8 +804,17 @@ func TestE2EExitCodes(t *testing.T) {
 	}
 	r := w.gw("", "grants", "list")
 	require.Equal(t, 5, r.code)
-	require.Contains(t, r.stderr, "grantwire: the grants ledger at "+ledger+" is unreadable")
-	require.Contains(t, r.stderr, "fix: inspect it, or move it aside")
+	require.Contains(t, r.stderr, ledger)
+	require.Contains(t, r.stderr, "fix: mv "+ledger+" "+ledger+".corrupt")
+	// Revoking access is always possible: disconnect wipes the secrets, says which ledger
+	// it could not clean, and leaves that ledger as it was.
+	r = w.gw("", "disconnect", "google")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, ledger)
+	require.Empty(t, w.keyring("google:default"), "the connection is gone")
+	after, err := os.ReadFile(ledger)
+	require.NoError(t, err)
+	require.Equal(t, broken, after, "disconnect never rewrites a corrupt ledger")
 	require.NoError(t, os.WriteFile(ledger, before, 0o600))
 
 	// 75: another process holds the provider's lock while the tripwire must clear a stale
@@ -1173,7 +1182,7 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 	require.True(t, rows[0].InCatalog)
 	require.Equal(t, []string{"GITHUB_PERSONAL_ACCESS_TOKEN"}, rows[0].EnvKeys)
 	require.Empty(t, rows[0].Missing)
-	require.Equal(t, mcpRow{ID: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
+	require.Equal(t, mcpRow{ID: "notes", Name: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
 		EnvKeys: []string{"NOTES_TOKEN"}, Grants: map[string][]string{}, ActiveFor: []string{}}, rows[1])
 	r = w.gw("", "mcp", "list")
 	require.Equal(t, 0, r.code, r.stderr)

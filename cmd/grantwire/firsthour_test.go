@@ -135,7 +135,7 @@ func TestE2EDisconnectWhatWasNeverConfigured(t *testing.T) {
 		require.Empty(t, r.stderr)
 		r = w.run("", "--json", "disconnect", id)
 		require.Equal(t, 0, r.code, r.stderr)
-		require.JSONEq(t, `{"connector": "`+id+`", "removed": false, "revoked_grants": [], "deactivated": []}`, r.stdout)
+		require.JSONEq(t, `{"connector": "`+id+`", "removed": false, "revoked_grants": [], "deactivated": [], "revoked_at_provider": false, "warnings": []}`, r.stdout)
 	}
 }
 
