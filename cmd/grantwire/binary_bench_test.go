@@ -1,12 +1,19 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testenv"
 )
 
 // BenchmarkBinaryGrantsList is `grants list` as the user feels it: the built binary,
@@ -76,4 +83,65 @@ func BenchmarkBinaryGrantsList(b *testing.B) {
 		}
 		report(b)
 	})
+}
+
+// BenchmarkBinaryToken is `grantwire token` as an agent's wrapper script feels it: the
+// built binary on the real Secret Service, refreshing at the local authorization server
+// on 127.0.0.1 (rotation on), until the process exits. ns/op is one command's wall time.
+//
+//	cached: the access token in the credential store is valid (every call within a
+//	        token's lifetime after the first)
+//	refreshing: tokens live 30 s, under the 60 s margin, so every call refreshes (the
+//	        lock, the token request, the keyring writes)
+//
+// The refreshes/op metric counts token requests the server saw per command.
+//
+//	scripts/with-keyring.sh go test ./cmd/grantwire -run '^$' -bench BinaryToken -count 6
+func BenchmarkBinaryToken(b *testing.B) {
+	testenv.RequireKeyring(b, "./cmd/grantwire")
+	bin := grantwireBinary(&testing.T{})
+	if binDefault.err != nil {
+		b.Fatal(binDefault.err)
+	}
+	for _, bc := range []struct {
+		name      string
+		expiresIn int64
+	}{{"cached", 3600}, {"refreshing", 30}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const clientID = "bench-client"
+			srv, err := authserver.Start(authserver.Config{ClientID: clientID, ClientSecret: "bench-secret", ExpiresIn: bc.expiresIn}, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			home := b.TempDir()
+			service := "grantwire.bench." + testenv.RandHex(4)
+			defer func() { _ = gokeyring.DeleteAll(service) }()
+			env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
+				"XDG_CACHE_HOME=" + filepath.Join(home, "cache"), "GRANTWIRE_KEYRING_SERVICE=" + service,
+				"GRANTWIRE_CATALOG=" + localGoogleCatalog(b, srv, home),
+				"DBUS_SESSION_BUS_ADDRESS=" + os.Getenv("DBUS_SESSION_BUS_ADDRESS"), "XDG_RUNTIME_DIR=" + os.Getenv("XDG_RUNTIME_DIR")}
+			run := func(stdin string, args ...string) {
+				cmd := exec.Command(bin, args...)
+				cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v %v: %s", args, err, out)
+				}
+			}
+			body, _ := json.Marshal(map[string]any{"client_id": clientID, "client_secret": "bench-secret",
+				"refresh_token": srv.Issue([]string{gmailModify, gmailSend}), "scopes": []string{gmailModify, gmailSend}, "grant_agents": []string{"builtin:email"}})
+			run(string(body), "import", "google", "--from-stdin")
+			token := []string{"token", "google", "--agent", "builtin:email", "--scopes", gmailSend}
+			run("", token...) // the first call refreshes (the import has no access token) and compiles the policy
+			before := srv.Stats().Refreshes
+			b.ReportAllocs()
+			for b.Loop() {
+				run("", token...)
+			}
+			b.ReportMetric(float64(srv.Stats().Refreshes-before)/float64(b.N), "refreshes/op")
+			if st := srv.Stats(); st.ReuseDetected != 0 {
+				b.Fatalf("%d refresh tokens reused", st.ReuseDetected)
+			}
+		})
+	}
 }

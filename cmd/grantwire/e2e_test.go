@@ -100,7 +100,22 @@ func newE2E(t *testing.T, cfg authserver.Config) *e2e {
 		w.plant(cfg.ClientSecret)
 	}
 
-	// The embedded catalog with google's endpoints on the local server.
+	w.catalog = localGoogleCatalog(t, srv, w.home)
+
+	w.env = append(w.env,
+		"GRANTWIRE_KEYRING_SERVICE="+w.service,
+		"GRANTWIRE_CATALOG="+w.catalog,
+		"DBUS_SESSION_BUS_ADDRESS="+os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
+		"XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"),
+	)
+	t.Cleanup(w.assertNoLeaks)
+	return w
+}
+
+// localGoogleCatalog writes dir/catalog.json: the embedded catalog with google's
+// endpoints on the local server, which names itself as Google does.
+func localGoogleCatalog(t testing.TB, srv *authserver.Server, dir string) string {
+	t.Helper()
 	cat, err := catalog.Load(nil)
 	require.NoError(t, err)
 	var doc map[string]map[string]map[string]any
@@ -113,17 +128,9 @@ func newE2E(t *testing.T, cfg authserver.Config) *e2e {
 	srv.Configure(func(c *authserver.Config) { c.Issuer = srv.URL() })
 	raw, err := json.Marshal(doc)
 	require.NoError(t, err)
-	w.catalog = filepath.Join(w.home, "catalog.json")
-	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
-
-	w.env = append(w.env,
-		"GRANTWIRE_KEYRING_SERVICE="+w.service,
-		"GRANTWIRE_CATALOG="+w.catalog,
-		"DBUS_SESSION_BUS_ADDRESS="+os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
-		"XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"),
-	)
-	t.Cleanup(w.assertNoLeaks)
-	return w
+	file := filepath.Join(dir, "catalog.json")
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	return file
 }
 
 func (w *e2e) plant(secrets ...string) {
