@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
@@ -88,7 +89,7 @@ func ExampleNew() {
 	}
 	defer c.Close(ctx)
 	fmt.Println(c.Engine().Name(), len(c.Catalog().IDs()))
-	fmt.Println(c.Revision() == grantwire.EmbeddedRevision())
+	fmt.Println(c.Revision() == bundle.EmbeddedRevision())
 	// Output:
 	// wasm 30
 	// true

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/host"
@@ -37,7 +38,7 @@ type config struct {
 	observe     func(Decision)
 	errs        []error
 	// bundle.go and decisionlog.go
-	bundle    *Bundle
+	bundle    *bundle.Bundle
 	observers []func(Decision)
 }
 
@@ -151,7 +152,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		}
 		cl.owns = true
 		if c.bundle != nil {
-			cl.bundle = BundleName
+			cl.bundle = bundle.Name
 		}
 	}
 	cl.host = host.New(*c.caps)

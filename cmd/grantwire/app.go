@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
@@ -115,7 +116,7 @@ type app struct {
 	engine core.Engine
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
-	bundle    *grantwire.Bundle
+	bundle    *bundle.Bundle
 	dlog      *decisionlog.Logger
 	shell     Shell
 	client    *grantwire.Client
@@ -193,11 +194,11 @@ func (a *app) clientBuildsEngine() bool {
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
 // grantwire.ErrBundle.
-func (a *app) Bundle() (*grantwire.Bundle, error) {
+func (a *app) Bundle() (*bundle.Bundle, error) {
 	if a.bundlePath == "" || a.bundle != nil {
 		return a.bundle, nil
 	}
-	b, err := grantwire.OpenBundle(a.bundlePath)
+	b, err := bundle.Open(a.bundlePath)
 	if err != nil {
 		return nil, err
 	}
