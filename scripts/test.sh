@@ -17,7 +17,8 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	trap keyring_stop EXIT
 	export GRANTWIRE_REAL_KEYRING=1
 fi
-go test -count=1 ./...
+# One package may take minutes on two busy cores (the e2e tests start many processes).
+go test -count=1 -timeout 25m ./...
 # The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
 # The race detector needs a C compiler: gcc is installed with apt-get when missing and
 # possible, as gnome-keyring is.
