@@ -9,6 +9,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 // Ledger names.
@@ -46,7 +47,8 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // readLedger reads and validates a ledger. A missing file is an empty ledger; a file that
-// is not JSON or has the wrong shape is a CORRUPT_LEDGER error and is never rewritten.
+// is not strict JSON (strictjson.Check: UTF-8, no duplicate keys, one document) or has the
+// wrong shape is a CORRUPT_LEDGER error and is never rewritten.
 func readLedger(ctx context.Context, l Ledgers, name string) (*ledgerDoc, error) {
 	raw, version, err := l.Read(ctx, name)
 	if err != nil {
@@ -54,6 +56,9 @@ func readLedger(ctx context.Context, l Ledgers, name string) (*ledgerDoc, error)
 	}
 	d := &ledgerDoc{name: name, root: map[string]any{}, version: version}
 	if raw != nil {
+		if err := strictjson.Check(raw); err != nil {
+			return nil, corrupt(l, name, err.Error()) // invalid UTF-8, duplicate keys, two documents, ...
+		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		var v any

@@ -336,6 +336,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
 		AuthTimeout: timeout,
 		Getenv:      a.Getenv,
+		Warn:        func(msg string) { a.warnf("%s", msg) },
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {

@@ -81,6 +81,10 @@ type Options struct {
 	NoWatch bool
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
+	// Warn receives what the user should know but that does not stop an operation (a
+	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
+	// lines to Prompt.
+	Warn func(string)
 }
 
 // Shell is the OS shell.
@@ -153,7 +157,12 @@ func New(opts Options) (*Shell, error) {
 		s.transport = http.DefaultTransport
 	}
 	s.keyring = &keyringStore{b: goKeyring{}, timeout: opts.KeyringTimeout, layout: opts.KeyLayout, getenv: os.Getenv}
-	s.ledgers = &fileLedgers{home: home}
+	if opts.Warn == nil {
+		prompt := opts.Prompt
+		opts.Warn = func(msg string) { fmt.Fprintf(prompt, "grantwire: warning: %s\n", msg) }
+	}
+	s.opts.Warn = opts.Warn
+	s.ledgers = &fileLedgers{home: home, warn: opts.Warn}
 	s.locks = &fileLocks{home: home, sems: map[string]chan struct{}{}}
 	s.oauth = &oauthClient{s: s}
 	if !opts.NoWatch {

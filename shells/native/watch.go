@@ -2,9 +2,6 @@ package native
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -37,7 +34,7 @@ const pollEvery = 500 * time.Millisecond
 
 func startWatcher(path string, bus hostabi.Events) *activationWatcher {
 	w := &activationWatcher{path: path, bus: bus, stop: make(chan struct{})}
-	if doc, err := os.ReadFile(path); err == nil {
+	if doc, _, err := readLedgerFile(path); err == nil && doc != nil {
 		w.snap, _ = parseActivations(doc)
 	}
 	if w.snap == nil {
@@ -101,10 +98,7 @@ func (w *activationWatcher) poll() {
 func (w *activationWatcher) check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	doc, err := os.ReadFile(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		doc, err = nil, nil
-	}
+	doc, _, err := readLedgerFile(w.path)
 	if err != nil {
 		return
 	}
