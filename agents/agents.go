@@ -35,8 +35,13 @@
 // same id. The file is re-read when it changes. Unknown top-level fields are ignored;
 // unknown fields of an agent are refused (a typo must not silently drop a declaration).
 //
-// It imports hostabi (for the Agents interface and its error type) and nothing else of
-// grantwire.
+// The agents file is read as a regular file of at most MaxFileBytes, checked as strict
+// JSON (internal/strictjson: a duplicate key would silently drop a declaration); agent
+// sources are hashed only when they are regular files, as they are read, up to
+// MaxSourceBytes (a source of /dev/zero or a FIFO is a problem reported at once).
+//
+// It imports hostabi (for the Agents interface and its error type) and the internal
+// safefile and strictjson packages, nothing else of grantwire.
 package agents
 
 import (
@@ -47,6 +52,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,10 +62,19 @@ import (
 	"sync"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safefile"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 // FileName is the agents file under grantwire's home.
 const FileName = "agents.json"
+
+// MaxFileBytes is the largest agents file read (4 MiB); MaxSourceBytes the largest
+// custom agent source hashed (256 MiB, hashed as it is read, never held in memory).
+const (
+	MaxFileBytes   = 4 << 20
+	MaxSourceBytes = 256 << 20
+)
 
 // Version is the file format version this package writes and reads.
 const Version = 1
@@ -247,19 +263,20 @@ func (r *Registry) Check(known func(connector string) (available []string, ok bo
 // both are small, lookups are rare (activation, connect, import), and a cache keyed on a
 // file's size and time could miss a rewrite within one clock tick or a changed source.
 func (r *Registry) refresh() error {
-	exists, err := regularFile(r.path)
+	raw, _, err := safefile.ReadFile(r.path, MaxFileBytes)
+	exists := err == nil
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
 	if err != nil {
-		return fmt.Errorf("agents: %s: %w", r.path, err)
+		return fmt.Errorf("agents: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var fileAgents []Agent
 	var problems []Problem
 	if exists {
-		raw, err := os.ReadFile(r.path)
-		if err == nil {
-			fileAgents, problems, err = parse(raw, filepath.Dir(r.path), r.home)
-		}
+		fileAgents, problems, err = parse(raw, filepath.Dir(r.path), r.home)
 		if err != nil {
 			r.err = fmt.Errorf("agents: the agent registry at %s is unreadable: %w", r.path, err)
 			return r.err
@@ -279,23 +296,12 @@ func (r *Registry) refresh() error {
 	return nil
 }
 
-func regularFile(path string) (bool, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !fi.Mode().IsRegular() {
-		return false, errors.New("not a regular file")
-	}
-	return true, nil
-}
-
 // parse reads an agents file. Shape errors fail the whole file; an agent whose source
 // cannot be hashed (or no longer matches its id) is left out and reported as a problem.
 func parse(raw []byte, dir, home string) ([]Agent, []Problem, error) {
+	if err := strictjson.Check(raw); err != nil {
+		return nil, nil, err
+	}
 	var doc struct {
 		Version *int              `json:"version"`
 		Agents  []json.RawMessage `json:"agents"`
@@ -425,18 +431,38 @@ func CustomID(source []byte, name string) (string, error) {
 		return "", fmt.Errorf("agent name %q must be 1-128 of letters, digits and _ . @ + - (starting with a letter or digit)", name)
 	}
 	sum := sha256.Sum256(source)
-	return "custom:" + hex.EncodeToString(sum[:])[:16] + ":" + name, nil
+	return customID(sum[:], name), nil
 }
 
 // CustomIDFile names the custom agent whose source is the file at path. An empty name
-// means the file's base name without its extension.
+// means the file's base name without its extension. The source must be a regular file
+// of at most MaxSourceBytes; it is hashed as it is read.
 func CustomIDFile(path, name string) (string, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("agent source: %w", err)
-	}
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	return CustomID(src, name)
+	if !nameRE.MatchString(name) {
+		return CustomID(nil, name) // the error about the name
+	}
+	f, fi, err := safefile.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("agent source: %w", err)
+	}
+	defer f.Close()
+	if fi.Size() > MaxSourceBytes {
+		return "", fmt.Errorf("agent source: %w", &safefile.TooLargeError{Path: path, Size: fi.Size(), Limit: MaxSourceBytes})
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, MaxSourceBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("agent source: read %s: %w", path, err)
+	}
+	if n > MaxSourceBytes {
+		return "", fmt.Errorf("agent source: %w", &safefile.TooLargeError{Path: path, Size: n, Limit: MaxSourceBytes})
+	}
+	return customID(h.Sum(nil), name), nil
+}
+
+func customID(sum []byte, name string) string {
+	return "custom:" + hex.EncodeToString(sum)[:16] + ":" + name
 }

@@ -35,12 +35,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safefile"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 //go:embed catalog.json
@@ -117,6 +118,10 @@ type Catalog struct {
 	entries    map[string]Entry
 }
 
+// MaxFileBytes is the largest catalog file LoadFile reads (8 MiB; the embedded catalog of
+// 30 connectors is 24 KiB).
+const MaxFileBytes = 8 << 20
+
 // Load validates catalog JSON ({"connectors": {id: entry}}); nil loads the defaults.
 func Load(raw []byte) (*Catalog, error) {
 	if raw == nil {
@@ -132,9 +137,10 @@ func Load(raw []byte) (*Catalog, error) {
 // LoadFile loads a catalog file that replaces the embedded one. Besides Load's checks it
 // requires what a working connector needs (endpoints of OAuth providers, the command of an
 // MCP server, ...) and rejects unknown fields, so a typo does not silently drop a setting.
-// Every error names the file.
+// Every error names the file. The file must be a regular file of at most MaxFileBytes
+// holding strict JSON (internal/strictjson: UTF-8, no duplicated field).
 func LoadFile(path string) (*Catalog, error) {
-	raw, err := os.ReadFile(path)
+	raw, _, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
@@ -160,6 +166,11 @@ func load(raw []byte, strict bool) (*Catalog, error) {
 	}
 	if err := duplicateIDs(raw); err != nil {
 		return nil, err
+	}
+	if strict {
+		if err := strictjson.Check(raw); err != nil {
+			return nil, err
+		}
 	}
 	if len(doc.Connectors) == 0 {
 		return nil, errors.New("no connectors")
