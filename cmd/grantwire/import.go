@@ -48,7 +48,7 @@ func parseForwarded(b []byte, source string) (forwardedInput, error) {
 		}
 		return in, nil
 	}
-	kv, _, err := parseKeyValues(b, source)
+	kv, _, err := parseKeyValues(b, source, forwardedKeys, "a forwarded connection")
 	if err != nil {
 		return in, err
 	}
@@ -68,8 +68,6 @@ func parseForwarded(b []byte, source string) (forwardedInput, error) {
 			in.Scopes = splitList(v)
 		case "grant_agents":
 			in.GrantAgents = splitList(v)
-		default:
-			return in, usagef("%s: unknown key %s (known: %s)", source, k, strings.Join(forwardedKeys, ", "))
 		}
 	}
 	return in, nil
