@@ -14,15 +14,15 @@ import (
 // reach stderr, stdout or the decision log (issue 10, item 12).
 func TestConfigureStdinNeverEchoesASecretLine(t *testing.T) {
 	for _, secret := range []string{
-		"bsa-SECRETPART=tail",                      // first "=" splits it into a would-be key
-		"c2VjcmV0LXZhbHVlLWxvbmc=",                 // base64 with padding: an env-like "key"
-		"BSA_SECRET_TOKEN_9f8e7d=x",                // looks exactly like an environment key
-		"postgres://user:pw@h/db?sslmode=require",  // a URL with a query
-		"  sk-live-ABCDEF=  ",                      // surrounding spaces
-		"BRAVE_API_KEY=ok\nsk-SECONDLINE=leak",     // a good line, then a bad one
-		"sk-NOEQUALSSIGN",                          // no "=" at all
-		"BRAVE_API_KEY=ok\nBRAVE_API_KEY=again",    // a duplicate of a declared key is named
-		"brave_api_key=lowercase-typo-of-the-key",  // an undeclared key (a typo) is not named
+		"bsa-SECRETPART=tail",                     // first "=" splits it into a would-be key
+		"c2VjcmV0LXZhbHVlLWxvbmc=",                // base64 with padding: an env-like "key"
+		"BSA_SECRET_TOKEN_9f8e7d=x",               // looks exactly like an environment key
+		"postgres://user:pw@h/db?sslmode=require", // a URL with a query
+		"  sk-live-ABCDEF=  ",                     // surrounding spaces
+		"BRAVE_API_KEY=ok\nsk-SECONDLINE=leak",    // a good line, then a bad one
+		"sk-NOEQUALSSIGN",                         // no "=" at all
+		"BRAVE_API_KEY=ok\nBRAVE_API_KEY=again",   // a duplicate of a declared key is named
+		"brave_api_key=lowercase-typo-of-the-key", // an undeclared key (a typo) is not named
 	} {
 		t.Run(secret, func(t *testing.T) {
 			tw := newWorld(t)
