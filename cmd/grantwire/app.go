@@ -24,6 +24,7 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -396,20 +397,23 @@ func (a *app) close(ctx context.Context) {
 
 // --- output ---------------------------------------------------------------------------
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout (strings that could act on a terminal
+// escaped as JSON: the same value for a parser).
 func (a *app) printJSON(v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
+	_, err = fmt.Fprintf(a.Stdout, "%s\n", safetext.JSON(b))
 	return err
 }
 
-func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+// printf and warnf print with every string argument escaped (safetext): arguments may
+// come from a provider, a ledger or a file; the format is grantwire's own.
+func (a *app) printf(format string, args ...any) { safetext.Fprintf(a.Stdout, format, args...) }
 
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
+	safetext.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
 }
 
 // --- errors ---------------------------------------------------------------------------
@@ -593,15 +597,16 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 			out["fix"] = fix
 		}
 		b, _ := json.MarshalIndent(map[string]any{"error": out}, "", "  ")
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
+	// Messages quote ids, accounts and paths from outside: each prints as one line.
+	safetext.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
 		if code == "USAGE" {
-			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
-			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "fix: %s\n", fix)
 		}
 	}
 }

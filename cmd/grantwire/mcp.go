@@ -13,6 +13,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 // mcpRemoteMissing says what the CLI does not do (BEHAVIOUR.md lists mcp auth|logout).
@@ -110,7 +111,7 @@ is active for.`,
 					id += " (not in the catalog)"
 				}
 				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
 			}
 			return tw.Flush()
 		}),
