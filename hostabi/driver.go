@@ -67,7 +67,11 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 			// q.Facts is replaced, never changed, after a done decision: a copy of q is stable.
 			final := *q
 			out.Query, out.Decision = &final, dec
-			if err = o.Apply(ctx, dec.Effects); err == nil {
+			// Cancelled before the effects: write nothing (issue 10, item 17).
+			if err = ctx.Err(); err == nil {
+				err = o.Apply(ctx, dec.Effects)
+			}
+			if err == nil {
 				out.Result, out.Error = dec.Result, dec.Error
 				return out, nil
 			}
