@@ -31,6 +31,19 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
+	// The service locks of every test (and of the children it starts, which inherit the
+	// variable) go to a directory of this run, not to the user's cache directory.
+	if os.Getenv("GRANTWIRE_LOCK_DIR") == "" {
+		dir, err := os.MkdirTemp("", "grantwire-locks-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("GRANTWIRE_LOCK_DIR", dir)
+		code := m.Run()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 
@@ -175,6 +188,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
 		},
 		AuthTimeout: 20 * time.Second, Getenv: func(string) string { return "" },
+		LockDir: os.Getenv("GRANTWIRE_LOCK_DIR"),
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)

@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,8 @@ func childRefresher() int {
 	rounds, _ := strconv.Atoi(os.Getenv("GW_ROUNDS"))
 	var client *grantwire.Client
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"), NoWatch: true,
-		Getenv: func(string) string { return "" },
+		LockDir: cmp.Or(os.Getenv("GW_LOCK_DIR"), os.Getenv("GRANTWIRE_LOCK_DIR")),
+		Getenv:  func(string) string { return "" },
 		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
 			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
 		}})
@@ -111,6 +113,8 @@ func TestMultiProcessRefresh(t *testing.T) {
 	t.Logf("%d processes, %d refreshes in %s (%.1f ms per refresh); server: %+v",
 		procs, total, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/total, st)
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func runRefreshers(t *testing.T, w *world, procs, total int, env ...string) []refreshReport {
 	t.Helper()

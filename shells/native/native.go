@@ -14,7 +14,9 @@
 //     conditional and atomic across processes (per-ledger lock file, temp file, fsync,
 //     rename, fsync of the directory; 0600 files in 0700 directories, re-asserted on every
 //     write). Ledgers are never reset or rewritten on their own.
-//   - Locks: connectors/<provider>.lock (gofrs/flock), queued within the process.
+//   - Locks: per provider, a lock of the keyring service (under Options.LockDir, by default
+//     the user's cache directory) then the home's connectors/<provider>.lock (gofrs/flock),
+//     queued within the process: two homes sharing a service share the lock.
 //   - OAuth: PKCE S256 authorization through a one-shot 127.0.0.1 loopback, the code
 //     exchange and the refresh grant (x/oauth2); every URL and redirect hop passes
 //     Options.CheckURL first, and token endpoint redirects are never followed.
@@ -81,6 +83,10 @@ type Options struct {
 	NoWatch bool
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
+	// LockDir is where the provider locks shared by every home of a keyring service live:
+	// LockDir/<service>-<hash>/<provider>.lock (default $GRANTWIRE_LOCK_DIR, else
+	// <user cache dir>/grantwire/locks).
+	LockDir string
 	// Warn receives what the user should know but that does not stop an operation (a
 	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
 	// lines to Prompt.
@@ -163,7 +169,16 @@ func New(opts Options) (*Shell, error) {
 	}
 	s.opts.Warn = opts.Warn
 	s.ledgers = &fileLedgers{home: home, warn: opts.Warn}
-	s.locks = &fileLocks{home: home, sems: map[string]chan struct{}{}}
+	if opts.LockDir == "" {
+		opts.LockDir = defaultLockDir(opts.Getenv)
+	} else if abs, err := filepath.Abs(opts.LockDir); err == nil {
+		opts.LockDir = abs
+	}
+	s.opts.LockDir = opts.LockDir
+	s.locks = &fileLocks{home: home}
+	if opts.LockDir != "" {
+		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
+	}
 	s.oauth = &oauthClient{s: s}
 	if !opts.NoWatch {
 		if err := ensureDir(home, filepath.Join(home, "connectors")); err != nil {
@@ -204,8 +219,12 @@ func (s *Shell) Home() string { return s.home }
 // activations other processes changed.
 func (s *Shell) Events() *Bus { return s.bus }
 
-// LockPath is the file of a provider's lock.
+// LockPath is the home's file of a provider's lock (connectors/<provider>.lock).
 func (s *Shell) LockPath(name string) string { return s.locks.Path(name) }
+
+// ServiceLockPath is the file of a provider's lock shared by every home of the keyring
+// service, taken before the home's ("" when no lock directory is known).
+func (s *Shell) ServiceLockPath(name string) string { return s.locks.ServicePath(name) }
 
 // Close releases the shell's resources (watchers, listeners).
 func (s *Shell) Close() error {

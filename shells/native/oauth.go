@@ -74,6 +74,15 @@ func (o *oauthClient) check(ctx context.Context, u *url.URL, purpose string, hop
 	return o.s.opts.CheckURL(ctx, u, purpose, hop, from)
 }
 
+// refusedURL is the error of a URL the transport rule did not pass: "canceled" when the
+// check stopped because ctx ended (the policy engine honours cancellation).
+func refusedURL(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return "canceled"
+	}
+	return "refused URL: " + cut(err.Error(), 200)
+}
+
 // config builds the x/oauth2 configuration of a connector and client.
 func (o *oauthClient) config(c hostabi.Connector, client hostabi.Client, redirect string, scopes []string) *oauth2.Config {
 	return &oauth2.Config{
@@ -128,7 +137,7 @@ func (o *oauthClient) checkToken(ctx context.Context, tokenURL string) (hostabi.
 		return hostabi.TokenResponse{Error: "the catalog has no valid token_url"}, false
 	}
 	if err := o.check(ctx, u, purposeToken, 0, nil); err != nil {
-		return hostabi.TokenResponse{Error: "refused URL: " + cut(err.Error(), 200)}, false
+		return hostabi.TokenResponse{Error: refusedURL(ctx, err)}, false
 	}
 	return hostabi.TokenResponse{}, true
 }
@@ -262,7 +271,7 @@ func (o *oauthClient) Authorize(ctx context.Context, c hostabi.Connector, client
 		return fail("the catalog has no valid authorization_url")
 	}
 	if err := o.check(ctx, au, purposeAuthorization, 0, nil); err != nil {
-		return fail("refused URL: " + cut(err.Error(), 200))
+		return fail(refusedURL(ctx, err))
 	}
 	if r, ok := o.checkToken(ctx, cfg.Endpoint.TokenURL); !ok {
 		return hostabi.AuthResult{Status: hostabi.AuthError, Token: r}
