@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -138,14 +139,44 @@ func TestCheckDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// BenchmarkCheck: a small object, and a grants ledger of 50 connectors with 20 agents of 3
+// scopes each (~90 KB) as grantwire writes it.
 func BenchmarkCheck(b *testing.B) {
-	doc := []byte(manyMembers(8, false))
-	b.ReportAllocs()
-	b.SetBytes(int64(len(doc)))
-	for b.Loop() {
-		if err := strictjson.Check(doc); err != nil {
-			b.Fatal(err)
+	grants := map[string]map[string][]string{}
+	for c := range 50 {
+		m := map[string][]string{}
+		for a := range 20 {
+			m[fmt.Sprintf("installed:agent-%02d", a)] = []string{"https://www.googleapis.com/auth/gmail.readonly", "openid", "email"}
 		}
+		grants[fmt.Sprintf("connector-%02d", c)] = m
+	}
+	ledger, err := json.MarshalIndent(grants, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, doc := range []struct {
+		name string
+		doc  []byte
+	}{{"small", []byte(manyMembers(8, false))}, {"grants-50x20", ledger}} {
+		b.Run(doc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(doc.doc)))
+			for b.Loop() {
+				if err := strictjson.Check(doc.doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(doc.name+"/encoding-json-decode", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(doc.doc)))
+			for b.Loop() {
+				var v any
+				if err := json.Unmarshal(doc.doc, &v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -13,11 +13,15 @@
 //     and mcp_servers.json under the home; a content hash is the version; writes are
 //     conditional and atomic across processes (per-ledger lock file, temp file, fsync,
 //     rename, fsync of the directory; 0600 files in 0700 directories, re-asserted on every
-//     write). Ledgers are never reset or rewritten on their own.
+//     write). Ledgers are never reset or rewritten on their own. A ledger is read only as a
+//     regular file of at most MaxLedgerBytes, never through a symbolic link and never
+//     blocking on a FIFO (internal/safefile); one other users may read is set to 0600 and
+//     reported through Options.Warn.
 //   - Locks: per provider, a lock of the keyring service (under Options.LockDir, by default
 //     the user's cache directory) then the home's connectors/<provider>.lock (gofrs/flock),
 //     queued within the process: two homes sharing a service share the lock.
-//   - OAuth: PKCE S256 authorization through a one-shot 127.0.0.1 loopback, the code
+//   - OAuth: PKCE S256 authorization through a one-shot 127.0.0.1 loopback (origin-form
+//     requests only, so the Host header checked is the one sent), the code
 //     exchange and the refresh grant (x/oauth2); every URL and redirect hop passes
 //     Options.CheckURL first, and token endpoint redirects are never followed.
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
