@@ -594,14 +594,19 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	case <-ctx.Done(): // a nil channel for the plain variant: never chosen
 		return dst, fmt.Errorf("wasmengine: decision not started: %w", ctx.Err())
 	}
-	if in == nil {
+	if in == nil || in.mod.IsClosed() {
+		// A placeholder, or an instance wazero closed just after its last call returned
+		// (its context ended in that instant): make a fresh one.
+		if in != nil {
+			_ = in.close(context.WithoutCancel(ctx))
+		}
 		if in, err = e.clone(context.WithoutCancel(ctx), v); err != nil {
 			v.pool <- nil
 			return dst, err
 		}
 	}
 	out, err := e.eval(ctx, in, e.decideEP, query, dst)
-	if err != nil && (isAbort(err) || in.mod.IsClosed()) {
+	if (err != nil && isAbort(err)) || in.mod.IsClosed() {
 		// An abort may leave the instance's shadow stack unwound, and wazero closes the
 		// instance whose context ended mid-call: replace it by a fresh clone (or by nil,
 		// made on next use, if that fails now).
