@@ -13,8 +13,9 @@ import (
 )
 
 // A deadline stops a slow operation through the Go API (issue 10, item 17): a grant of
-// 60,000 scopes (the policy is quadratic in them: a minute of Wasm and more) under a 100 ms deadline
-// returns the deadline's error well before the decision could end, and writes nothing.
+// 60,000 scopes (the policy is quadratic in them: tens of seconds of Wasm) under a 100 ms
+// deadline returns the deadline's error well before the decision could end, and writes
+// nothing. The engine before this change ran the decision to its end.
 func TestDeadlineStopsASlowOperation(t *testing.T) {
 	c, w := newMemClient(t)
 	warm, cancel := context.WithCancel(context.Background())
