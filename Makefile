@@ -49,6 +49,10 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 test: deps lint wasm-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
 
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; make test runs their seeds)
+	@scripts/fuzz.sh
+
 .PHONY: bench
 bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)
 	@scripts/bench.sh

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -304,6 +306,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		// One command needs no watcher of other processes' activations (it would also
 		// create the home's directory for a read-only command such as status).
 		NoWatch: !a.LongRunning,
+		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -365,14 +368,22 @@ func (a *app) close(ctx context.Context) {
 
 // printJSON writes v as indented JSON on stdout. A listing is an object with a named
 // array ({"grants": [...]}), never a bare array or map, so fields can be added later.
+// Strings that could act on a terminal are escaped as JSON (the same value for a parser).
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.Stdout)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.Stdout.Write(safetext.JSON(buf.Bytes()))
+	return err
 }
 
-func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+// printf and warnf print with every string argument escaped (safetext): arguments may
+// come from a provider, a ledger or a file; the format is grantwire's own.
+func (a *app) printf(format string, args ...any) { safetext.Fprintf(a.Stdout, format, args...) }
 
 // warnf prints a warning on stderr: "grantwire: warning: …", or with --json one object
 // {"warning": {"message": …}} on a line, so that stderr holds nothing but JSON.
@@ -380,10 +391,10 @@ func (a *app) warnf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if a.jsonOut {
 		b, _ := json.Marshal(map[string]any{"warning": map[string]string{"message": msg}})
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
+	safetext.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
 }
 
 // --- errors ---------------------------------------------------------------------------
@@ -572,15 +583,16 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 			out["fix"] = fix
 		}
 		b, _ := json.MarshalIndent(map[string]any{"error": out}, "", "  ")
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
+	// Messages quote ids, accounts and paths from outside: each prints as one line.
+	safetext.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
 		if code == "USAGE" && strings.HasSuffix(fix, " --help") {
-			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
-			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "fix: %s\n", fix)
 		}
 	}
 }

@@ -73,7 +73,7 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"token to a terminal", invocation{stdoutTTY: true}, []string{"token", "google", "--agent", "builtin:email"}, []string{"refusing to print an access token to a terminal", "--force-tty"}},
 		{"import without input", invocation{}, []string{"import", "google", "--client-id", "x"}, []string{"--from-stdin or --from-file"}},
 		{"import without refresh token", invocation{stdin: `{"client_id": "x", "scopes": ["a"]}`}, []string{"import", "google", "--from-stdin"}, []string{"needs refresh_token"}},
-		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"unknown key refresh"}},
+		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"stdin line 2 is not KEY=VALUE with a key that a forwarded connection takes", "the line is not shown"}},
 		{"test scopes without agent", invocation{}, []string{"test", "google", "--scopes", "openid"}, []string{"--scopes needs --agent"}},
 		{"zero timeout", invocation{}, []string{"connect", "google", "--timeout", "0s"}, []string{"--timeout must be positive"}},
 		{"agents id of nothing", invocation{}, []string{"agents", "id", "/nonexistent/agent.py"}, []string{"the agent source cannot be read"}},

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) grantsCmd() *cobra.Command {
@@ -115,7 +117,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 			fmt.Fprintln(tw, "CONNECTOR\tAGENT\tSCOPES")
 			for _, conn := range sortedKeys(grants) {
 				for _, agent := range sortedKeys(grants[conn]) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
+					safetext.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
 				}
 			}
 			return tw.Flush()

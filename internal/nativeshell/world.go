@@ -118,6 +118,9 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 		Entropy:     w.rng,
 		NoWatch:     true, // events are the steps' own; the watcher has its own tests
 		Getenv:      w.getenv,
+		// The service locks of this world, beside its home: worlds share a service name
+		// (grantwire.connections) but never a lock.
+		LockDir: filepath.Join(filepath.Dir(w.home), "locks"),
 	}
 	if browser {
 		opts.Browser = w.browser

@@ -291,9 +291,19 @@ insecure_transport(reason) := error("INSECURE_TRANSPORT", concat("", ["refused U
 corrupt_ledger(name, file, reason) := error(
 	"CORRUPT_LEDGER",
 	concat("", ["the ", name, " ledger at ", file, " is unreadable (", reason, "); nothing was changed"]),
-	move_aside(file),
+	_corrupt_fix(file, reason),
 	{"ledger": name, "path": file},
 )
+
+# A symbolic link is replaced by a copy of its target (the ledger keeps its content; a
+# write would otherwise replace the link and leave the target stale); anything else is
+# moved aside.
+_corrupt_fix(file, "a symbolic link") := concat("", [
+	"cp -p -- \"$(readlink -f -- ", scopes.quote(file), ")\" ", scopes.quote(concat("", [file, ".copy"])),
+	" && mv -f -- ", scopes.quote(concat("", [file, ".copy"])), " ", scopes.quote(file),
+])
+
+_corrupt_fix(file, reason) := move_aside(file) if reason != "a symbolic link"
 
 # METADATA
 # title: move aside
