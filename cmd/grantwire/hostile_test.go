@@ -110,7 +110,11 @@ func TestUntrustedStringsAreEscaped(t *testing.T) {
 		r := tw.gw(args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
 		requireTerminalSafe(t, strings.Join(args, " "), r.stdout+r.stderr)
-		require.Contains(t, r.stdout+r.stderr, `\x1b]0;owned\x07`, "%v shows the string, escaped", args)
+		if args[0] == "status" {
+			// The account from userinfo; the planted agent id is not a valid id, so the
+			// policy lists it nowhere.
+			require.Contains(t, r.stdout+r.stderr, `\x1b]0;owned\x07`, "%v shows the string, escaped", args)
+		}
 
 		// JSON keeps the exact value (a JSON parser gets the original string back) with
 		// nothing a terminal would act on.
@@ -123,8 +127,10 @@ func TestUntrustedStringsAreEscaped(t *testing.T) {
 		require.NoError(t, err)
 		var back any
 		require.NoError(t, json.Unmarshal(flat, &back))
-		require.True(t, strings.Contains(r.stdout, `\u001b]0;owned\u0007`), "%v --json: %s", args, r.stdout)
-		require.True(t, containsString(doc, hostileText) || containsString(doc, agent), "%v --json lost the exact value", args)
+		if args[0] == "status" {
+			require.True(t, strings.Contains(r.stdout, `\u001b]0;owned\u0007`), "%v --json: %s", args, r.stdout)
+			require.True(t, containsString(doc, hostileText), "%v --json lost the exact value", args)
+		}
 	}
 
 	// Errors: a message and a fix quoting such a string print as one line each.

@@ -29,10 +29,10 @@ func TestLedgerFIFOIsRefused(t *testing.T) {
 	inTime(t, "ListGrants", func() {
 		_, err := w.client.ListGrants(ctx, "")
 		require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
-		require.Contains(t, err.Error(), grants+" is a named pipe (FIFO), not a regular file")
+		require.Contains(t, err.Error(), grants+" is unreadable (not a regular file)")
 		var ge *grantwire.Error
 		require.ErrorAs(t, err, &ge)
-		require.Equal(t, "mv -- "+grants+" "+grants+".not-a-file", ge.Fix)
+		require.Equal(t, "mv "+grants+" "+grants+".corrupt", ge.Fix)
 	})
 	inTime(t, "Grant", func() {
 		_, err := w.client.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
