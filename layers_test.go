@@ -17,7 +17,7 @@ const module = "github.com/grantwire/grantwire"
 // every package under it that has no entry of its own; the longest key wins.
 var layers = map[string]int{
 	// Leaves: the policy, data and helpers that import no grantwire package.
-	"policy": 0, "catalog": 0, "internal/canon": 0, "internal/layout": 0,
+	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
 	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
 	"core": 1, "core/": 2,

@@ -33,7 +33,7 @@ var lockName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 //     Options.LockDir or $GRANTWIRE_LOCK_DIR says otherwise; <service> is the service
 //     name with anything but letters, digits, '.', '_' and '-' replaced, and <hash> the
 //     first 8 bytes of its sha256 in hex, so distinct services never collide);
-//  2. the home lock, <home>/connectors/<provider>.lock, the file BEHAVIOUR.md documents,
+//  2. the home lock, <home>/connectors/<provider>.lock, the file docs/behaviour.md#files documents,
 //     which grantwire versions before the service lock take alone: holding it too keeps
 //     them excluded while versions are mixed.
 //
