@@ -83,6 +83,10 @@ func newMCPWorld(t *testing.T) *mcpWorld {
 		"type": "mcp_server", "display_name": "Missing", "tier": "test", "category": "test",
 		"command": "grantwire-test-no-such-server-" + randHex(4),
 	}
+	doc["connectors"]["mcp-notes"] = map[string]any{
+		"type": "mcp_remote", "display_name": "Notes", "tier": "test", "category": "test",
+		"url": "https://notes.example.com/mcp",
+	}
 	raw, err = json.Marshal(doc)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
@@ -336,6 +340,15 @@ func TestE2EMCPConfig(t *testing.T) {
 	require.Equal(t, []string{"--home", other, "--keyring-service", w.service, "--catalog", w.catalog,
 		"mcp", "run", "mcp-probe", "--agent", probeAgent}, cfg.MCPServers["mcp-probe"].Args)
 
+	// A remote server goes through mcp proxy; mcp run refuses it with that command.
+	r = w.gwJSON("", 0, &cfg, "mcp", "config", "mcp-notes", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, []string{"--keyring-service", w.service, "--catalog", w.catalog,
+		"mcp", "proxy", "mcp-notes", "--agent", probeAgent}, cfg.MCPServers["mcp-notes"].Args)
+	require.Len(t, cfg.MCPServers, 2)
+	require.Contains(t, r.stderr, "grantwire activations activate mcp-notes builtin:chat --scopes use")
+	e := w.fail(2, "USAGE", "mcp", "run", "mcp-notes", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "grantwire mcp proxy mcp-notes --agent builtin:chat")
+
 	// Errors before the gate are errors.
 	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "config", "mcp-nothing", "--agent", probeAgent)
 	w.fail(3, "CONFIGURATION", "mcp", "config", "google", "--agent", probeAgent)
@@ -354,4 +367,24 @@ next:
 		out = append(out, kv)
 	}
 	return out
+}
+
+// Usage errors of mcp run and mcp config are found before anything is read (no keyring).
+func TestBinaryMCPRunUsage(t *testing.T) {
+	w := newBB(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "run"}, "mcp run needs the name of an MCP server"},
+		{[]string{"mcp", "run", "mcp-github"}, `required flag(s) "agent" not set`},
+		{[]string{"mcp", "run", "mcp-github", "--stdio", "--agent", "builtin:chat"}, "unknown flag: --stdio"},
+		{[]string{"mcp", "run", "mcp-github", "extra", "--agent", "builtin:chat"}, "grantwire mcp run mcp-github --agent builtin:chat -- extra"},
+		{[]string{"mcp", "config", "--agent", "builtin:chat"}, "mcp config needs the name of at least one MCP server"},
+	} {
+		r := w.run("", tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, tc.args)
+		require.Empty(t, r.stdout, "%v: nothing on stdout, the MCP channel", tc.args)
+	}
 }
