@@ -344,6 +344,8 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	return a.client, nil
 }
 
+// close releases the client, the OS shell, the engine and the decision log; closing
+// twice is fine (mcp run closes them while its server runs).
 func (a *app) close(ctx context.Context) {
 	if a.progress != nil {
 		a.progress.Stop()
@@ -362,6 +364,7 @@ func (a *app) close(ctx context.Context) {
 			a.warnf("the decision log %s is incomplete: %v", a.decisionLogPath, err)
 		}
 	}
+	a.client, a.shell, a.engine, a.dlog = nil, nil, nil, nil
 }
 
 // --- output ---------------------------------------------------------------------------
@@ -481,6 +484,14 @@ const (
 func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return 0
+	}
+	// A status of the command's own (mcp run: its server's) needs no error table.
+	var status *exitStatus
+	if errors.As(err, &status) {
+		if status.msg != "" {
+			a.report(status.name, status.msg, status.fix, nil, status.code)
+		}
+		return status.code
 	}
 	table := a.errorTable(ctx)
 	exitOf := func(code string, fallback int) int {

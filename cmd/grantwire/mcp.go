@@ -36,6 +36,7 @@ Not available yet: ` + mcpRemoteMissing + `.`,
 		},
 	}
 	cmd.AddCommand(a.mcpListCmd())
+	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
 	return cmd
 }
 

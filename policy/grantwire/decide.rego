@@ -22,6 +22,7 @@ import data.grantwire.facts
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
+import data.grantwire.launch
 import data.grantwire.mcp
 import data.grantwire.scopes
 import data.grantwire.status
@@ -79,6 +80,8 @@ _decision := gate.decision if {
 	_op == "agent_id"
 } else := catalog.validate if {
 	_op == "validate_catalog"
+} else := launch.decision if {
+	_op == "launch"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -223,4 +226,9 @@ manifest := {"errors": errors.table, "ops": {
 	"list_agents": {"prefetch": []},
 	"agent_id": {"prefetch": []},
 	"validate_catalog": {"prefetch": []},
+	"launch": {"prefetch": [
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
+		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
+	]},
 }}

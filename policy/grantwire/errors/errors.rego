@@ -35,6 +35,7 @@ table := {
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
+	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
 }
 
 # METADATA
@@ -351,3 +352,25 @@ authorization_timeout(c, minutes, list) := error(
 # title: internal
 # description: The facts did not match any rule (a shell bug or malformed facts).
 internal(op) := error("INTERNAL", concat("", ["internal: no decision for ", op, " (malformed facts?)"]), "", {})
+
+# METADATA
+# title: MCP server not granted
+# description: |
+#   An agent without a grant for an MCP server it wants to use. The fix grants and activates
+#   in one step (revoking removes both, so a pair without a grant has no activation either).
+mcp_not_granted(c, a) := error(
+	"AGENT_NOT_GRANTED",
+	concat("", ["agent ", scopes.quote(a), " holds no grant for ", c]),
+	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a), " --scopes use"]),
+	{"connector": c, "agent": a, "missing_scopes": ["use"], "full_scopes": ["use"]},
+)
+
+# METADATA
+# title: agent not active
+# description: An agent granted an MCP server that is not active for it (its tools are hidden from it).
+agent_not_active(c, a) := error(
+	"AGENT_NOT_ACTIVE",
+	concat("", ["agent ", scopes.quote(a), " is granted ", c, " but it is not active for it"]),
+	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
+	{"connector": c, "agent": a},
+)

@@ -34,6 +34,8 @@ _all := [
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 5, ["gmail"]),
 	errors.internal("grant"),
+	errors.mcp_not_granted("mcp-github", "builtin:chat"),
+	errors.agent_not_active("mcp-github", "it's"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
@@ -237,4 +239,21 @@ test_internal if {
 		"code": "CONFIGURATION", "connector": "google", "fix": "grantwire configure google --client-id <id>",
 		"summary": "configuration error: no client", "message": "configuration error: no client; fix: grantwire configure google --client-id <id>",
 	}
+}
+
+test_mcp_gate_errors if {
+	errors.mcp_not_granted("mcp-github", "builtin:chat") == {
+		"code": "AGENT_NOT_GRANTED", "connector": "mcp-github", "agent": "builtin:chat",
+		"missing_scopes": ["use"], "full_scopes": ["use"],
+		"fix": "grantwire activations activate mcp-github builtin:chat --scopes use",
+		"summary": "agent builtin:chat holds no grant for mcp-github",
+		"message": "agent builtin:chat holds no grant for mcp-github; fix: grantwire activations activate mcp-github builtin:chat --scopes use",
+	}
+	errors.agent_not_active("mcp-github", "it's") == {
+		"code": "AGENT_NOT_ACTIVE", "connector": "mcp-github", "agent": "it's",
+		"fix": `grantwire activations activate mcp-github 'it'\''s'`,
+		"summary": `agent 'it'\''s' is granted mcp-github but it is not active for it`,
+		"message": `agent 'it'\''s' is granted mcp-github but it is not active for it; fix: grantwire activations activate mcp-github 'it'\''s'`,
+	}
+	errors.table.AGENT_NOT_ACTIVE == {"status": 403, "exit": 4}
 }
