@@ -33,8 +33,8 @@ func fuzzSeeds(ctx context.Context, p *pair) [][]byte {
 	return out
 }
 
-// FuzzEngines feeds arbitrary bytes to both engines (on the synthetic catalog and on the
-// embedded one) and demands the same decision, byte for byte, or the same error. Run it
+// FuzzEngines feeds arbitrary bytes to the three engines (on the synthetic catalog and on
+// the embedded one) and demands the same decision, byte for byte, or the same error. Run it
 // with: go test ./core/internal/nodiff -run '^$' -fuzz FuzzEngines -fuzztime 10m
 func FuzzEngines(f *testing.F) {
 	ctx := context.Background()
@@ -54,6 +54,10 @@ func FuzzEngines(f *testing.F) {
 	f.Fuzz(func(t *testing.T, q []byte) {
 		for _, p := range ps[:2] {
 			if _, _, div := nodiff.Diff(ctx, q, p.wasm, p.rego); div != nil {
+				div.Family = "catalog " + p.cat.Name
+				t.Fatal(div)
+			}
+			if _, _, div := nodiff.Diff(ctx, q, p.native, p.rego); div != nil {
 				div.Family = "catalog " + p.cat.Name
 				t.Fatal(div)
 			}
