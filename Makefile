@@ -24,6 +24,14 @@ wasm: ## regenerate policy/policy.wasm (pinned OPA from go.mod) and its sha256
 wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
 	@scripts/build-wasm.sh --check
 
+.PHONY: native
+native: ## regenerate core/nativeengine/policy_gen.go (Go compiled from the policy's OPA IR) and the runtime's test policy
+	@scripts/build-native.sh
+
+.PHONY: native-check
+native-check: ## fail if core/nativeengine's generated code differs from a fresh build of policy/
+	@scripts/build-native.sh --check
+
 .PHONY: bundle
 bundle: ## build/grantwire-bundle.tar.gz: the OPA bundle (Rego, policy.wasm, catalog) for grantwire and OPA servers
 	go run ./internal/tools/policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
@@ -44,7 +52,7 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 	@scripts/audit.sh
 
 .PHONY: test
-test: deps lint wasm-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+test: deps lint wasm-check native-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
 
 .PHONY: bench
