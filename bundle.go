@@ -358,7 +358,7 @@ func RevisionOf(wasm []byte) string {
 // EmbeddedRevision is the revision of the embedded policy.wasm.
 func EmbeddedRevision() string { return RevisionOf(policy.Wasm) }
 
-// Revision names the policy this client decides with: the bundle's revision, the embedded
-// policy's ([EmbeddedRevision]), or "" for an engine given with WithEngine (which may
-// evaluate any Rego).
+// Revision names the policy this client decides with: the bundle's revision (a bundle's,
+// or the one an OPA server runs), the embedded policy's ([EmbeddedRevision]), or "" for an
+// engine given with WithEngine that does not say (it may evaluate any Rego).
 func (c *Client) Revision() string { return c.revision }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -33,6 +34,10 @@ type config struct {
 	// bundle.go and decisionlog.go
 	bundle    *Bundle
 	observers []func(Decision)
+	// engines.go
+	engineName string
+	opaURL     string
+	opaOpts    []opaserver.Option
 }
 
 // Option configures a [Client]; options never fail, New reports errors.
@@ -99,22 +104,38 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if err := c.checkEngine(); err != nil {
+		c.errs = append(c.errs, err)
+	}
 	if err := c.useBundle(); err != nil {
 		c.errs = append(c.errs, err)
 	}
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
-	cat, err := catalog.Load(c.catalog)
-	if err != nil {
-		return nil, err
-	}
 	if c.caps == nil {
 		return nil, errors.New("grantwire: no shell: pass WithCapabilities, or use grantwire.Open for the OS shell")
 	}
+	var server *opaserver.Engine
+	if c.engine == nil && c.engineName == EngineOPAServer {
+		var err error
+		if server, err = c.serverEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := catalog.Load(c.catalog)
+	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
+		return nil, err
+	}
 	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
+	if r, ok := c.engine.(interface{ Revision() string }); ok {
+		cl.revision = r.Revision() // an OPA server's bundle
+	}
 	if cl.engine == nil {
-		if cl.engine, cl.revision, err = c.newWasmEngine(ctx, cat); err != nil {
+		if cl.engine, cl.revision, err = c.builtEngine(ctx, cat, server, ""); err != nil {
 			return nil, err
 		}
 		cl.owns = true

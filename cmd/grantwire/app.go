@@ -20,6 +20,8 @@ import (
 	"github.com/grantwire/grantwire/agents"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/nativeengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
@@ -109,9 +111,11 @@ type app struct {
 	// interpreting it; `serve` sets it before asking for the client.
 	LongRunning bool
 
-	cat      *catalog.Catalog
-	registry *agents.Registry
-	engine   core.Engine
+	cat       *catalog.Catalog
+	registry  *agents.Registry
+	engine    core.Engine
+	serverURL string            // --engine opa-server=URL
+	srv       *opaserver.Engine // its engine, connected to on first use
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
 	bundle    *grantwire.Bundle
@@ -144,11 +148,20 @@ func (a *app) setup() error {
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
 	}
+	explicitEngine := a.engineName != ""
 	if a.engineName == "" {
-		a.engineName = "wasm"
+		a.engineName = grantwire.DefaultEngine
 	}
-	if a.engineName != "wasm" && a.engineName != "rego" {
-		return usagef("--engine must be wasm or rego, not %q", a.engineName)
+	switch {
+	case a.engineName == grantwire.EngineNative, a.engineName == grantwire.EngineWasm, a.engineName == grantwire.EngineRego:
+	case strings.HasPrefix(a.engineName, grantwire.EngineOPAServer+"="):
+		u, err := opaserver.Parse(a.engineName)
+		if err != nil {
+			return usagef("--engine opa-server=URL needs the URL of an OPA server serving grantwire's bundle")
+		}
+		a.serverURL = u
+	default:
+		return usagef("--engine must be native, wasm, rego or opa-server=URL, not %q", a.engineName)
 	}
 	if a.catalogPath == "" {
 		a.catalogPath = a.Getenv(envCatalog)
@@ -164,9 +177,13 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName == "rego" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine rego (or unset %s)", envEngine)
+		if explicitEngine && a.engineName != grantwire.EngineWasm {
+			return usagef("--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
+		a.engineName = grantwire.EngineWasm
+	}
+	if a.serverURL != "" && a.catalogPath != "" {
+		return usagef("--engine opa-server decides with the server's catalog: drop --catalog (or unset %s)", envCatalog)
 	}
 	if a.decisionLogPath == "" {
 		a.decisionLogPath = a.Getenv(envDecisionLog)
@@ -178,10 +195,11 @@ func (a *app) setup() error {
 }
 
 // clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
-// (WithBundle), and for a decision log on the wasm engine, so that every entry names the
-// policy's revision. Otherwise the CLI builds an interpreting engine, which starts faster.
+// (WithBundle), and for a decision log on the native or wasm engine, so that every entry
+// names the policy's revision. Otherwise the CLI builds the engine (the wasm engine
+// interpreting, which starts faster; an OPA server's engine, whose catalog it needs first).
 func (a *app) clientBuildsEngine() bool {
-	return a.bundlePath != "" || (a.decisionLogPath != "" && a.engineName == "wasm")
+	return a.bundlePath != "" || (a.decisionLogPath != "" && (a.engineName == grantwire.EngineWasm || a.engineName == grantwire.EngineNative))
 }
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
@@ -211,8 +229,8 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the bundle's (--bundle), the file given by --catalog /
-// $GRANTWIRE_CATALOG, else the embedded one.
+// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
+// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
 func (a *app) Catalog() (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
@@ -220,6 +238,16 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	b, err := a.Bundle()
 	if err != nil {
 		return nil, err
+	}
+	if a.serverURL != "" {
+		srv, err := a.server()
+		if err != nil {
+			return nil, err
+		}
+		if a.cat, err = catalog.Load(srv.Catalog()); err != nil {
+			return nil, fmt.Errorf("the OPA server at %s: data.catalog: %w", srv.URL(), err)
+		}
+		return a.cat, nil
 	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
@@ -237,6 +265,22 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 		return nil, err
 	}
 	return a.cat, nil
+}
+
+// server connects to the OPA server of --engine opa-server=URL (once).
+func (a *app) server() (*opaserver.Engine, error) {
+	if a.srv != nil {
+		return a.srv, nil
+	}
+	srv, err := opaserver.New(context.Background(), a.serverURL)
+	if err != nil {
+		return nil, &grantwire.Error{
+			Code: "CONFIGURATION", Fix: "start an OPA server on grantwire's bundle (docs/fleet.md), or drop --engine opa-server (unset " + envEngine + ")",
+			Message: "configuration error: " + err.Error(),
+		}
+	}
+	a.srv = srv
+	return srv, nil
 }
 
 // Agents returns the agent registry ($GRANTWIRE_HOME/agents.json and the built-in agents).
@@ -269,9 +313,11 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 		return nil, err
 	}
 	switch a.engineName {
-	case "rego":
+	case grantwire.EngineRego:
 		a.engine, err = regoengine.New(ctx, regoengine.WithData(cat.Data()))
-	default:
+	case grantwire.EngineNative:
+		a.engine, err = nativeengine.New(ctx, nativeengine.WithData(cat.Data()))
+	case grantwire.EngineWasm:
 		opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
 		if !a.LongRunning {
 			// One command asks a handful of questions: interpreting the module starts in a
@@ -279,6 +325,8 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 			opts = append(opts, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
 		}
 		a.engine, err = wasmengine.New(ctx, opts...)
+	default: // an OPA server, connected to by Catalog
+		a.engine = a.srv
 	}
 	if err != nil {
 		a.engine = nil

@@ -128,7 +128,7 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"connect"}, "accepts 1 arg"},
 		{[]string{"grants", "grant", "google"}, "accepts 2 arg"},
-		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm or rego"},
+		{[]string{"--engine", "lua", "catalog"}, "--engine must be native, wasm, rego or opa-server=URL"},
 		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},

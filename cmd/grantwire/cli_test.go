@@ -55,7 +55,10 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
 		{"missing argument", invocation{}, []string{"connect"}, []string{"accepts 1 arg", "grantwire connect --help"}},
 		{"extra argument", invocation{}, []string{"disconnect", "a", "b"}, []string{"accepts 1 arg"}},
-		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{"--engine must be wasm or rego"}},
+		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{"--engine must be native, wasm, rego or opa-server=URL"}},
+		{"opa-server without a URL", invocation{}, []string{"--engine", "opa-server=", "status"}, []string{"--engine opa-server=URL needs the URL"}},
+		{"opa-server with a catalog", invocation{}, []string{"--engine", "opa-server=http://127.0.0.1:1", "--catalog", "c.json", "status"}, []string{"decides with the server's catalog: drop --catalog"}},
+		{"native engine on a bundle", invocation{}, []string{"--engine", "native", "--bundle", "b.tar.gz", "status"}, []string{"--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine native"}},
 		{"oauth without client id", invocation{}, []string{"configure", "google"}, []string{"configure google needs --client-id"}},
 		{"oauth with mcp flags", invocation{}, []string{"configure", "google", "--set", "A=b"}, []string{"is an OAuth provider"}},
 		{"mcp with client flags", invocation{}, []string{"configure", "mcp-github", "--client-id", "x"}, []string{"is an MCP server"}},
@@ -610,11 +613,15 @@ func TestGlobalSettingsReachTheShell(t *testing.T) {
 	require.Equal(t, 0, tw.gw("--home", "/other", "status").code)
 	require.Equal(t, "/other", tw.lastOptions().Home, "flags win over the environment")
 
-	// The rego engine decides the same.
-	r = tw.gw("--engine", "rego", "grants", "list", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{}`, r.stdout)
+	// The rego, native and wasm engines decide the same.
+	for _, engine := range []string{"rego", "native", "wasm"} {
+		r = tw.gw("--engine", engine, "grants", "list", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.JSONEq(t, `{}`, r.stdout)
+	}
 	tw.setenv(envEngine, "rego")
+	require.Equal(t, 0, tw.gw("status").code)
+	tw.setenv(envEngine, "native")
 	require.Equal(t, 0, tw.gw("status").code)
 }
 
