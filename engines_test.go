@@ -14,8 +14,6 @@ import (
 	"github.com/grantwire/grantwire/internal/opatest"
 )
 
-
-
 // gate runs the gate's main path on a client: not granted, granted, a token.
 func gate(t *testing.T, c *grantwire.Client) {
 	t.Helper()
