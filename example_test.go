@@ -71,7 +71,7 @@ func ExampleNew() {
 	}
 	defer c.Close(ctx)
 	fmt.Println(c.Engine().Name(), len(c.Catalog().IDs()) >= 23)
-	// Output: wasm true
+	// Output: native true
 }
 
 func ExampleClient_ConfigureClient() {

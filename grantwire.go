@@ -2,12 +2,13 @@
 // scopes, and keeps every secret in the operating system's credential store.
 //
 // A [Client] runs each operation through grantwire's side-effect-free core (the Rego
-// policy, compiled to WebAssembly by default) and a shell that supplies the keyring, the
-// ledger files, the locks and the OAuth loopback. Errors are *[Error] values with the stable
-// codes of BEHAVIOUR.md; use errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
+// policy, compiled to Go by default: core/nativeengine) and a shell that supplies the
+// keyring, the ledger files, the locks and the OAuth loopback. Errors are *[Error] values
+// with the stable codes of BEHAVIOUR.md; use errors.Is with the sentinels
+// (ErrAgentNotGranted, ErrBusy, ...).
 //
-// This package imports the Wasm engine, not OPA's Go packages: pass a rego engine with
-// [WithEngine] to evaluate the Rego source directly.
+// This package imports the native, Wasm and OPA-server engines, not OPA's Go packages:
+// pass a rego engine with [WithEngine] to evaluate the Rego source directly.
 package grantwire
 
 import (

@@ -486,8 +486,8 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 }
 
 // errorTable is the policy's error table (code → REST status and CLI exit). Without an
-// engine yet (a usage error, a broken catalog file), the embedded Wasm policy is asked:
-// the table does not depend on the catalog.
+// engine yet (a usage error, a broken catalog file), the embedded policy is asked (the
+// native engine, which starts at once): the table does not depend on the catalog.
 func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	if a.table != nil {
 		return a.table
@@ -496,7 +496,7 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 		a.table = a.engine.Manifest().Errors
 		return a.table
 	}
-	e, err := wasmengine.New(context.WithoutCancel(ctx), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	e, err := nativeengine.New(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil
 	}
