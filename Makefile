@@ -46,6 +46,8 @@ lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
 	go vet ./...
 	$(OPA) fmt --fail -l $(POLICY)
 	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
+	$(OPA) fmt --fail -l docs/fleet/log-mask core/nativeengine/internal/irtest/policy
+	$(OPA) check --strict docs/fleet/log-mask core/nativeengine/internal/irtest/policy
 
 .PHONY: audit
 audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa test --coverage >= 95 %, METADATA, entrypoints

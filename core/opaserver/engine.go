@@ -109,8 +109,9 @@ type provenance struct {
 	} `json:"bundles"`
 }
 
-// revision is the revision of the bundle that owns grantwire's policy (the only bundle,
-// or the one named grantwire).
+// revision is the revision of the bundle that holds grantwire's policy: the bundle named
+// grantwire (as a bundle service configuration names it), else the only bundle with a
+// revision (a server may run other bundles beside it, such as a decision-log mask).
 func (p *provenance) revision() string {
 	if p == nil {
 		return ""
@@ -118,12 +119,16 @@ func (p *provenance) revision() string {
 	if b, ok := p.Bundles["grantwire"]; ok {
 		return b.Revision
 	}
-	if len(p.Bundles) == 1 {
-		for _, b := range p.Bundles {
-			return b.Revision
+	rev := ""
+	for _, b := range p.Bundles {
+		if b.Revision != "" {
+			if rev != "" {
+				return ""
+			}
+			rev = b.Revision
 		}
 	}
-	return ""
+	return rev
 }
 
 type response struct {

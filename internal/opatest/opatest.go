@@ -141,35 +141,60 @@ func WithData(bundle, data []byte) ([]byte, error) {
 // Start runs `opa run --server --bundle` on a free port of 127.0.0.1 and waits until
 // its bundle is active.
 func Start(opa, bundle string) (string, func(), error) {
+	url, _, stop, err := StartArgs(opa, "--bundle", bundle)
+	return url, stop, err
+}
+
+// StartArgs runs `opa run --server` with args on a free port of 127.0.0.1 and waits until
+// its bundles are active; logs returns what OPA wrote so far (its console decision log,
+// with --set decision_logs.console=true).
+func StartArgs(opa string, args ...string) (url string, logs func() []byte, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command(opa, "run", "--server", "--addr", addr, "--log-level", "error", "--bundle", bundle)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	out := &syncBuffer{}
+	cmd := exec.Command(opa, append([]string{"run", "--server", "--addr", addr, "--log-format", "json"}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	stop := func() {
+	stop = func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
-	url := "http://" + addr
+	url = "http://" + addr
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		resp, err := http.Get(url + "/health?bundles")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return url, stop, nil
+				return url, out.Bytes, stop, nil
 			}
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, fmt.Errorf("opa run --server did not become healthy: %s", logs.String())
+			return "", nil, nil, fmt.Errorf("opa run --server did not become healthy: %s", out.Bytes())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
 }
