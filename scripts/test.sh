@@ -18,9 +18,10 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	export GRANTWIRE_REAL_KEYRING=1
 fi
 go test -count=1 ./...
-# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
+# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts), and
+# the native engine's shared state (its cache of data-only rules, its pool of evaluations).
 if command -v gcc >/dev/null; then
-	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine
+	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine ./core/nativeengine
 else
 	echo "test: no C compiler, so the race detector cannot run (apt-get install gcc)" >&2
 	exit 1

@@ -18,7 +18,8 @@ func (ev *Eval) BiJSONMarshal(a *V) *V {
 	if !goJSONNumbersValid(a) {
 		return nil
 	}
-	return ev.String(string(AppendGoJSON(nil, a)))
+	ev.scr = AppendGoJSON(ev.scr[:0], a)
+	return ev.stringOf(ev.scr)
 }
 
 // goJSONNumbersValid reports whether encoding/json would accept every number of v (it

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 //rego:builtin concat
@@ -35,14 +36,14 @@ func (ev *Eval) BiConcat(sep, coll *V) *V {
 		}
 		n += len(x.s)
 	}
-	b := make([]byte, 0, n)
+	b := ev.textBytes(n)[:0]
 	for i, x := range xs {
 		if i > 0 {
 			b = append(b, j...)
 		}
 		b = append(b, x.s...)
 	}
-	return ev.String(string(b))
+	return ev.String(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 func strs2(a, b *V) (string, string, bool) {

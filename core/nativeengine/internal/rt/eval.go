@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Program is a compiled policy bound to its data document: what generated code needs
@@ -41,8 +42,10 @@ type Eval struct {
 
 	chunks [][]V
 	next   int
-	buf    []byte // the query's bytes, which its strings point into
-	scr    []byte // scratch
+	buf    []byte   // the query's bytes, which its strings point into
+	scr    []byte   // scratch
+	text   [][]byte // the arena of the strings built by the evaluation
+	textN  int      // the chunk being filled
 }
 
 type memoEntry struct {
@@ -59,6 +62,10 @@ func (p *Program) Get(ctx context.Context) *Eval {
 	ev.gen = ev.gens
 	ev.with = 0
 	ev.next = 0
+	for i := range ev.text[:min(ev.textN+1, len(ev.text))] {
+		ev.text[i] = ev.text[i][:0]
+	}
+	ev.textN = 0
 	ev.ctx, ev.done = ctx, ctx.Done()
 	return ev
 }
@@ -71,6 +78,9 @@ func (p *Program) Put(ev *Eval) {
 	}
 	if cap(ev.buf) > 1<<20 {
 		ev.buf = nil
+	}
+	if len(ev.text) > 64 {
+		ev.text = nil
 	}
 	p.pool.Put(ev)
 }
@@ -88,6 +98,34 @@ func (ev *Eval) node() *V {
 	v := &ev.chunks[c][i]
 	v.a, v.o, v.s = v.a[:0], v.o[:0], ""
 	return v
+}
+
+const textChunk = 8 << 10
+
+// textBytes returns n bytes of the string arena to write a string into; the string made
+// of them lives as long as the evaluation (anything kept longer copies it).
+func (ev *Eval) textBytes(n int) []byte {
+	if ev.heap || n > textChunk/2 {
+		return make([]byte, n)
+	}
+	for {
+		if ev.textN == len(ev.text) {
+			ev.text = append(ev.text, make([]byte, 0, textChunk))
+		}
+		c := ev.text[ev.textN]
+		if len(c)+n <= cap(c) {
+			ev.text[ev.textN] = c[:len(c)+n]
+			return c[len(c) : len(c)+n : len(c)+n]
+		}
+		ev.textN++
+	}
+}
+
+// stringOf returns a string value holding a copy of b (in the string arena).
+func (ev *Eval) stringOf(b []byte) *V {
+	t := ev.textBytes(len(b))
+	copy(t, b)
+	return ev.String(unsafe.String(unsafe.SliceData(t), len(t)))
 }
 
 // Int returns an integer.

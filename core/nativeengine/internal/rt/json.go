@@ -250,7 +250,7 @@ func (p *parser) str() *V {
 			if plainSoFar {
 				return p.ev.String(s[start:i])
 			}
-			return p.ev.String(string(b))
+			return p.ev.stringOf(b)
 		case c == '\\':
 			plainSoFar = false
 			if i+1 >= len(s) {

@@ -215,8 +215,11 @@ func nonIntegral(s string) bool {
 
 type arithOp struct {
 	small func(x, y int64) (int64, bool, bool) // result, is an int, defined
-	exact func(z, x, y *big.Int) (*big.Int, bool)
-	float func(z, x, y *big.Float) (*big.Float, bool)
+	// exact64 is exact on int64s: the result, whether it is defined, whether it fits (no
+	// overflow). It gives what exact would, without a big.Int.
+	exact64 func(x, y int64) (int64, bool, bool)
+	exact   func(z, x, y *big.Int) (*big.Int, bool)
+	float   func(z, x, y *big.Float) (*big.Float, bool)
 }
 
 func (ev *Eval) arith(op *arithOp, a, b *V) *V {
@@ -231,6 +234,18 @@ func (ev *Eval) arith(op *arithOp, a, b *V) *V {
 			}
 			if isInt {
 				return ev.Int(r)
+			}
+		}
+	}
+	if op.exact64 != nil {
+		if x, ok := numInt64(a); ok {
+			if y, ok := numInt64(b); ok {
+				if r, defined, fits := op.exact64(x, y); fits {
+					if !defined {
+						return nil
+					}
+					return ev.Int(r)
+				}
 			}
 		}
 	}
@@ -258,16 +273,31 @@ func (ev *Eval) arith(op *arithOp, a, b *V) *V {
 var (
 	opPlus = arithOp{
 		small: func(x, y int64) (int64, bool, bool) { return x + y, true, true },
+		exact64: func(x, y int64) (int64, bool, bool) {
+			r := x + y
+			return r, true, (r > x) == (y > 0)
+		},
 		exact: func(z, x, y *big.Int) (*big.Int, bool) { return z.Add(x, y), true },
 		float: func(z, x, y *big.Float) (*big.Float, bool) { return z.Add(x, y), true },
 	}
 	opMinus = arithOp{
 		small: func(x, y int64) (int64, bool, bool) { return x - y, true, true },
+		exact64: func(x, y int64) (int64, bool, bool) {
+			r := x - y
+			return r, true, (r < x) == (y > 0)
+		},
 		exact: func(z, x, y *big.Int) (*big.Int, bool) { return z.Sub(x, y), true },
 		float: func(z, x, y *big.Float) (*big.Float, bool) { return z.Sub(x, y), true },
 	}
 	opMul = arithOp{
 		small: func(x, y int64) (int64, bool, bool) { return x * y, true, true },
+		exact64: func(x, y int64) (int64, bool, bool) {
+			if x == 0 || y == 0 {
+				return 0, true, true
+			}
+			r := x * y
+			return r, true, r/y == x && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64)
+		},
 		exact: func(z, x, y *big.Int) (*big.Int, bool) { return z.Mul(x, y), true },
 		float: func(z, x, y *big.Float) (*big.Float, bool) { return z.Mul(x, y), true },
 	}
@@ -289,6 +319,15 @@ var (
 		small: func(x, y int64) (int64, bool, bool) {
 			if y == 0 {
 				return 0, false, false
+			}
+			return x % y, true, true
+		},
+		exact64: func(x, y int64) (int64, bool, bool) {
+			if y == 0 {
+				return 0, false, true
+			}
+			if y == -1 {
+				return 0, true, true
 			}
 			return x % y, true, true
 		},
