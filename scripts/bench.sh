@@ -26,9 +26,10 @@ run() { # package, file
 run ./core/internal/nodiff engines
 run ./core/wasmengine wasmengine
 run ./internal/canon canon
+run ./core/opaserver opaserver
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
 cat "$out/machine.txt"
-for f in engines wasmengine canon; do
+for f in engines wasmengine canon opaserver; do
 	go tool benchstat "$out/$f.txt" | tee "$out/$f.benchstat"
 done
 # Engines side by side: one column per engine.
