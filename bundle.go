@@ -61,9 +61,9 @@ func (c *config) newWasmEngine(ctx context.Context, cat *catalog.Catalog) (*wasm
 	return e, c.bundle.Revision, nil
 }
 
-// Revision names the policy this client decides with: the bundle's revision, the embedded
-// policy's ([EmbeddedRevision]), or "" for an engine given with WithEngine (which may
-// evaluate any Rego).
+// Revision names the policy this client decides with: the bundle's revision (a bundle's,
+// or the one an OPA server runs), the embedded policy's ([bundle.EmbeddedRevision]), or ""
+// for an engine given with WithEngine that does not say (it may evaluate any Rego).
 func (c *Client) Revision() string { return c.revision }
 
 func bundleRefused(format string, args ...any) error {

@@ -91,7 +91,7 @@ func ExampleNew() {
 	fmt.Println(c.Engine().Name(), len(c.Catalog().IDs()))
 	fmt.Println(c.Revision() == bundle.EmbeddedRevision())
 	// Output:
-	// wasm 30
+	// native 30
 	// true
 }
 

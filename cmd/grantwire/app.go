@@ -21,7 +21,8 @@ import (
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/core/nativeengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/safetext"
@@ -114,8 +115,10 @@ type app struct {
 	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
 
-	cat    *catalog.Catalog
-	engine core.Engine
+	cat       *catalog.Catalog
+	engine    core.Engine
+	serverURL string            // --engine opa-server=URL
+	srv       *opaserver.Engine // its engine, connected to on first use
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
 	bundle    *bundle.Bundle
@@ -153,10 +156,17 @@ func (a *app) setup() error {
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
 	}
+	explicitEngine := a.engineName != ""
 	if a.engineName == "" {
 		a.engineName = defaultEngine
 	}
-	if err := checkEngine(a.engineName); err != nil {
+	if strings.HasPrefix(a.engineName, grantwire.EngineOPAServer+"=") {
+		u, err := opaserver.Parse(a.engineName)
+		if err != nil {
+			return usagef("--engine opa-server=URL needs the URL of an OPA server serving grantwire's bundle")
+		}
+		a.serverURL = u
+	} else if err := checkEngine(a.engineName); err != nil {
 		return err
 	}
 	if a.catalogPath == "" {
@@ -173,9 +183,13 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName != "wasm" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine %s (or unset %s)", a.engineName, envEngine)
+		if explicitEngine && a.engineName != grantwire.EngineWasm {
+			return usagef("--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
+		a.engineName = grantwire.EngineWasm
+	}
+	if a.serverURL != "" && a.catalogPath != "" {
+		return usagef("--engine opa-server decides with the server's catalog: drop --catalog (or unset %s)", envCatalog)
 	}
 	if a.decisionLogPath == "" {
 		a.decisionLogPath = a.Getenv(envDecisionLog)
@@ -187,10 +201,11 @@ func (a *app) setup() error {
 }
 
 // clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
-// (WithBundle), and for a decision log on the wasm engine, so that every entry names the
-// policy's revision. Otherwise the CLI builds an interpreting engine, which starts faster.
+// (WithBundle), and for a decision log on the native or wasm engine, so that every entry
+// names the policy's revision. Otherwise the CLI builds the engine (the wasm engine
+// interpreting, which starts faster; an OPA server's engine, whose catalog it needs first).
 func (a *app) clientBuildsEngine() bool {
-	return a.bundlePath != "" || (a.decisionLogPath != "" && a.engineName == "wasm")
+	return a.bundlePath != "" || (a.decisionLogPath != "" && (a.engineName == grantwire.EngineWasm || a.engineName == grantwire.EngineNative))
 }
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
@@ -220,8 +235,8 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the bundle's (--bundle), the file given by --catalog /
-// $GRANTWIRE_CATALOG, else the embedded one.
+// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
+// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
 func (a *app) Catalog() (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
@@ -229,6 +244,16 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	b, err := a.Bundle()
 	if err != nil {
 		return nil, err
+	}
+	if a.serverURL != "" {
+		srv, err := a.server()
+		if err != nil {
+			return nil, err
+		}
+		if a.cat, err = catalog.Load(srv.Catalog()); err != nil {
+			return nil, fmt.Errorf("the OPA server at %s: data.catalog: %w", srv.URL(), err)
+		}
+		return a.cat, nil
 	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
@@ -243,6 +268,22 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 		a.cat = catalog.Default()
 	}
 	return a.cat, nil
+}
+
+// server connects to the OPA server of --engine opa-server=URL (once).
+func (a *app) server() (*opaserver.Engine, error) {
+	if a.srv != nil {
+		return a.srv, nil
+	}
+	srv, err := opaserver.New(context.Background(), a.serverURL)
+	if err != nil {
+		return nil, &grantwire.Error{
+			Code: "CONFIGURATION", Fix: "start an OPA server on grantwire's bundle (docs/fleet.md), or drop --engine opa-server (unset " + envEngine + ")",
+			Message: "configuration error: " + err.Error(),
+		}
+	}
+	a.srv = srv
+	return srv, nil
 }
 
 // Engine returns the policy engine chosen by --engine, loaded with the catalog (with
@@ -261,7 +302,11 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.engine, err = engines[a.engineName](ctx, a, cat.Data())
+	if a.serverURL != "" {
+		a.engine = a.srv // connected to by Catalog
+	} else {
+		a.engine, err = engines[a.engineName](ctx, a, cat.Data())
+	}
 	if err != nil {
 		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
@@ -427,8 +472,8 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 }
 
 // errorTable is the policy's error table (code → REST status and CLI exit). Without an
-// engine yet (a usage error, a broken catalog file), the embedded Wasm policy is asked:
-// the table does not depend on the catalog.
+// engine yet (a usage error, a broken catalog file), the embedded policy is asked (the
+// native engine, which starts at once): the table does not depend on the catalog.
 func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	if a.table != nil {
 		return a.table
@@ -437,7 +482,7 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 		a.table = a.engine.Manifest().Errors
 		return a.table
 	}
-	e, err := wasmengine.New(context.WithoutCancel(ctx), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	e, err := nativeengine.New(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil
 	}

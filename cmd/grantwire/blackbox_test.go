@@ -141,7 +141,7 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"connect"}, "grantwire connect: missing <provider>"},
 		{[]string{"grants", "grant", "google"}, "grantwire grants grant: missing <agent>"},
-		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm"},
+		{[]string{"--engine", "lua", "catalog"}, "--engine must be native, wasm or opa-server=URL"},
 		{[]string{"--engine", "rego", "catalog"}, "--engine rego needs the OPA build of grantwire"},
 		{[]string{"policy", "audit", "--threshold", "0"}, "grantwire policy needs the OPA build"},
 		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},

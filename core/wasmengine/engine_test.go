@@ -213,14 +213,16 @@ func TestDecideJSONDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestNoOPA: programs that use the Wasm engine, the module root or the OS shell link no
-// package of OPA (`go list -deps`).
+// TestNoOPA: programs that use the Wasm engine, the native engine, the OPA-server engine,
+// the module root or the OS shell link no package of OPA (`go list -deps`).
 func TestNoOPA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
 	for _, pkg := range []string{
 		"github.com/grantwire/grantwire/core/wasmengine",
+		"github.com/grantwire/grantwire/core/nativeengine",
+		"github.com/grantwire/grantwire/core/opaserver",
 		"github.com/grantwire/grantwire",
 		"github.com/grantwire/grantwire/shells/native",
 	} {
