@@ -329,13 +329,25 @@ issuer_mismatch(c, cause) := error(
 
 # METADATA
 # title: authorization timeout
-# description: Nobody completed the authorization in the browser in time; nothing was stored.
-authorization_timeout(c, minutes, list) := error(
+# description: Nobody completed the authorization in the browser in time (ms); nothing was stored.
+authorization_timeout(c, ms, list) := error(
 	"AUTHORIZATION_TIMEOUT",
-	concat("", ["no answer from the browser in ", _decimal(minutes), "m; nothing was stored"]),
+	concat("", ["no answer from the browser in ", duration(ms), "; nothing was stored"]),
 	scopes.connect_cmd(c, list),
-	{"connector": c},
+	{"connector": c, "timeout_ms": ms},
 )
+
+# METADATA
+# title: duration
+# description: |
+#   A number of milliseconds as a person reads it, in the largest unit that divides it:
+#   5m, 90s, 1500ms (as the CLI's --timeout takes it).
+duration(ms) := concat("", [_decimal(ms / 60000), "m"]) if {
+	ms > 0
+	ms % 60000 == 0
+} else := concat("", [_decimal(ms / 1000), "s"]) if {
+	ms % 1000 == 0
+} else := concat("", [_decimal(ms), "ms"])
 
 # METADATA
 # title: internal

@@ -32,7 +32,7 @@ _all := [
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
 	errors.issuer_mismatch("github", "names another issuer"),
-	errors.authorization_timeout("google", 5, ["gmail"]),
+	errors.authorization_timeout("google", 300000, ["gmail"]),
 	errors.internal("grant"),
 ]
 
@@ -197,10 +197,18 @@ test_connect_errors if {
 		"code": "ISSUER_MISMATCH", "connector": "github", "fix": "",
 		"summary": "the github authorization response names another issuer; the code was not exchanged and nothing was stored", "message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
 	}
-	errors.authorization_timeout("google", 5, ["gmail"]) == {
-		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "fix": "grantwire connect google --scopes gmail",
+	errors.authorization_timeout("google", 300000, ["gmail"]) == {
+		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "timeout_ms": 300000, "fix": "grantwire connect google --scopes gmail",
 		"summary": "no answer from the browser in 5m; nothing was stored", "message": "no answer from the browser in 5m; nothing was stored; fix: grantwire connect google --scopes gmail",
 	}
+}
+
+test_durations if {
+	errors.duration(300000) == "5m"
+	errors.duration(1800000) == "30m"
+	errors.duration(90000) == "90s"
+	errors.duration(1000) == "1s"
+	errors.duration(1500) == "1500ms"
 }
 
 test_transport_and_ledgers if {
