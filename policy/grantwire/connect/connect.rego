@@ -18,6 +18,7 @@ import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.grants
+import data.grantwire.mcp
 import data.grantwire.oauth
 import data.grantwire.scopes
 import data.grantwire.step
@@ -219,7 +220,7 @@ _effects := array.concat(
 
 _no_client := errors.configuration(
 	concat("", ["no OAuth client is configured for ", _c]),
-	concat("", ["grantwire configure ", _c, " --client-id <id>"]),
+	store.configure_client_cmd(_c),
 	{"connector": _c},
 )
 
@@ -237,7 +238,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(
-	errors.configuration(concat("", [_c, " is not an OAuth provider; configure it instead"]), concat("", ["grantwire configure ", _c]), {"connector": _c}),
+	errors.configuration(concat("", [_c, " is not an OAuth provider; configure it instead"]), mcp.configure_fix(_c), {"connector": _c}),
 	[],
 ) if {
 	not catalog.oauth(_c)

@@ -69,9 +69,10 @@ test_usage if {
 	}
 	_connect({"connector": "nope", "scopes": [], "grant_agents": []}, {}).error.code == "UNKNOWN_CONNECTOR"
 	_connect({"connector": "mcp-github", "scopes": [], "grant_agents": []}, {}) == fx.failed(
-		fx.err("CONFIGURATION", "configuration error: mcp-github is not an OAuth provider; configure it instead", "grantwire configure mcp-github", {"connector": "mcp-github"}),
+		fx.err("CONFIGURATION", "configuration error: mcp-github is not an OAuth provider; configure it instead", "grantwire configure mcp-github --from-stdin", {"connector": "mcp-github"}),
 		[],
 	)
+	_connect({"connector": "mcp-memory", "scopes": [], "grant_agents": []}, {}).error.fix == "grantwire configure mcp-memory"
 }
 
 test_the_first_reads if {
@@ -104,7 +105,7 @@ test_no_client if {
 	_connect(_args, fx.patch(_base, fx.no_client("client"))) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: no OAuth client is configured for google",
-			"grantwire configure google --client-id <id>", {"connector": "google"},
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
 		),
 		[],
 	)

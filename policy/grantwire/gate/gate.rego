@@ -161,7 +161,7 @@ _phase_a_ok := step.fail(errors.connection_missing_scopes(_p, _a, _req, _conn.sc
 
 _no_client := errors.configuration(
 	concat("", ["no OAuth client is configured for ", _p]),
-	concat("", ["grantwire configure ", _p, " --client-id <id>"]),
+	store.configure_client_cmd(_p),
 	{"connector": _p},
 )
 

@@ -462,7 +462,7 @@ test_no_client_anywhere if {
 	_gat(f) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: no OAuth client is configured for google",
-			"grantwire configure google --client-id <id>", {"connector": "google"},
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
 		),
 		[],
 	)
@@ -492,7 +492,7 @@ test_a_stale_client_that_matches_under_the_lock if {
 
 test_no_client_under_the_lock if {
 	g := _locked(fx.conn("conn@lock", fx.hash_a, _scopes), fx.no_client("client@lock"), fx.client("client@fresh", fx.id_b))
-	_gat(g).error.message == "configuration error: no OAuth client is configured for google; fix: grantwire configure google --client-id <id>"
+	_gat(g).error.message == "configuration error: no OAuth client is configured for google; fix: grantwire configure google --client-id <id> --client-secret-stdin"
 	_gat(g).effects == []
 }
 
