@@ -112,6 +112,19 @@ _authorize_scopes := _explicit if {
 	count(_agents) > 0
 } else := scopes.sorted(catalog.default_scopes(_c))
 
+# The command that asks for this connection again as it was asked: the same scopes (without
+# scopes or agents, the ones asked for: the catalog's defaults) and the same agents.
+_again := concat("", [
+	"grantwire connect ", _c, scopes.flag(_again_scopes),
+	concat("", [concat("", [" --grant-agent ", scopes.quote(a)]) | some a in _agents]),
+])
+
+_again_scopes := _explicit if {
+	count(_explicit) > 0
+} else := [] if {
+	count(_agents) > 0
+} else := _authorize_scopes
+
 _wanted(a) := _explicit if count(_explicit) > 0
 
 else := scopes.sorted(_declared(a))
@@ -287,16 +300,16 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	_endpoint_problem
 } else := step.need([facts.loopback_open("loopback", _c)]) if {
 	not facts.has(_f, "loopback")
-} else := step.fail(errors.interactive_required(_c, _authorize_scopes), []) if {
+} else := step.fail(errors.interactive_required(_c, _again), []) if {
 	not _listening
 } else := step.need(m) if {
 	m := facts.missing(_f, [facts.entropy("verifier", 32), facts.entropy("state", 32)])
 	count(m) > 0
 } else := step.need([facts.loopback_wait("callback", _auth_url, _state, _timeout, _c)]) if {
 	not facts.has(_f, "callback")
-} else := step.fail(errors.interactive_required(_c, _authorize_scopes), []) if {
+} else := step.fail(errors.interactive_required(_c, _again), []) if {
 	_cb.status == "unavailable"
-} else := step.fail(errors.authorization_timeout(_c, _timeout, _authorize_scopes), []) if {
+} else := step.fail(errors.authorization_timeout(_c, _timeout, _again), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p), []) if {
 	p := oauth.issuer_problem(_c, _client, _params)

@@ -237,7 +237,7 @@ test_no_browser if {
 	_connect(_args, f) == fx.failed(
 		fx.err(
 			"INTERACTIVE_AUTH_REQUIRED", "authorizing google needs a browser and this session has none",
-			"grantwire connect google --scopes gmail.readonly --no-browser", {"connector": "google"},
+			"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser", {"connector": "google"},
 		),
 		[],
 	)
@@ -249,10 +249,19 @@ test_no_browser_while_waiting if {
 	_connect(_args, f) == fx.failed(
 		fx.err(
 			"INTERACTIVE_AUTH_REQUIRED", "authorizing google needs a browser and this session has none",
-			"grantwire connect google --scopes gmail.readonly --no-browser", {"connector": "google"},
+			"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser", {"connector": "google"},
 		),
 		[],
 	)
+}
+
+# The fix asks again as the user asked: agents listed without scopes keep their declared
+# scopes (no --scopes); with neither, the catalog's defaults that were asked for.
+test_the_fix_asks_again_as_asked if {
+	f := object.union(_base, {"loopback": {"unavailable": "no display and no terminal"}})
+	_connect(fx.patch(_args, {"scopes": []}), f).error.fix == "grantwire connect google --grant-agent builtin:chat --no-browser"
+	g := fx.patch(f, {"grants": fx.no_file(fx.grants_file, ["google"]), "conn": fx.absent})
+	_connect({"connector": "google", "scopes": [], "grant_agents": []}, g).error.fix == "grantwire connect google --scopes email,openid --no-browser"
 }
 
 test_a_loopback_answer_that_is_not_a_url if {
@@ -260,7 +269,7 @@ test_a_loopback_answer_that_is_not_a_url if {
 	_connect(_args, f) == fx.failed(
 		fx.err(
 			"INTERACTIVE_AUTH_REQUIRED", "authorizing google needs a browser and this session has none",
-			"grantwire connect google --scopes gmail.readonly --no-browser", {"connector": "google"},
+			"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser", {"connector": "google"},
 		),
 		[],
 	)
@@ -272,13 +281,13 @@ test_timeout if {
 		_connect(_args, fx.patch(_until_callback(_base, {}), {"callback": cb})) == fx.failed(
 			fx.err(
 				"AUTHORIZATION_TIMEOUT", "no answer from the browser in 5m; nothing was stored",
-				"grantwire connect google --scopes gmail.readonly", {"connector": "google", "timeout_ms": 300000},
+				"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat", {"connector": "google", "timeout_ms": 300000},
 			),
 			[],
 		)
 	}
 	f := fx.patch(_until_callback(_base, {}), {"callback": {"status": "timeout"}})
-	_connect(fx.patch(_args, {"timeout_ms": 120000}), f).error.message == "no answer from the browser in 2m; nothing was stored; fix: grantwire connect google --scopes gmail.readonly"
+	_connect(fx.patch(_args, {"timeout_ms": 120000}), f).error.message == "no answer from the browser in 2m; nothing was stored; fix: grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat"
 	_connect(fx.patch(_args, {"timeout_ms": 90000}), f).error.summary == "no answer from the browser in 90s; nothing was stored"
 	_connect(fx.patch(_args, {"timeout_ms": 1500}), f).error.summary == "no answer from the browser in 1500ms; nothing was stored"
 }

@@ -260,11 +260,13 @@ _failure_text(r) := concat("", ["could not be reached (", r.detail, ")"]) if {
 
 # METADATA
 # title: interactive auth required
-# description: Authorization needs a browser and none is available.
-interactive_required(c, list) := error(
+# description: |
+#   Authorization needs a browser and none is available; the fix is the connect command
+#   (again) with --no-browser, which prints the URL and waits.
+interactive_required(c, again) := error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", c, " needs a browser and this session has none"]),
-	concat("", [scopes.connect_cmd(c, list), " --no-browser"]),
+	concat("", [again, " --no-browser"]),
 	{"connector": c},
 )
 
@@ -329,11 +331,13 @@ issuer_mismatch(c, cause) := error(
 
 # METADATA
 # title: authorization timeout
-# description: Nobody completed the authorization in the browser in time (ms); nothing was stored.
-authorization_timeout(c, ms, list) := error(
+# description: |
+#   Nobody completed the authorization in the browser in time (ms); nothing was stored. The
+#   fix is the connect command again.
+authorization_timeout(c, ms, again) := error(
 	"AUTHORIZATION_TIMEOUT",
 	concat("", ["no answer from the browser in ", duration(ms), "; nothing was stored"]),
-	scopes.connect_cmd(c, list),
+	again,
 	{"connector": c, "timeout_ms": ms},
 )
 

@@ -25,14 +25,14 @@ _all := [
 	errors.provider_problem("google", "no code", ""),
 	errors.provider_problem("google", "no code", "grantwire connect google"),
 	errors.token_failure("google", {"kind": "status", "status": 500, "error": "http_error"}),
-	errors.interactive_required("google", ["gmail"]),
+	errors.interactive_required("google", "grantwire connect google --scopes gmail"),
 	errors.consent_denied("google", "access_denied"),
 	errors.insecure_transport("credentials in URLs are refused"),
 	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON"),
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
 	errors.issuer_mismatch("github", "names another issuer"),
-	errors.authorization_timeout("google", 300000, ["gmail"]),
+	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail"),
 	errors.internal("grant"),
 ]
 
@@ -184,7 +184,7 @@ test_token_failure_texts if {
 }
 
 test_connect_errors if {
-	errors.interactive_required("google", ["gmail"]) == {
+	errors.interactive_required("google", "grantwire connect google --scopes gmail") == {
 		"code": "INTERACTIVE_AUTH_REQUIRED", "connector": "google",
 		"fix": "grantwire connect google --scopes gmail --no-browser",
 		"summary": "authorizing google needs a browser and this session has none", "message": "authorizing google needs a browser and this session has none; fix: grantwire connect google --scopes gmail --no-browser",
@@ -197,7 +197,7 @@ test_connect_errors if {
 		"code": "ISSUER_MISMATCH", "connector": "github", "fix": "",
 		"summary": "the github authorization response names another issuer; the code was not exchanged and nothing was stored", "message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
 	}
-	errors.authorization_timeout("google", 300000, ["gmail"]) == {
+	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail") == {
 		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "timeout_ms": 300000, "fix": "grantwire connect google --scopes gmail",
 		"summary": "no answer from the browser in 5m; nothing was stored", "message": "no answer from the browser in 5m; nothing was stored; fix: grantwire connect google --scopes gmail",
 	}
