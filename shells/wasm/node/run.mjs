@@ -584,7 +584,7 @@ async function checkBeyond() {
   out = await run(engine, host, "agent_id", { source: "~/agents/helper.py", name: "helper" });
   expect(`agent_id of a source: ${canonical(out.result ?? out.error)}`, /^custom:[0-9a-f]{16}:helper$/.test(out.result?.id));
   out = await run(engine, host, "agent_id", { source: "~/agents/missing.py" });
-  expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "CONFIGURATION" && out.error.message.includes("no such file"));
+  expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "USAGE" && out.error.message.includes("no such file"));
   return failures;
 }
 
