@@ -329,6 +329,17 @@ func ExampleClient_Revoke() {
 	// false <nil>
 }
 
+func ExampleClient_RevokeGrant() {
+	ctx := context.Background()
+	c, _ := example()
+	_, err := c.Grant(ctx, "google", "builtin:chat", []string{gmail})
+	must(err)
+	r, err := c.RevokeGrant(ctx, "google", "builtin:chat")
+	fmt.Println(r.Changed, r.Warnings, err)
+	// Output:
+	// true [] <nil>
+}
+
 func ExampleClient_ListGrants() {
 	ctx := context.Background()
 	c, _ := example()

@@ -332,12 +332,29 @@ func (c *Client) Grant(ctx context.Context, connector, agent string, scopes []st
 }
 
 // Revoke removes agent's grant on connector and its activation; revoking nothing succeeds.
+// RevokeGrant says more.
 func (c *Client) Revoke(ctx context.Context, connector, agent string) (changed bool, err error) {
-	var r struct {
-		Changed bool `json:"changed"`
-	}
-	_, err = c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	r, err := c.RevokeGrant(ctx, connector, agent)
 	return r.Changed, err
+}
+
+// RevokeResult says what RevokeGrant changed.
+type RevokeResult struct {
+	Connector string `json:"connector"`
+	Agent     string `json:"agent"`
+	Changed   bool   `json:"changed"`
+	// Warnings name a ledger that could not be read, and so was left as it was, with the
+	// command that moves it aside: revoking goes through it (docs/behaviour.md#grants).
+	Warnings []string `json:"warnings"`
+}
+
+// RevokeGrant removes agent's grant on connector and its activation; revoking nothing
+// succeeds. An unreadable ledger never stops it: the other is still cleaned and the
+// result's Warnings name it.
+func (c *Client) RevokeGrant(ctx context.Context, connector, agent string) (*RevokeResult, error) {
+	var r RevokeResult
+	_, err := c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	return &r, err
 }
 
 // ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.

@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/fixes"
 )
 
 var (
@@ -59,6 +61,15 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if testing.Verbose() {
+		fmt.Printf("fixes the tests saw printed, by kind: %v\n", fixes.Recorded())
+	}
+	// Every fix a test saw printed must be of a kind TestEveryFixRuns runs.
+	if unknown := fixes.Unknown(); len(unknown) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the CLI printed %d fix(es) of no kind internal/fixes lists; add the kind and a run to TestEveryFixRuns:\n  %s\n",
+			len(unknown), strings.Join(unknown, "\n  "))
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -114,6 +125,7 @@ func (w *bbWorld) run(stdin string, args ...string) bbResult {
 	} else {
 		require.NoError(w.t, err)
 	}
+	fixes.Record(w.t.Name(), out.String()+"\n"+errb.String())
 	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testenv"
 )
 
@@ -353,6 +354,7 @@ func (s *started) wait(t *testing.T) bbResult {
 	}
 	// Let the stderr reader drain.
 	time.Sleep(20 * time.Millisecond)
+	fixes.Record(t.Name(), s.stdout.String()+"\n"+s.errText())
 	return bbResult{code: s.code, stdout: s.stdout.String(), stderr: s.errText()}
 }
 

@@ -139,17 +139,23 @@ Revoking what is not granted succeeds and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			changed, err := c.Revoke(ctx, args[0], args[1])
+			res, err := c.RevokeGrant(ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": changed})
+			if res.Warnings == nil {
+				res.Warnings = []string{}
 			}
-			if changed {
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": res.Changed, "warnings": res.Warnings})
+			}
+			if res.Changed {
 				a.printf("Revoked %s's grant on %s.\n", args[1], args[0])
 			} else {
 				a.printf("%s held no grant on %s; nothing to revoke.\n", args[1], args[0])
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

@@ -261,11 +261,13 @@ _failure_text(r) := concat("", ["could not be reached (", r.detail, ")"]) if {
 
 # METADATA
 # title: interactive auth required
-# description: Authorization needs a browser and none is available.
-interactive_required(c, list) := error(
+# description: |
+#   Authorization needs a browser and none is available; the fix is the connect command
+#   (again) with --no-browser, which prints the URL and waits.
+interactive_required(c, again) := error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", c, " needs a browser and this session has none"]),
-	concat("", [scopes.connect_cmd(c, list), " --no-browser"]),
+	concat("", [again, " --no-browser"]),
 	{"connector": c},
 )
 
@@ -340,13 +342,27 @@ issuer_mismatch(c, cause) := error(
 
 # METADATA
 # title: authorization timeout
-# description: Nobody completed the authorization in the browser in time; nothing was stored.
-authorization_timeout(c, minutes, list) := error(
+# description: |
+#   Nobody completed the authorization in the browser in time (ms); nothing was stored. The
+#   fix is the connect command again.
+authorization_timeout(c, ms, again) := error(
 	"AUTHORIZATION_TIMEOUT",
-	concat("", ["no answer from the browser in ", _decimal(minutes), "m; nothing was stored"]),
-	scopes.connect_cmd(c, list),
-	{"connector": c},
+	concat("", ["no answer from the browser in ", duration(ms), "; nothing was stored"]),
+	again,
+	{"connector": c, "timeout_ms": ms},
 )
+
+# METADATA
+# title: duration
+# description: |
+#   A number of milliseconds as a person reads it, in the largest unit that divides it:
+#   5m, 90s, 1500ms (as the CLI's --timeout takes it).
+duration(ms) := concat("", [_decimal(ms / 60000), "m"]) if {
+	ms > 0
+	ms % 60000 == 0
+} else := concat("", [_decimal(ms / 1000), "s"]) if {
+	ms % 1000 == 0
+} else := concat("", [_decimal(ms), "ms"])
 
 # METADATA
 # title: internal
