@@ -56,6 +56,7 @@ var (
 	ErrUnknownAgent            = &Error{Code: "UNKNOWN_AGENT"}
 	ErrUsage                   = &Error{Code: "USAGE"}
 	ErrInternal                = &Error{Code: "INTERNAL"}
+	ErrFlowInProgress          = &Error{Code: "FLOW_IN_PROGRESS"}
 )
 
 // newError converts a core error, with the REST status and exit code the policy publishes.

@@ -19,6 +19,7 @@ import data.grantwire.connect
 import data.grantwire.disconnect
 import data.grantwire.errors
 import data.grantwire.facts
+import data.grantwire.flows
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
@@ -79,6 +80,10 @@ _decision := gate.decision if {
 	_op == "agent_id"
 } else := catalog.validate if {
 	_op == "validate_catalog"
+} else := status.view if {
+	_op == "connector_view"
+} else := flows.start if {
+	_op == "start_flow"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -223,4 +228,6 @@ manifest := {"errors": errors.table, "ops": {
 	"list_agents": {"prefetch": []},
 	"agent_id": {"prefetch": []},
 	"validate_catalog": {"prefetch": []},
+	"connector_view": {"prefetch": []},
+	"start_flow": {"prefetch": []},
 }}

@@ -28,6 +28,8 @@ _ops := {
 	"list_agents": {},
 	"agent_id": {"source": "/src/agent.py"},
 	"validate_catalog": {},
+	"connector_view": {},
+	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
 }
 
 # The secret arguments of the operations that take some.

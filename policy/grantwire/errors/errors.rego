@@ -35,6 +35,7 @@ table := {
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
+	"FLOW_IN_PROGRESS": {"status": 409, "exit": 75},
 }
 
 # METADATA
@@ -341,3 +342,16 @@ authorization_timeout(c, minutes, list) := error(
 # title: internal
 # description: The facts did not match any rule (a shell bug or malformed facts).
 internal(op) := error("INTERNAL", concat("", ["internal: no decision for ", op, " (malformed facts?)"]), "", {})
+
+# METADATA
+# title: flow in progress
+# description: |
+#   A browser authorization of the connector is already waiting (grantwire serve starts one
+#   per connector at a time); the page cancels it, or it ends with its timeout. No command
+#   fixes it.
+flow_in_progress(c, flow_id) := error(
+	"FLOW_IN_PROGRESS",
+	concat("", ["an authorization of ", c, " is already waiting for the browser (flow ", flow_id, "); finish or cancel it first"]),
+	"",
+	{"connector": c, "flow_id": flow_id},
+)

@@ -34,6 +34,7 @@ _all := [
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 5, ["gmail"]),
 	errors.internal("grant"),
+	errors.flow_in_progress("google", "f1"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
