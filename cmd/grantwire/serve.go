@@ -53,7 +53,7 @@ The file must not be readable by others; the token is never taken from an argume
 			if err != nil {
 				return err
 			}
-			a.LongRunning = true // compiled policy, a watcher of other processes' activations
+			a.LongRunning = true  // compiled policy, a watcher of other processes' activations
 			a.prompt = io.Discard // the page shows the authorization; the URL holds its state
 			c, err := a.Client(ctx)
 			if err != nil {

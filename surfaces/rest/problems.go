@@ -104,4 +104,3 @@ func strictJSON(body []byte, v any) error {
 	}
 	return nil
 }
-
