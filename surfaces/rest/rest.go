@@ -153,8 +153,10 @@ func newServer(ln net.Listener, cfg Config) *Server {
 	bound := net.JoinHostPort(tcp.IP.String(), port)
 	if !tcp.IP.IsUnspecified() {
 		s.allowHost(bound)
+	} else {
+		s.allowHost("127.0.0.1:" + port) // every address: loopback included
 	}
-	if tcp.IP.IsLoopback() {
+	if tcp.IP.IsLoopback() || tcp.IP.IsUnspecified() {
 		s.allowHost("localhost:" + port)
 	}
 	for _, h := range cfg.AllowedHosts {

@@ -11,37 +11,63 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 )
 
-// routes is every route of the API, the page and the OpenAPI document. The OpenAPI
+// route is one route: method and path as ServeMux patterns take them.
+type route struct {
+	method, path string
+	handler      func(*Server) http.HandlerFunc
+}
+
+// routeTable is every route of the API, the page and the OpenAPI document. The OpenAPI
 // document (openapi.json) lists exactly these (a test checks both ways).
+var routeTable = []route{
+	{"GET", "/{$}", func(s *Server) http.HandlerFunc { return s.page }},
+	{"GET", "/assets/{name}", func(s *Server) http.HandlerFunc { return s.asset }},
+	{"GET", "/api/openapi.json", func(s *Server) http.HandlerFunc { return s.openapi }},
+	{"GET", "/api/agents", func(s *Server) http.HandlerFunc { return s.listAgents }},
+	{"GET", "/api/connectors", func(s *Server) http.HandlerFunc { return s.listConnectors }},
+	{"GET", "/api/connectors/events", func(s *Server) http.HandlerFunc { return s.events }},
+	{"GET", "/api/connectors/_flows", func(s *Server) http.HandlerFunc { return s.listFlows }},
+	{"DELETE", "/api/connectors/_flows/{flow_id}", func(s *Server) http.HandlerFunc { return s.cancelFlow }},
+	{"GET", "/api/connectors/{id}", func(s *Server) http.HandlerFunc { return s.getConnector }},
+	{"DELETE", "/api/connectors/{id}", func(s *Server) http.HandlerFunc { return s.disconnect }},
+	{"POST", "/api/connectors/{id}/configure", func(s *Server) http.HandlerFunc { return s.configure }},
+	{"POST", "/api/connectors/{id}/test", func(s *Server) http.HandlerFunc { return s.test }},
+	{"POST", "/api/connectors/{id}/authorize", func(s *Server) http.HandlerFunc { return s.authorize }},
+	{"GET", "/api/connectors/{id}/grants", func(s *Server) http.HandlerFunc { return s.listGrants }},
+	{"GET", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.getGrant }},
+	{"PUT", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.putGrant }},
+	{"DELETE", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.deleteGrant }},
+	{"GET", "/api/connectors/{id}/activations", func(s *Server) http.HandlerFunc { return s.listActivations }},
+	{"GET", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.getActivation }},
+	{"PUT", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.putActivation }},
+	{"DELETE", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.deleteActivation }},
+	{"GET", "/v1/connections", func(s *Server) http.HandlerFunc { return s.listConnections }},
+	{"GET", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.getConnection }},
+	{"POST", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.importConnection }},
+	{"DELETE", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.deleteConnection }},
+}
+
+// Routes lists every route as "METHOD /path" with OpenAPI's path templates ("/" for the
+// page), for the test that checks them against openapi.json.
+func Routes() []string {
+	out := make([]string, 0, len(routeTable))
+	for _, r := range routeTable {
+		out = append(out, r.method+" "+strings.TrimSuffix(r.path, "{$}"))
+	}
+	return out
+}
+
+// OpenAPI returns the committed OpenAPI 3.1 document this server serves.
+func OpenAPI() []byte {
+	b, _ := assets.ReadFile("openapi.json")
+	return b
+}
+
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /{$}", s.page)
-	m.Handle("GET /assets/", http.StripPrefix("/assets/", http.HandlerFunc(s.asset)))
-	m.HandleFunc("GET /api/openapi.json", s.openapi)
-	m.HandleFunc("GET /api/agents", s.listAgents)
-
-	m.HandleFunc("GET /api/connectors", s.listConnectors)
-	m.HandleFunc("GET /api/connectors/events", s.events)
-	m.HandleFunc("GET /api/connectors/_flows", s.listFlows)
-	m.HandleFunc("DELETE /api/connectors/_flows/{flow_id}", s.cancelFlow)
-	m.HandleFunc("GET /api/connectors/{id}", s.getConnector)
-	m.HandleFunc("DELETE /api/connectors/{id}", s.disconnect)
-	m.HandleFunc("POST /api/connectors/{id}/configure", s.configure)
-	m.HandleFunc("POST /api/connectors/{id}/test", s.test)
-	m.HandleFunc("POST /api/connectors/{id}/authorize", s.authorize)
-	m.HandleFunc("GET /api/connectors/{id}/grants", s.listGrants)
-	m.HandleFunc("GET /api/connectors/{id}/grants/{agent}", s.getGrant)
-	m.HandleFunc("PUT /api/connectors/{id}/grants/{agent}", s.putGrant)
-	m.HandleFunc("DELETE /api/connectors/{id}/grants/{agent}", s.deleteGrant)
-	m.HandleFunc("GET /api/connectors/{id}/activations", s.listActivations)
-	m.HandleFunc("GET /api/connectors/{id}/activations/{agent}", s.getActivation)
-	m.HandleFunc("PUT /api/connectors/{id}/activations/{agent}", s.putActivation)
-	m.HandleFunc("DELETE /api/connectors/{id}/activations/{agent}", s.deleteActivation)
-
-	m.HandleFunc("GET /v1/connections", s.listConnections)
-	m.HandleFunc("GET /v1/connections/{provider}", s.getConnection)
-	m.HandleFunc("POST /v1/connections/{provider}", s.importConnection)
-	m.HandleFunc("DELETE /v1/connections/{provider}", s.deleteConnection)
+	for _, r := range routeTable {
+		m.HandleFunc(r.method+" "+r.path, r.handler(s))
+	}
 	return m
 }
 
@@ -65,7 +91,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 var assetTypes = map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 
 func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Path
+	name := r.PathValue("name")
 	typ := ""
 	for ext, t := range assetTypes {
 		if strings.HasSuffix(name, ext) {
