@@ -4,7 +4,7 @@
 // change goes through the REST API with the X-Grantwire-UI header; secrets are write-only.
 "use strict";
 
-const state = { connectors: [], tiers: [], flows: {}, notes: {}, token: sessionStorage.getItem("grantwire-token") || "" };
+const state = { connectors: [], tiers: [], flows: {}, notes: {}, open: new Set(), layout: "", token: sessionStorage.getItem("grantwire-token") || "" };
 const $ = (sel) => document.querySelector(sel);
 
 // h builds an element: h("p", {class: "x", onclick: fn}, "text", child, …). Text is never parsed as HTML.
@@ -76,8 +76,16 @@ function tierOrder() {
   return seen.filter((t) => state.connectors.some((c) => c.tier === t));
 }
 
+// render lays out the tiers once (again only when the connectors or tiers change) and
+// redraws every tile in place, so open panels and the keyboard focus survive live updates.
 function render() {
   const root = $("#tiers");
+  const layout = JSON.stringify(tierOrder().map((t) => [t, state.connectors.filter((c) => c.tier === t).map((c) => c.id)]));
+  if (layout === state.layout) {
+    for (const c of state.connectors) renderTile(c.id);
+    return;
+  }
+  state.layout = layout;
   const sections = tierOrder().map((tier) =>
     h("section", { "aria-labelledby": "tier-" + tier },
       h("h2", { id: "tier-" + tier }, tier || "other"),
@@ -94,7 +102,7 @@ function renderTile(id) {
   if (!slot || !c) return;
   const old = slot.firstChild;
   if (old && old.querySelector("form.configure.dirty")) return;
-  const open = new Set(old ? [...old.querySelectorAll("details[open]")].map((d) => d.dataset.panel) : []);
+  const open = new Set([...state.open].filter((k) => k.startsWith(id + "\n")).map((k) => k.slice(id.length + 1)));
   const focused = old && old.contains(document.activeElement) ? document.activeElement.id : null;
   slot.replaceChildren(tile(c, open));
   if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
@@ -123,7 +131,7 @@ function tile(c, open) {
     h("h3", { id: "name-" + c.id }, c.display_name, h("span", { class: "badge" }, { oauth_pkce: "OAuth", mcp_server: "MCP server", mcp_remote: "remote MCP" }[c.type] || c.type)),
     h("p", { class: "state " + cls, "data-state": "" }, text),
     c.description ? h("p", { class: "desc" }, c.description) : null,
-    c.scopes.length ? h("ul", { class: "scopes", "aria-label": "Connected scopes" }, c.scopes.map((s) => h("li", {}, s))) : null,
+    c.scopes.length ? h("ul", { class: "scopes", "aria-label": "Connected scopes" }, c.scopes.map((s) => h("li", { title: s }, scopeLabel(s)))) : null,
     flow ? flowBox(c, flow) : null,
     n ? h("p", { class: "note " + (n.bad ? "bad" : "ok"), role: n.bad ? "alert" : "status" }, ...(n.bad ? errorNode(n.err) : [n.text])) : null,
     actions(c, flow),
@@ -149,12 +157,14 @@ function actions(c, flow) {
   return h("div", { class: "actions" }, b);
 }
 
-function panel(name, label, isOpen, ...body) {
-  return h("details", { "data-panel": name, open: isOpen }, h("summary", {}, label), ...body);
+function panel(id, name, label, isOpen, ...body) {
+  const d = h("details", { "data-panel": name, open: isOpen }, h("summary", { id: "panel-" + id + "-" + name }, label), ...body);
+  d.addEventListener("toggle", () => { if (d.open) state.open.add(id + "\n" + name); else state.open.delete(id + "\n" + name); });
+  return d;
 }
 
 function configurePanel(c, isOpen) {
-  if (!c.setup_fields.length) return c.type === "mcp_server" ? panel("configure", "Configure", isOpen, h("p", { class: "hint" }, "This server takes no keys."), h("button", { type: "button", onclick: () => configure(c, {}) }, "Save")) : null;
+  if (!c.setup_fields.length) return c.type === "mcp_server" ? panel(c.id, "configure", "Configure", isOpen, h("p", { class: "hint" }, "This server takes no keys."), h("button", { type: "button", onclick: () => configure(c, {}) }, "Save")) : null;
   const form = h("form", { class: "configure", autocomplete: "off" },
     c.setup_fields.map((f) => h("div", { class: "field" },
       h("label", { for: "cfg-" + c.id + "-" + f.key }, f.label, f.required ? " (required)" : ""),
@@ -170,17 +180,24 @@ function configurePanel(c, isOpen) {
     form.classList.remove("dirty");
     configure(c, config);
   });
-  return panel("configure", c.type === "oauth_pkce" ? "OAuth client" : "Configure", isOpen, form);
+  return panel(c.id, "configure", c.type === "oauth_pkce" ? "OAuth client" : "Configure", isOpen, form);
 }
 
 // scopeChoices: the scopes an agent may be granted here — what the catalog offers, what
 // the agent declares and holds; "use" for an MCP server.
 function scopeChoices(c, a) {
-  const all = new Set(c.available_scopes);
+  const all = new Set([...(a.declared_scopes || []), ...(a.granted_scopes || [])]);
   if (c.type !== "oauth_pkce") all.add("use");
-  for (const s of a.declared_scopes || []) all.add(s);
-  for (const s of a.granted_scopes || []) all.add(s);
+  for (const s of c.available_scopes) all.add(s);
   return [...all];
+}
+
+// scopeLabel shortens a URL scope to its last path segment for reading
+// (https://www.googleapis.com/auth/gmail.readonly → gmail.readonly); the full scope is the
+// checkbox's value and its tooltip.
+function scopeLabel(s) {
+  const m = /^https?:\/\/[^/]+\/(?:.*\/)?([^/]+)$/.exec(s);
+  return m ? m[1] : s;
 }
 
 function grantsPanel(c, isOpen) {
@@ -193,9 +210,9 @@ function grantsPanel(c, isOpen) {
       a.name ? h("div", { class: "agent-id" }, a.id) : null,
       a.reason ? h("p", { class: "hint" }, a.reason) : null,
       h("fieldset", { class: "checks", style: "border:0;padding:0;margin:.35rem 0" }, h("legend", { class: "hint" }, "Scopes " + (a.name || a.id) + " may use"),
-        scopeChoices(c, a).map((s, i) => h("label", {},
-          h("input", { type: "checkbox", id: "g-" + slug + "-" + i, checked: held.has(s), "data-scope": s, onchange: (e) => setScope(c, a, s, e.target.checked) }),
-          h("span", {}, s, declared.has(s) ? h("span", { class: "declared" }, " (declared)") : null)))),
+        scopeChoices(c, a).map((s, i) => h("label", { title: s },
+          h("input", { type: "checkbox", id: "g-" + slug + "-" + i, checked: held.has(s), "data-scope": s, "aria-label": s, onchange: (e) => setScope(c, a, s, e.target.checked) }),
+          h("span", {}, scopeLabel(s), declared.has(s) ? h("span", { class: "declared" }, " (declared)") : null)))),
       a.granted_scopes ? h("button", { type: "button", class: "danger", id: "revoke-" + slug, onclick: () => revoke(c, a) }, "Revoke") : null);
   });
   const input = h("input", { type: "text", id: "add-" + c.id, placeholder: "agent id, e.g. installed:triage", "aria-label": "Another agent id" });
@@ -207,7 +224,7 @@ function grantsPanel(c, isOpen) {
     c.agents.push({ id, name: "", registered: false, declared_scopes: null, reason: "", consumes_mcp_servers: false, granted_scopes: null, active: false });
     renderTile(c.id);
   });
-  return panel("grants", "Agent access (" + Object.keys(c.grants).length + ")", isOpen,
+  return panel(c.id, "grants", "Agent access (" + Object.keys(c.grants).length + ")", isOpen,
     rows.length ? rows : h("p", { class: "hint" }, "No agent declares this connector yet."), add);
 }
 
@@ -218,7 +235,7 @@ function activePanel(c, isOpen) {
       h("span", {}, a.name || a.id, a.name ? h("span", { class: "agent-id" }, " " + a.id) : null));
   });
   const active = c.agents.filter((a) => a.active).length;
-  return panel("active", "Active for (" + active + ")", isOpen, h("div", { class: "active-for" },
+  return panel(c.id, "active", "Active for (" + active + ")", isOpen, h("div", { class: "active-for" },
     h("p", { class: "hint" }, "An agent sees this server's tools only while it holds a grant and the server is active for it."),
     rows.length ? rows : h("p", { class: "hint" }, "No agent declares this server or consumes MCP servers.")));
 }
