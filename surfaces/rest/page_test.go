@@ -158,6 +158,12 @@ func TestPageInARealBrowser(t *testing.T) {
 	shot("04-granted.png")
 	shotTile("04-tile.png", "google")
 
+	// 4b. Reconnect: the connection must now also hold what the agent is granted; the page
+	// asks again with the scopes the policy names (held or granted), through the real flow.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect-google"))))
+	waitText(tile("google")+" .scopes", "gmail.readonly")
+	waitText(tile("google")+" .note", "Connected as ada@example.com")
+
 	// 5. Activate the memory MCP server for the chat agent ("Active for").
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(tile("mcp-memory")+` details[data-panel="active"] summary`)),

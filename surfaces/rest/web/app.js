@@ -256,8 +256,16 @@ async function run(c, fn, done) {
 async function connect(c) {
   const win = window.open("about:blank", "_blank");
   await run(c, async () => {
-    const body = {};
-    const f = await api("POST", "/api/connectors/" + encodeURIComponent(c.id) + "/authorize", body);
+    const path = "/api/connectors/" + encodeURIComponent(c.id) + "/authorize";
+    let f;
+    try {
+      f = await api("POST", path, {});
+    } catch (err) {
+      // Reconnecting with no scopes would drop what the connection holds or grants: the
+      // policy names the scopes that keep them; reconnect with those.
+      if (err.code !== "CONFIGURATION" || !Array.isArray(err.scopes)) throw err;
+      f = await api("POST", path, { scopes: err.scopes });
+    }
     state.flows[c.id] = f;
     if (win) { win.opener = null; win.location.href = f.authorization_url; }
     renderTile(c.id);
