@@ -517,6 +517,10 @@ type ConnectResult struct {
 type ConnectOptions struct {
 	// Timeout bounds the wait for the browser (default 5 minutes; 1 s to 30 minutes).
 	Timeout time.Duration
+	// Browser, when set, is given the authorization URL instead of the shell's browser (a
+	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
+	// error when it cannot show the URL.
+	Browser func(url string) error
 }
 
 // Connect authorizes a provider (PKCE through a loopback redirect) and stores the
@@ -526,6 +530,9 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 	for _, o := range opts {
 		if o.Timeout > 0 {
 			args["timeout_ms"] = o.Timeout.Milliseconds()
+		}
+		if o.Browser != nil {
+			ctx = hostabi.WithBrowser(ctx, o.Browser)
 		}
 	}
 	var r ConnectResult

@@ -16,7 +16,12 @@ cd "$(dirname "$0")/.."
 
 DEMO_TMP=$(mktemp -d -t grantwire-demo.XXXXXX) || exit 1
 AUTH_PID=''
+SERVE_PID=''
 cleanup() {
+	if [ -n "$SERVE_PID" ]; then
+		kill "$SERVE_PID" 2>/dev/null
+		wait "$SERVE_PID" 2>/dev/null
+	fi
 	if [ -n "$AUTH_PID" ]; then
 		kill "$AUTH_PID" 2>/dev/null
 		wait "$AUTH_PID" 2>/dev/null
@@ -209,7 +214,30 @@ run 0 "grantwire grants list" "No grants."
 run 0 "grantwire activations list" "No activations."
 run 0 "grantwire mcp list" "No MCP servers are configured."
 
-say "12. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
+say "12. The same operations over HTTP: grantwire serve prints its URL (open it for Settings → Connectors;"
+out "#     every change made there or by the CLI shows live). It binds 127.0.0.1 only, and every POST, PUT"
+out "#     and DELETE needs the header X-Grantwire-UI: 1, so another web site cannot act through it."
+out "\$ grantwire serve &"
+"$DEMO_TMP/bin/grantwire" serve >"$DEMO_TMP/serve.json" 2>"$DEMO_TMP/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 200); do
+	[ -s "$DEMO_TMP/serve.json" ] && break
+	sleep 0.05
+done
+SERVE_URL=$(sed -nE 's/.*"url":"([^"]+)".*/\1/p' "$DEMO_TMP/serve.json")
+[ -n "$SERVE_URL" ] || fail "grantwire serve did not start: $(cat "$DEMO_TMP/serve.log")"
+out "$(cat "$DEMO_TMP/serve.json")"
+out "Settings → Connectors: $SERVE_URL"
+if command -v curl >/dev/null; then
+	run 0 "curl -s \"\$SERVE_URL/api/connectors/mcp-brave-search\"" '"id":"mcp-brave-search"' '"configured":false'
+	run 0 "curl -s -X PUT -d '{\"scopes\": [\"use\"]}' \"\$SERVE_URL/api/connectors/mcp-brave-search/grants/builtin:chat\"" '"code":"UI_HEADER_REQUIRED"'
+fi
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "grantwire serve did not stop cleanly on SIGTERM: $(cat "$DEMO_TMP/serve.log")"
+cat "$DEMO_TMP/serve.log" >>"$TRANSCRIPT"
+out "(stopped with SIGTERM)"
+
+say "13. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
 run 0 "cd \"\$GRANTWIRE_HOME\" && stat -c '%A  %n' . * connectors/*" "drwx------  connectors" "-rw-------  mcp_servers.json" \
 	"-rw-------  connectors/grants.json" "-rw-------  connectors/state.json"
 leaks=0

@@ -17,10 +17,11 @@ type loopbackCap struct{ s *Shell }
 
 var _ hostabi.Loopback = loopbackCap{}
 
-// Open implements hostabi.Loopback. Without a browser and without a person at a terminal,
-// nobody can complete an authorization: it says so before anything is started.
-func (l loopbackCap) Open(_ context.Context, connector string) (hostabi.Callback, error) {
-	if l.s.opts.Browser == nil && !l.s.opts.Interactive {
+// Open implements hostabi.Loopback. Without a browser (the shell's, or the operation's own
+// given with hostabi.WithBrowser) and without a person at a terminal, nobody can complete
+// an authorization: it says so before anything is started.
+func (l loopbackCap) Open(ctx context.Context, connector string) (hostabi.Callback, error) {
+	if l.s.opts.Browser == nil && hostabi.BrowserFrom(ctx) == nil && !l.s.opts.Interactive {
 		return nil, fmt.Errorf("native: no browser can be opened and nobody is at a terminal to open the URL: %w", hostabi.ErrUnavailable)
 	}
 	cb, err := listenCallback()
@@ -51,7 +52,11 @@ func (w *waiter) Wait(ctx context.Context, authURL, state, connector string, tim
 	w.cb.setOnRefused(func(reason string) {
 		fmt.Fprintf(prompt, "A callback was refused (%s); still waiting for the authorization.\n", reason)
 	})
-	opened := opts.Browser != nil && opts.Browser(authURL) == nil
+	browser := opts.Browser
+	if show := hostabi.BrowserFrom(ctx); show != nil {
+		browser = show // the caller's own (a server hands the URL to its page)
+	}
+	opened := browser != nil && browser(authURL) == nil
 	if !opened && !opts.Interactive {
 		return nil, fmt.Errorf("native: the browser could not be opened and nobody is at a terminal: %w", hostabi.ErrUnavailable)
 	}

@@ -36,6 +36,7 @@ table := {
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
 	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
+	"FLOW_IN_PROGRESS": {"status": 409, "exit": 75},
 }
 
 # METADATA
@@ -389,4 +390,17 @@ agent_not_active(c, a) := error(
 	concat("", ["agent ", scopes.quote(a), " is granted ", c, " but it is not active for it"]),
 	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
 	{"connector": c, "agent": a},
+)
+
+# METADATA
+# title: flow in progress
+# description: |
+#   A browser authorization of the connector is already waiting (grantwire serve starts one
+#   per connector at a time); the page cancels it, or it ends with its timeout. No command
+#   fixes it.
+flow_in_progress(c, flow_id) := error(
+	"FLOW_IN_PROGRESS",
+	concat("", ["an authorization of ", c, " is already waiting for the browser (flow ", flow_id, "); finish or cancel it first"]),
+	"",
+	{"connector": c, "flow_id": flow_id},
 )

@@ -36,6 +36,7 @@ _all := [
 	errors.internal("grant"),
 	errors.mcp_not_granted("mcp-github", "builtin:chat"),
 	errors.agent_not_active("mcp-github", "it's"),
+	errors.flow_in_progress("google", "f1"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
