@@ -33,6 +33,8 @@ type Host struct {
 	mu     sync.Mutex
 	memory map[string]slot // keyring user → last value seen or written by this process
 
+	ledgers ledgerCache // parsed ledgers, when the Files capability stamps files (cache.go)
+
 	// Trace, when set, receives one line per host call and its answer (facts and effects
 	// carry no secret, so transcripts are safe to print and to commit as golden files).
 	Trace func(line string)
@@ -44,6 +46,9 @@ type Host struct {
 type slot struct {
 	value string
 	found bool
+	// gen is the keyring's generation when the slot was remembered ("" when the
+	// capability cannot tell: the memory then lasts, as for every shell without one).
+	gen string
 }
 
 var _ hostabi.Host = (*Host)(nil)
@@ -56,7 +61,7 @@ func New(c hostabi.Capabilities) *Host {
 	if c.Getenv == nil {
 		c.Getenv = func(string) string { return "" }
 	}
-	return &Host{caps: c, memory: map[string]slot{}}
+	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]parsedLedger{}}}
 }
 
 // Capabilities returns what the host was built with.
@@ -66,9 +71,8 @@ func (h *Host) Capabilities() hostabi.Capabilities { return h.caps }
 // conformance corpus uses it to stage another process's stale view); found false forgets
 // that the slot holds anything.
 func (h *Host) Remember(user, value string, found bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.memory[user] = slot{value, found}
+	gen, _ := h.generation()
+	h.remember(user, value, found, gen)
 }
 
 // Forget drops the process's memory of every keyring slot.
@@ -78,16 +82,23 @@ func (h *Host) Forget() {
 	clear(h.memory)
 }
 
-func (h *Host) remember(user, value string, found bool) {
+func (h *Host) remember(user, value string, found bool, gen string) {
 	h.mu.Lock()
-	h.memory[user] = slot{value, found}
+	h.memory[user] = slot{value, found, gen}
 	h.mu.Unlock()
 }
 
+// recall returns the memory of a slot, unless the keyring's generation has moved since it
+// was remembered (another process, or this one through another Host, changed the store).
 func (h *Host) recall(user string) (slot, bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.memory[user]
+	h.mu.Unlock()
+	if ok && s.gen != "" {
+		if gen, known := h.generation(); !known || gen != s.gen {
+			return slot{}, false
+		}
+	}
 	return s, ok
 }
 

@@ -89,6 +89,11 @@ type Options struct {
 	// LockDir/<service>-<hash>/<provider>.lock (default $GRANTWIRE_LOCK_DIR, else
 	// <user cache dir>/grantwire/locks).
 	LockDir string
+	// NoCache turns off the read caches (cache.go; README "Performance"): every keyring
+	// read goes to the store and every ledger read parses the file. GRANTWIRE_NO_CACHE=1
+	// does the same. Writes bump the keyring generation either way, so that other
+	// processes' caches see them.
+	NoCache bool
 	// Warn receives what the user should know but that does not stop an operation (a
 	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
 	// lines to Prompt.
@@ -177,6 +182,12 @@ func New(opts Options) (*Shell, error) {
 	s.locks = &fileLocks{home: home}
 	if opts.LockDir != "" {
 		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
+	}
+	s.keyring.gen = newGenerations(home, opts.LockDir, opts.Service)
+	if cacheEnabled(opts) {
+		s.keyring.cache = newKeyringCache(s.keyring.gen)
+	} else {
+		s.ledgers.noCache = true
 	}
 	if !opts.NoWatch && opts.ActivationChanges != nil {
 		s.watcher = startWatcher(s.ledgers.Path(activationsFile), opts.ActivationChanges)
