@@ -102,7 +102,7 @@ func hotCatalog(b *testing.B, base string) []byte {
 		"local": map[string]any{
 			"type": "oauth_pkce", "display_name": "Local", "tier": "core", "category": "test",
 			"authorization_url": base + "/authorize", "token_url": base + "/token", "userinfo_url": base + "/userinfo",
-			"client_id_env": "GRANTWIRE_LOCAL_CLIENT_ID",
+			"client_id_env":  "GRANTWIRE_LOCAL_CLIENT_ID",
 			"default_scopes": []string{"openid"}, "available_scopes": []string{"openid", "mail.read"},
 		},
 	}})
