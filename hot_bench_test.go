@@ -55,7 +55,7 @@ func BenchmarkGetAccessTokenHot(b *testing.B) {
 
 // hotClient is a client on a home of its own whose provider "local" is connected (on
 // srv) and granted to builtin:chat, with an access token cached by a first call.
-func hotClient(b *testing.B, srv *authserver.Server, engine string, noCache bool) *grantwire.Client {
+func hotClient(b testing.TB, srv *authserver.Server, engine string, noCache bool, options ...grantwire.Option) *grantwire.Client {
 	b.Helper()
 	ctx := context.Background()
 	home := b.TempDir()
@@ -67,7 +67,7 @@ func hotClient(b *testing.B, srv *authserver.Server, engine string, noCache bool
 	c, err := grantwire.Open(ctx, native.Options{Home: home, Service: svc, NoWatch: true, NoCache: noCache,
 		LockDir: filepath.Join(home, "locks"), Browser: followRedirect, Prompt: io.Discard,
 		Getenv: func(string) string { return "" }},
-		grantwire.WithEngineName(engine), grantwire.WithCatalog(hotCatalog(b, srv.URL())))
+		append([]grantwire.Option{grantwire.WithEngineName(engine), grantwire.WithCatalog(hotCatalog(b, srv.URL()))}, options...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func followRedirect(authURL string) error {
 }
 
 // hotCatalog has one OAuth provider, "local", on the local authorization server at base.
-func hotCatalog(b *testing.B, base string) []byte {
+func hotCatalog(b testing.TB, base string) []byte {
 	raw, err := json.Marshal(map[string]any{"connectors": map[string]any{
 		"local": map[string]any{
 			"type": "oauth_pkce", "display_name": "Local", "tier": "core", "category": "test",
