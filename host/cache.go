@@ -86,3 +86,60 @@ func (h *Host) generation() (string, bool) {
 	}
 	return "", false
 }
+
+// generationSnapshot is the keyring generation an operation judges its memory reads by:
+// taken at the first one (and again after a lock is acquired), so that an operation pays
+// for one look at the generation however many slots its memory answers. A change made
+// before the operation began is seen; one made while it runs is seen by the next.
+type generationSnapshot struct {
+	state int8 // genUntaken, genKnown, genUnknown
+	gen   string
+}
+
+const (
+	genUntaken int8 = iota
+	genKnown
+	genUnknown
+)
+
+// generation is the operation's snapshot of the keyring generation.
+func (o *Op) generation() (string, bool) {
+	switch o.gen.state {
+	case genKnown:
+		return o.gen.gen, true
+	case genUnknown:
+		return "", false
+	}
+	gen, ok := o.h.generation()
+	o.gen = generationSnapshot{state: genUnknown}
+	if ok {
+		o.gen = generationSnapshot{state: genKnown, gen: gen}
+	}
+	return gen, ok
+}
+
+// maxParsed bounds the keyring values whose parse a Host keeps.
+const maxParsed = 64
+
+// parseValue parses a keyring value as JSON (nil when it is not), keeping the parse of
+// the values seen last: a token hand-out reads the same three values call after call.
+// The parse is never changed (redactDoc copies what it answers).
+func (h *Host) parseValue(v string) any {
+	h.mu.Lock()
+	doc, ok := h.parsed[v]
+	h.mu.Unlock()
+	if ok {
+		return doc
+	}
+	doc, err := decodeStrict([]byte(v))
+	if err != nil {
+		doc = nil
+	}
+	h.mu.Lock()
+	if len(h.parsed) >= maxParsed {
+		clear(h.parsed)
+	}
+	h.parsed[v] = doc
+	h.mu.Unlock()
+	return doc
+}

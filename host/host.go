@@ -33,7 +33,8 @@ type Host struct {
 	mu     sync.Mutex
 	memory map[string]slot // keyring user → last value seen or written by this process
 
-	ledgers ledgerCache // parsed ledgers, when the Files capability stamps files (cache.go)
+	ledgers ledgerCache    // parsed ledgers, when the Files capability stamps files (cache.go)
+	parsed  map[string]any // keyring value → its JSON parse (cache.go)
 
 	// Trace, when set, receives one line per host call and its answer (facts and effects
 	// carry no secret, so transcripts are safe to print and to commit as golden files).
@@ -61,7 +62,7 @@ func New(c hostabi.Capabilities) *Host {
 	if c.Getenv == nil {
 		c.Getenv = func(string) string { return "" }
 	}
-	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]parsedLedger{}}}
+	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]parsedLedger{}}, parsed: map[string]any{}}
 }
 
 // Capabilities returns what the host was built with.
@@ -88,14 +89,15 @@ func (h *Host) remember(user, value string, found bool, gen string) {
 	h.mu.Unlock()
 }
 
-// recall returns the memory of a slot, unless the keyring's generation has moved since it
-// was remembered (another process, or this one through another Host, changed the store).
-func (h *Host) recall(user string) (slot, bool) {
+// recall returns the memory of a slot, unless the keyring's generation (as the operation
+// first saw it, current()) has moved since it was remembered: another process, or this
+// one through another Host, changed the store.
+func (h *Host) recall(user string, current func() (string, bool)) (slot, bool) {
 	h.mu.Lock()
 	s, ok := h.memory[user]
 	h.mu.Unlock()
 	if ok && s.gen != "" {
-		if gen, known := h.generation(); !known || gen != s.gen {
+		if gen, known := current(); !known || gen != s.gen {
 			return slot{}, false
 		}
 	}
@@ -115,6 +117,8 @@ type Op struct {
 	refs     map[string]string
 	locks    map[string]func()
 	callback hostabi.Callback
+	// gen is the keyring's generation as this operation first judged its memory (cache.go).
+	gen generationSnapshot
 }
 
 var _ hostabi.Performer = (*Op)(nil)

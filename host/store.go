@@ -14,7 +14,7 @@ import (
 // readSlot reads a keyring slot, through the process's memory unless fresh.
 func (o *Op) readSlot(ctx context.Context, user string, fresh bool) (string, bool, error) {
 	if !fresh {
-		if s, ok := o.h.recall(user); ok {
+		if s, ok := o.h.recall(user, o.generation); ok {
 			return s.value, s.found, nil
 		}
 	}
@@ -55,7 +55,7 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 	}
 	fact := map[string]any{"found": true, "version": Version(v), "value": o.register(n.Key, "value", v)}
 	if fields != nil {
-		fact["json"] = o.redact(n.Key, []byte(v), fields)
+		fact["json"] = o.redactDoc(n.Key, o.h.parseValue(v), fields)
 	}
 	return fact, nil
 }
@@ -67,6 +67,11 @@ func (o *Op) redact(key string, b []byte, fields []string) any {
 	if err != nil {
 		return nil
 	}
+	return o.redactDoc(key, v, fields)
+}
+
+// redactDoc is redact of a parsed document (nil: not JSON).
+func (o *Op) redactDoc(key string, v any, fields []string) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil
