@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,22 +104,17 @@ func (g *generations) pathsOf(service string) []string {
 // stamp returns the stamps of the generation files of service, one lstat(2) each
 // ("absent" for a file that does not exist yet); ok is false when one cannot be read.
 func (g *generations) stamp(service string) (string, bool) {
+	paths := g.pathsOf(service)
+	if len(paths) == 1 {
+		return oneStamp(paths[0])
+	}
 	var b []byte
-	for _, p := range g.pathsOf(service) {
-		fi, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			b = append(b, "absent;"...)
-		case err != nil:
+	for _, p := range paths {
+		s, ok := oneStamp(p)
+		if !ok {
 			return "", false
-		default:
-			s, ok := fileStamp(fi)
-			if !ok {
-				return "", false
-			}
-			b = append(b, s...)
-			b = append(b, ';')
 		}
+		b = append(b, s...)
 	}
 	return string(b), true
 }
@@ -285,12 +279,19 @@ func (l *fileLedgers) Stamp(name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	return oneStamp(p)
+}
+
+// oneStamp is the stamp of one regular file ("absent" when it does not exist).
+func oneStamp(p string) (string, bool) {
+	s, absent, err := lstatStamp(p)
+	if absent {
 		return "absent", true
 	}
-	if err != nil || !fi.Mode().IsRegular() {
-		return "", false
-	}
-	return fileStamp(fi)
+	return s, err == nil
 }
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errNoStamp    = errors.New("no file stamps on this system")
+)

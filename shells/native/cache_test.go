@@ -223,3 +223,47 @@ func TestHostMemoryFollowsTheGeneration(t *testing.T) {
 	require.NotEqual(t, first, second, "the memory of a slot another process changed is dropped")
 	require.Contains(t, second, host.CRC32("two"))
 }
+
+// BenchmarkCacheCheck is what the read caches pay per read instead of a read: the stamp
+// of a ledger (one lstat), the keyring generation (one lstat per generation file: the
+// service's and the home's), and a cached keyring read (the generation check and a map
+// lookup). Compare with BenchmarkKeyring/get (a D-Bus round trip) and BenchmarkLedgerRead.
+func BenchmarkCacheCheck(b *testing.B) {
+	ctx := context.Background()
+	sh := benchShell(b)
+	files := sh.Capabilities().Files
+	require.NoError(b, files.Update(ctx, "connectors/grants.json", func([]byte, string) ([]byte, error) {
+		return []byte(`{"local": {"builtin:chat": ["mail.read"]}}`), nil
+	}))
+	b.Run("ledger-stamp", func(b *testing.B) {
+		st := files.(host.FileStamps)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := st.Stamp("connectors/grants.json"); !ok {
+				b.Fatal("no stamp")
+			}
+		}
+	})
+	kr, svc := sh.Capabilities().Keyring, sh.Capabilities().Service
+	b.Run("keyring-generation", func(b *testing.B) {
+		g := kr.(host.KeyringGenerations)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := g.Generation(svc); !ok {
+				b.Fatal("no generation")
+			}
+		}
+	})
+	if os.Getenv(realKeyringEnv) != "1" {
+		return
+	}
+	require.NoError(b, kr.Set(ctx, svc, "bench:default", strings.Repeat("7", 100)))
+	b.Run("keyring-get-cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := kr.Get(ctx, svc, "bench:default"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
