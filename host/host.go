@@ -6,6 +6,11 @@
 // token or scope. hostabi/README.md is its specification; shells/wasm/node implements the
 // same in JavaScript.
 //
+// Capabilities that can stamp files or tell a keyring generation (FileStamps,
+// KeyringGenerations in cache.go, implemented by shells/native) let it keep parsed
+// ledgers and its memory of keyring slots only while they are current; the facts are
+// those a read would give.
+//
 // It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
 // challenge), never an engine.
 package host

@@ -25,6 +25,10 @@
 //   - Loopback: a one-shot 127.0.0.1 listener (origin-form requests only, so the Host
 //     header checked is the one sent), the browser and the prompt while waiting.
 //   - HTTP: an http.Transport (a RoundTripper never follows redirects).
+//   - Read caches (cache.go): ledger stamps (one lstat) for package host's parsed-ledger
+//     cache, and keyring values cached behind per-service generation files that every
+//     keyring write of every grantwire process bumps (README "Performance: a token
+//     hand-out without I/O"); off with Options.NoCache or GRANTWIRE_NO_CACHE=1.
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
 //     event [Bus], and a watcher that reports activations changed by other processes.
 //
