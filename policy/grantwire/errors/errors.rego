@@ -35,6 +35,7 @@ table := {
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
+	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
 }
 
 # METADATA
@@ -341,3 +342,13 @@ authorization_timeout(c, minutes, list) := error(
 # title: internal
 # description: The facts did not match any rule (a shell bug or malformed facts).
 internal(op) := error("INTERNAL", concat("", ["internal: no decision for ", op, " (malformed facts?)"]), "", {})
+
+# METADATA
+# title: agent not active
+# description: The agent holds a grant for an MCP server, but the pair is not active.
+agent_not_active(c, a) := error(
+	"AGENT_NOT_ACTIVE",
+	concat("", ["agent ", scopes.quote(a), " holds a grant for ", c, " but the server is not active for it"]),
+	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
+	{"connector": c, "agent": a},
+)

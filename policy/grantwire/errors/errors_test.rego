@@ -34,6 +34,7 @@ _all := [
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 5, ["gmail"]),
 	errors.internal("grant"),
+	errors.agent_not_active("remote", "builtin:chat"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
