@@ -26,7 +26,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/mcpremote"
+	"github.com/grantwire/grantwire/surfaces/mcpremote"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

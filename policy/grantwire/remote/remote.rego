@@ -357,10 +357,18 @@ _entry_new := object.union(
 		"added_at": object.get(object.get(object.get(_doc, "servers", {}), _c, {}), "added_at", _f["now@lock"]),
 		"preregistered": _prereg_entry,
 	},
-	object.union(_opt("client_metadata_url", _cimd), _kept_auth),
+	object.union(_cimd_member, _kept_auth),
 )
 
-_prereg_entry := {"issuer": _str_or_null(_issuer_arg)} if _client_id
+_cimd_member := {"client_metadata_url": _cimd} if _cimd
+
+else := {}
+
+_issuer_or_null := _issuer_arg if _issuer_arg
+
+else := null
+
+_prereg_entry := {"issuer": _issuer_or_null} if _client_id
 
 else := null
 
@@ -369,17 +377,13 @@ _kept_auth := {"auth": _old.auth} if {
 	is_object(_old.auth)
 } else := {}
 
-_opt(name, v) := {name: v} if is_string(v)
-
-else := {}
-
 _version_op := [{"path": ["version"], "value": 1}] if not _doc.version
 
 else := []
 
 _slot_effects := [
 	{"kind": "keyring.set", "user": store.remote_prereg_user(_c), "value": object.union(
-		{"client_id": _client_id, "issuer": _str_or_null(_issuer_arg), "source": "preregistered"},
+		{"client_id": _client_id, "issuer": _issuer_or_null, "source": "preregistered"},
 		_secret_member,
 	)},
 ] if {

@@ -173,7 +173,7 @@ func ignoreEOF(err error) error {
 func safeMessage(err error) string {
 	var ge *grantwire.Error
 	if errors.As(err, &ge) {
-		return ge.Message
+		return ge.Code + ": " + ge.Message
 	}
 	return err.Error()
 }
