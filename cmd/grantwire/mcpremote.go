@@ -234,7 +234,9 @@ func (a *app) stdio() (*readCloser, *writeCloser) {
 	return &readCloser{a.Stdin}, &writeCloser{a.Stdout}
 }
 
-type readCloser struct{ r interface{ Read([]byte) (int, error) } }
+type readCloser struct {
+	r interface{ Read([]byte) (int, error) }
+}
 
 func (r *readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
 func (r *readCloser) Close() error {
@@ -244,7 +246,9 @@ func (r *readCloser) Close() error {
 	return nil
 }
 
-type writeCloser struct{ w interface{ Write([]byte) (int, error) } }
+type writeCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
 
 func (w *writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (w *writeCloser) Close() error                { return nil }

@@ -26,8 +26,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/surfaces/mcpremote"
 	"github.com/grantwire/grantwire/shells/native"
+	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
 
 // The server's id in the client's home, the agent the connection is for, and the client
