@@ -331,11 +331,11 @@ _nonempty_strings(v) if {
 #   authorization server, every one must pass the URL rule, and scopes_supported, when
 #   present, must be a list of strings.
 prm_problem(doc, u) := "it names no resource" if {
-	not is_string(doc.resource)
+	not is_string(object.get(doc, "resource", null))
 } else := "its resource is not this server (RFC 9728 §3.3); it may be another server's metadata" if {
 	not resource_matches(doc.resource, u)
 } else := "it lists no authorization server" if {
-	not _nonempty_strings(doc.authorization_servers)
+	not _nonempty_strings(object.get(doc, "authorization_servers", null))
 } else := concat("", ["its authorization server cannot be used: ", p]) if {
 	some a in doc.authorization_servers
 	p := issuer_problem(a)
@@ -361,13 +361,13 @@ _url_fields := [
 as_problem(doc, iss) := "its issuer is not the authorization server it was fetched for (RFC 8414 §3.3)" if {
 	object.get(doc, "issuer", null) != iss
 } else := "it does not list PKCE S256 in code_challenge_methods_supported" if {
-	not "S256" in _list(doc.code_challenge_methods_supported)
+	not "S256" in _list(object.get(doc, "code_challenge_methods_supported", null))
 } else := "it does not list the code response type" if {
 	doc.response_types_supported != null
 	not "code" in _list(doc.response_types_supported)
 } else := concat("", ["it has no ", f]) if {
 	some f in ["authorization_endpoint", "token_endpoint"]
-	not is_string(doc[f])
+	not is_string(object.get(doc, f, null))
 } else := concat("", ["its ", f, " is refused: ", p]) if {
 	some f in _url_fields
 	doc[f] != null

@@ -46,6 +46,9 @@ _f := object.get(input, "facts", {})
 
 _c := input.args.connector
 
+# A positive rule: a negated call on an undefined argument is false in Rego, not true.
+_c_given if is_string(_c)
+
 # ---------------------------------------------------------------------------------------
 # shared views
 
@@ -479,13 +482,18 @@ _row(c, s) := {
 	"in_catalog": _in_catalog(c),
 	"scopes": s.scopes,
 	"authorized": s.auth != null,
-	"issuer": object.get(object.get(s, "auth", {}), "issuer", null),
-	"granted_scopes": object.get(object.get(s, "auth", {}), "scopes", []),
-	"authorized_at": object.get(object.get(s, "auth", {}), "authorized_at", null),
-	"registration": object.get(object.get(s, "auth", {}), "registration", null),
+	"issuer": object.get(_auth_of(s), "issuer", null),
+	"granted_scopes": object.get(_auth_of(s), "scopes", []),
+	"authorized_at": object.get(_auth_of(s), "authorized_at", null),
+	"registration": object.get(_auth_of(s), "registration", null),
 	"grants": object.get(_grants_doc, c, {}),
 	"active_for": sort([a | some a, v in object.get(_actives_doc, c, {}); v == true]),
 }
+
+# A server never authorized has auth null (object.get on null would be undefined).
+_auth_of(s) := s.auth if is_object(s.auth)
+
+else := {}
 
 _listed(_) if not _list_agent
 
@@ -580,7 +588,7 @@ _logout_effects := array.concat(
 #   added, with its pre-registered client; grants and activations are kept.
 # entrypoint: true
 logout := step.fail(errors.usage("mcp_logout needs connector"), []) if {
-	not is_string(_c)
+	not _c_given
 } else := step.fail(unknown(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(not_remote(_c), []) if {

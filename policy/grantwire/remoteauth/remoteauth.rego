@@ -141,6 +141,9 @@ _reg := remote.client(_f.client)
 
 _given := base64url.decode(input.args.www_authenticate) if is_string(input.args.www_authenticate)
 
+# Positive rules: a negated call on an undefined argument is false in Rego, not true.
+_challenge_given if is_string(input.args.www_authenticate)
+
 _probe_need := facts.http("probe", {
 	"method": "POST",
 	"url": _url,
@@ -382,9 +385,9 @@ _dcr_problem := "it could not be reached" if {
 } else := "it refused the registration (status 400)" if {
 	_dcr.status == 400
 } else := "its answer is not a JSON object" if {
-	not is_object(_dcr.json)
+	not _dcr_object
 } else := "its answer has no client_id" if {
-	not is_string(_dcr.json.client_id["$ref"])
+	not _dcr_client_id
 } else := concat("", ["its answer's ", f, " is refused: ", p]) if {
 	some f in _dcr_url_fields
 	_dcr.json[f] != null
@@ -397,6 +400,11 @@ _dcr_problem := "it could not be reached" if {
 	_dcr.json.redirect_uris != null
 	not _redirect in _dcr_redirects
 }
+
+# A positive rule: a negated call on an undefined argument is false in Rego, not true.
+_dcr_client_id if is_string(_dcr.json.client_id["$ref"])
+
+_dcr_object if is_object(_dcr.json)
 
 _dcr_redirects := _dcr.json.redirect_uris if is_array(_dcr.json.redirect_uris)
 
@@ -683,10 +691,10 @@ decision := step.fail(errors.usage("mcp_auth needs connector, and optional scope
 } else := step.fail(_interactive, []) if {
 	not _listening
 } else := step.need([_probe_need]) if {
-	not is_string(input.args.www_authenticate)
+	not _challenge_given
 	not facts.has(_f, "probe")
 } else := step.fail(_problem(concat("", ["the server ", discovery.failure(_f.probe)])), []) if {
-	not is_string(input.args.www_authenticate)
+	not _challenge_given
 	_probe_failed
 } else := step.fail(_problem("the server refused the request (403) without asking for more scopes (insufficient_scope); authorizing again would not help"), []) if {
 	input.args.status == 403
