@@ -49,6 +49,10 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 test: deps lint wasm-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
 
+.PHONY: mcp-conformance
+mcp-conformance: ## the official MCP conformance suite's 27 client auth scenarios against grantwire's remote MCP client (installs the pinned suite and Node 22 with npm)
+	@scripts/mcp-conformance.sh
+
 .PHONY: bench
 bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)
 	@scripts/bench.sh
