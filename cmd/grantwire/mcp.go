@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) mcpCmd() *cobra.Command {
@@ -35,6 +36,7 @@ granted and active agent with grantwire mcp proxy <name> --agent <agent>.`,
 	}
 	cmd.AddCommand(a.mcpListCmd())
 	cmd.AddCommand(a.mcpRemoteCmds()...)
+	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
 	return cmd
 }
 
@@ -123,7 +125,7 @@ is active for.`,
 					id += " (not in the catalog)"
 				}
 				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
 			}
 			return tw.Flush()
 		}),

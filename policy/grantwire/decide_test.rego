@@ -33,6 +33,7 @@ _ops := {
 	"mcp_token": {"connector": "mcp-remote", "agent": "builtin:chat"},
 	"mcp_logout": {"connector": "mcp-remote"},
 	"mcp_remote_list": {},
+	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
 }
 
 # The secret arguments of the operations that take some.
@@ -90,7 +91,7 @@ test_prefetch_templates if {
 # A prefetch instantiated with an operation's arguments is exactly what its first question
 # asks for, so a host that prefetches saves that question.
 test_prefetch_matches_the_first_needs if {
-	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential"] {
+	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential", "launch"] {
 		d := fx.decide({"op": op, "args": _ops[op], "facts": {}, "attempt": 0, "round": 0})
 		d.needs == [_instantiate(n, _ops[op]) | some n in grantwire.manifest.ops[op].prefetch]
 	}

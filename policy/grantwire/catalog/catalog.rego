@@ -11,8 +11,14 @@ package grantwire.catalog
 # title: connectors
 # description: Every catalog entry by id.
 connectors := object.union(_added, _base) if {
-	count(_added) > 0
+	_has_added
 } else := _base
+
+# Checked first so that queries without the file (the gate's) build nothing.
+_has_added if {
+	input.facts.mcp_remote.exists == true
+	count(_added) > 0
+}
 
 _base := c if {
 	c := data.catalog.connectors
@@ -79,7 +85,12 @@ default_scopes(c) := s if {
 # METADATA
 # title: ids
 # description: Every catalog id, sorted.
-ids := sort(object.keys(connectors))
+ids := sort(object.keys(connectors)) if {
+	_has_added
+} else := _base_ids
+
+# Read only data: computed once per engine.
+_base_ids := sort(object.keys(_base))
 
 # ---------------------------------------------------------------------------------------
 # validation

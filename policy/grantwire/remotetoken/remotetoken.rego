@@ -19,7 +19,6 @@ import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.oauth
 import data.grantwire.remote
-import data.grantwire.scopes
 import data.grantwire.step
 import data.grantwire.store
 
@@ -94,15 +93,6 @@ _result(t) := {
 	"resource": t.resource,
 }
 
-# Activating with the scope "use" grants the agent the server and makes it active: the one
-# command that lets the agent use it.
-_not_granted := errors.error(
-	"AGENT_NOT_GRANTED",
-	concat("", ["agent ", scopes.quote(_a), " holds no grant for ", _c]),
-	concat("", ["grantwire activations activate ", _c, " ", scopes.quote(_a), " --scopes use"]),
-	{"connector": _c, "agent": _a, "missing_scopes": [], "full_scopes": ["use"]},
-)
-
 # METADATA
 # title: mcp_token decision
 # description: One step of handing an agent a bearer token for a remote MCP server; see the package description.
@@ -116,7 +106,7 @@ decision := step.fail(errors.usage("mcp_token needs connector and agent, and an 
 	not catalog.known(_c)
 } else := step.fail(remote.not_remote(_c), []) if {
 	catalog.type_of(_c) != "mcp_remote"
-} else := step.fail(_not_granted, []) if {
+} else := step.fail(errors.mcp_not_granted(_c, _a), []) if {
 	not _f.grant.exists == true
 } else := step.fail(errors.agent_not_active(_c, _a), []) if {
 	not _f.active.value == true
