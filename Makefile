@@ -59,6 +59,9 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 test: deps lint wasm-check native-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
 
+.PHONY: mcp-conformance
+mcp-conformance: ## the official MCP conformance suite's 27 client auth scenarios against grantwire's remote MCP client (installs the pinned suite and Node 22 with npm)
+	@scripts/mcp-conformance.sh
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; make test runs their seeds)
 	@scripts/fuzz.sh

@@ -44,3 +44,6 @@ else
 	echo "test: no C compiler, so the race detector cannot run (Debian/Ubuntu: apt-get install gcc)" >&2
 	exit 1
 fi
+# The official MCP conformance suite's 27 client auth scenarios against grantwire's remote
+# MCP client (issue 14; installs the pinned suite and Node 22 with npm on first use).
+scripts/mcp-conformance.sh

@@ -26,6 +26,7 @@ import (
 
 	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/fixes"
+	"github.com/grantwire/grantwire/internal/mcptest"
 )
 
 // fixWorld is an e2e world for one kind of fix.
@@ -47,6 +48,28 @@ func newFixWorldSecret(t *testing.T, kind, secret string) *fixWorld {
 	t.Helper()
 	cfg := authserver.Config{ClientID: "bb-fix-client", ClientSecret: secret, ClientAuth: authserver.AuthDefault}
 	return &fixWorld{e2e: newE2E(t, cfg), kind: kind, clientID: cfg.ClientID, secret: secret}
+}
+
+// newFixWorldCfg is a fixWorld on an authorization server configured by cfg.
+func newFixWorldCfg(t *testing.T, kind string, cfg authserver.Config) *fixWorld {
+	t.Helper()
+	return &fixWorld{e2e: newE2E(t, cfg), kind: kind, clientID: cfg.ClientID, secret: cfg.ClientSecret}
+}
+
+// mcpServer starts a remote MCP server (go-sdk) whose tokens the world's authorization
+// server issues.
+func (w *fixWorld) mcpServer(t *testing.T) *mcptest.Server {
+	t.Helper()
+	srv, err := mcptest.Start(mcptest.Options{
+		Issuer: w.srv.URL(),
+		Verify: func(token string) (mcptest.Token, error) {
+			info, err := w.srv.Verify(token)
+			return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
 }
 
 // withBrowser makes connect open the stand-in browser, which consents.
@@ -99,7 +122,7 @@ func (w *fixWorld) run(fix, stdin string, fill map[string]string) bbResult {
 	switch words[0] {
 	case "grantwire":
 		args := words[1:]
-		if len(args) > 0 && args[0] == "connect" && contains(args, "--no-browser") {
+		if len(args) > 0 && (args[0] == "connect" || (args[0] == "mcp" && len(args) > 1 && args[1] == "auth")) && contains(args, "--no-browser") {
 			s := w.start(nil, append(args, "--timeout", "60s")...)
 			consent(w.t, s.waitURL(w.t))
 			r = s.wait(w.t)
@@ -297,6 +320,43 @@ var fixRuns = map[string]func(t *testing.T){
 		require.True(t, tres.OK)
 		// connect names it too, for a server that takes keys
 		require.Equal(t, fix, w.failing(3, "", "connect", "mcp-brave-search"))
+	},
+	"mcp-auth": func(t *testing.T) {
+		// No browser, no terminal: mcp auth names itself with --no-browser, which prints the
+		// URL for a browser anywhere on this machine (the test consents through it).
+		w := newFixWorldCfg(t, "mcp-auth", authserver.Config{})
+		srv := w.mcpServer(t)
+		w.ok("", "mcp", "add", "notes", "--url", srv.URL)
+		fix := w.failing(4, "", "mcp", "auth", "notes")
+		require.Equal(t, "grantwire mcp auth notes --no-browser", fix)
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		var list struct {
+			Remote []struct {
+				ID         string `json:"id"`
+				Authorized bool   `json:"authorized"`
+			} `json:"remote"`
+		}
+		out := w.ok("", "--json", "mcp", "list").stdout
+		require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+		found := false
+		for _, s := range list.Remote {
+			found = found || (s.ID == "notes" && s.Authorized)
+		}
+		require.True(t, found, "notes is authorized: %s", out)
+	},
+	"mcp-add-client": func(t *testing.T) {
+		// An authorization server without registration: mcp auth asks for a client
+		// registered there; the printed mcp add (the id filled in, the secret on stdin)
+		// gives one, and mcp auth then succeeds with it.
+		w := newFixWorldCfg(t, "mcp-add-client", authserver.Config{ClientID: "bb-mcp-client", ClientSecret: "bb-mcp-secret-" + randHex(8), NoRegistration: true})
+		srv := w.mcpServer(t)
+		w.ok("", "mcp", "add", "corp", "--url", srv.URL)
+		fix := w.failing(3, "", "mcp", "auth", "corp", "--no-browser")
+		w.run(fix, w.secret+"\n", map[string]string{"<id>": w.clientID})
+		r := w.mcpAuthNoBrowser("corp")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "(preregistered client)")
 	},
 	"activate": func(t *testing.T) {
 		// mcp run refuses a granted agent the user has not activated (the gate refuses

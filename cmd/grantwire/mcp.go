@@ -8,34 +8,34 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
 )
-
-// mcpRemoteMissing says what the CLI does not do (docs/behaviour.md#mcp: remote MCP servers are not built).
-const mcpRemoteMissing = `remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet: grantwire has no remote MCP client, so it cannot discover, register with or authorize one`
 
 func (a *app) mcpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "List the MCP servers configured for agents (local servers; remote MCP OAuth is not available yet)",
+		Short: "MCP servers for agents: local ones with keys, remote ones behind OAuth 2.1 (add, auth, proxy)",
 		Long: `MCP servers started on this machine with API keys in their environment (mcp_server
 connectors) are configured with grantwire configure <id> --from-stdin and shown to agents with
 grantwire activations activate <id> <agent>; grantwire mcp list shows them, with the names of
 their keys (never the values).
 
-Not available yet: ` + mcpRemoteMissing + `.`,
+Remote MCP servers (streamable HTTP behind OAuth 2.1) are added with grantwire mcp add <name>
+--url <https URL>, authorized with grantwire mcp auth <name> (discovery, registration and PKCE
+in the browser, tokens in the credential store), and served to a stdio MCP client for a
+granted and active agent with grantwire mcp proxy <name> --agent <agent>.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:chat
-  grantwire mcp list --json | jq -r '.servers[].id'`,
+  grantwire mcp list --json | jq -r '.servers[].id'
+  grantwire mcp add notes --url https://mcp.example.com/mcp && grantwire mcp auth notes`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && (args[0] == "auth" || args[0] == "logout") {
-				return usagef("grantwire mcp %s: %s; local MCP servers take their keys with grantwire configure <id> --from-stdin", args[0], mcpRemoteMissing)
-			}
 			return a.group(cmd, args)
 		},
 	}
 	cmd.AddCommand(a.mcpListCmd())
+	cmd.AddCommand(a.mcpRemoteCmds()...)
 	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
 	return cmd
 }
@@ -66,6 +66,9 @@ environment keys stored for it in the credential store (never their values), the
 granted and the agents it is active for. Servers the file holds that the catalog does not
 know are listed too ("in_catalog": false); grantwire does not manage them.
 
+Remote MCP servers (grantwire mcp add) follow, with their URL, the issuer of the
+authorization server they were authorized at and the scopes it granted ("remote" in --json).
+
 With --agent, list the servers whose tools that agent sees: those it holds a grant for AND
 is active for.`,
 		Example: `  grantwire mcp list
@@ -78,8 +81,23 @@ is active for.`,
 			if err != nil {
 				return err
 			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			remote, err := c.RemoteMCPServers(ctx, agent)
+			if err != nil {
+				return err
+			}
+			if remote == nil {
+				remote = []grantwire.RemoteMCPServerInfo{}
+			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"servers": servers})
+				return a.printJSON(map[string]any{"servers": servers, "remote": remote})
+			}
+			defer func() { _ = a.printRemote(agent, remote) }()
+			if len(servers) == 0 && len(remote) > 0 {
+				return nil
 			}
 			if len(servers) == 0 {
 				if agent != "" {

@@ -77,6 +77,20 @@ type Config struct {
 	ProviderClientAuth map[string]string
 	// Now tells the time (default time.Now).
 	Now func() time.Time
+
+	// Remote MCP (mcp.go). ScopesSupported is the metadata's scopes_supported (nil: not
+	// published). NoRegistration publishes no registration endpoint; RegistrationAnswer,
+	// when set, is answered to every registration instead of a real one (hostile-server
+	// tests). RequireRegistration refuses clients that are not registered (dynamically or
+	// by a client ID metadata document). CIMDClient fetches client ID metadata documents
+	// (https client ids; nil: not supported). MetadataOverride replaces (nil deletes)
+	// members of the metadata.
+	ScopesSupported     []string
+	NoRegistration      bool
+	RegistrationAnswer  map[string]any
+	RequireRegistration bool
+	CIMDClient          *http.Client
+	MetadataOverride    map[string]any
 }
 
 // Failure scripts the answer to one upcoming token request.
@@ -107,6 +121,11 @@ type Stats struct {
 	RefreshRequests int
 	Userinfo        int // successful userinfo answers
 	Revocations     int // revocation requests (RFC 7009)
+	// Remote MCP: metadata requests, registration requests, client ID metadata documents
+	// fetched.
+	MetadataRequests, Registrations, MetadataDocuments int
+	// RefreshResources is the resource parameter (RFC 8707) of every successful refresh.
+	RefreshResources []string
 	// ExchangeRequests counts every authorization_code grant request, answered or refused.
 	ExchangeRequests int
 	// RevokedTokens counts refresh tokens revoked at the revocation endpoint.
@@ -134,6 +153,7 @@ type code struct {
 	family                           int
 	provider                         string
 	consent                          *Consent // scripted, or nil
+	resource                         string   // RFC 8707
 }
 
 type refresh struct {
@@ -142,6 +162,7 @@ type refresh struct {
 	scopes   []string
 	provider string
 	account  string
+	resource string
 }
 
 type access struct {
@@ -149,6 +170,8 @@ type access struct {
 	expires  time.Time
 	provider string
 	account  string
+	scopes   []string
+	resource string
 }
 
 // Server is a running authorization server.
@@ -162,11 +185,12 @@ type Server struct {
 	families int
 	script   []Failure
 	stats    Stats
-	issued   int                  // the SequentialNames counter
-	answers  map[string][]Answer  // provider → scripted refresh answers
-	consents map[string][]Consent // provider → scripted consents
-	revokes  map[string][]Answer  // provider → scripted revocation answers
-	authSeen []string             // how each token request authenticated
+	issued   int                    // the SequentialNames counter
+	answers  map[string][]Answer    // provider → scripted refresh answers
+	consents map[string][]Consent   // provider → scripted consents
+	revokes  map[string][]Answer    // provider → scripted revocation answers
+	authSeen []string               // how each token request authenticated
+	clients  map[string]*registered // remote MCP: registered clients (mcp.go)
 
 	ln   net.Listener
 	srv  *http.Server
@@ -189,7 +213,7 @@ func New(cfg Config) *Server {
 	}
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
-		consents: map[string][]Consent{}, revokes: map[string][]Answer{}}
+		consents: map[string][]Consent{}, revokes: map[string][]Answer{}, clients: map[string]*registered{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -319,6 +343,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
 	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) { s.revoke(w, r, "") })
 	mux.HandleFunc("/p/", s.providerEndpoint)
+	mux.HandleFunc("/.well-known/oauth-authorization-server", s.serveMetadata)
+	mux.HandleFunc("/register", s.register)
 	return mux
 }
 
@@ -340,10 +366,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 		return
 	}
 	q := r.URL.Query()
+	known := s.knownClient(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	redirect := q.Get("redirect_uri")
-	if (s.cfg.ClientID != "" && q.Get("client_id") != s.cfg.ClientID) || q.Get("client_id") == "" || !isLoopbackRedirect(redirect) {
+	if (s.cfg.ClientID != "" && q.Get("client_id") != s.cfg.ClientID) || q.Get("client_id") == "" || !isLoopbackRedirect(redirect) || !known {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(pageBadRequest))
@@ -387,7 +414,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 		}
 		c := s.token("code", provider)
 		s.codes[c] = &code{clientID: q.Get("client_id"), redirectURI: redirect, challenge: q.Get("code_challenge"),
-			scopes: scopes, expires: s.cfg.Now().Add(time.Minute), provider: provider, consent: consent}
+			scopes: scopes, expires: s.cfg.Now().Add(time.Minute), provider: provider, consent: consent,
+			resource: q.Get("resource")}
 		v.Set("code", c)
 		s.stats.Authorizations++
 	}
@@ -496,6 +524,11 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 		}
 	}
 	id, ok := s.authenticate(r, provider)
+	if ok {
+		// A client registered here (remote MCP) must authenticate as it registered.
+		method, _, secret := clientAuthOf(r)
+		ok = s.clientAuthenticates(id, secret, method == AuthBasic)
+	}
 	if !ok {
 		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
@@ -618,7 +651,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 	s.families++
 	c.family = s.families
 	m := mint{family: c.family, scopes: c.scopes, provider: provider, account: s.cfg.Account, refresh: true,
-		expiresIn: s.cfg.ExpiresIn}
+		expiresIn: s.cfg.ExpiresIn, resource: c.resource}
 	if cs := c.consent; cs != nil {
 		m.refresh = !cs.NoRefresh
 		m.access, m.rt = cs.AccessToken, cs.RefreshToken
@@ -643,6 +676,7 @@ type mint struct {
 	refresh    bool
 	access, rt string
 	expiresIn  int64
+	resource   string
 }
 
 func (s *Server) issue(m mint) tokenAnswer {
@@ -655,9 +689,10 @@ func (s *Server) issue(m mint) tokenAnswer {
 		m.rt = s.token("rt", m.provider)
 	}
 	s.access[m.access] = &access{family: m.family, provider: m.provider, account: m.account,
-		expires: s.cfg.Now().Add(time.Duration(m.expiresIn) * time.Second)}
+		expires: s.cfg.Now().Add(time.Duration(m.expiresIn) * time.Second), scopes: m.scopes, resource: m.resource}
 	if m.refresh {
-		s.refresh[m.rt] = &refresh{family: m.family, live: true, scopes: m.scopes, provider: m.provider, account: m.account}
+		s.refresh[m.rt] = &refresh{family: m.family, live: true, scopes: m.scopes, provider: m.provider, account: m.account,
+			resource: m.resource}
 	}
 	return tokenAnswer{AccessToken: m.access, TokenType: "Bearer", ExpiresIn: m.expiresIn, RefreshToken: m.rt,
 		Scope: strings.Join(m.scopes, " ")}
@@ -682,8 +717,13 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, provider s
 		rt.live = false
 	}
 	s.stats.Refreshes++
+	resource := rt.resource
+	if r.PostForm.Get("resource") != "" {
+		resource = r.PostForm.Get("resource")
+	}
+	s.stats.RefreshResources = append(s.stats.RefreshResources, r.PostForm.Get("resource"))
 	writeJSON(w, http.StatusOK, s.issue(mint{family: rt.family, scopes: rt.scopes, provider: provider,
-		account: rt.account, refresh: !s.cfg.NoRotation, expiresIn: s.cfg.ExpiresIn}))
+		account: rt.account, refresh: !s.cfg.NoRotation, expiresIn: s.cfg.ExpiresIn, resource: resource}))
 }
 
 func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, provider string) {

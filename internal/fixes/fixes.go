@@ -50,6 +50,8 @@ var Kinds = []Kind{
 	kind("agents-list", `grantwire agents list`),
 	kind("import-from-stdin", `grantwire import `+word+` --from-stdin`),
 	kind("mcp-list", `grantwire mcp list`),
+	kind("mcp-auth", `grantwire mcp auth `+word+`(?: --no-browser)?`),
+	kind("mcp-add-client", `grantwire mcp add `+word+` --url `+word+` --client-id <id> --issuer `+word+` --client-secret-stdin`),
 	kind("move-aside", `mv `+word+` `+word),
 	kind("opa-build", `go build -tags opa -o grantwire \./cmd/grantwire`),
 	kind("bundle", `build the bundle with grantwire policy build -o FILE, or run without --bundle`),

@@ -25,6 +25,9 @@ import data.grantwire.gate
 import data.grantwire.grants
 import data.grantwire.launch
 import data.grantwire.mcp
+import data.grantwire.remote
+import data.grantwire.remoteauth
+import data.grantwire.remotetoken
 import data.grantwire.scopes
 import data.grantwire.status
 import data.grantwire.step
@@ -81,6 +84,16 @@ _decision := gate.decision if {
 	_op == "agent_id"
 } else := catalog.validate if {
 	_op == "validate_catalog"
+} else := remote.add if {
+	_op == "mcp_add"
+} else := remoteauth.decision if {
+	_op == "mcp_auth"
+} else := remotetoken.decision if {
+	_op == "mcp_token"
+} else := remote.logout if {
+	_op == "mcp_logout"
+} else := remote.list if {
+	_op == "mcp_remote_list"
 } else := launch.decision if {
 	_op == "launch"
 } else := status.view if {
@@ -122,11 +135,25 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	_arg_problem
 } else := step.fail(errors.busy_conflict(_attempts), []) if {
 	_attempts > max_attempts
+} else := step.need([remote.ledger_need]) if {
+	_remote_unread
 } else := d if {
 	d := _decision
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
 	not _known_op
 } else := step.fail(errors.internal(_op_name), [])
+
+# A connector the catalog does not have may be a remote MCP server a person added
+# (mcp_remote.json): it is read before routing, and package catalog then knows it.
+_remote_unread if _unread_remote(object.get(input.args, "connector", null))
+
+_remote_unread if _unread_remote(object.get(input.args, "provider", null))
+
+_unread_remote(c) if {
+	is_string(c)
+	not catalog.base_known(c)
+	not facts.has(_facts, store.remote_key)
+}
 
 # Revoking access is always possible: these operations judge unreadable ledgers themselves
 # (they clean what they can and name the rest in warnings).
@@ -217,6 +244,7 @@ manifest := {"errors": errors.table, "ops": {
 	"visible_servers": {"prefetch": [
 		{"key": "grants", "kind": "ledger.read", "ledger": store.grants_file, "path": []},
 		{"key": "actives", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations"]},
+		remote.ledger_need,
 	]},
 	"activation_changes": {"prefetch": []},
 	"disconnect": {"prefetch": []},
@@ -235,6 +263,11 @@ manifest := {"errors": errors.table, "ops": {
 	"list_agents": {"prefetch": []},
 	"agent_id": {"prefetch": []},
 	"validate_catalog": {"prefetch": []},
+	"mcp_add": {"prefetch": [remote.ledger_need]},
+	"mcp_auth": {"prefetch": [remote.ledger_need]},
+	"mcp_token": {"prefetch": remotetoken.prefetch},
+	"mcp_logout": {"prefetch": [remote.ledger_need]},
+	"mcp_remote_list": {"prefetch": []},
 	"launch": {"prefetch": [
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},

@@ -28,6 +28,11 @@ _ops := {
 	"list_agents": {},
 	"agent_id": {"source": "/src/agent.py"},
 	"validate_catalog": {},
+	"mcp_add": {"connector": "remote", "url": "https://mcp.example.com/mcp"},
+	"mcp_auth": {"connector": "mcp-remote"},
+	"mcp_token": {"connector": "mcp-remote", "agent": "builtin:chat"},
+	"mcp_logout": {"connector": "mcp-remote"},
+	"mcp_remote_list": {},
 	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
 	"connector_view": {},
 	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
@@ -70,6 +75,7 @@ test_prefetch_templates if {
 	grantwire.manifest.ops.visible_servers.prefetch == [
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": []},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations"]},
+		{"key": "mcp_remote", "kind": "ledger.read", "ledger": "mcp_remote.json", "path": []},
 	]
 	grantwire.manifest.ops.credential.prefetch == [
 		{"key": "grant", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": [{"$arg": "connector"}, {"$arg": "agent"}]},
@@ -88,7 +94,7 @@ test_prefetch_templates if {
 # asks for, so a host that prefetches saves that question.
 test_prefetch_matches_the_first_needs if {
 	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential", "launch"] {
-		d := fx.decide(fx.q(op, _ops[op], {}))
+		d := fx.decide({"op": op, "args": _ops[op], "facts": {}, "attempt": 0, "round": 0})
 		d.needs == [_instantiate(n, _ops[op]) | some n in grantwire.manifest.ops[op].prefetch]
 	}
 }

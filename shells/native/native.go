@@ -43,9 +43,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -166,7 +168,9 @@ func New(opts Options) (*Shell, error) {
 		s.entropy = opts.Entropy
 	}
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		s.transport = t.Clone()
+		t = t.Clone()
+		t.DialContext = loopbackDialer(t.DialContext)
+		s.transport = t
 	} else {
 		s.transport = http.DefaultTransport
 	}
@@ -300,4 +304,16 @@ func (s *Shell) Close() error {
 		t.CloseIdleConnections()
 	}
 	return nil
+}
+
+// loopbackDialer dials the name localhost as 127.0.0.1 (RFC 6761 §6.3), never through a
+// resolver: the policy counts http://localhost as loopback for remote MCP servers
+// (docs/behaviour.md#remote-mcp-servers), so it must reach this machine and nothing else.
+func loopbackDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && strings.EqualFold(host, "localhost") {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		return dial(ctx, network, addr)
+	}
 }

@@ -240,6 +240,7 @@ visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
 	m := facts.missing(_f, [
 		facts.ledger("grants", store.grants_file, []),
 		facts.ledger("actives", store.activations_file, ["activations"]),
+		facts.ledger(store.remote_key, store.remote_file, []),
 	])
 	count(m) > 0
 } else := step.done(

@@ -10,17 +10,48 @@ package grantwire.catalog
 # METADATA
 # title: connectors
 # description: Every catalog entry by id.
-connectors := c if {
+connectors := object.union(_added, _base) if {
+	_has_added
+} else := _base
+
+# Checked first so that queries without the file (the gate's) build nothing.
+_has_added if {
+	input.facts.mcp_remote.exists == true
+	count(_added) > 0
+}
+
+_base := c if {
 	c := data.catalog.connectors
 	is_object(c)
 } else := {}
 
+# Remote MCP servers a person added (mcp_remote.json, read under the fact key "mcp_remote"
+# by operations that name a connector the catalog does not have; package store defines
+# the file, which this package cannot import): entries of type mcp_remote beside the
+# catalog's. A catalog id always wins.
+_added := {id: {"type": "mcp_remote", "display_name": id, "tier": "remote", "url": s.url} |
+	fact := input.facts.mcp_remote
+	fact.exists == true
+	some id, s in object.get(fact.value, "servers", {})
+	is_string(id)
+	regex.match(`^[a-z0-9][a-z0-9_.-]{0,63}$`, id)
+	is_string(s.url)
+}
+
 # METADATA
 # title: known
-# description: The connector id names a catalog entry.
+# description: The connector id names a catalog entry (or a remote MCP server a person added, when read).
 known(c) if {
 	is_string(c)
 	is_object(connectors[c])
+}
+
+# METADATA
+# title: in the catalog itself
+# description: The connector id names an entry of the catalog data (not an added remote server).
+base_known(c) if {
+	is_string(c)
+	is_object(_base[c])
 }
 
 # METADATA
@@ -54,7 +85,12 @@ default_scopes(c) := s if {
 # METADATA
 # title: ids
 # description: Every catalog id, sorted.
-ids := sort(object.keys(connectors))
+ids := sort(object.keys(connectors)) if {
+	_has_added
+} else := _base_ids
+
+# Read only data: computed once per engine.
+_base_ids := sort(object.keys(_base))
 
 # ---------------------------------------------------------------------------------------
 # validation

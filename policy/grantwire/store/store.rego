@@ -409,7 +409,7 @@ shaped(file, path, v) if {
 	_mcp(path, v)
 }
 
-shaped(file, _, _) if not file in {grants_file, activations_file, state_file, mcp_file}
+shaped(file, _, _) if not file in {grants_file, activations_file, state_file, mcp_file, remote_file}
 
 _grants(2, v) if _strings(v)
 
@@ -510,4 +510,60 @@ state_entry(account, scopes, connected_at, client_id_hash, tenant) := {
 _signed_or_exponent(s) if {
 	some ch in ["-", "+", "e", "E"]
 	contains(s, ch)
+}
+
+# ---------------------------------------------------------------------------------------
+# remote MCP servers (docs/behaviour.md#remote-mcp-servers)
+
+# METADATA
+# title: remote MCP servers file
+# description: |
+#   Remote MCP servers added with mcp_add and what their authorization holds (no secret):
+#   {"version": 1, "servers": {id: {url, scopes?, client_metadata_url?, preregistered?,
+#   added_at, auth?: {issuer, resource, scopes, authorized_at, registration}}}}.
+remote_file := "mcp_remote.json"
+
+# METADATA
+# title: remote MCP servers fact
+# description: The key under which every operation reads the whole remote servers file.
+remote_key := "mcp_remote"
+
+# METADATA
+# title: remote registration slot
+# description: |
+#   The keyring user of a remote MCP server's client registration at its authorization
+#   server (dynamic or client ID metadata document), stamped with that server's issuer.
+remote_client_user(c) := concat("", [c, ":mcp_client"])
+
+# METADATA
+# title: remote pre-registered client slot
+# description: The keyring user of a remote MCP server's pre-registered OAuth client (mcp_add --client-id).
+remote_prereg_user(c) := concat("", [c, ":mcp_preregistered"])
+
+# METADATA
+# title: remote token slot
+# description: |
+#   The keyring user of a remote MCP server's tokens, stamped with the issuer, the resource
+#   and the client they were issued to.
+remote_token_user(c) := concat("", [c, ":mcp_token"])
+
+shaped(file, path, v) if {
+	file == remote_file
+	_remote(path, v)
+}
+
+_remote(path, v) if {
+	count(path) == 0
+	is_object(v)
+	_objects(object.get(v, "servers", {}))
+}
+
+_remote(path, v) if {
+	count(path) == 1
+	_objects(v)
+}
+
+_remote(path, v) if {
+	count(path) == 2
+	is_object(v)
 }

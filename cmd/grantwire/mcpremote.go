@@ -1,0 +1,286 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/surfaces/mcpremote"
+)
+
+// Remote MCP servers behind OAuth 2.1 (docs/behaviour.md#remote-mcp-servers): mcp add,
+// auth, logout, proxy; mcp list shows them beside the local servers.
+
+func (a *app) mcpRemoteCmds() []*cobra.Command {
+	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpProxyCmd()}
+}
+
+func (a *app) mcpAddCmd() *cobra.Command {
+	var (
+		url, clientID, issuer, metadataURL, secretFile string
+		secretStdin                                    bool
+		scopes                                         []string
+		refused                                        string
+	)
+	cmd := &cobra.Command{
+		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]]",
+		Short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
+		Long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
+address such as 127.0.0.1 or localhost) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
+not a catalog connector). Nothing is sent to the server yet: grantwire mcp auth <name>
+discovers its authorization server and authorizes it.
+
+Most servers need nothing else (grantwire registers itself dynamically, or names itself with
+a client ID metadata document). An authorization server that takes neither needs a client
+registered there by hand: give its --client-id, its secret on stdin or in a file, and
+--issuer, the authorization server it is registered at. --scopes are asked for when the
+server names none. --client-metadata-url is an https URL where a client ID metadata
+document describing grantwire is published, used where the authorization server supports
+them. Changing the URL of a server deletes the tokens it held.`,
+		Example: `  grantwire mcp add notes --url https://mcp.example.com/mcp
+  grantwire mcp add tracker --url https://tracker.example.com/mcp --scopes read,write
+  printf '%s\n' "$SECRET" | grantwire mcp add corp --url https://mcp.corp.example/mcp --client-id grantwire-cli --issuer https://login.corp.example --client-secret-stdin`,
+		Args: exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {
+				return err
+			}
+			if url == "" {
+				return usagef("mcp add needs --url, the server's streamable-HTTP endpoint")
+			}
+			if secretStdin && secretFile != "" {
+				return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
+			}
+			if (secretStdin || secretFile != "") && clientID == "" {
+				return usagef("a client secret goes with --client-id")
+			}
+			secret := ""
+			if secretStdin || secretFile != "" {
+				var err error
+				if secret, err = a.secretLine(secretFile, "client secret for "+args[0]); err != nil {
+					return err
+				}
+			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
+				ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
+				Issuer: issuer, ClientMetadataURL: metadataURL,
+			})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
+			if res.Reset {
+				a.printf("Its URL changed: the tokens and registration of the old one were deleted.\n")
+			}
+			a.printf("Next: grantwire mcp auth %s\n", res.Connector)
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address)")
+	addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
+	f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
+	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read that client's secret from stdin (without echo on a terminal)")
+	f.StringVar(&secretFile, "client-secret-file", "", "read that client's secret from this file")
+	f.StringVar(&issuer, "issuer", "", "the authorization server (issuer) the client is registered at")
+	f.StringVar(&metadataURL, "client-metadata-url", "", "an https URL of a client ID metadata document describing grantwire")
+	refuseSecretFlag(f, "client-secret", &refused)
+	return cmd
+}
+
+func (a *app) mcpAuthCmd() *cobra.Command {
+	var scopes []string
+	cmd := &cobra.Command{
+		Use:   "auth <name>",
+		Short: "Discover a remote MCP server's authorization server and authorize it in the browser",
+		Long: `Authorize a remote MCP server as the MCP authorization specification says: ask the server
+for its challenge, read its protected-resource metadata (RFC 9728) and its authorization
+server's metadata (RFC 8414 or OpenID), register grantwire there when needed (a
+pre-registered client, a client ID metadata document, or dynamic registration), then
+authorize with PKCE S256 through a one-shot listener on 127.0.0.1 and the resource
+indicator (RFC 8707). The tokens go to the credential store, bound to that authorization
+server. HTTPS is required everywhere (plain http only to a loopback address) and redirects
+are never followed.
+
+Without a browser or a person at a terminal it says so before anything is sent or
+registered. --scopes adds scopes to ask for.`,
+		Example: `  grantwire mcp auth notes
+  grantwire mcp auth notes --no-browser        # print the URL, open it anywhere on this machine
+  grantwire mcp auth tracker --scopes admin`,
+		Args: exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if a.authTimeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			a.waitingFor = "the " + args[0] + " authorization"
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.AuthorizeMCP(ctx, args[0], grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()})
+			a.progress.Stop()
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			a.printf("Authorized %s at %s with %s (%s client).\n", res.Connector, res.Issuer, orNone(res.Scopes), res.Registration)
+			if len(res.NotGranted) > 0 {
+				a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
+			}
+			if !res.RefreshToken {
+				a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
+			}
+			a.printf("Next: grantwire activations activate %s <agent>, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
+	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL and wait")
+	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
+	return cmd
+}
+
+func (a *app) mcpLogoutCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout <name>",
+		Short: "Revoke a remote MCP server's tokens at its authorization server and delete them",
+		Long: `Revoke the refresh token at the authorization server (RFC 7009, when it names a revocation
+endpoint; best effort) and delete the server's tokens and registration from the credential
+store. The server stays added, with its pre-registered client; grants and activations stay.`,
+		Example: `  grantwire mcp logout notes`,
+		Args:    exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.LogoutMCP(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			switch {
+			case !res.HadTokens:
+				a.printf("%s held no tokens; its registration (if any) was deleted.\n", res.Connector)
+			case res.Revoked:
+				a.printf("Logged out of %s: the refresh token was revoked at the authorization server and the tokens deleted.\n", res.Connector)
+			default:
+				a.printf("Logged out of %s: the tokens were deleted (the authorization server names no revocation endpoint).\n", res.Connector)
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) mcpProxyCmd() *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "proxy <name> --agent <agent>",
+		Short: "Serve a remote MCP server on stdio for an agent, with a fresh bearer token (gated)",
+		Long: `Serve the remote MCP server <name> on stdin/stdout (newline-delimited JSON-RPC, the MCP stdio
+transport) and forward every message to its streamable-HTTP endpoint with a bearer token,
+for MCP clients that start stdio servers (Claude Desktop, Cursor, ...).
+
+Gated: the agent must hold a grant for the server AND the server must be active for it;
+otherwise the proxy refuses with the command that fixes it, before anything is forwarded,
+and a grant revoked meanwhile refuses the next request. Tokens come from the credential
+store and are refreshed under the server's lock; a 401 brings a refresh, else one
+authorization (in the browser); a 403 insufficient_scope a bounded step-up. No token is
+ever printed. Messages go to stderr only.`,
+		Example: `  grantwire mcp proxy notes --agent builtin:chat`,
+		Args:    exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if agent == "" {
+				return usagef("mcp proxy needs --agent, the agent the server is for")
+			}
+			a.waitingFor = "the " + args[0] + " authorization"
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			in, out := a.stdio()
+			return mcpremote.Proxy(ctx, c, mcpremote.ProxyOptions{
+				Server: args[0], Agent: agent, In: in, Out: out, Timeout: a.timeout(),
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
+	return cmd
+}
+
+// stdio is the proxy's MCP channel: the process's stdin and stdout.
+func (a *app) stdio() (*readCloser, *writeCloser) {
+	return &readCloser{a.Stdin}, &writeCloser{a.Stdout}
+}
+
+type readCloser struct {
+	r interface{ Read([]byte) (int, error) }
+}
+
+func (r *readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
+func (r *readCloser) Close() error {
+	if f, ok := r.r.(*os.File); ok && f != os.Stdin {
+		return f.Close()
+	}
+	return nil
+}
+
+type writeCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
+
+func (w *writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w *writeCloser) Close() error                { return nil }
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "no scopes"
+	}
+	return strings.Join(list, " ")
+}
+
+// printRemote prints the remote MCP servers of mcp list.
+func (a *app) printRemote(agent string, servers []grantwire.RemoteMCPServerInfo) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	if agent != "" {
+		a.printf("Remote MCP servers visible to %s (granted and active):\n", agent)
+	} else {
+		a.printf("Remote MCP servers:\n")
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tISSUER\tSCOPES\tGRANTED\tACTIVE FOR")
+	for _, s := range servers {
+		issuer, scopes := "not authorized", "-"
+		if s.Authorized && s.Issuer != nil {
+			issuer, scopes = *s.Issuer, orDash(s.GrantedScopes)
+			if s.AuthorizedAt != nil {
+				issuer += " (" + time.UnixMilli(*s.AuthorizedAt).UTC().Format("2006-01-02") + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.URL, issuer, scopes, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,236 @@
+package main_test
+
+// End to end for remote MCP servers (docs/behaviour.md#remote-mcp-servers), on the real
+// parts: the built binary, the private Secret Service, files and locks under a temp home,
+// internal/authserver as the authorization server (RFC 8414 metadata, dynamic client
+// registration, RFC 9207 iss, RFC 7009 revocation) and an MCP server built with the MCP Go
+// SDK behind the SDK's bearer-token middleware (internal/mcptest), publishing its
+// protected resource metadata. A go-sdk MCP client talks to the server over stdio through
+// `grantwire mcp proxy`.
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/mcptest"
+)
+
+// remoteWorld is an e2e world with an MCP server whose authorization server is the
+// world's local server.
+func remoteWorld(t *testing.T, cfg authserver.Config, scopes []string) (*e2e, *mcptest.Server) {
+	t.Helper()
+	w := newE2E(t, cfg)
+	srv, err := mcptest.Start(mcptest.Options{
+		Issuer: w.srv.URL(), ScopesSupported: scopes,
+		Verify: func(token string) (mcptest.Token, error) {
+			info, err := w.srv.Verify(token)
+			return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return w, srv
+}
+
+// mcpAuthNoBrowser runs `mcp auth --no-browser` and consents through the printed URL.
+func (w *e2e) mcpAuthNoBrowser(args ...string) bbResult {
+	w.t.Helper()
+	s := w.start(nil, append([]string{"mcp", "auth", "--no-browser", "--timeout", "60s"}, args...)...)
+	consent(w.t, s.waitURL(w.t))
+	r := s.wait(w.t)
+	w.record(r.stdout, r.stderr)
+	return r
+}
+
+// proxySession connects a go-sdk MCP client to `grantwire mcp proxy` over stdio.
+func (w *e2e) proxySession(ctx context.Context, server, agent string) (*mcp.ClientSession, *strings.Builder) {
+	w.t.Helper()
+	cmd := exec.Command(w.bin, "mcp", "proxy", server, "--agent", agent)
+	cmd.Env = w.env
+	cmd.Dir = w.home
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(w.t, err, "stderr: %s", stderr)
+	w.t.Cleanup(func() { _ = session.Close(); w.record(stderr.String()) })
+	return session, stderr
+}
+
+func echo(t *testing.T, ctx context.Context, s *mcp.ClientSession, text string) (string, error) {
+	t.Helper()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		b, _ := json.Marshal(res.Content)
+		return "", &toolError{string(b)}
+	}
+	require.Len(t, res.Content, 1)
+	return res.Content[0].(*mcp.TextContent).Text, nil
+}
+
+type toolError struct{ s string }
+
+func (e *toolError) Error() string { return e.s }
+
+type remoteRow struct {
+	ID            string              `json:"id"`
+	URL           string              `json:"url"`
+	Authorized    bool                `json:"authorized"`
+	Issuer        *string             `json:"issuer"`
+	GrantedScopes []string            `json:"granted_scopes"`
+	Registration  *string             `json:"registration"`
+	Grants        map[string][]string `json:"grants"`
+	ActiveFor     []string            `json:"active_for"`
+}
+
+func (w *e2e) remoteList() map[string]remoteRow {
+	w.t.Helper()
+	var out struct {
+		Remote []remoteRow `json:"remote"`
+	}
+	w.gwJSON("", 0, &out, "mcp", "list")
+	rows := map[string]remoteRow{}
+	for _, r := range out.Remote {
+		rows[r.ID] = r
+	}
+	return rows
+}
+
+// TestE2ERemoteMCP: mcp add, mcp auth (discovery from the server's 401, RFC 8414 metadata,
+// dynamic registration, PKCE through the loopback, resource indicators), the proxy refusing
+// an agent that is not granted with the command that fixes it, a go-sdk client calling a
+// tool through the proxy with tokens refreshed (with the resource) under the lock, a
+// revoked grant stopping the proxy, and logout revoking at the authorization server.
+func TestE2ERemoteMCP(t *testing.T) {
+	// Access tokens live 30 s: below the 60 s margin, so every token the proxy asks for
+	// is a refresh.
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true, ExpiresIn: 30}, []string{"notes:read", "notes:write"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	r := w.gw("", "mcp", "add", "notes", "--url", srv.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Next: grantwire mcp auth notes")
+	require.Equal(t, 0, w.srv.Stats().MetadataRequests, "mcp add sends nothing")
+
+	r = w.mcpAuthNoBrowser("notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Authorized notes at "+w.srv.URL()+" with notes:read notes:write (dynamic client).")
+	st := w.srv.Stats()
+	require.Equal(t, 1, st.Registrations)
+	require.Equal(t, 1, st.CodeExchanges)
+	require.Equal(t, 1, w.srv.Clients())
+	require.NotEmpty(t, w.keyring("notes:mcp_token"))
+	require.NotEmpty(t, w.keyring("notes:mcp_client"))
+
+	row := w.remoteList()["notes"]
+	require.True(t, row.Authorized)
+	require.Equal(t, w.srv.URL(), *row.Issuer)
+	require.Equal(t, []string{"notes:read", "notes:write"}, row.GrantedScopes)
+	require.Equal(t, "dynamic", *row.Registration)
+
+	// Not granted: the proxy refuses before serving, with the command that fixes it.
+	e := w.fail(4, "AGENT_NOT_GRANTED", "mcp", "proxy", "notes", "--agent", "builtin:chat")
+	require.Equal(t, "grantwire activations activate notes builtin:chat --scopes use", e.Error.Fix)
+	require.Equal(t, int64(0), srv.Calls())
+	// The fix works.
+	r = w.gw("", strings.Fields(e.Error.Fix)[1:]...)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	session, _ := w.proxySession(ctx, "notes", "builtin:chat")
+	tools, err := session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 2)
+	out, err := echo(t, ctx, session, "hello through grantwire")
+	require.NoError(t, err)
+	require.Equal(t, "hello through grantwire", out)
+	require.Equal(t, int64(1), srv.Calls())
+	// Every request refreshed (30 s tokens) and every refresh named the resource.
+	st = w.srv.Stats()
+	require.GreaterOrEqual(t, st.Refreshes, 2)
+	for _, res := range st.RefreshResources {
+		require.Equal(t, srv.URL, res, "RFC 8707: the resource on every refresh")
+	}
+
+	// A revoked grant stops the proxy's next request, and a new proxy refuses at once.
+	r = w.gw("", "grants", "revoke", "notes", "builtin:chat")
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err = echo(t, ctx, session, "again")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "AGENT_NOT_GRANTED")
+	require.Equal(t, int64(1), srv.Calls(), "nothing reached the server after the revocation")
+	w.fail(4, "AGENT_NOT_GRANTED", "mcp", "proxy", "notes", "--agent", "builtin:chat")
+
+	// Granted but not active.
+	require.Equal(t, 0, w.gw("", "grants", "grant", "notes", "builtin:chat", "--scopes", "use").code)
+	e = w.fail(4, "AGENT_NOT_ACTIVE", "mcp", "proxy", "notes", "--agent", "builtin:chat")
+	require.Equal(t, "grantwire activations activate notes builtin:chat", e.Error.Fix)
+
+	// Logout revokes the refresh token at the authorization server and deletes the tokens.
+	revocations := w.srv.Stats().Revocations
+	var lo struct {
+		HadTokens bool `json:"had_tokens"`
+		Revoked   bool `json:"revoked"`
+	}
+	w.gwJSON("", 0, &lo, "mcp", "logout", "notes")
+	require.True(t, lo.HadTokens)
+	require.True(t, lo.Revoked)
+	require.Eventually(t, func() bool { return w.srv.Stats().Revocations > revocations }, 5*time.Second, 20*time.Millisecond)
+	require.Empty(t, w.keyring("notes:mcp_token"))
+	require.Empty(t, w.keyring("notes:mcp_client"))
+	require.False(t, w.remoteList()["notes"].Authorized)
+}
+
+// TestE2ERemoteMCPHeadless: without a browser or a terminal, mcp auth says so before
+// anything is sent or registered.
+func TestE2ERemoteMCPHeadless(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, nil)
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	e := w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "mcp", "auth", "notes")
+	require.Equal(t, "grantwire mcp auth notes --no-browser", e.Error.Fix)
+	require.Contains(t, e.Error.Message, "nothing was sent or stored")
+	st := w.srv.Stats()
+	require.Zero(t, st.MetadataRequests+st.Registrations+st.TokenRequests, "nothing reached the authorization server")
+	require.Zero(t, w.srv.Clients(), "no registration was made")
+	require.Empty(t, w.keyring("notes:mcp_client"), "no registration was stored")
+	require.Zero(t, srv.Refused(), "nothing reached the MCP server")
+}
+
+// TestE2ERemoteMCPPreregistered: a client registered by hand (its secret on stdin) is used
+// with client_secret_basic where the authorization server takes no dynamic registration,
+// and its secret never appears anywhere but the credential store.
+func TestE2ERemoteMCPPreregistered(t *testing.T) {
+	const clientID, secret = "grantwire-prereg", "prereg-secret-5f1b0c"
+	w, srv := remoteWorld(t, authserver.Config{ClientID: clientID, ClientSecret: secret, NoRegistration: true}, nil)
+	w.plant(secret)
+	r := w.gw(secret+"\n", "mcp", "add", "corp", "--url", srv.URL, "--client-id", clientID, "--issuer", w.srv.URL(), "--client-secret-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.mcpAuthNoBrowser("corp")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(preregistered client)")
+	require.Zero(t, w.srv.Stats().Registrations)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "corp", "builtin:chat").code)
+	session, _ := w.proxySession(context.Background(), "corp", "builtin:chat")
+	out, err := echo(t, context.Background(), session, "prereg")
+	require.NoError(t, err)
+	require.Equal(t, "prereg", out)
+
+	// The same client for another authorization server is refused, not sent there.
+	r = w.gw(secret+"\n", "mcp", "add", "corp", "--url", srv.URL, "--client-id", clientID, "--issuer", "https://login.example.com", "--client-secret-stdin")
+	require.Equal(t, 0, r.code, r.stderr)
+	exchanges := w.srv.Stats().TokenRequests
+	e := w.fail(3, "CONFIGURATION", "mcp", "auth", "corp", "--no-browser")
+	require.Contains(t, e.Error.Message, "is for the authorization server https://login.example.com")
+	require.Equal(t, exchanges, w.srv.Stats().TokenRequests)
+}

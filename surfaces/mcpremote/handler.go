@@ -1,0 +1,180 @@
+// Package mcpremote connects MCP clients to remote MCP servers behind OAuth 2.1 through
+// grantwire: an [auth.OAuthHandler] for the MCP Go SDK's streamable-HTTP client transport
+// whose tokens come from grantwire's policy (the agent gate, the stored token or a refresh
+// under the server's lock, an authorization on 401, a bounded step-up on 403
+// insufficient_scope), and the stdio proxy `grantwire mcp proxy` runs. It makes no OAuth
+// decision itself: discovery, registration, scopes, issuer binding and every URL are the
+// policy's (docs/behaviour.md#remote-mcp-servers). It never prints or logs a token.
+//
+// It imports the module root (package grantwire) and the MCP Go SDK.
+package mcpremote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
+
+	"github.com/grantwire/grantwire"
+)
+
+// Handler is the OAuth side of one agent's connection to one remote MCP server. It is safe
+// for concurrent use; one Handler serves one session.
+type Handler struct {
+	// Client runs the policy's operations.
+	Client *grantwire.Client
+	// Server is the remote MCP server's id; Agent the agent the connection is for.
+	Server, Agent string
+	// Timeout bounds the wait for the browser during an authorization (default 5 minutes).
+	Timeout time.Duration
+
+	mu sync.Mutex
+	// current is the token last handed to the transport (to know which one a 401 refused).
+	current *grantwire.MCPBearer
+	// authorizing: an authorization after a 401 happened and its first token (fresh) has
+	// not yet been handed out; fresh is that token's digest and freshUses how many
+	// requests carried it.
+	authorizing bool
+	fresh       string
+	freshUses   int
+	// reauthorizations counts authorizations after a 401 in this session.
+	reauthorizations int
+	// stepUps counts step-up authorizations (the policy bounds them).
+	stepUps int
+}
+
+// MaxReauthorizations bounds the authorizations one session makes after 401s (a server
+// that moved to another authorization server needs a second one).
+const MaxReauthorizations = 3
+
+var _ auth.OAuthHandler = (*Handler)(nil)
+
+// TokenSource implements auth.OAuthHandler: every request asks the policy for the bearer
+// token (the gate runs each time, so a revoked grant stops the next request).
+func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	return tokenSource{ctx: ctx, h: h}, nil
+}
+
+type tokenSource struct {
+	ctx context.Context
+	h   *Handler
+}
+
+// Token returns the agent's bearer token. When the server is not authorized yet (or must
+// be again) it answers an invalid_grant error, on which the SDK's transport sends the
+// request without a token: the server's 401 then brings Authorize. Any other refusal (the
+// agent is not granted or not active) fails the request before it is sent.
+func (t tokenSource) Token() (*oauth2.Token, error) {
+	b, err := t.h.Client.MCPToken(t.ctx, t.h.Server, t.h.Agent, "")
+	if err != nil {
+		if needsAuthorization(err) {
+			return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "no usable authorization stored"}
+		}
+		return nil, err
+	}
+	t.h.mu.Lock()
+	t.h.current = b
+	if t.h.authorizing {
+		t.h.authorizing, t.h.fresh, t.h.freshUses = false, b.Digest, 0
+	}
+	if b.Digest == t.h.fresh {
+		t.h.freshUses++
+	}
+	t.h.mu.Unlock()
+	return &oauth2.Token{AccessToken: b.AccessToken, TokenType: "Bearer", Expiry: b.ExpiresAt}, nil
+}
+
+// needsAuthorization: the policy says the server holds no usable tokens.
+func needsAuthorization(err error) bool {
+	return errors.Is(err, grantwire.ErrNotConnected) || errors.Is(err, grantwire.ErrReauthRequired) ||
+		errors.Is(err, grantwire.ErrConnectionRevoked)
+}
+
+// ErrUnauthorized: the server refused the request again after a fresh authorization.
+var ErrUnauthorized = errors.New("mcpremote: the server refused the request after a fresh authorization")
+
+// Authorize implements auth.OAuthHandler. On 401: a refresh when the refused token was
+// the stored one (the policy refreshes rather than hand it out again), else an
+// authorization with the server's challenge — unless the refused token came fresh from an
+// authorization and was refused on its first request, or the session has made
+// MaxReauthorizations already. On 403: a step-up
+// authorization with the challenge, which the policy refuses unless the server asks for
+// scopes (insufficient_scope) and bounds per session. The transport retries once after nil.
+func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	if resp != nil && resp.Body != nil {
+		defer resp.Body.Close()
+	}
+	challenge := strings.Join(resp.Header.Values("WWW-Authenticate"), ", ")
+	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		if sent != "" && h.current != nil && sent == h.current.AccessToken {
+			b, err := h.Client.MCPToken(ctx, h.Server, h.Agent, h.current.Digest)
+			switch {
+			case err == nil && b.Digest != h.current.Digest:
+				h.current = b
+				return nil
+			case err != nil && !needsAuthorization(err):
+				return err
+			}
+		}
+		// A token fresh from an authorization, refused on the request it was first sent
+		// with: authorizing again would loop.
+		if h.current != nil && sent == h.current.AccessToken && h.current.Digest == h.fresh && h.freshUses <= 1 {
+			return ErrUnauthorized
+		}
+		if h.reauthorizations >= MaxReauthorizations {
+			return ErrUnauthorized
+		}
+		h.reauthorizations++
+		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+			WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Timeout: h.Timeout,
+		})
+		if err == nil {
+			h.authorizing = true
+		}
+		return err
+	case http.StatusForbidden:
+		h.stepUps++
+		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+			WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: h.stepUps, Timeout: h.Timeout,
+		})
+		return err
+	}
+	return fmt.Errorf("mcpremote: the server answered %d", resp.StatusCode)
+}
+
+// HTTPClient is the HTTP client of an MCP connection: redirects are never followed (the
+// policy checked the server's URL, not where it might send the request) and the name
+// localhost is dialed as the loopback address, never looked up.
+func HTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dial(ctx, network, LoopbackAddr(addr))
+	}
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// LoopbackAddr maps "localhost:port" to "127.0.0.1:port" (RFC 6761 §6.3: localhost is the
+// loopback address, so it is never resolved through a resolver that could say otherwise);
+// any other address is returned unchanged.
+func LoopbackAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && strings.EqualFold(host, "localhost") {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}

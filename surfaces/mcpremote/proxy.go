@@ -1,0 +1,210 @@
+package mcpremote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/grantwire/grantwire"
+)
+
+// ProxyOptions configure Proxy.
+type ProxyOptions struct {
+	// Server is the remote MCP server's id; Agent the agent the proxy serves.
+	Server, Agent string
+	// In and Out are the stdio side (the MCP client's pipe).
+	In  io.ReadCloser
+	Out io.WriteCloser
+	// Timeout bounds the wait for the browser when the server must be authorized.
+	Timeout time.Duration
+	// HTTPClient sends the MCP requests (default HTTPClient()).
+	HTTPClient *http.Client
+}
+
+// ErrGate wraps the policy's refusal to let the agent use the server.
+var ErrGate = errors.New("mcpremote: the agent may not use this server")
+
+// Proxy serves an MCP client on stdio and forwards every message to the remote server's
+// streamable-HTTP endpoint with the agent's bearer token (the job mcp-remote does, gated).
+// The gate is checked before anything is served: an agent that is not granted and active
+// gets the policy's error (with the command that fixes it) and nothing is forwarded; it is
+// checked again for every request, so a revoked grant stops the proxy's next request. It
+// returns when either side closes.
+func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
+	url, err := serverURL(ctx, c, o.Server)
+	if err != nil {
+		return err
+	}
+	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
+		return fmt.Errorf("%w: %w", ErrGate, err)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = HTTPClient()
+	}
+	pv := &protocolVersion{}
+	hc = withProtocolVersion(hc, pv)
+	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
+	remote, err := (&mcp.StreamableClientTransport{
+		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
+		// The standalone stream needs the SDK's session, which a message-level proxy has not.
+		DisableStandaloneSSE: true, MaxRetries: -1,
+	}).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer remote.Close()
+	local, err := (&mcp.IOTransport{Reader: o.In, Writer: o.Out}).Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		wg      sync.WaitGroup
+		initMu  sync.Mutex
+		initIDs = map[jsonrpc.ID]bool{}
+		errc    = make(chan error, 2)
+	)
+	wg.Add(2)
+	go func() { // client -> server
+		defer wg.Done()
+		defer cancel()
+		for {
+			msg, err := local.Read(ctx)
+			if err != nil {
+				errc <- ignoreEOF(err)
+				return
+			}
+			if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "initialize" && r.IsCall() {
+				initMu.Lock()
+				initIDs[r.ID] = true
+				initMu.Unlock()
+			}
+			if err := remote.Write(ctx, msg); err != nil {
+				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+					// The client waits for an answer: tell it why there is none.
+					_ = local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{
+						Code: jsonrpc.CodeInternalError, Message: "grantwire: " + safeMessage(err),
+					}})
+				}
+				var ge *grantwire.Error
+				if errors.As(err, &ge) && (errors.Is(err, grantwire.ErrAgentNotGranted) || errors.Is(err, grantwire.ErrAgentNotActive)) {
+					errc <- fmt.Errorf("%w: %w", ErrGate, ge)
+					return
+				}
+			}
+		}
+	}()
+	go func() { // server -> client
+		defer wg.Done()
+		defer cancel()
+		for {
+			msg, err := remote.Read(ctx)
+			if err != nil {
+				errc <- ignoreEOF(err)
+				return
+			}
+			if r, ok := msg.(*jsonrpc.Response); ok {
+				initMu.Lock()
+				isInit := initIDs[r.ID]
+				delete(initIDs, r.ID)
+				initMu.Unlock()
+				if isInit && r.Error == nil {
+					var res struct {
+						ProtocolVersion string `json:"protocolVersion"`
+					}
+					if json.Unmarshal(r.Result, &res) == nil {
+						pv.set(res.ProtocolVersion)
+					}
+				}
+			}
+			if err := local.Write(ctx, msg); err != nil {
+				errc <- ignoreEOF(err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverURL is the remote server's URL as the policy lists it.
+func serverURL(ctx context.Context, c *grantwire.Client, id string) (string, error) {
+	list, err := c.RemoteMCPServers(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	for _, s := range list {
+		if s.ID == id {
+			return s.URL, nil
+		}
+	}
+	return "", &grantwire.Error{Code: "UNKNOWN_CONNECTOR", Message: fmt.Sprintf("unknown remote MCP server %q; fix: grantwire mcp add %s --url <https URL of the MCP server>", id, id),
+		Summary: fmt.Sprintf("unknown remote MCP server %q", id), Fix: "grantwire mcp add " + id + " --url <https URL of the MCP server>", Status: 404, Exit: 1}
+}
+
+func ignoreEOF(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		return nil
+	}
+	return err
+}
+
+// safeMessage is an error's text for the MCP client. Errors here come from the policy
+// (which never puts a secret in a message) or from the transport; a bearer token is never
+// part of either.
+func safeMessage(err error) string {
+	var ge *grantwire.Error
+	if errors.As(err, &ge) {
+		return ge.Code + ": " + ge.Message
+	}
+	return err.Error()
+}
+
+// protocolVersion is the MCP protocol version the server chose in its initialize result.
+type protocolVersion struct {
+	mu sync.Mutex
+	v  string
+}
+
+func (p *protocolVersion) set(v string) { p.mu.Lock(); p.v = v; p.mu.Unlock() }
+func (p *protocolVersion) get() string  { p.mu.Lock(); defer p.mu.Unlock(); return p.v }
+
+// withProtocolVersion sends the negotiated MCP-Protocol-Version on every request that has
+// none (the SDK sets it itself only inside its own client session).
+func withProtocolVersion(hc *http.Client, pv *protocolVersion) *http.Client {
+	c := *hc
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
+		if v := pv.get(); v != "" && r.Header.Get("MCP-Protocol-Version") == "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("MCP-Protocol-Version", v)
+		}
+		return next.RoundTrip(r)
+	})
+	return &c
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
