@@ -124,21 +124,23 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// A warm engine does not allocate on the gate's and the refresh plan's decisions: values
-// and the strings the policy builds live in a reused arena, the rules that read only data
-// are computed once per engine.
+// A warm engine does not allocate on the gate's decisions (the cached token handed out,
+// the refusal of an agent not granted) nor on the refresh plan's: values and the strings
+// the policy builds live in a reused arena, the rules that read only data are computed
+// once per engine. The questions are the host's own (captured on memhost, host ABI v2).
 func TestNoAllocations(t *testing.T) {
-	size := nodiff.Sizes[0]
-	e := newEngine(t, size.Catalog().Data)
-	buf := make([]byte, 0, 8192)
-	for _, sc := range append(nodiff.GateMix(), nodiff.Refresh()...) {
-		n := testing.AllocsPerRun(50, func() {
-			if _, err := e.DecideJSON(context.Background(), buf[:0], sc.Query); err != nil {
-				t.Fatal(err)
+	e, eps := gateEpisodes(t)
+	buf := make([]byte, 0, 16384)
+	for _, name := range []string{"allow", "not-granted", "refresh"} {
+		for _, ep := range eps[name] {
+			n := testing.AllocsPerRun(50, func() {
+				if _, err := e.DecideJSON(context.Background(), buf[:0], ep.Query); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if n != 0 {
+				t.Errorf("%s (%s): %v allocations per decision", ep.Name, outcome(t, ep.Decision), n)
 			}
-		})
-		if n != 0 {
-			t.Errorf("%s: %v allocations per decision", sc.Name, n)
 		}
 	}
 }
