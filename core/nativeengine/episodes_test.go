@@ -193,3 +193,165 @@ func TestGateEpisodes(t *testing.T) {
 		}
 	}
 }
+
+// scaledCatalog is a catalog of n connectors c000, c001, ...: every fifth a local MCP
+// server with one required key, every seventh a remote MCP server, the rest OAuth
+// providers, with the built-in agents.
+func scaledCatalog(t testing.TB, n int) *catalog.Catalog {
+	t.Helper()
+	conns := map[string]any{}
+	for i := range n {
+		id := fmt.Sprintf("c%03d", i)
+		switch {
+		case i%5 == 4:
+			conns[id] = map[string]any{"type": "mcp_server", "display_name": id, "command": "npx", "args": []string{"-y", id},
+				"env": []any{map[string]any{"key": "TOKEN", "required": true, "secret": true}}}
+		case i%7 == 6:
+			conns[id] = map[string]any{"type": "mcp_remote", "display_name": id}
+		default:
+			conns[id] = map[string]any{"type": "oauth_pkce", "display_name": id, "default_scopes": []string{"openid"},
+				"authorization_url": "https://" + id + ".example.com/authorize", "token_url": "https://" + id + ".example.com/token",
+				"available_scopes": benchScopes}
+		}
+	}
+	raw, err := json.Marshal(map[string]any{"connectors": conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalog.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = c.WithBuiltinAgents(catalog.Default().BuiltinAgents()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var benchScopes = []string{"openid", "email", "s1", "s2", "s3", "s4", "s5", "s6"}
+
+// grantedScopes are the scopes agent i holds on a connector: five, every third agent
+// three, every seventh none.
+func grantedScopes(i int) []string {
+	switch {
+	case i%7 == 6:
+		return nil
+	case i%3 == 2:
+		return benchScopes[:3]
+	}
+	return benchScopes[:5]
+}
+
+// listingEpisodes are the last questions of status and list_grants (the ones that carry
+// every fact) on a world of connectors × agents: every OAuth provider connected, every
+// local MCP server configured, agents granted on every connector (six in seven) and every
+// fifth agent active on the MCP servers.
+func listingEpisodes(t testing.TB, connectors, agents int) (*nativeengine.Engine, map[string]episode) {
+	t.Helper()
+	cat := scaledCatalog(t, connectors)
+	e := newEngine(t, cat.Data())
+	r := &recorder{Engine: e}
+	w := memhost.New(time.UnixMilli(startMs), 1)
+	grants, actives := map[string]any{}, map[string]any{}
+	for c := range connectors {
+		id := fmt.Sprintf("c%03d", c)
+		g := map[string]any{}
+		for a := range agents {
+			if sc := grantedScopes(a + c); sc != nil {
+				g[fmt.Sprintf("installed:agent-%04d", a)] = sc
+			}
+		}
+		grants[id] = g
+		entry, _ := cat.Entry(id)
+		switch entry.Type {
+		case catalog.TypeOAuth:
+			w.SetKeyring(svc, layout.ClientUser(id), `{"client_id":"client-`+id+`"}`)
+			w.SetKeyring(svc, layout.ConnectionUser(id), layout.Connection{AccountEmail: "user@example.com",
+				ClientIDHash: layout.ClientIDHash("client-" + id), ConnectedAt: startMs/1000 - 86400,
+				RefreshToken: "rt-" + id, Scopes: benchScopes[:5]}.Encode())
+		case catalog.TypeMCPServer:
+			r.name = "configure"
+			d := &hostabi.Driver{Engine: r, Host: host.New(w.Capabilities(""))}
+			out, err := d.Run(context.Background(), "configure_mcp", map[string]any{"connector": id, "env_keys": []string{"TOKEN"}},
+				map[string]string{"env.TOKEN": "token-" + id})
+			if err != nil || out.Error != nil {
+				t.Fatalf("configure %s: %v %+v", id, err, out.Error)
+			}
+			m := map[string]any{}
+			for a := 0; a < agents; a += 5 {
+				m[fmt.Sprintf("installed:agent-%04d", a)] = true
+			}
+			actives[id] = m
+		}
+	}
+	doc := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	w.SetFile(layout.Grants, doc(grants))
+	w.SetFile(layout.Activations, doc(map[string]any{"version": 1, "activations": actives}))
+	eps := map[string]episode{}
+	for _, op := range []string{"status", "list_grants"} {
+		l, out := r.run(t, w, op, op, map[string]any{})
+		if out.Error != nil {
+			t.Fatalf("%s: %+v", op, out.Error)
+		}
+		eps[op] = l[len(l)-1]
+	}
+	return e, eps
+}
+
+// The listings answer with every connector and every grant of the world.
+func TestListingEpisodes(t *testing.T) {
+	const connectors, agents = 10, 20
+	_, eps := listingEpisodes(t, connectors, agents)
+	for op, ep := range eps {
+		if got := outcome(t, ep.Decision); got != "done result" {
+			t.Fatalf("%s ends %q", op, got)
+		}
+	}
+	var status struct {
+		Result struct {
+			Connectors []struct {
+				ID          string              `json:"id"`
+				Configured  bool                `json:"configured"`
+				Grants      map[string][]string `json:"grants"`
+				Activations []any               `json:"activations"`
+			} `json:"connectors"`
+		} `json:"result"`
+	}
+	var grants struct {
+		Result struct {
+			Grants map[string]map[string][]string `json:"grants"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(eps["status"].Decision, &status); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(eps["list_grants"].Decision, &grants); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Result.Connectors) != connectors || len(grants.Result.Grants) != connectors {
+		t.Fatalf("%d connectors in status, %d in list_grants", len(status.Result.Connectors), len(grants.Result.Grants))
+	}
+	for c, st := range status.Result.Connectors {
+		want := 0
+		for a := range agents {
+			if grantedScopes(a+c) != nil {
+				want++
+			}
+		}
+		if len(st.Grants) != want || len(grants.Result.Grants[st.ID]) != want {
+			t.Errorf("%s: %d grants in status, %d in list_grants, want %d", st.ID, len(st.Grants), len(grants.Result.Grants[st.ID]), want)
+		}
+		if c%7 != 6 && !st.Configured {
+			t.Errorf("%s is not configured", st.ID)
+		}
+		if mcp := c%5 == 4; mcp && len(st.Activations) != agents/5 {
+			t.Errorf("%s: activations %v", st.ID, st.Activations)
+		}
+	}
+}
