@@ -21,6 +21,8 @@ var layers = map[string]int{
 	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
 	"core": 1, "core/": 2,
+	// The native engine's runtime: beneath the engine generated on it.
+	"core/nativeengine/internal/rt": 1,
 	// The host ABI contract, and what needs only the core's types.
 	"hostabi": 3, "decisionlog": 3,
 	// Hosts: the Go host and the in-memory reference host.
@@ -30,7 +32,7 @@ var layers = map[string]int{
 	// The Go API (the root package: grantwire.Open runs the OS shell).
 	"": 6,
 	// Surfaces and tools over the Go API.
-	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 7, "internal/audittest": 8,
+	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 7, "internal/audittest": 8, "internal/opatest": 8,
 	"cmd/": 9, "internal/cmd/": 9, "internal/tools/": 9,
 }
 
