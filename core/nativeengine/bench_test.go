@@ -122,8 +122,8 @@ func BenchmarkListing(b *testing.B) {
 			ep := eps[op]
 			for _, e := range engines {
 				b.Run("case="+op+"/size="+sizeName(size.connectors, size.agents)+"/engine="+e.Name(), func(b *testing.B) {
-					b.ReportMetric(float64(len(ep.Query)), "query-bytes")
 					operation(b, e, []episode{ep})
+					b.ReportMetric(float64(len(ep.Query)), "query-bytes")
 				})
 			}
 		}
