@@ -16,12 +16,13 @@ import (
 	"github.com/grantwire/grantwire/internal/opatest"
 )
 
-// gate runs the gate's main path on a client: not granted, granted, a token.
-func gate(t *testing.T, c *grantwire.Client) {
+// gate runs the gate's main path on a client of world w: not granted, granted, a token.
+func gate(t *testing.T, c *grantwire.Client, w *memhost.World) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
 	require.NoError(t, err)
+	consent(w)
 	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
 	require.NoError(t, err)
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
@@ -33,10 +34,14 @@ func gate(t *testing.T, c *grantwire.Client) {
 	require.NotEmpty(t, tok.AccessToken)
 }
 
-// world is an in-memory world whose OAuth server plays the embedded catalog's providers.
-func world() *memhost.World {
+// world is a memory world whose authorization server serves cat's endpoints (the
+// embedded catalog's when nil).
+func world(cat *catalog.Catalog) *memhost.World {
 	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
-	memshell.Serve(w, catalog.Default())
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	memshell.Serve(w, cat)
 	return w
 }
 
@@ -45,15 +50,16 @@ func TestEngineByName(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{grantwire.EngineNative, grantwire.EngineWasm} {
 		t.Run(name, func(t *testing.T) {
-			c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")), grantwire.WithEngineName(name))
+			w := world(nil)
+			c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")), grantwire.WithEngineName(name))
 			require.NoError(t, err)
 			defer c.Close(ctx)
 			require.Equal(t, name, c.Engine().Name())
 			require.Equal(t, bundle.EmbeddedRevision(), c.Revision())
-			gate(t, c)
+			gate(t, c, w)
 		})
 	}
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(world(nil).Capabilities("")))
 	require.NoError(t, err)
 	require.Equal(t, grantwire.DefaultEngine, c.Engine().Name())
 	require.NoError(t, c.Close(ctx))
@@ -69,7 +75,7 @@ func TestEngineByName(t *testing.T) {
 		{[]grantwire.Option{grantwire.WithOPAServer("ftp://x")}, "not an http(s) URL"},
 		{[]grantwire.Option{grantwire.WithOPAServer("http://127.0.0.1:1")}, "connection refused"},
 	} {
-		_, err := grantwire.New(ctx, append(tc.opts, grantwire.WithCapabilities(world().Capabilities("")))...)
+		_, err := grantwire.New(ctx, append(tc.opts, grantwire.WithCapabilities(world(nil).Capabilities("")))...)
 		if tc.want == "" {
 			require.Error(t, err) // the last engine option wins: the server is unreachable
 			continue
@@ -86,11 +92,12 @@ func TestOPAServerClient(t *testing.T) {
 	  "available_scopes": ["` + gmail + `"], "default_scopes": ["` + gmail + `"]}}}`))
 	require.NoError(t, err)
 	url, revision := opatest.Serve(t, cat.Data())
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")), grantwire.WithOPAServer(url))
+	w := world(cat)
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")), grantwire.WithOPAServer(url))
 	require.NoError(t, err)
 	defer c.Close(ctx)
 	require.Equal(t, "opa-server", c.Engine().Name())
 	require.Equal(t, revision, c.Revision())
 	require.Equal(t, []string{"google"}, c.Catalog().IDs(), "the server's catalog")
-	gate(t, c)
+	gate(t, c, w)
 }

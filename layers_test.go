@@ -20,7 +20,9 @@ var layers = map[string]int{
 	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
 	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
-	"core": 1, "core/nativeengine/internal/rt": 1, "core/": 2,
+	"core": 1, "core/": 2,
+	// The native engine's runtime: beneath the engine generated on it.
+	"core/nativeengine/internal/rt": 1,
 	// The host ABI contract, and what needs only the core's types.
 	"hostabi": 3, "decisionlog": 3,
 	// Hosts: the Go host and the in-memory reference host.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
@@ -87,24 +86,34 @@ func TestBadData(t *testing.T) {
 
 // A cancelled context stops a decision before it starts.
 func TestCancelled(t *testing.T) {
-	e := newEngine(t, embeddedData(t))
+	e, eps := gateEpisodes(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := e.DecideJSON(ctx, nil, nodiff.GateAllow().Query)
+	_, err := e.DecideJSON(ctx, nil, eps["allow"][0].Query)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }
 
-// Decisions from many goroutines are the decisions of one (run under -race by make test).
+// Decisions from many goroutines are the decisions of one (run under -race by make test):
+// the gate's, the refresh plan's and the listings' questions, interleaved.
 func TestConcurrent(t *testing.T) {
-	size := nodiff.Sizes[0]
-	e := newEngine(t, size.Catalog().Data)
-	scs := append(append(nodiff.GateMix(), nodiff.Refresh()...), size.Listings()...)
-	want := make([]string, len(scs))
-	for i, sc := range scs {
-		out, err := e.DecideJSON(context.Background(), nil, sc.Query)
+	e, gate := gateEpisodes(t)
+	var eps []episode
+	for _, name := range []string{"allow", "not-granted", "refresh"} {
+		eps = append(eps, gate[name]...)
+	}
+	_, listings := listingEpisodes(t, 10, 10)
+	for _, op := range []string{"status", "list_grants"} {
+		eps = append(eps, listings[op]) // decided with another catalog: an error or a decision, always the same
+	}
+	want := make([]string, len(eps))
+	for i, ep := range eps {
+		out, err := e.DecideJSON(context.Background(), nil, ep.Query)
 		want[i] = fmt.Sprintf("%s %v", out, err)
+		if i < len(eps)-2 && want[i] != string(ep.Decision)+" <nil>" {
+			t.Fatalf("%s: %s, captured %s", ep.Name, want[i], ep.Decision)
+		}
 	}
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -112,10 +121,10 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range 50 {
-				i := (g + r) % len(scs)
-				out, err := e.DecideJSON(context.Background(), nil, scs[i].Query)
+				i := (g + r) % len(eps)
+				out, err := e.DecideJSON(context.Background(), nil, eps[i].Query)
 				if got := fmt.Sprintf("%s %v", out, err); got != want[i] {
-					t.Errorf("%s: concurrent %s, alone %s", scs[i].Name, got, want[i])
+					t.Errorf("%s: concurrent %s, alone %s", eps[i].Name, got, want[i])
 					return
 				}
 			}
@@ -124,21 +133,23 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// A warm engine does not allocate on the gate's and the refresh plan's decisions: values
-// and the strings the policy builds live in a reused arena, the rules that read only data
-// are computed once per engine.
+// A warm engine does not allocate on the gate's decisions (the cached token handed out,
+// the refusal of an agent not granted) nor on the refresh plan's: values and the strings
+// the policy builds live in a reused arena, the rules that read only data are computed
+// once per engine. The questions are the host's own (captured on memhost, host ABI v2).
 func TestNoAllocations(t *testing.T) {
-	size := nodiff.Sizes[0]
-	e := newEngine(t, size.Catalog().Data)
-	buf := make([]byte, 0, 8192)
-	for _, sc := range append(nodiff.GateMix(), nodiff.Refresh()...) {
-		n := testing.AllocsPerRun(50, func() {
-			if _, err := e.DecideJSON(context.Background(), buf[:0], sc.Query); err != nil {
-				t.Fatal(err)
+	e, eps := gateEpisodes(t)
+	buf := make([]byte, 0, 16384)
+	for _, name := range []string{"allow", "not-granted", "refresh"} {
+		for _, ep := range eps[name] {
+			n := testing.AllocsPerRun(50, func() {
+				if _, err := e.DecideJSON(context.Background(), buf[:0], ep.Query); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if n != 0 {
+				t.Errorf("%s (%s): %v allocations per decision", ep.Name, outcome(t, ep.Decision), n)
 			}
-		})
-		if n != 0 {
-			t.Errorf("%s: %v allocations per decision", sc.Name, n)
 		}
 	}
 }

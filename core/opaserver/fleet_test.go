@@ -16,14 +16,16 @@ import (
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/opatest"
 )
 
 // The fleet set-up of docs/fleet.md: an OPA server runs grantwire's bundle and the
 // decision-log mask (docs/fleet/log-mask) as a second bundle, with OPA's decision log on.
 // A client on it runs the audit scenario (secrets planted everywhere): every query is
-// logged by OPA, with no secret, no digest of one and no reference to one (digests and
-// version tokens as pseudonyms, references as "[redacted]").
+// logged by OPA, with no secret, no digest or CRC-32 of one and no reference to one (what
+// secret descriptions say, client-id hashes and version tokens as pseudonyms, references
+// as "[redacted]"), as package decisionlog redacts grantwire's own logs.
 func TestFleetDecisionLogMask(t *testing.T) {
 	ctx := context.Background()
 	b, opa, err := opatest.Bundle()
@@ -76,6 +78,7 @@ func TestFleetDecisionLogMask(t *testing.T) {
 	for _, secret := range audittest.Secrets() {
 		require.NotContains(t, s, secret)
 		require.NotContains(t, s, strings.TrimPrefix(host.Digest(secret), "sha256:"), "digest of %s", secret)
+		require.NotContains(t, s, layout.ClientIDHash(secret), "CRC-32 of %s", secret)
 	}
 	var redacted []string
 	for _, e := range entries {
@@ -84,7 +87,10 @@ func TestFleetDecisionLogMask(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, redacted)
-	require.Regexp(t, `"refresh":"\[redacted:[0-9]+\]"`, docs.String(), "digests get pseudonyms")
+	for _, k := range []string{"digest", "crc32", "client_id_hash", "version"} {
+		require.Regexp(t, `"`+k+`":"\[redacted:[0-9]+\]"`, docs.String(), "%s gets pseudonyms", k)
+	}
+	require.Contains(t, docs.String(), `"$ref":"[redacted]"`)
 
 	// The masked entries replay as they were decided (the pseudonyms keep equal digests
 	// equal): `grantwire policy replay` works on the fleet's logs.
@@ -101,20 +107,23 @@ func TestFleetDecisionLogMask(t *testing.T) {
 		sent.Write(d.Input)
 		sent.Write(d.Output)
 	}
-	require.Regexp(t, `"refresh":"sha256:[0-9a-f]{16}"`, sent.String())
+	require.Regexp(t, `"digest":"sha256:[0-9a-f]{16}"`, sent.String())
+	require.Regexp(t, `"crc32":"[0-9a-f]{8}"`, sent.String())
 	require.Contains(t, sent.String(), `"$ref":`)
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
 
-// maskedMembers checks every string member of v whose name derives from a secret (refresh,
-// version, $ref, access_token, ...) is a redaction, and lists them.
+// maskedMembers checks every string member of v whose name derives from a secret (digest,
+// crc32, client_id_hash, version, $ref, access_token, ...) is a redaction, and lists them.
+// The digest and CRC-32 of the empty string stay: they reveal nothing and the policy
+// compares with them.
 func maskedMembers(t *testing.T, v any, out *[]string) {
 	t.Helper()
 	switch x := v.(type) {
 	case map[string]any:
 		for k, m := range x {
-			if str, ok := m.(string); ok && secretish[k] {
+			if str, ok := m.(string); ok && secretish[k] && !emptySecret[str] {
 				require.Regexp(t, `^\[redacted(:[0-9]+)?\]$`, str, "member %s", k)
 				*out = append(*out, k)
 			}
@@ -127,5 +136,7 @@ func maskedMembers(t *testing.T, v any, out *[]string) {
 	}
 }
 
-var secretish = map[string]bool{"refresh": true, "version": true, "$ref": true, "access_token": true, "refresh_token": true,
+var emptySecret = map[string]bool{"sha256:e3b0c44298fc1c14": true, "00000000": true}
+
+var secretish = map[string]bool{"digest": true, "crc32": true, "client_id_hash": true, "version": true, "$ref": true, "access_token": true, "refresh_token": true,
 	"id_token": true, "client_secret": true, "code_verifier": true, "api_key": true, "password": true}

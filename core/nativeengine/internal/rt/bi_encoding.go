@@ -96,7 +96,12 @@ func (ev *Eval) BiJSONIsValid(a *V) *V {
 	return Bool(json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))))
 }
 
-func bytesOf(s string) []byte { return []byte(s) }
+// encodeString writes the encoding of s (n bytes long) into the string arena.
+func (ev *Eval) encodeString(n int, s string, encode func(dst, src []byte)) *V {
+	t := ev.textBytes(n)
+	encode(t, unsafe.Slice(unsafe.StringData(s), len(s)))
+	return ev.String(unsafe.String(unsafe.SliceData(t), len(t)))
+}
 
 //rego:builtin base64.encode
 func (ev *Eval) BiBase64Encode(a *V) *V {
@@ -104,7 +109,7 @@ func (ev *Eval) BiBase64Encode(a *V) *V {
 	if !ok {
 		return nil
 	}
-	return ev.String(base64.StdEncoding.EncodeToString(bytesOf(s)))
+	return ev.encodeString(base64.StdEncoding.EncodedLen(len(s)), s, base64.StdEncoding.Encode)
 }
 
 //rego:builtin base64.decode
@@ -136,7 +141,7 @@ func (ev *Eval) BiBase64URLEncode(a *V) *V {
 	if !ok {
 		return nil
 	}
-	return ev.String(base64.URLEncoding.EncodeToString(bytesOf(s)))
+	return ev.encodeString(base64.URLEncoding.EncodedLen(len(s)), s, base64.URLEncoding.Encode)
 }
 
 //rego:builtin base64url.encode_no_pad
@@ -145,7 +150,7 @@ func (ev *Eval) BiBase64URLEncodeNoPad(a *V) *V {
 	if !ok {
 		return nil
 	}
-	return ev.String(base64.RawURLEncoding.EncodeToString(bytesOf(s)))
+	return ev.encodeString(base64.RawURLEncoding.EncodedLen(len(s)), s, base64.RawURLEncoding.Encode)
 }
 
 //rego:builtin base64url.decode
@@ -178,7 +183,7 @@ func (ev *Eval) BiHexEncode(a *V) *V {
 	if !ok {
 		return nil
 	}
-	return ev.String(hex.EncodeToString(bytesOf(s)))
+	return ev.encodeString(hex.EncodedLen(len(s)), s, func(dst, src []byte) { hex.Encode(dst, src) })
 }
 
 //rego:builtin hex.decode

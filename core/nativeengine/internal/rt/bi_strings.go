@@ -133,7 +133,22 @@ func (ev *Eval) BiSplit(a, b *V) *V {
 		out.a = append(out.a, a)
 		return out
 	}
-	return ev.strArray(strings.Split(text, delim))
+	if delim == "" {
+		return ev.strArray(strings.Split(text, delim))
+	}
+	// strings.Split without its []string: the parts are substrings of text, which lives
+	// as long as the evaluation.
+	out := ev.Array(strings.Count(text, delim) + 1)
+	for {
+		i := strings.Index(text, delim)
+		if i < 0 {
+			break
+		}
+		out.a = append(out.a, ev.String(text[:i]))
+		text = text[i+len(delim):]
+	}
+	out.a = append(out.a, ev.String(text))
+	return out
 }
 
 //rego:builtin strings.split_n
