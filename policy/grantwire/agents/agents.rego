@@ -90,16 +90,21 @@ _problem(fact) := fact.corrupt if {
 } else := "\"agents\" must be a list" if {
 	fact.exists == true
 	not is_array(object.get(fact.value, "agents", []))
-} else := concat("", ["agents[", format_int(i, 10), "]: ", p]) if {
-	some i, e in _entries(fact)
-	p := _entry_problem(e)
-} else := concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", _id_of(fact, i)]) if {
-	some i, j
-	_ = _entries(fact)[i]
-	_ = _entries(fact)[j]
-	i < j
-	_id_of(fact, i) == _id_of(fact, j)
-	not _source_problem_at(fact, i)
+} else := first if {
+	# The first entry with a problem (a rule with one value, however many entries have one).
+	first := [concat("", ["agents[", format_int(i, 10), "]: ", p]) |
+		some i, e in _entries(fact)
+		p := _entry_problem(e)
+	][0]
+} else := first if {
+	first := [concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", _id_of(fact, i)]) |
+		some i, j
+		_ = _entries(fact)[i]
+		_ = _entries(fact)[j]
+		i < j
+		_id_of(fact, i) == _id_of(fact, j)
+		not _source_problem_at(fact, i)
+	][0]
 }
 
 _entry_problem(e) := "an agent must be an object" if {
@@ -130,22 +135,31 @@ _has(obj, k) if is_string(obj[k])
 
 _id_grammar := "builtin:<name>, installed:<name>, native:<name> or custom:<16 hex>:<name>; a name is 1 to 128 of letters, digits and _ . @ + -"
 
+# Each branch names the first requirement with that problem (one value per branch).
 _requirements_problem(rs) := "\"required_connectors\" must be a list" if {
 	not is_array(rs)
-} else := concat("", ["required_connectors[", format_int(j, 10), "]: \"connector\" is required"]) if {
-	some j, r in rs
-	not _has(r, "connector")
-} else := concat("", ["required_connectors: ", r.connector, " appears twice"]) if {
-	some j, r in rs
-	some l, o in rs
-	j < l
-	r.connector == o.connector
-} else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) if {
-	some j, r in rs
-	not _nonempty(r.scopes)
-} else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) if {
-	some j, r in rs
-	not _scope_list(r.scopes)
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "]: \"connector\" is required"]) |
+		some j, r in rs
+		not _has(r, "connector")
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors: ", r.connector, " appears twice"]) |
+		some j, r in rs
+		some l, o in rs
+		j < l
+		r.connector == o.connector
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) |
+		some j, r in rs
+		not _nonempty(r.scopes)
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) |
+		some j, r in rs
+		not _scope_list(r.scopes)
+	][0]
 }
 
 _nonempty(xs) if {
@@ -188,8 +202,18 @@ registry(f, k) := object.union(
 	{id: object.union(_normal(e), {"id": id, "origin": "file"}) |
 		some i, e in _entries(f[k])
 		id := _registered_id(f, k, i, e)
+		not _registered_before(f, k, i, id)
 	},
 )
+
+# An earlier entry registers the same id (a "custom:<name>" entry whose source hashes to a
+# full custom id written elsewhere in the file): the first entry wins, so that the registry
+# is one object rather than a conflict.
+_registered_before(f, k, i, id) if {
+	some j, e in _entries(f[k])
+	j < i
+	_registered_id(f, k, j, e) == id
+}
 
 _registered_id(_, _, _, e) := e.id if not _has(e, "source")
 
