@@ -1587,6 +1587,18 @@ func TestGoGate(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes compared: %v", tally)
+	if n >= 10000 {
+		// The comparison covers the gate's hot path and every refusal, not a corner of it.
+		for _, want := range []string{
+			"need", "result", "USAGE", "UNKNOWN_CONNECTOR", "CONFIGURATION", "AGENT_NOT_GRANTED", "NOT_CONNECTED",
+			"CONNECTION_MISSING_SCOPES", "REAUTH_REQUIRED", "TENANT_MISMATCH", "BUSY", "INSECURE_TRANSPORT",
+			"PROVIDER_ERROR", "CORRUPT_LEDGER", "IO_ERROR", "INSECURE_STORE",
+		} {
+			if tally[want] == 0 {
+				t.Errorf("no generated query ended in %s", want)
+			}
+		}
+	}
 }
 
 func outcomeOf(d *core.Decision) string {
