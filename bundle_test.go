@@ -23,6 +23,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi/memhost"
@@ -106,7 +107,7 @@ func editManifest(t *testing.T, files map[string][]byte, fn func(m map[string]an
 }
 
 // testBundle reads the built bundle after mutate (nil: unchanged).
-func testBundle(t *testing.T, mutate func(files map[string][]byte)) *grantwire.Bundle {
+func testBundle(t *testing.T, mutate func(files map[string][]byte)) *bundle.Bundle {
 	t.Helper()
 	raw := builtBundle(t)
 	if mutate != nil {
@@ -114,7 +115,7 @@ func testBundle(t *testing.T, mutate func(files map[string][]byte)) *grantwire.B
 		mutate(files)
 		raw = retar(t, files)
 	}
-	b, err := grantwire.ReadBundle(bytes.NewReader(raw))
+	b, err := bundle.Read(bytes.NewReader(raw))
 	require.NoError(t, err)
 	return b
 }
@@ -124,28 +125,74 @@ func TestClientRunsOnBundle(t *testing.T) {
 	b := testBundle(t, nil)
 	sum := sha256.Sum256(policy.Wasm)
 	require.Equal(t, hex.EncodeToString(sum[:]), b.WasmSHA256)
-	require.Equal(t, grantwire.EmbeddedRevision()+"@test", b.Revision)
+	require.Equal(t, bundle.EmbeddedRevision()+"@test", b.Revision)
 	require.Equal(t, "policy.wasm", b.WasmPath)
 	require.Contains(t, b.Entrypoints, "grantwire/decide")
 	require.Contains(t, b.Rego, "policy/grantwire/gate/gate.rego")
 
 	w := memhost.New(memhostStart, 3)
 	caps := w.Capabilities("")
-	caps.Catalog = nil
 	c, err := grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(caps))
 	require.NoError(t, err)
 	defer c.Close(ctx)
 	require.Equal(t, b.Revision, c.Revision())
-	_, ok := c.Catalog().Connector("acme")
+	_, ok := c.Catalog().Entry("acme")
 	require.True(t, ok, "the catalog comes from the bundle's data.catalog")
+
+	// The built-in agents come from the bundle's data.agents.builtin.
+	require.JSONEq(t, string(catalog.Default().BuiltinAgents()), string(b.Agents))
+	agents, _, err := c.Agents(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, agents)
+	for _, a := range agents {
+		require.Equal(t, "builtin", a.Origin, a.ID)
+	}
+	act, err := c.Activate(ctx, "mcp-memory", "builtin:chat", nil)
+	require.NoError(t, err)
+	require.Equal(t, "consumes_mcp_servers", act.GrantSource, "the bundle's builtin:chat consumes MCP servers")
 	res, err := c.Grant(ctx, "acme", "builtin:chat", []string{"read"})
 	require.NoError(t, err)
 	require.True(t, res.Changed)
 	_, err = c.GetAccessToken(ctx, "acme", []string{"read"}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrNotConnected), "%v", err)
 
-	_, err = grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(caps), grantwire.WithCatalog(catalog.Defaults()))
-	require.ErrorContains(t, err, "do not combine")
+	for _, opt := range []grantwire.Option{grantwire.WithCatalog(catalog.Defaults()), grantwire.WithCatalogFile("catalog.json"),
+		grantwire.WithLoadedCatalog(catalog.Default())} {
+		_, err = grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(caps), opt)
+		require.ErrorContains(t, err, "do not combine")
+	}
+}
+
+// A bundle's catalog is judged by the policy when a client runs it (validate_catalog: what
+// it holds must be right), and its built-in agents are the ones the client registers.
+func TestBundleDataJudgedByThePolicy(t *testing.T) {
+	ctx := context.Background()
+	b := testBundle(t, func(f map[string][]byte) {
+		var data map[string]any
+		require.NoError(t, json.Unmarshal(f["/data.json"], &data))
+		data["catalog"] = map[string]any{"connectors": map[string]any{"x": map[string]any{"type": "teleport"}}}
+		f["/data.json"], _ = json.Marshal(data)
+	})
+	w := memhost.New(memhostStart, 1)
+	_, err := grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(w.Capabilities("")))
+	require.ErrorIs(t, err, grantwire.ErrBundle)
+	require.ErrorIs(t, err, grantwire.ErrConfiguration)
+	require.ErrorContains(t, err, `data.catalog: grantwire: configuration error: the catalog: connector "x": unknown type "teleport"`)
+
+	b = testBundle(t, func(f map[string][]byte) {
+		var data map[string]any
+		require.NoError(t, json.Unmarshal(f["/data.json"], &data))
+		data["agents"] = map[string]any{"builtin": []any{map[string]any{"id": "builtin:x", "name": "X"}}}
+		f["/data.json"], _ = json.Marshal(data)
+	})
+	c, err := grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(w.Capabilities("")))
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	agents, _, err := c.Agents(ctx)
+	require.NoError(t, err)
+	require.Len(t, agents, 1, "the bundle's agents replace the embedded ones")
+	require.Equal(t, "builtin:x", agents[0].ID)
+	require.Equal(t, "X", agents[0].Name)
 }
 
 // hostBuiltinModule compiles a grantwire-shaped policy that needs the host builtin
@@ -190,8 +237,11 @@ func TestBundleRefusals(t *testing.T) {
 			editManifest(t, f, func(m map[string]any) { m["roots"] = []string{"grantwire"} })
 		}, "a grantwire bundle owns exactly"},
 		{"roots: one too many", func(t *testing.T, f map[string][]byte) {
-			editManifest(t, f, func(m map[string]any) { m["roots"] = []string{"grantwire", "catalog", "other"} })
+			editManifest(t, f, func(m map[string]any) { m["roots"] = []string{"grantwire", "catalog", "agents", "other"} })
 		}, "a grantwire bundle owns exactly"},
+		{"roots: without agents", func(t *testing.T, f map[string][]byte) {
+			editManifest(t, f, func(m map[string]any) { m["roots"] = []string{"grantwire", "catalog"} })
+		}, `roots ["grantwire" "catalog"]: a grantwire bundle owns exactly ["agents" "catalog" "grantwire"]`},
 		{"roots: none", func(t *testing.T, f map[string][]byte) {
 			editManifest(t, f, func(m map[string]any) { delete(m, "roots") })
 		}, "declares no roots"},
@@ -228,24 +278,33 @@ func TestBundleRefusals(t *testing.T) {
 		{"signed", func(t *testing.T, f map[string][]byte) { f["/.signatures.json"] = []byte(`{"signatures":[]}`) }, "signed bundles"},
 		{"no manifest", func(t *testing.T, f map[string][]byte) { delete(f, "/.manifest") }, "no .manifest"},
 		{"no catalog", func(t *testing.T, f map[string][]byte) { f["/data.json"] = []byte(`{}`) }, "no data.catalog"},
-		{"invalid catalog", func(t *testing.T, f map[string][]byte) {
-			f["/data.json"] = []byte(`{"catalog":{"connectors":{"x":{"type":"teleport"}}}}`)
-		}, "unknown type"},
+		{"catalog entry not an object", func(t *testing.T, f map[string][]byte) {
+			f["/data.json"] = []byte(`{"catalog":{"connectors":{"x":["teleport"]}}}`)
+		}, `data.catalog: catalog: connector "x"`},
+		{"catalog not a catalog document", func(t *testing.T, f map[string][]byte) {
+			f["/data.json"] = []byte(`{"catalog":{"connectors":["x"]}}`)
+		}, "data.catalog: catalog: json: cannot unmarshal array"},
+		{"agents not a list", func(t *testing.T, f map[string][]byte) {
+			f["/data.json"] = []byte(`{"catalog":{"connectors":{}},"agents":{"builtin":{"id":"builtin:x"}}}`)
+		}, `data.agents must be {"builtin": [agents]}`},
+		{"agents beside the built-in ones", func(t *testing.T, f map[string][]byte) {
+			f["/data.json"] = []byte(`{"catalog":{"connectors":{}},"agents":{"builtin":[],"extra":[]}}`)
+		}, `data.agents must be {"builtin": [agents]}`},
 		{"data outside the catalog", func(t *testing.T, f map[string][]byte) {
 			f["/grantwire/data.json"] = []byte(`{"margin_ms": 1}`)
-		}, "data.grantwire is outside data.catalog"},
+		}, "data.grantwire is outside data.catalog and data.agents"},
 		{"path escaping the bundle", func(t *testing.T, f map[string][]byte) { f["../evil.rego"] = []byte("package x") }, "escapes the bundle"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			files := untar(t, raw)
 			tc.mutate(t, files)
-			_, err := grantwire.ReadBundle(bytes.NewReader(retar(t, files)))
+			_, err := bundle.Read(bytes.NewReader(retar(t, files)))
 			require.ErrorIs(t, err, grantwire.ErrBundle)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := grantwire.ReadBundle(strings.NewReader("not a tarball"))
+	_, err := bundle.Read(strings.NewReader("not a tarball"))
 	require.ErrorIs(t, err, grantwire.ErrBundle)
 }
 
@@ -283,10 +342,10 @@ func TestBundleABIRefusals(t *testing.T) {
 	}
 }
 
-// The runtime packages must not link OPA: reading and running a bundle, and writing
+// The runtime packages must not link OPA: reading, writing and running a bundle, and writing
 // decision logs, are done with the standard library and wazero.
 func TestRuntimeDoesNotImportOPA(t *testing.T) {
-	for _, pkg := range []string{".", "./decisionlog", "./core/wasmengine"} {
+	for _, pkg := range []string{".", "./bundle", "./decisionlog", "./core/wasmengine"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		require.Contains(t, string(out), "github.com/grantwire/grantwire/core\n", "go list output looks wrong")

@@ -9,13 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
 	t.Helper()
 	ctx := context.Background()
 	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
+	memshell.Serve(w, catalog.Default())
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close(ctx) })
@@ -24,11 +27,13 @@ func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
 
 func TestClientGateAndMCP(t *testing.T) {
 	ctx := context.Background()
-	c, _ := newMemClient(t)
+	c, w := newMemClient(t)
 	const gmail = "https://www.googleapis.com/auth/gmail.readonly"
 
-	require.NoError(t, c.ConfigureClient(ctx, "google", "client-1", "secret-1", ""))
-	_, err := c.Connect(ctx, "google", []string{gmail}, nil)
+	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
+	require.NoError(t, err)
+	consent(w)
+	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
 	require.NoError(t, err)
 
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
@@ -46,7 +51,8 @@ func TestClientGateAndMCP(t *testing.T) {
 	require.NotEmpty(t, tok.AccessToken)
 
 	// Rotating the client trips the tripwire on the next use.
-	require.NoError(t, c.ConfigureClient(ctx, "google", "client-2", "secret-2", ""))
+	_, err = c.ConfigureClient(ctx, "google", "client-2", "secret-2", "")
+	require.NoError(t, err)
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrReauthRequired), "%v", err)
 

@@ -65,21 +65,14 @@ func queryJSON(q *core.Query) json.RawMessage {
 	return raw
 }
 
-// decisionJSON renders a done decision in the engines' shape: a done decision always
-// carries "effects", which the Go type omits when empty (nil stays nil).
+// decisionJSON renders a done decision in the engines' shape (nil stays nil).
 func decisionJSON(d *core.Decision) json.RawMessage {
 	if d == nil {
 		return nil
 	}
 	raw, err := json.Marshal(d)
-	if err != nil || d.Status != core.StatusDone || len(d.Effects) > 0 {
-		return raw
+	if err != nil {
+		return nil
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return raw
-	}
-	m["effects"] = json.RawMessage(`[]`)
-	out, _ := json.Marshal(m)
-	return out
+	return raw
 }

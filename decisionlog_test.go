@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/internal/audittest"
 )
 
@@ -46,17 +47,19 @@ func TestDecisionLogHasNoSecrets(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	log := string(raw)
 
-	// Every planted secret, and every digest a secret has, is absent.
+	// Every planted secret, and every digest and CRC-32 a secret has, is absent.
 	for _, s := range audittest.Secrets() {
 		require.NotContains(t, log, s)
-		require.NotContains(t, log, hostabi.Digest(s), "digest of %s", s)
-		require.NotContains(t, log, strings.TrimPrefix(hostabi.Digest(s), "sha256:"))
+		require.NotContains(t, log, host.Digest(s), "digest of %s", s)
+		require.NotContains(t, log, strings.TrimPrefix(host.Digest(s), "sha256:"))
+		require.NotContains(t, log, `"`+host.CRC32(s)+`"`, "CRC-32 of %s", s)
 	}
-	// No digest or version token at all (but the policy's revision, the digest of
-	// policy.wasm): redaction is by construction, not by list.
-	scrubbed := strings.ReplaceAll(log, grantwire.EmbeddedRevision(), "")
+	// No digest, CRC-32, client-id hash or version token at all (but the policy's revision,
+	// the digest of policy.wasm): redaction is by construction, not by list.
+	scrubbed := strings.ReplaceAll(log, bundle.EmbeddedRevision(), "")
 	require.Empty(t, regexp.MustCompile(`sha256:[0-9a-f]{8,}`).FindAllString(scrubbed, -1))
 	require.Empty(t, regexp.MustCompile(`"[0-9a-f]{16}"`).FindAllString(scrubbed, -1))
+	require.Empty(t, regexp.MustCompile(`"[0-9a-f]{8}"`).FindAllString(scrubbed, -1))
 	require.NotContains(t, log, `"$ref":"arg#`)
 	require.NotContains(t, log, `#access_token"`)
 
@@ -66,9 +69,10 @@ func TestDecisionLogHasNoSecrets(t *testing.T) {
 		unredacted.Write(d.Input)
 		unredacted.Write(d.Output)
 	}
-	require.Regexp(t, `"refresh":"sha256:[0-9a-f]{16}"`, unredacted.String())
+	require.Regexp(t, `"digest":"sha256:[0-9a-f]{16}"`, unredacted.String())
 	require.Contains(t, unredacted.String(), `"$ref":"refresh#access_token"`)
-	require.Contains(t, unredacted.String(), hostabi.Digest(audittest.RefreshToken))
+	require.Contains(t, unredacted.String(), `"digest":"`+host.Digest(audittest.RefreshToken)+`"`)
+	require.Contains(t, unredacted.String(), `"crc32":"`+host.CRC32(audittest.RefreshToken)+`"`)
 
 	events, err := decisionlog.ReadAll(bytes.NewReader(raw))
 	require.NoError(t, err)
@@ -81,52 +85,88 @@ func TestDecisionLogHasNoSecrets(t *testing.T) {
 		require.Regexp(t, uuid, e.DecisionID)
 		require.False(t, ids[e.DecisionID], "decision ids are unique")
 		ids[e.DecisionID] = true
-		require.Equal(t, grantwire.EmbeddedRevision(), e.Revision)
+		require.Equal(t, bundle.EmbeddedRevision(), e.Revision)
 		require.Empty(t, e.Bundles, "the embedded policy is not a bundle")
 		require.Equal(t, "grantwire", e.Labels["app"])
 		require.NotEmpty(t, e.Labels["id"])
 		require.False(t, e.Timestamp.IsZero())
 		require.Contains(t, e.Metrics, "timer_grantwire_operation_ns")
 		require.Equal(t, steps[i].Want, e.Custom["outcome"], "entry %d (%s)", i, steps[i].Name)
-		if i == audittest.HostStep {
-			require.Nil(t, e.Result, "the keyring failed before the core decided")
-			require.JSONEq(t, `{"op":"connections","args":{}}`, string(e.Input))
-			require.Equal(t, "INSECURE_STORE", e.Custom["host_error"].(map[string]any)["code"])
-			continue
-		}
-		require.NotNil(t, e.Result)
+		require.NotNil(t, e.Result, "the core decided every operation, host failures included")
 		var in struct {
 			Op    string                     `json:"op"`
 			Facts map[string]json.RawMessage `json:"facts"`
 		}
 		require.NoError(t, json.Unmarshal(e.Input, &in))
 		require.NotEmpty(t, in.Op)
+		if i == audittest.HostStep {
+			// The keyring failed: the shell answered the need with a host error, and the
+			// policy turned it into the operation's error. The log says both.
+			require.Equal(t, "connections", in.Op)
+			require.JSONEq(t, `{"host_error":{"code":"INSECURE_STORE","detail":"the credential store is locked","fix":"start a Secret Service (gnome-keyring)"}}`,
+				string(in.Facts["conn|google"]))
+			require.Equal(t, "INSECURE_STORE", decisionlog.Outcome(e.Result))
+			require.Equal(t, "INSECURE_STORE", e.Custom["host_error"].(map[string]any)["code"])
+		} else {
+			require.NotContains(t, e.Custom, "host_error", "entry %d (%s)", i, steps[i].Name)
+		}
 	}
-	// The refresh (step 6) logged its facts with the digests pseudonymised consistently:
-	// the digest sent to the token endpoint and the precondition on the stored token are
-	// the same pseudonym.
+
+	// The refresh (step 6) logged its facts with the tokens pseudonymised consistently:
+	// the rotated refresh token is told apart from the stored one, the client's hash still
+	// matches the connection's (the tripwire), and the precondition on the stored
+	// connection is the version the policy read under the lock.
 	refresh := events[6]
-	require.Contains(t, string(refresh.Input), `"refresh":"[redacted:`)
 	var in struct {
 		Facts struct {
-			ConnAtLock map[string]any `json:"conn@lock"`
+			Client struct {
+				JSON struct {
+					ClientID map[string]string `json:"client_id"`
+				}
+			} `json:"client@lock"`
+			Conn struct {
+				JSON struct {
+					ClientIDHash string            `json:"client_id_hash"`
+					Refresh      map[string]string `json:"refresh_token"`
+				}
+				Version string
+			} `json:"conn@lock"`
+			Refresh struct {
+				JSON struct {
+					Refresh map[string]string `json:"refresh_token"`
+				}
+			} `json:"refresh"`
 		} `json:"facts"`
 	}
 	require.NoError(t, json.Unmarshal(refresh.Input, &in))
+	pseudonym := regexp.MustCompile(`^\[redacted:[0-9]+\]$`)
+	stored, rotated := in.Facts.Conn.JSON.Refresh, in.Facts.Refresh.JSON.Refresh
+	require.Regexp(t, pseudonym, stored["digest"])
+	require.Regexp(t, pseudonym, rotated["digest"])
+	require.NotEqual(t, stored["digest"], rotated["digest"], "the server rotated the refresh token")
+	require.Equal(t, "[redacted]", rotated["$ref"])
+	require.Regexp(t, pseudonym, in.Facts.Conn.JSON.ClientIDHash)
+	require.Equal(t, in.Facts.Client.JSON.ClientID["crc32"], in.Facts.Conn.JSON.ClientIDHash)
+	require.Regexp(t, pseudonym, in.Facts.Conn.Version)
 	var out struct {
-		Effects []map[string]any `json:"effects"`
+		Effects []struct {
+			Kind   string            `json:"kind"`
+			User   string            `json:"user"`
+			Expect map[string]string `json:"expect"`
+			Value  map[string]any    `json:"value"`
+		} `json:"effects"`
 	}
 	require.NoError(t, json.Unmarshal(refresh.Result, &out))
-	var expect any
-	for _, eff := range out.Effects {
-		if eff["kind"] == "connection.set_refresh" {
-			expect = eff["expect"].(map[string]any)["refresh"]
-			require.Equal(t, map[string]any{"$ref": "[redacted]"}, eff["refresh"])
-		}
-	}
-	require.NotNil(t, expect)
-	require.Equal(t, in.Facts.ConnAtLock["refresh"], expect)
-	require.Contains(t, refresh.Masked, "/input/facts/conn@lock/refresh")
+	require.NotEmpty(t, out.Effects)
+	set := out.Effects[0]
+	require.Equal(t, "keyring.set", set.Kind)
+	require.Equal(t, "google:default", set.User)
+	require.Equal(t, in.Facts.Conn.Version, set.Expect["version"])
+	require.Equal(t, "[redacted]", set.Value["refresh_token"].(map[string]any)["$ref"])
+	require.Equal(t, in.Facts.Conn.JSON.ClientIDHash, set.Value["client_id_hash"])
+	require.Contains(t, refresh.Masked, "/input/facts/conn@lock/version")
+	require.Contains(t, refresh.Masked, "/input/facts/refresh/json/refresh_token/digest")
+	require.Contains(t, refresh.Masked, "/result/effects/0/expect/version")
 }
 
 func TestDecisionLogNamesTheBundle(t *testing.T) {

@@ -7,12 +7,14 @@ import (
 	"github.com/grantwire/grantwire/core"
 )
 
-// Error is every error an operation returns: a stable code from BEHAVIOUR.md, a message
-// that ends with the exact command that fixes it (when one exists), and the fields of the
-// code. It never contains a secret. Use errors.Is with the sentinels below, or errors.As.
+// Error is every error an operation returns: a stable code from docs/behaviour.md#errors, a
+// message that ends with the exact command that fixes it (when one exists), and the fields
+// of the code. It never contains a secret. Use errors.Is with the sentinels below, or
+// errors.As.
 type Error struct {
 	Code          string
 	Message       string
+	Summary       string   // the message without its fix (the policy's "summary")
 	Fix           string   // the fixing command, also at the end of Message
 	MissingScopes []string // AGENT_NOT_GRANTED, CONNECTION_MISSING_SCOPES, SCOPE_MISMATCH
 	FullScopes    []string // the scopes to grant or reconnect with
@@ -46,16 +48,22 @@ var (
 	ErrInsecureStore           = &Error{Code: "INSECURE_STORE"}
 	ErrCorruptLedger           = &Error{Code: "CORRUPT_LEDGER"}
 	ErrInsecureTransport       = &Error{Code: "INSECURE_TRANSPORT"}
+	ErrIssuerMismatch          = &Error{Code: "ISSUER_MISMATCH"}
+	ErrAuthorizationTimeout    = &Error{Code: "AUTHORIZATION_TIMEOUT"}
+	ErrIO                      = &Error{Code: "IO_ERROR"}
 	ErrProviderError           = &Error{Code: "PROVIDER_ERROR"}
 	ErrUnknownConnector        = &Error{Code: "UNKNOWN_CONNECTOR"}
 	ErrUnknownAgent            = &Error{Code: "UNKNOWN_AGENT"}
 	ErrUsage                   = &Error{Code: "USAGE"}
 	ErrInternal                = &Error{Code: "INTERNAL"}
+	ErrAgentNotActive          = &Error{Code: "AGENT_NOT_ACTIVE"}
+	ErrFlowInProgress          = &Error{Code: "FLOW_IN_PROGRESS"}
 )
 
 // newError converts a core error, with the REST status and exit code the policy publishes.
 func newError(ce *core.Error, table map[string]core.ErrorInfo) *Error {
-	e := &Error{Code: ce.Code, Message: ce.Message, Fix: ce.Fix, Fields: ce.Fields, Status: 500, Exit: 5}
+	e := &Error{Code: ce.Code, Message: ce.Message, Summary: ce.Message, Fix: ce.Fix, Fields: ce.Fields, Status: 500, Exit: 5}
+	_ = json.Unmarshal(ce.Fields["summary"], &e.Summary)
 	if info, ok := table[ce.Code]; ok {
 		e.Status, e.Exit = info.Status, info.Exit
 	}

@@ -2,37 +2,49 @@
 // scopes, and keeps every secret in the operating system's credential store.
 //
 // A [Client] runs each operation through grantwire's side-effect-free core (the Rego
-// policy, compiled to WebAssembly by default) and a shell that supplies the keyring, the
-// ledger files, the locks and the OAuth loopback. Errors are *[Error] values with the stable
-// codes of BEHAVIOUR.md; use errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
+// policy, compiled to Go by default: core/nativeengine) and a shell that supplies the
+// keyring, the ledger files, the locks, HTTP and the OAuth loopback as primitive
+// capabilities (package hostabi; package host performs the core's needs and effects over
+// them). Errors are *[Error] values with the stable codes of docs/behaviour.md#errors; use
+// errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
 //
-// This package imports the Wasm engine, not OPA's Go packages: pass a rego engine with
-// [WithEngine] to evaluate the Rego source directly.
+// This package imports the native, Wasm and OPA-server engines, not OPA's Go packages:
+// pass a rego engine with [WithEngine] to evaluate the Rego source directly.
 package grantwire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"time"
 
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/opaserver"
+	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
 type config struct {
-	engine  core.Engine
-	caps    *hostabi.Capabilities
-	catalog []byte
-	observe func(Decision)
-	errs    []error
+	engine      core.Engine
+	caps        *hostabi.Capabilities
+	catalog     []byte
+	catalogFile string
+	loaded      *catalog.Catalog
+	trace       func(string)
+	observe     func(Decision)
+	errs        []error
 	// bundle.go and decisionlog.go
-	bundle    *Bundle
+	bundle    *bundle.Bundle
 	observers []func(Decision)
+	// engines.go
+	engineName string
+	opaURL     string
+	opaOpts    []opaserver.Option
 }
 
 // Option configures a [Client]; options never fail, New reports errors.
@@ -43,13 +55,34 @@ type Option func(*config)
 func WithEngine(e core.Engine) Option { return func(c *config) { c.engine = e } }
 
 // WithCapabilities runs the client on the given shell capabilities (the OS shell of
-// shells/native, or an in-memory world of hostabi/memhost).
+// shells/native, or an in-memory world of hostabi/memhost); package host performs the
+// core's needs and effects over them.
 func WithCapabilities(caps hostabi.Capabilities) Option {
 	return func(c *config) { c.caps = &caps }
 }
 
-// WithCatalog replaces the embedded catalog with catalog JSON ({"connectors": {...}}).
+// WithCatalog replaces the embedded catalog with catalog JSON ({"connectors": {...}}),
+// checked as the policy checks any catalog; the built-in agents are not loaded with it.
 func WithCatalog(raw []byte) Option { return func(c *config) { c.catalog = raw } }
+
+// WithCatalogFile replaces the embedded catalog with a user's catalog file, validated
+// strictly by the policy (unknown fields refused, what a working connector needs
+// required); the built-in agents stay.
+func WithCatalogFile(path string) Option { return func(c *config) { c.catalogFile = path } }
+
+// WithLoadedCatalog uses a catalog already loaded (catalog.Default, Load or LoadFile); a
+// file's catalog is validated strictly by the policy, as WithCatalogFile does.
+func WithLoadedCatalog(cat *catalog.Catalog) Option { return func(c *config) { c.loaded = cat } }
+
+func (c *config) loadCatalog() (*catalog.Catalog, error) {
+	if c.loaded != nil {
+		return c.loaded, nil
+	}
+	if c.catalogFile != "" {
+		return catalog.LoadFile(c.catalogFile)
+	}
+	return catalog.Load(c.catalog)
+}
 
 // Decision describes one finished operation for decision logs: the operation, its
 // arguments (never a secret), the final facts, and its result or error.
@@ -77,12 +110,17 @@ type Decision struct {
 	Duration time.Duration
 }
 
+// WithTrace receives one line per host call and its answer (needs, facts and effects
+// carry descriptions, never a secret, so a transcript is safe to print or log).
+func WithTrace(fn func(line string)) Option { return func(c *config) { c.trace = fn } }
+
 // WithObserver calls fn after every operation (decision logs, metrics).
 func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe = fn } }
 
 // Client runs grantwire's operations. It is safe for concurrent use.
 type Client struct {
 	driver   *hostabi.Driver
+	host     *host.Host
 	engine   core.Engine
 	owns     bool
 	catalog  *catalog.Catalog
@@ -99,45 +137,81 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if err := c.checkEngine(); err != nil {
+		c.errs = append(c.errs, err)
+	}
 	if err := c.useBundle(); err != nil {
 		c.errs = append(c.errs, err)
 	}
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
-	cat, err := catalog.Load(c.catalog)
-	if err != nil {
-		return nil, err
-	}
 	if c.caps == nil {
 		return nil, errors.New("grantwire: no shell: pass WithCapabilities, or use grantwire.Open for the OS shell")
 	}
+	var server *opaserver.Engine
+	if c.engine == nil && c.engineName == EngineOPAServer {
+		var err error
+		if server, err = c.serverEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := c.loadCatalog()
+	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
+		return nil, err
+	}
 	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
+	if r, ok := c.engine.(interface{ Revision() string }); ok {
+		cl.revision = r.Revision() // an OPA server's bundle
+	}
 	if cl.engine == nil {
-		if cl.engine, cl.revision, err = c.newWasmEngine(ctx, cat); err != nil {
+		if cl.engine, cl.revision, err = c.builtEngine(ctx, cat, server, ""); err != nil {
 			return nil, err
 		}
 		cl.owns = true
 		if c.bundle != nil {
-			cl.bundle = BundleName
+			cl.bundle = bundle.Name
 		}
 	}
-	caps := *c.caps
-	if shell := caps.Catalog; shell == nil {
-		caps.Catalog = cat.Connector
-	} else {
-		// The core decides with the client's catalog; a shell that does not know an entry
-		// (an in-memory world, a shell given no catalog) must not hand the OAuth capability
-		// an empty connector for it.
-		caps.Catalog = func(id string) (hostabi.Connector, bool) {
-			if k, ok := shell(id); ok {
-				return k, true
+	cl.host = host.New(*c.caps)
+	cl.host.Trace = c.trace
+	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
+	if cat.Strict() || !bytes.Equal(cat.JSON(), catalog.Defaults()) {
+		// Any catalog but the embedded one (tested) is judged by the policy, as every shell
+		// judges it: a user's file strictly, catalog JSON and a bundle's data for what
+		// they hold.
+		if _, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
+			_ = cl.Close(ctx)
+			if c.bundle != nil {
+				return nil, fmt.Errorf("%w: data.catalog: %w", ErrBundle, err)
 			}
-			return cat.Connector(id)
+			return nil, err
 		}
 	}
-	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: hostabi.NewHost(caps)}
 	return cl, nil
+}
+
+// ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for
+// a catalog read from a file), as New does, for callers that only read the catalog. It
+// needs no shell: the decision asks the host nothing.
+func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
+	h := host.New(hostabi.Capabilities{})
+	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
+	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
+	return err
+}
+
+// catalogArgs are validate_catalog's arguments for cat: strict for a file, which the
+// policy's messages name.
+func catalogArgs(cat *catalog.Catalog) map[string]any {
+	args := map[string]any{"strict": cat.Strict()}
+	if cat.Source() != "" {
+		args["file"] = cat.Source()
+	}
+	return args
 }
 
 // Close releases the engine (when the client created it).
@@ -151,9 +225,6 @@ func (c *Client) Close(ctx context.Context) error {
 
 // Engine returns the engine deciding for this client.
 func (c *Client) Engine() core.Engine { return c.engine }
-
-// Host returns the client's host (its token cache and capabilities).
-func (c *Client) Host() *hostabi.Host { return c.driver.Host }
 
 // Catalog returns the client's catalog.
 func (c *Client) Catalog() *catalog.Catalog { return c.catalog }
@@ -173,7 +244,7 @@ func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string
 	if c.observe != nil {
 		raw, _ := json.Marshal(args)
 		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now(),
-			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure != nil,
+			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure,
 			Revision: c.revision, Bundle: c.bundle, Engine: c.engine.Name(), Duration: time.Since(start)})
 	}
 	if gerr != nil {
@@ -243,12 +314,14 @@ func (c *Client) GetAccessToken(ctx context.Context, provider string, scopes []s
 	return &Token{Provider: r.Provider, AccessToken: tok, ExpiresAt: time.UnixMilli(r.ExpiresAt), Scopes: r.Scopes}, nil
 }
 
-// GrantResult is the outcome of Grant.
+// GrantResult is the outcome of Grant. Warnings name scopes the catalog does not list for
+// the connector and agents no registry knows (the grant is made anyway).
 type GrantResult struct {
 	Connector string   `json:"connector"`
 	Agent     string   `json:"agent"`
 	Scopes    []string `json:"scopes"`
 	Changed   bool     `json:"changed"`
+	Warnings  []string `json:"warnings"`
 }
 
 // Grant replaces the scopes agent holds on connector (stored sorted, without duplicates).
@@ -259,12 +332,29 @@ func (c *Client) Grant(ctx context.Context, connector, agent string, scopes []st
 }
 
 // Revoke removes agent's grant on connector and its activation; revoking nothing succeeds.
+// RevokeGrant says more.
 func (c *Client) Revoke(ctx context.Context, connector, agent string) (changed bool, err error) {
-	var r struct {
-		Changed bool `json:"changed"`
-	}
-	_, err = c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	r, err := c.RevokeGrant(ctx, connector, agent)
 	return r.Changed, err
+}
+
+// RevokeResult says what RevokeGrant changed.
+type RevokeResult struct {
+	Connector string `json:"connector"`
+	Agent     string `json:"agent"`
+	Changed   bool   `json:"changed"`
+	// Warnings name a ledger that could not be read, and so was left as it was, with the
+	// command that moves it aside: revoking goes through it (docs/behaviour.md#grants).
+	Warnings []string `json:"warnings"`
+}
+
+// RevokeGrant removes agent's grant on connector and its activation; revoking nothing
+// succeeds. An unreadable ledger never stops it: the other is still cleaned and the
+// result's Warnings name it.
+func (c *Client) RevokeGrant(ctx context.Context, connector, agent string) (*RevokeResult, error) {
+	var r RevokeResult
+	_, err := c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	return &r, err
 }
 
 // ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.
@@ -301,6 +391,10 @@ type Activation struct {
 	GrantSource string   `json:"grant_source"` // existing, explicit, declared or consumes_mcp_servers
 	Scopes      []string `json:"scopes"`
 	Changed     bool     `json:"changed"`
+	// MissingKeys are required keys of a local MCP server not configured yet (the
+	// activation is recorded; Warnings says how to configure them).
+	MissingKeys []string `json:"missing_keys"`
+	Warnings    []string `json:"warnings"`
 }
 
 // Activate makes an MCP connector's tools visible to agent. With no grant for the pair it
@@ -366,6 +460,12 @@ type DisconnectResult struct {
 	Removed       bool     `json:"removed"`
 	RevokedGrants []string `json:"revoked_grants"`
 	Deactivated   []string `json:"deactivated"`
+	// RevokedAtProvider: the refresh token was also sent to the provider's revocation
+	// endpoint (best effort, RFC 7009).
+	RevokedAtProvider bool `json:"revoked_at_provider"`
+	// Warnings name ledgers that could not be cleaned (unreadable), and how to move them
+	// aside; everything else was removed.
+	Warnings []string `json:"warnings"`
 }
 
 // Disconnect deletes a connector's secrets and metadata and wipes its grants and
@@ -376,18 +476,29 @@ func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectR
 	return &r, err
 }
 
+// ClientResult is the outcome of ConfigureClient (never a secret).
+type ClientResult struct {
+	Connector    string `json:"connector"`
+	ClientIDHash string `json:"client_id_hash"`
+	HasSecret    bool   `json:"has_secret"`
+	Tenant       string `json:"tenant"`
+}
+
 // ConfigureClient stores a provider's OAuth client in the credential store.
-func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) error {
-	args := map[string]any{"connector": provider, "client_id_hash": hostabi.ClientIDHash(clientID), "has_secret": clientSecret != ""}
+func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) (*ClientResult, error) {
+	args := map[string]any{"connector": provider}
 	if tenant != "" {
 		args["tenant"] = tenant
 	}
-	secrets := map[string]string{"client_id": clientID}
-	if clientSecret != "" {
-		secrets["client_secret"] = clientSecret
+	var r struct {
+		ClientResult
+		Tenant *string `json:"tenant"`
 	}
-	_, err := c.run(ctx, "configure_client", args, secrets, nil)
-	return err
+	_, err := c.run(ctx, "configure_client", args, map[string]string{"client_id": clientID, "client_secret": clientSecret}, &r)
+	if r.Tenant != nil {
+		r.ClientResult.Tenant = *r.Tenant
+	}
+	return &r.ClientResult, err
 }
 
 // ConnectResult is the outcome of Connect.
@@ -396,13 +507,36 @@ type ConnectResult struct {
 	Account   string              `json:"account"`
 	Scopes    []string            `json:"scopes"`
 	Granted   map[string][]string `json:"granted"`
+	// NotGranted are scopes asked for that the provider did not grant (the connection
+	// holds only what it granted).
+	NotGranted []string `json:"not_granted"`
+	Warnings   []string `json:"warnings"`
+}
+
+// ConnectOptions tune Connect.
+type ConnectOptions struct {
+	// Timeout bounds the wait for the browser (default 5 minutes; 1 s to 30 minutes).
+	Timeout time.Duration
+	// Browser, when set, is given the authorization URL instead of the shell's browser (a
+	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
+	// error when it cannot show the URL.
+	Browser func(url string) error
 }
 
 // Connect authorizes a provider (PKCE through a loopback redirect) and stores the
 // connection; grantAgents are granted their declared scopes (or scopes, when given).
-func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string) (*ConnectResult, error) {
+func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string, opts ...ConnectOptions) (*ConnectResult, error) {
+	args := map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}
+	for _, o := range opts {
+		if o.Timeout > 0 {
+			args["timeout_ms"] = o.Timeout.Milliseconds()
+		}
+		if o.Browser != nil {
+			ctx = hostabi.WithBrowser(ctx, o.Browser)
+		}
+	}
 	var r ConnectResult
-	_, err := c.run(ctx, "connect", map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}, nil, &r)
+	_, err := c.run(ctx, "connect", args, nil, &r)
 	return &r, err
 }
 
@@ -426,27 +560,21 @@ type ForwardedSummary struct {
 	ConnectedAt  int64    `json:"connected_at"`
 	GrantAgents  []string `json:"grant_agents"`
 	Forwarded    bool     `json:"forwarded"`
+	Warnings     []string `json:"warnings"`
 }
 
 // ImportForwarded stores a forwarded connection: the scopes must cover what every listed
 // agent declares, client and connection are written in one hold of the provider's lock
 // (restored together on failure), and the agents are granted.
 func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSummary, error) {
-	if f.ClientID == "" || f.RefreshToken == "" {
-		return nil, &Error{Code: "USAGE", Message: "usage: a forwarded connection needs client_id and refresh_token", Status: 400, Exit: 2}
-	}
 	args := map[string]any{
-		"provider": f.Provider, "client_id_hash": hostabi.ClientIDHash(f.ClientID),
-		"has_client_secret": f.ClientSecret != "", "scopes": nonNil(f.Scopes),
+		"provider": f.Provider, "scopes": nonNil(f.Scopes),
 		"account_email": f.AccountEmail, "grant_agents": nonNil(f.GrantAgents),
 	}
 	if f.AccountType != "" {
 		args["account_type"] = f.AccountType
 	}
-	secrets := map[string]string{"client_id": f.ClientID, "refresh_token": f.RefreshToken}
-	if f.ClientSecret != "" {
-		secrets["client_secret"] = f.ClientSecret
-	}
+	secrets := map[string]string{"client_id": f.ClientID, "refresh_token": f.RefreshToken, "client_secret": f.ClientSecret}
 	var r ForwardedSummary
 	_, err := c.run(ctx, "import_forwarded", args, secrets, &r)
 	return &r, err
@@ -509,18 +637,36 @@ type ConnectorStatus struct {
 	ConnectedAt      int64               `json:"connected_at,omitempty"`
 	Tripwire         string              `json:"tripwire,omitempty"`
 	EnvKeys          []string            `json:"env_keys,omitempty"`
+	MissingKeys      []string            `json:"missing_keys,omitempty"`
 	Grants           map[string][]string `json:"grants"`
 	Activations      []string            `json:"activations"`
 }
 
-// Status lists every catalog connector with its state, read-only: a client-hash mismatch
-// is reported in Tripwire and nothing is cleared.
-func (c *Client) Status(ctx context.Context) ([]ConnectorStatus, error) {
+// Status lists every catalog connector (or, with ids, those) with its state, read-only: a
+// client-hash mismatch is reported in Tripwire and nothing is cleared.
+func (c *Client) Status(ctx context.Context, ids ...string) ([]ConnectorStatus, error) {
 	var r struct {
 		Connectors []ConnectorStatus `json:"connectors"`
 	}
+	if len(ids) == 1 {
+		_, err := c.run(ctx, "status", map[string]any{"connector": ids[0]}, nil, &r)
+		return r.Connectors, err
+	}
 	_, err := c.run(ctx, "status", map[string]any{}, nil, &r)
-	return r.Connectors, err
+	if err != nil || len(ids) == 0 {
+		return r.Connectors, err
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	out := r.Connectors[:0]
+	for _, s := range r.Connectors {
+		if want[s.ID] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // Connection is one row of Connections.
@@ -550,29 +696,108 @@ func (c *Client) Connections(ctx context.Context) ([]Connection, []Cleared, erro
 	return r.Connections, r.Cleared, err
 }
 
-// CheckURL applies the core's transport rule to one URL (hop 0) or redirect hop. purpose
-// is "token", "registration", "revocation", "metadata" or "authorization".
-func CheckURL(ctx context.Context, e core.Engine, u *url.URL, purpose string, hop int, from *url.URL) error {
-	args := map[string]any{"url": urlArg(u), "purpose": purpose, "hop": hop, "from": nil}
-	if from != nil {
-		args["from"] = urlArg(from)
-	}
-	raw, _ := json.Marshal(args)
-	d, err := e.Decide(ctx, &core.Query{Op: "check_url", Args: raw, Facts: map[string]json.RawMessage{}})
-	if err != nil {
-		return err
-	}
-	if d.Error != nil {
-		return newError(d.Error, e.Manifest().Errors)
-	}
-	return nil
+// TestResult says whether a connector is usable (see Test).
+type TestResult struct {
+	Connector string   `json:"connector"`
+	OK        bool     `json:"ok"`
+	Type      string   `json:"type"`
+	Detail    string   `json:"detail"`
+	Account   string   `json:"account,omitempty"`
+	Scopes    []string `json:"scopes,omitempty"`
+	EnvKeys   []string `json:"env_keys,omitempty"`
+	Command   string   `json:"command,omitempty"`
 }
 
-func urlArg(u *url.URL) map[string]any {
-	host := u.Hostname()
-	ip := ""
-	if isIP(host) {
-		ip = host
+// Test says whether a connector is usable, read-only: an OAuth connection exists and
+// matches the configured client; a local MCP server holds every required key. A connector
+// that is not usable is an *Error saying why, with the command that fixes it.
+func (c *Client) Test(ctx context.Context, connector string) (*TestResult, error) {
+	var r TestResult
+	_, err := c.run(ctx, "test_connector", map[string]any{"connector": connector}, nil, &r)
+	return &r, err
+}
+
+// MCPServer is one row of MCPServers.
+type MCPServer struct {
+	ID          string              `json:"id"`
+	Name        string              `json:"name"`
+	InCatalog   bool                `json:"in_catalog"`
+	Command     string              `json:"command"`
+	Args        []string            `json:"args"`
+	Configured  bool                `json:"configured"`
+	EnvKeys     []string            `json:"env_keys"`
+	MissingKeys []string            `json:"missing_keys"`
+	Grants      map[string][]string `json:"grants"`
+	ActiveFor   []string            `json:"active_for"`
+}
+
+// MCPServers lists the MCP servers of mcp_servers.json (with the names of their keys, never
+// the values), or with an agent, the servers that agent sees (granted and active).
+func (c *Client) MCPServers(ctx context.Context, agent string) ([]MCPServer, error) {
+	args := map[string]any{}
+	if agent != "" {
+		args["agent"] = agent
 	}
-	return map[string]any{"scheme": u.Scheme, "host": host, "ip": ip, "userinfo": u.User != nil}
+	var r struct {
+		Servers []MCPServer `json:"servers"`
+	}
+	_, err := c.run(ctx, "mcp_list", args, nil, &r)
+	return r.Servers, err
+}
+
+// Requirement is one connector an agent declares: the scopes it asks for, and why.
+type Requirement struct {
+	Connector string   `json:"connector"`
+	Scopes    []string `json:"scopes"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+// Agent is one agent of the registry.
+type Agent struct {
+	ID                 string        `json:"id"`
+	Name               string        `json:"name,omitempty"`
+	Description        string        `json:"description,omitempty"`
+	RequiredConnectors []Requirement `json:"required_connectors"`
+	ConsumesMCPServers bool          `json:"consumes_mcp_servers"`
+	Origin             string        `json:"origin"` // builtin or file
+}
+
+// AgentProblem is an agent of agents.json that is not registered, and why.
+type AgentProblem struct {
+	Agent   string `json:"agent"`
+	Message string `json:"message"`
+}
+
+// Agents lists the agent registry (built-in agents and the home's agents.json), and the
+// custom agents of agents.json whose source no longer matches or cannot be read.
+func (c *Client) Agents(ctx context.Context) ([]Agent, []AgentProblem, error) {
+	var r struct {
+		Agents   []Agent        `json:"agents"`
+		Problems []AgentProblem `json:"problems"`
+	}
+	_, err := c.run(ctx, "list_agents", map[string]any{}, nil, &r)
+	return r.Agents, r.Problems, err
+}
+
+// AgentID names the custom agent whose source is the file at path:
+// custom:<first 16 hex of sha256(source)>:<name> (name "" is the file's base name).
+func (c *Client) AgentID(ctx context.Context, path, name string) (string, error) {
+	args := map[string]any{"source": path}
+	if name != "" {
+		args["name"] = name
+	}
+	var r struct {
+		ID string `json:"id"`
+	}
+	_, err := c.run(ctx, "agent_id", args, nil, &r)
+	return r.ID, err
+}
+
+// ActivationChanges turns a change of activations.json made by another process into
+// connector.activation.changed events, emitted through the shell's event capability: before
+// and after are the "activations" member of the ledger as it was and as it is
+// ({connector: {agent: true}}).
+func (c *Client) ActivationChanges(ctx context.Context, before, after json.RawMessage) error {
+	_, err := c.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
+	return err
 }

@@ -2,54 +2,71 @@ package grantwire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"net/url"
-	"os"
-	"path/filepath"
+	"sync/atomic"
+	"time"
 
-	"github.com/grantwire/grantwire/agents"
-	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
 // Open returns a client on the OS shell with everything wired the way the grantwire
-// command wires it: the catalog (embedded, or WithCatalog), the Wasm engine on it, the OS
-// shell (opts: home, keyring service, browser, …) with the core's transport rule checking
-// every URL, and the agent registry of the home ($GRANTWIRE_HOME/agents.json) unless
-// opts.Agents is set. The engine caches compiled code in the user's cache directory
-// (grantwire/wazero). Close the client to release the shell.
+// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the engine
+// on it ([DefaultEngine], or the one WithEngineName, WithOPAServer or WithEngine chooses),
+// and the OS shell (opts: home, keyring service, browser, …), whose watcher reports
+// activations other processes change through the policy. The wasm engine caches compiled
+// code in the user's cache directory (grantwire/wazero). Close the client to release the
+// shell.
 //
-// No OPA package is linked: this is grantwire's Wasm shell for Go programs.
+// No OPA package is linked.
 func Open(ctx context.Context, opts native.Options, options ...Option) (*Client, error) {
 	var c config
 	for _, o := range options {
 		o(&c)
 	}
-	cat, err := catalog.Load(c.catalog)
+	if err := errors.Join(append(c.errs, c.checkEngine())...); err != nil {
+		return nil, err
+	}
+	if c.bundle != nil {
+		return nil, errors.New("grantwire: Open runs the embedded policy; build a client on a bundle with New(WithBundle, WithCapabilities)")
+	}
+	var server *opaserver.Engine
+	if c.engine == nil && c.engineName == EngineOPAServer {
+		var err error
+		if server, err = c.serverEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := c.loadCatalog()
 	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
 		return nil, err
 	}
 	engine := c.engine
 	owns := false
+	revision := ""
 	if engine == nil {
-		eopts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-		if dir, err := os.UserCacheDir(); err == nil {
-			// Compiled code is cached per user: a process after the first starts in
-			// milliseconds instead of compiling policy.wasm again (BENCHMARKS.md).
-			eopts = append(eopts, wasmengine.WithCompilationCacheDir(filepath.Join(dir, "grantwire", "wazero")))
-		}
-		if engine, err = wasmengine.New(ctx, eopts...); err != nil {
+		if engine, revision, err = c.builtEngine(ctx, cat, server, wasmCacheDir()); err != nil {
 			return nil, err
 		}
 		owns = true
 	}
-	if opts.Catalog == nil {
-		opts.Catalog = cat.Connector
-	}
-	if opts.CheckURL == nil {
-		opts.CheckURL = func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return CheckURL(ctx, engine, u, purpose, hop, from)
+	// New takes the engine built here and the catalog it decides with (an OPA server's).
+	options = append(options, func(nc *config) {
+		nc.engineName, nc.opaURL, nc.opaOpts = "", "", nil
+		nc.catalog, nc.catalogFile, nc.loaded = nil, "", cat
+	}, WithEngine(engine))
+	var client atomic.Pointer[Client]
+	if opts.ActivationChanges == nil {
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if cl := client.Load(); cl != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = cl.ActivationChanges(ctx, before, after)
+			}
 		}
 	}
 	shell, err := native.New(opts)
@@ -59,16 +76,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		}
 		return nil, err
 	}
-	if opts.Agents == nil {
-		home, _ := os.UserHomeDir()
-		reg := agents.New(filepath.Join(shell.Home(), agents.FileName), agents.WithUserHome(home))
-		caps := shell.Capabilities()
-		caps.Agents = reg
-		options = append(options, WithCapabilities(caps))
-	} else {
-		options = append(options, WithCapabilities(shell.Capabilities()))
-	}
-	options = append(options, WithEngine(engine))
+	options = append(options, WithCapabilities(shell.Capabilities()))
 	cl, err := New(ctx, options...)
 	if err != nil {
 		_ = shell.Close()
@@ -77,8 +85,12 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		}
 		return nil, err
 	}
-	cl.owns = owns
+	cl.owns = cl.owns || owns
+	if owns {
+		cl.revision = revision
+	}
 	cl.closers = append(cl.closers, shell.Close)
+	client.Store(cl)
 	return cl, nil
 }
 

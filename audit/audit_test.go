@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/policy"
@@ -75,32 +75,44 @@ func TestDocsDeriveOperations(t *testing.T) {
 		section(t, doc, op)
 	}
 	sort.Strings(ops)
-	require.Len(t, ops, 17)
+	require.Equal(t, []string{"activate", "activation_changes", "agent_id", "configure_client", "configure_mcp", "connect",
+		"connections", "credential", "deactivate", "disconnect", "get_access_token", "grant", "import_forwarded", "launch",
+		"list_activations", "list_agents", "list_grants", "mcp_list", "revoke", "status", "test_connector",
+		"validate_catalog", "visible_servers"}, ops)
 
 	gate := section(t, doc, "get_access_token")
 	require.Contains(t, gate, "Decision rule `grantwire.gate.decision` (`policy/grantwire/gate/gate.rego`): get_access_token decision.")
 	require.Contains(t, gate, "- Arguments (`input.args`): `agent`, `provider`, `scopes`\n")
-	require.Contains(t, gate, "`oauth.refresh`")
-	require.Contains(t, gate, "- Effects it may request: `connection.delete`, `connection.set_refresh`, `event.emit`, `token.delete`, `token.put`\n")
+	require.Contains(t, gate, "- Facts it may ask for: `clock.now`, `env.get`, `http.request`, `keyring.get`, `ledger.read`, `lock.acquire`\n")
+	// Only the host ABI's effect kinds: the classification of a token endpoint's failure
+	// ({"kind": "transport", ...}) is not an effect.
+	require.Contains(t, gate, "- Effects it may request: `event.emit`, `keyring.delete`, `keyring.set`, `ledger.write`\n")
+	require.Contains(t, gate, "- Events it may emit: `connector.connection.cleared`\n")
 	for _, code := range []string{"AGENT_NOT_GRANTED", "NOT_CONNECTED", "REAUTH_REQUIRED", "TENANT_MISMATCH", "BUSY",
-		"CONNECTION_MISSING_SCOPES", "CONNECTION_REVOKED", "PROVIDER_ERROR"} {
+		"CONNECTION_MISSING_SCOPES", "CONNECTION_REVOKED", "PROVIDER_ERROR", "INSECURE_TRANSPORT"} {
 		require.Contains(t, gate, "| `"+code+"` |", code)
 	}
 	require.NotContains(t, gate, "SCOPE_MISMATCH")
 
-	// Arguments read through an alias (`_args := input.args`).
+	// Arguments read through an alias (`_args := input.args`); secrets are not arguments.
 	fwd := section(t, doc, "import_forwarded")
-	require.Contains(t, fwd, "`provider`")
-	require.Contains(t, fwd, "`has_client_secret`")
+	require.Contains(t, fwd, "- Arguments (`input.args`): `account_email`, `account_type`, `grant_agents`, `provider`, `scopes`\n")
+	require.NotContains(t, fwd, "`refresh_token`")
 	require.Contains(t, fwd, "| `SCOPE_MISMATCH` | 403 | 4 |")
 
-	// check_url does no I/O at all.
-	url := section(t, doc, "check_url")
-	require.Contains(t, url, "- Facts it may ask for: none\n")
-	require.Contains(t, url, "- Effects it may request: none\n")
+	// Disconnect revokes at the provider, best effort: a request it does not wait for.
+	require.Contains(t, section(t, doc, "disconnect"), "- Effects it may request: `event.emit`, `http.send`, `keyring.delete`, `ledger.write`\n")
+
+	// validate_catalog does no I/O at all.
+	vc := section(t, doc, "validate_catalog")
+	require.Contains(t, vc, "- Arguments (`input.args`): `file`, `strict`\n")
+	require.Contains(t, vc, "- Facts it may ask for: none\n")
+	require.Contains(t, vc, "- Effects it may request: none\n")
 
 	require.Contains(t, doc, "| `grantwire.gate.margin_ms` | `60000` | expiry margin:")
-	require.Contains(t, doc, "| `INSECURE_STORE` | 500 | 5 | reported by the shell, not built by the policy | the shell (host failure) |")
+	// Host failures are facts the policy turns into errors, for every operation.
+	require.Contains(t, doc, "| `INSECURE_STORE` | 500 | 5 | host failure: ")
+	require.Regexp(t, "\\| `INSECURE_STORE` \\|[^\\n]*\\| every operation \\(`decide`\\) \\|\\n", doc)
 	require.Contains(t, doc, "| `INTERNAL` | 500 | 5 |")
 	require.NotContains(t, doc, "no METADATA", "every public rule carries METADATA")
 }
@@ -167,7 +179,7 @@ func TestBuildEmbedded(t *testing.T) {
 	b, err := audit.Build(ctx, audit.BuildOptions{})
 	require.NoError(t, err)
 	require.Equal(t, a.Bytes, b.Bytes, "builds are deterministic")
-	require.Equal(t, grantwire.EmbeddedRevision(), a.Revision)
+	require.Equal(t, bundle.EmbeddedRevision(), a.Revision)
 	require.Equal(t, strings.Fields(policy.WasmSHA256)[0], a.WasmSHA256)
 
 	files := tarFiles(t, a.Bytes)
@@ -183,7 +195,7 @@ func TestBuildEmbedded(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(files[".manifest"], &m))
 	require.Equal(t, a.Revision, m.Revision)
-	require.ElementsMatch(t, []string{"grantwire", "catalog"}, m.Roots)
+	require.ElementsMatch(t, []string{"agents", "catalog", "grantwire"}, m.Roots)
 	eps := map[string]string{}
 	for _, w := range m.Wasm {
 		eps[w.Entrypoint] = w.Module
@@ -206,7 +218,7 @@ func TestBuildEmbedded(t *testing.T) {
 	require.Contains(t, rego, "policy/grantwire/decide.rego")
 
 	// grantwire reads it without OPA.
-	rb, err := grantwire.ReadBundle(bytes.NewReader(a.Bytes))
+	rb, err := bundle.Read(bytes.NewReader(a.Bytes))
 	require.NoError(t, err)
 	require.Equal(t, a.Revision, rb.Revision)
 }

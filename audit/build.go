@@ -1,12 +1,13 @@
 // Package audit is grantwire's policy tooling on OPA's Go packages: it builds the OPA
 // bundle that grantwire, OPA servers and OPA's bundle service share ([Build]), generates
-// docs/policy.md from the policy's METADATA ([Docs]), runs the policy's Rego tests, and
-// provides the `grantwire policy` commands ([PolicyCommand]: build, docs, replay, test).
+// docs/policy.md from the policy's METADATA ([Docs]), runs the policy's Rego tests,
+// and provides what the `grantwire policy` commands of cmd/grantwire run (audit, build, docs,
+// replay, test; in the OPA build of the command).
 //
 // It imports OPA (compile, bundle, ast, tester) and so must never be imported by the
 // runtime: the root package, core/wasmengine and the shells stay OPA-free (a test checks
-// the root package's dependencies). Reading a bundle without OPA is the root package's
-// job (grantwire.ReadBundle); replaying a decision log is package decisionlog's.
+// the root package's dependencies). It compiles the policy; package bundle reads and
+// writes the file without OPA; replaying a decision log is package decisionlog's.
 package audit
 
 import (
@@ -26,12 +27,13 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/compile"
 	"github.com/open-policy-agent/opa/v1/version"
 
-	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -48,7 +50,8 @@ type BuildOptions struct {
 	// `make wasm`).
 	PolicyDir string
 	// Catalog is the catalog JSON ({"connectors": ...}) to ship as data.catalog; nil ships
-	// the embedded catalog.
+	// the embedded catalog. The embedded built-in agents are shipped as
+	// data.agents.builtin either way.
 	Catalog []byte
 	// Describe is appended to the revision ("sha256:<16 hex>@<describe>"), typically
 	// `git describe --always --dirty`; see [GitDescribe].
@@ -72,9 +75,11 @@ type Built struct {
 // Build compiles the policy to WebAssembly with OPA's compiler (against
 // policy/capabilities.json, entrypoints from the `entrypoint: true` annotations, exactly
 // as `make wasm` does) and writes an OPA bundle: a .manifest with the revision, roots
-// [catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
+// [agents catalog grantwire], the wasm entrypoints and metadata.grantwire {wasm_sha256,
 // opa_version}; the Rego modules (tests excluded); /policy.wasm; and /data.json holding
-// the catalog under data.catalog. The output is deterministic.
+// the catalog under data.catalog and the built-in agents under data.agents.builtin. The
+// compiled policy judges the catalog first (validate_catalog). The output is
+// deterministic.
 func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
 	if err != nil {
@@ -82,6 +87,9 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	}
 	cat, err := catalog.Load(o.Catalog)
 	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if cat, err = cat.WithBuiltinAgents(catalog.Default().BuiltinAgents()); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	var data map[string]any
@@ -106,57 +114,79 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err := c.Build(ctx); err != nil {
 		return nil, fmt.Errorf("audit: compile %s: %w", root, err)
 	}
-	b := c.Bundle()
-	if len(b.WasmModules) != 1 {
-		return nil, fmt.Errorf("audit: the compiler produced %d wasm modules, want 1", len(b.WasmModules))
+	compiled := c.Bundle()
+	if len(compiled.WasmModules) != 1 {
+		return nil, fmt.Errorf("audit: the compiler produced %d wasm modules, want 1", len(compiled.WasmModules))
 	}
-	wasm := b.WasmModules[0].Raw
+	wasm := compiled.WasmModules[0].Raw
 	if o.PolicyDir == "" && !bytes.Equal(wasm, policy.Wasm) {
 		return nil, errors.New("audit: the embedded policy.wasm differs from a fresh compile of the embedded Rego: run `make wasm`")
+	}
+	if err := validateCatalog(ctx, wasm, cat.Data()); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
 	out := &Built{WasmSHA256: hex.EncodeToString(sum[:]), Revision: o.Revision}
 	if out.Revision == "" {
-		out.Revision = grantwire.RevisionOf(wasm)
+		out.Revision = bundle.RevisionOf(wasm)
 		if o.Describe != "" {
 			out.Revision += "@" + o.Describe
 		}
 	}
-	for _, w := range b.Manifest.WasmResolvers {
+	for _, w := range compiled.Manifest.WasmResolvers {
 		out.Entrypoints = append(out.Entrypoints, w.Entrypoint)
 	}
 
-	roots := append([]string(nil), grantwire.BundleRoots...)
-	b.Data = data
-	b.Manifest.Revision = out.Revision
-	b.Manifest.Roots = &roots
-	b.Manifest.Metadata = map[string]any{grantwire.BundleMetadataKey: map[string]any{
-		grantwire.BundleWasmSHA256: out.WasmSHA256,
-		"opa_version":              version.Version,
-		"catalog_connectors":       cat.IDs(),
-	}}
+	meta := map[string]any{"opa_version": version.Version, "catalog_connectors": cat.IDs()}
+	contents := bundle.Contents{Revision: out.Revision, Data: data, Wasm: wasm, Entrypoints: out.Entrypoints,
+		Metadata: map[string]any{bundle.MetadataKey: meta}}
 	if o.RegoOnly {
-		b.WasmModules, b.Manifest.WasmResolvers, out.Entrypoints = nil, nil, nil
-		b.Manifest.Metadata = map[string]any{grantwire.BundleMetadataKey: map[string]any{
-			"opa_version": version.Version, "catalog_connectors": cat.IDs(), "rego_only": true,
-		}}
+		contents.Wasm, contents.Entrypoints, out.Entrypoints = nil, nil, nil
+		meta["rego_only"] = true
+	} else {
+		meta[bundle.WasmSHA256Key] = out.WasmSHA256
 	}
 	// The compiler leaves out of its modules the rules it compiled to wasm entrypoints;
 	// ship the sources as written instead, so OPA's evaluator (and a reader) has them all.
-	if b.Modules, err = sourceModules(fsys, root); err != nil {
+	if contents.Modules, err = sourceModules(fsys, root); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := bundle.NewWriter(&buf).Write(*b); err != nil {
+	if err := bundle.Write(&buf, contents); err != nil {
 		return nil, fmt.Errorf("audit: write bundle: %w", err)
 	}
 	out.Bytes = buf.Bytes()
 	return out, nil
 }
 
-// sourceModules reads the Rego modules under root, tests excluded, sorted by path.
-func sourceModules(fsys fs.FS, root string) ([]bundle.ModuleFile, error) {
-	var out []bundle.ModuleFile
+// validateCatalog has the compiled policy judge the catalog it will ship with (its
+// validate_catalog operation, as grantwire judges a bundle's catalog when it runs one), so
+// no bundle is built that grantwire would refuse. A policy without the operation is not
+// asked.
+func validateCatalog(ctx context.Context, wasm, data []byte) error {
+	e, err := wasmengine.New(ctx, wasmengine.WithModule(wasm), wasmengine.WithData(data), wasmengine.WithPoolSize(1))
+	if err != nil {
+		return fmt.Errorf("audit: the compiled policy: %w", err)
+	}
+	defer e.Close(ctx)
+	if _, ok := e.Manifest().Ops["validate_catalog"]; !ok {
+		return nil
+	}
+	d, err := e.Decide(ctx, &core.Query{Op: "validate_catalog", Args: json.RawMessage(`{"strict":false}`),
+		Facts: map[string]json.RawMessage{}})
+	if err != nil {
+		return fmt.Errorf("audit: validate_catalog: %w", err)
+	}
+	if d.Error != nil {
+		return fmt.Errorf("audit: %s", d.Error.Message)
+	}
+	return nil
+}
+
+// sourceModules reads the Rego modules under root, tests excluded, each parsed (a module
+// OPA cannot parse is not shipped), sorted by path.
+func sourceModules(fsys fs.FS, root string) ([]bundle.File, error) {
+	var out []bundle.File
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || strings.HasSuffix(p, "_test.rego") {
 			return err
@@ -165,11 +195,10 @@ func sourceModules(fsys fs.FS, root string) ([]bundle.ModuleFile, error) {
 		if err != nil {
 			return err
 		}
-		m, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
+		if _, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1}); err != nil {
 			return err
 		}
-		out = append(out, bundle.ModuleFile{URL: "/" + p, Path: "/" + p, Raw: src, Parsed: m})
+		out = append(out, bundle.File{Path: p, Raw: src})
 		return nil
 	})
 	if err != nil {

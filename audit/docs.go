@@ -10,8 +10,22 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/policy"
 )
+
+// needKinds and effectKinds are the kinds of the host ABI: an object literal with "kind" is
+// a need or an effect only when its kind is one (the policy has other objects with a
+// "kind", such as the classification of a token endpoint's failure).
+var needKinds, effectKinds = kindSet(hostabi.NeedKinds), kindSet(hostabi.EffectKinds)
+
+func kindSet(kinds []string) map[string]bool {
+	m := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		m[k] = true
+	}
+	return m
+}
 
 // DocsPath is where the generated policy reference lives in the repository.
 const DocsPath = "docs/policy.md"
@@ -353,9 +367,9 @@ func (pm *policyModel) analyse(ri *ruleInfo, r *ast.Rule) {
 			return false
 		}
 		switch {
-		case obj.Get(ast.StringTerm("key")) != nil:
+		case needKinds[string(kind)] && obj.Get(ast.StringTerm("key")) != nil:
 			ri.needs[string(kind)] = true
-		default:
+		case effectKinds[string(kind)]:
 			ri.effects[string(kind)] = true
 			if typ := obj.Get(ast.StringTerm("type")); kind == "event.emit" && typ != nil {
 				if s, ok := typ.Value.(ast.String); ok {

@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -14,10 +15,10 @@ import (
 )
 
 func TestAuditOfTheEmbeddedPolicyPasses(t *testing.T) {
-	out, err := runPolicy(t, "audit", "--json")
-	require.NoError(t, err, out)
-	var rep audit.AuditReport
-	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	fsys, root, err := audit.PolicyFS("")
+	require.NoError(t, err)
+	rep, err := audit.Audit(context.Background(), fsys, root, audit.AuditOptions{})
+	require.NoError(t, err)
 	var names []string
 	for _, c := range rep.Checks {
 		names = append(names, c.Name)
@@ -164,26 +165,28 @@ func TestAuditFailsEachCheckOnAPolicyThatBreaksIt(t *testing.T) {
 	}
 }
 
-func TestAuditCommandExitsOneWithTheReport(t *testing.T) {
+// The report `grantwire policy audit` prints (its exit codes are tested in cmd/grantwire).
+func TestAuditReportNamesTheFailedCheck(t *testing.T) {
 	files := miniPolicy()
 	files["ops/ops.rego"] = strings.Replace(files["ops/ops.rego"], "# entrypoint: true\n", "", 1)
 	dir := writePolicy(t, files)
 
-	out, err := runPolicy(t, "audit", "--policy", dir, "--threshold", "100")
-	require.Equal(t, 1, exitCode(err), "%v\n%s", err, out)
-	require.ErrorContains(t, err, "policy audit failed: entrypoints")
-	require.Contains(t, out, "  FAIL  entrypoints")
-	require.Contains(t, out, "  ok    coverage     100.00% of")
-	require.Contains(t, out, "audit: FAIL (entrypoints)")
-
-	out, err = runPolicy(t, "audit", "--policy", dir, "--json")
-	require.Equal(t, 1, exitCode(err))
-	var rep audit.AuditReport
-	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	fsys, root, err := audit.PolicyFS(dir)
+	require.NoError(t, err)
+	rep, err := audit.Audit(context.Background(), fsys, root, audit.AuditOptions{Threshold: 100})
+	require.NoError(t, err)
 	require.Equal(t, []string{"entrypoints"}, rep.FailedChecks())
+	var out bytes.Buffer
+	audit.WriteAudit(&out, rep, false)
+	require.Contains(t, out.String(), "  FAIL  entrypoints")
+	require.Contains(t, out.String(), "  ok    coverage     100.00% of")
+	require.Contains(t, out.String(), "audit: FAIL (entrypoints)")
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var back audit.AuditReport
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, []string{"entrypoints"}, back.FailedChecks())
 
-	_, err = runPolicy(t, "audit", "--threshold", "0")
-	require.ErrorContains(t, err, "--threshold must be a percentage")
-	_, err = runPolicy(t, "audit", "--policy", filepath.Join(dir, "nope"))
+	_, _, err = audit.PolicyFS(filepath.Join(dir, "nope"))
 	require.ErrorContains(t, err, "not a directory")
 }

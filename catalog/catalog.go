@@ -8,7 +8,7 @@
 //
 // A catalog is {"connectors": {id: entry}}. Every entry has "type" (oauth_pkce, mcp_server
 // or mcp_remote) and, for people, "display_name", "description", "tier", "category" and
-// "docs_url". docs/behaviour.md describes every field; the policy (package
+// "docs_url". docs/behaviour.md#catalog describes every field; the policy (package
 // grantwire.catalog) is the validator.
 //
 // It imports the standard library only.
@@ -20,9 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
+
+	"github.com/grantwire/grantwire/internal/safefile"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 //go:embed catalog.json
@@ -44,8 +45,8 @@ const (
 // Tiers of the embedded catalog, in display order.
 var Tiers = []string{"core", "productivity", "dev", "search"}
 
-// MaxFileBytes bounds a catalog file.
-const MaxFileBytes = 4 << 20
+// MaxFileBytes bounds a catalog file (8 MiB; the embedded catalog is about 24 KiB).
+const MaxFileBytes = 8 << 20
 
 // EnvKey is one environment value an MCP server takes.
 type EnvKey struct {
@@ -57,7 +58,7 @@ type EnvKey struct {
 
 // Entry is a catalog entry as people see it.
 type Entry struct {
-	ID                      string            `json:"-"`
+	ID                      string            `json:"id,omitempty"`
 	Type                    string            `json:"type"`
 	DisplayName             string            `json:"display_name,omitempty"`
 	Description             string            `json:"description,omitempty"`
@@ -110,6 +111,7 @@ type Catalog struct {
 	entries    map[string]Entry
 	builtins   json.RawMessage
 	strict     bool
+	source     string
 }
 
 // Default returns the embedded catalog with the built-in agents.
@@ -154,35 +156,62 @@ func Load(raw []byte) (*Catalog, error) {
 // MaxFileBytes), with the built-in agents. It is validated strictly (Strict): unknown
 // fields are refused and what a working connector needs is required.
 func LoadFile(path string) (*Catalog, error) {
-	f, err := os.Open(path)
+	raw, _, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("catalog: %s is not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if len(raw) > MaxFileBytes {
-		return nil, fmt.Errorf("catalog: %s is larger than %d bytes", path, MaxFileBytes)
+	if err := strictjson.Check(raw); err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", path, err)
 	}
 	c, err := Load(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
-	c.builtins, c.strict = builtinAgents, true
+	c.builtins, c.strict, c.source = builtinAgents, true, path
 	return c, nil
 }
 
+// Source is the file a catalog came from ("" for the embedded one or JSON given directly).
+func (c *Catalog) Source() string { return c.source }
+
 // Strict reports whether the catalog came from a user's file (validated strictly).
 func (c *Catalog) Strict() bool { return c.strict }
+
+// BuiltinAgents returns the built-in agents the catalog carries (the JSON list that
+// becomes data.agents.builtin), or nil when it carries none.
+func (c *Catalog) BuiltinAgents() json.RawMessage {
+	if c.builtins == nil {
+		return nil
+	}
+	var b struct {
+		Agents json.RawMessage `json:"agents"`
+	}
+	if err := json.Unmarshal(c.builtins, &b); err != nil {
+		panic(err) // set by this package, always an object
+	}
+	return append(json.RawMessage(nil), b.Agents...)
+}
+
+// WithBuiltinAgents returns a copy of the catalog that carries list as its built-in agents
+// (a JSON array, as data.agents.builtin holds it: an OPA bundle's agents; nil: none). The
+// policy judges the agents; this only requires a JSON array.
+func (c *Catalog) WithBuiltinAgents(list json.RawMessage) (*Catalog, error) {
+	out := *c
+	out.builtins = nil
+	if list == nil {
+		return &out, nil
+	}
+	var agents []json.RawMessage
+	if err := json.Unmarshal(list, &agents); err != nil {
+		return nil, fmt.Errorf("catalog: the built-in agents must be a JSON array: %w", err)
+	}
+	doc, err := json.Marshal(map[string]json.RawMessage{"agents": list})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: the built-in agents: %w", err)
+	}
+	out.builtins = doc
+	return &out, nil
+}
 
 // duplicateIDs refuses a connectors object that names an id twice (encoding/json would
 // silently keep the last one).

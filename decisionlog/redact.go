@@ -29,8 +29,15 @@ var secretNames = map[string]bool{
 }
 
 // pseudonymKeys are members whose string values are opaque tokens derived from secrets:
-// refresh-token digests ("refresh") and the version tokens of stored blobs ("version").
-var pseudonymKeys = map[string]bool{"refresh": true, "version": true}
+// the digests and CRC-32s of secret descriptions ({"$ref", "digest", "crc32"}), the
+// client-id hashes the policy copies from those CRC-32s ("client_id_hash"), and the version
+// tokens of stored values ("version").
+var pseudonymKeys = map[string]bool{"digest": true, "crc32": true, "client_id_hash": true, "version": true}
+
+// emptySecret are the digest and the CRC-32 of the empty string, as a host describes it:
+// they reveal nothing but emptiness, and the policy compares digests with the first to
+// tell an empty secret from a real one, so they are kept for the log to replay.
+var emptySecret = map[string]bool{"sha256:e3b0c44298fc1c14": true, "00000000": true}
 
 const erasedValue = "[redacted]"
 
@@ -41,12 +48,14 @@ var (
 
 // Redact returns input and result with, in every object at any depth:
 //
-//   - the string value of each "refresh" and "version" member (refresh-token digests and
-//     the version tokens of keyring blobs) replaced by a pseudonym "[redacted:N]". Equal
-//     values get the same pseudonym within one event, numbered in canonical order, input
-//     first. The policy only compares these tokens for equality and copies them into
-//     preconditions, so it decides the redacted input exactly as it decided the original,
-//     up to the same replacement: that is what makes a log replayable;
+//   - the string value of each "digest", "crc32", "client_id_hash" and "version" member
+//     (what secret descriptions say of their secret, the client-id hash taken from one, and
+//     the version tokens of stored values) replaced by a pseudonym "[redacted:N]", except
+//     the digest and CRC-32 of the empty string. Equal values get the same pseudonym within
+//     one event, numbered in canonical order, input first. The policy only compares these
+//     tokens for equality and copies them into preconditions, results and ledgers, so it
+//     decides the redacted input exactly as it decided the original, up to the same
+//     replacement: that is what makes a log replayable;
 //   - the value of each "$ref" member (the reference to a secret the shell holds) replaced
 //     by "[redacted]";
 //   - the string value of each member named like a secret (access_token, refresh_token,
@@ -130,7 +139,7 @@ func (r *redactor) walk(v any, path []string) any {
 			case isString && secretNames[k]:
 				x[k] = erasedValue
 				r.erased = append(r.erased, pointer(p))
-			case isString && pseudonymKeys[k]:
+			case isString && pseudonymKeys[k] && !emptySecret[s]:
 				x[k] = r.pseudonym(s)
 				r.masked = append(r.masked, pointer(p))
 			default:

@@ -140,6 +140,9 @@ func (o *Op) loopbackWait(ctx context.Context, n core.Need) (any, error) {
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return map[string]any{"status": "timeout"}, nil
 	}
+	if errors.Is(err, hostabi.ErrUnavailable) {
+		return map[string]any{"status": "unavailable", "reason": err.Error()}, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -14,12 +13,28 @@ import (
 // maxDepth bounds the nesting of a JSON document a host accepts from storage.
 const maxDepth = 64
 
+// Reasons a stored JSON document is refused (the "corrupt" answer of ledger.read). They are
+// a fixed vocabulary, so that every host (shells/wasm/node too) words them alike and the
+// core sees the same facts whatever host read the file; hostabi/README.md lists them.
+const (
+	reasonUTF8     = "not valid UTF-8"
+	reasonSyntax   = "not valid JSON"
+	reasonTrailing = "trailing data after the JSON document"
+	reasonDepth    = "nested deeper than 64" // maxDepth
+)
+
+// reasonDuplicate names a member that appears twice (the name as a JSON string).
+func reasonDuplicate(name string) string {
+	b, _ := encodeValue(name)
+	return "duplicate member " + string(b)
+}
+
 // decodeStrict parses one JSON document as a host must read stored data: valid UTF-8, no
 // duplicate member names, nothing after the document, nesting at most maxDepth. Numbers
-// stay json.Number (their text).
+// stay json.Number (their text). The error is one of the reasons above.
 func decodeStrict(b []byte) (any, error) {
 	if !utf8.Valid(b) {
-		return nil, errors.New("not valid UTF-8")
+		return nil, errors.New(reasonUTF8)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -28,21 +43,23 @@ func decodeStrict(b []byte) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("trailing data after the JSON document")
+		return nil, errors.New(reasonTrailing)
 	}
 	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
-		return nil, errors.New("trailing data after the JSON document")
+		return nil, errors.New(reasonTrailing)
 	}
 	return v, nil
 }
 
+var errSyntax = errors.New(reasonSyntax)
+
 func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+		return nil, errors.New(reasonDepth)
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+		return nil, errSyntax
 	}
 	switch t := tok.(type) {
 	case json.Delim:
@@ -52,11 +69,14 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return nil, fmt.Errorf("not valid JSON: %w", err)
+					return nil, errSyntax
 				}
-				k := kt.(string)
+				k, ok := kt.(string)
+				if !ok {
+					return nil, errSyntax
+				}
 				if _, dup := m[k]; dup {
-					return nil, fmt.Errorf("duplicate member %s", strconv.Quote(cut(k, 64)))
+					return nil, errors.New(reasonDuplicate(k))
 				}
 				v, err := decodeValue(dec, depth+1)
 				if err != nil {
@@ -65,7 +85,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				m[k] = v
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("not valid JSON: %w", err)
+				return nil, errSyntax
 			}
 			return m, nil
 		case '[':
@@ -78,11 +98,11 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 				list = append(list, v)
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("not valid JSON: %w", err)
+				return nil, errSyntax
 			}
 			return list, nil
 		}
-		return nil, errors.New("not valid JSON")
+		return nil, errSyntax
 	default:
 		return t, nil
 	}

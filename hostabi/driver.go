@@ -82,8 +82,6 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
 	}
 	runCtx, committed := ctx, false
-	cancelCommit := func() {}
-	defer func() { cancelCommit() }()
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
 		q.Round = out.Rounds
 		for _, n := range pending {
@@ -99,12 +97,14 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 				}
 				if n.Bool("commit") {
 					committed = true
-					runCtx, cancelCommit = context.WithTimeout(context.WithoutCancel(ctx), CommitTimeout)
+					var stop context.CancelFunc
+					runCtx, stop = context.WithTimeout(context.WithoutCancel(ctx), CommitTimeout)
+					defer stop() // once: committed is set only here
 				}
 			}
 			v, err := p.Fetch(runCtx, n)
 			if err != nil {
-				return nil, err
+				return nil, canceled(ctx, committed, err)
 			}
 			q.Facts[n.Key] = v
 			if isHostError(v) {
@@ -113,7 +113,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		}
 		dec, err := d.Engine.Decide(runCtx, q)
 		if err != nil {
-			return nil, err
+			return nil, canceled(ctx, committed, err)
 		}
 		if dec.Status == core.StatusNeed {
 			pending = dec.Needs
@@ -147,6 +147,15 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		q.Facts[FactApply+strconv.Itoa(q.Attempt)], _ = json.Marshal(map[string]any{"host_error": he})
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
+}
+
+// canceled reports a failure caused by the caller's cancellation before the operation
+// committed as ErrCanceled (nothing was written); other errors stay as they are.
+func canceled(ctx context.Context, committed bool, err error) error {
+	if !committed && ctx.Err() != nil && !errors.Is(err, ErrCanceled) {
+		return fmt.Errorf("%w: %w", ErrCanceled, ctx.Err())
+	}
+	return err
 }
 
 // copyFacts returns base plus the facts of from that report a held lock.

@@ -3,6 +3,7 @@ package hostabi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,33 +11,36 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/layout"
 )
 
 const testCatalog = `{"catalog":{"connectors":{
- "google":{"type":"oauth_pkce","default_scopes":["openid"]},
+ "google":{"type":"oauth_pkce","default_scopes":["openid"],
+   "authorization_url":"https://accounts.example/auth","token_url":"https://accounts.example/token"},
  "mcp-github":{"type":"mcp_server","command":"npx","args":["-y","server-github"],"env":[{"key":"GITHUB_TOKEN","required":true}]}}}}`
 
-func setup(t *testing.T) (*hostabi.Driver, *memhost.World, *hostabi.Host) {
+func setup(t *testing.T) (*hostabi.Driver, *memhost.World, *host.Host) {
 	t.Helper()
 	ctx := context.Background()
 	e, err := wasmengine.New(ctx, wasmengine.WithData([]byte(testCatalog)), wasmengine.WithPoolSize(1))
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close(ctx) })
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	w.SetConnector(hostabi.Connector{ID: "google", Type: "oauth_pkce"})
-	h := hostabi.NewHost(w.Capabilities(""))
+	w.Server.Serve("google", map[string]string{"authorization_url": "https://accounts.example/auth", "token_url": "https://accounts.example/token"})
+	h := host.New(w.Capabilities(""))
 	return &hostabi.Driver{Engine: e, Host: h}, w, h
 }
 
 func TestDriverConnectGrantToken(t *testing.T) {
 	ctx := context.Background()
-	d, w, _ := setup(t)
+	d, w, h := setup(t)
 	var trace []string
-	d.Host.Trace = func(l string) { trace = append(trace, l) }
+	h.Trace = func(l string) { trace = append(trace, l) }
 
-	out, err := d.Run(ctx, "configure_client", map[string]any{"connector": "google", "client_id_hash": hostabi.ClientIDHash("cid"), "has_secret": true},
+	out, err := d.Run(ctx, "configure_client", map[string]any{"connector": "google"},
 		map[string]string{"client_id": "cid", "client_secret": "csecret"})
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "%v", out.Error)
@@ -50,6 +54,7 @@ func TestDriverConnectGrantToken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "AGENT_NOT_GRANTED", out.Error.Code)
 	require.Contains(t, out.Error.Message, "grantwire grants grant google builtin:chat --scopes gmail")
+	require.Equal(t, 0, out.Rounds, "an ungranted agent is refused on the first question")
 
 	out, err = d.Run(ctx, "grant", map[string]any{"connector": "google", "agent": "builtin:chat", "scopes": []string{"gmail"}}, nil)
 	require.NoError(t, err)
@@ -74,7 +79,61 @@ func TestDriverConnectGrantToken(t *testing.T) {
 	out, err = d.Run(ctx, "get_access_token", tok, nil)
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "%v", out.Error)
-	require.Equal(t, 1, w.Server.Requests)
-	require.NotContains(t, strings.Join(trace, "\n"), "csecret")
-	require.NotContains(t, strings.Join(trace, "\n"), v)
+	require.Equal(t, 1, w.Server.RequestCount())
+	all := strings.Join(trace, "\n")
+	require.NotContains(t, all, "csecret")
+	require.NotContains(t, all, v)
+	for _, stored := range w.Keyring() {
+		require.NotContains(t, all, stored, "a keyring value reached a transcript")
+	}
+}
+
+// A caller that gives up before anything is written gets ErrCanceled, and nothing is
+// written.
+func TestCancellationBeforeTheEffectsWritesNothing(t *testing.T) {
+	d, w, h := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.Yield = func(context.Context) { cancel() } // cancelled at the first host call
+	_, err := d.Run(ctx, "grant", map[string]any{"connector": "google", "agent": "builtin:chat", "scopes": []string{"gmail"}}, nil)
+	require.ErrorIs(t, err, hostabi.ErrCanceled)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, w.File(layout.Grants), "nothing was written")
+}
+
+// Once a refresh is on the wire, the caller's cancellation does not stop the operation:
+// the rotated refresh token is saved.
+func TestACommittedRefreshIsSavedDespiteCancellation(t *testing.T) {
+	d, w, h := setup(t)
+	ctx := context.Background()
+	w.SetKeyring(hostabi.DefaultService, layout.ClientUser("google"), layout.Client{ClientID: "cid", ClientSecret: "cs"}.Encode())
+	w.SetKeyring(hostabi.DefaultService, layout.ConnectionUser("google"), layout.Connection{
+		AccountEmail: "a@example.org", ClientIDHash: layout.ClientIDHash("cid"), RefreshToken: "rt-1",
+		Scopes: []string{"gmail"}, ConnectedAt: 1_789_000_000_000}.Encode())
+	w.Server.Issue("google", "rt-1")
+	w.SetFile(layout.Grants, []byte(`{"google":{"builtin:chat":["gmail"]}}`))
+
+	cctx, cancel := context.WithCancel(ctx)
+	w.Server.BeforeRefresh = func(string) { cancel() } // Ctrl-C while the request is in flight
+	_ = h
+	out, err := d.Run(cctx, "get_access_token", map[string]any{"provider": "google", "agent": "builtin:chat", "scopes": []string{"gmail"}}, nil)
+	require.NoError(t, err, "a committed operation finishes")
+	require.Nil(t, out.Error, "%v", out.Error)
+	c, err := layout.ParseConnection(w.Keyring()[hostabi.DefaultService+"\x00"+layout.ConnectionUser("google")])
+	require.NoError(t, err)
+	require.Equal(t, "refresh-google-0002", c.RefreshToken, "the rotated refresh token was saved")
+}
+
+// A capability's failure reaches the core as a host_error fact; the core reports it.
+func TestAHostFailureIsThePolicysError(t *testing.T) {
+	d, w, _ := setup(t)
+	w.Fail(memhost.Failure{Op: "set", User: layout.ClientUser("google"), Err: &hostabi.HostError{
+		Code: hostabi.HostErrInsecureStore, Detail: "no Secret Service", Fix: "apt-get install gnome-keyring"}})
+	out, err := d.Run(context.Background(), "configure_client", map[string]any{"connector": "google"},
+		map[string]string{"client_id": "cid", "client_secret": "csecret"})
+	require.NoError(t, err)
+	require.True(t, out.HostFailure)
+	require.Equal(t, "INSECURE_STORE", out.Error.Code)
+	require.Equal(t, "apt-get install gnome-keyring", out.Error.Fix)
+	require.Contains(t, out.Error.Message, "no Secret Service")
+	require.False(t, errors.Is(err, hostabi.ErrConflict))
 }

@@ -48,6 +48,25 @@ type HostError struct {
 
 func (e *HostError) Error() string { return e.Detail }
 
+// Reasons a host will not read a file as a ledger (FileRefused): part of the fixed
+// vocabulary of ledger.read's corrupt answer (README.md).
+const (
+	RefusedSymlink    = "a symbolic link"
+	RefusedBrokenLink = "a symbolic link to no regular file"
+	RefusedNotRegular = "not a regular file"
+	RefusedTooLarge   = "larger than 16 MiB"
+)
+
+// FileRefused is a file a host will not read as a ledger (a symbolic link, a FIFO or
+// device, a file over the size cap). The host answers ledger.read with corrupt: Reason,
+// the policy says what to do, and the file is left as it is.
+type FileRefused struct {
+	Path   string
+	Reason string // one of the Refused… reasons
+}
+
+func (e *FileRefused) Error() string { return e.Path + " is " + e.Reason }
+
 // Keyring stores secrets in the OS credential store. Every method is bounded by ctx.
 //
 //   - Get returns an error wrapping ErrNotFound when nothing is stored.
@@ -174,4 +193,22 @@ type Performer interface {
 // Host starts operations.
 type Host interface {
 	Begin(op string) Performer
+}
+
+// browserKey carries an operation's own way of showing an authorization URL.
+type browserKey struct{}
+
+// WithBrowser returns a context whose operation shows the authorization URL of its
+// loopback.wait with show instead of the shell's browser: a server hands the URL to the
+// page that asked for the authorization (a call per operation, where the shell's browser is
+// one per process). show returns an error when it could not show the URL; a shell then
+// behaves as without a browser. Shells that honour it: shells/native.
+func WithBrowser(ctx context.Context, show func(url string) error) context.Context {
+	return context.WithValue(ctx, browserKey{}, show)
+}
+
+// BrowserFrom returns the function given with WithBrowser, or nil.
+func BrowserFrom(ctx context.Context) func(url string) error {
+	f, _ := ctx.Value(browserKey{}).(func(url string) error)
+	return f
 }

@@ -49,7 +49,8 @@ const (
 
 	// NeedLoopbackWait shows the authorization URL to the user and waits for the callback
 	// whose state matches (constant time). Params: url, state, timeout_ms, connector.
-	// Answer: {status:"callback", params} or {status:"timeout"|"canceled"}.
+	// Answer: {status:"callback", params} or {status:"timeout"}; the caller's cancellation
+	// ends the operation.
 	NeedLoopbackWait = "loopback.wait"
 )
 

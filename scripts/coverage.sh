@@ -30,8 +30,10 @@ trap 'rm -rf "$tmp"' EXIT
 if [[ -z "$report" ]]; then
 	report=$tmp/report.json
 	# Each test takes well under a second, but coverage tracing on a busy 2-core machine can
-	# stretch one past OPA's default 5 s deadline; 60 s keeps the run from flaking.
-	if ! go tool opa test --coverage --fail-on-empty --timeout 60s --format json "$dir" >"$report"; then
+	# stretch one past OPA's default 5 s deadline; 60 s keeps the run from flaking. A test
+	# named todo_* (a known policy bug, written as the correct behaviour) is skipped, and
+	# --exit-zero-on-skipped keeps a skip from failing the run; failures still fail it.
+	if ! go tool opa test --coverage --fail-on-empty --exit-zero-on-skipped --timeout 60s --format json "$dir" >"$report"; then
 		cat "$report" >&2
 		echo "coverage: opa test failed (above); no coverage figure" >&2
 		exit 1

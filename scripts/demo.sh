@@ -16,7 +16,12 @@ cd "$(dirname "$0")/.."
 
 DEMO_TMP=$(mktemp -d -t grantwire-demo.XXXXXX) || exit 1
 AUTH_PID=''
+SERVE_PID=''
 cleanup() {
+	if [ -n "$SERVE_PID" ]; then
+		kill "$SERVE_PID" 2>/dev/null
+		wait "$SERVE_PID" 2>/dev/null
+	fi
 	if [ -n "$AUTH_PID" ]; then
 		kill "$AUTH_PID" 2>/dev/null
 		wait "$AUTH_PID" 2>/dev/null
@@ -68,10 +73,42 @@ run() {
 	[ "$want" = 0 ] || out "(exit code $rc)"
 }
 
+# build_progress reads `go build -v` (the packages it compiles, one a line) and shows the
+# progress: a counter on a terminal, a line every 50 packages otherwise. Other lines (a
+# compile error) are printed as they are.
+build_progress() {
+	local n=0 line
+	while IFS= read -r line; do
+		case "$line" in
+		'' | *' '* | '#'*) printf '%s\n' "$line" ;;
+		*)
+			n=$((n + 1))
+			if [ -t 1 ]; then
+				printf '\r  %d packages compiled (%.50s)\033[K' "$n" "$line"
+			elif [ $((n % 50)) = 0 ]; then
+				out "  $n packages compiled so far..."
+			fi
+			;;
+		esac
+	done
+	[ ! -t 1 ] || [ "$n" = 0 ] || printf '\r\033[K'
+	if [ "$n" = 0 ]; then
+		out "  up to date (Go's build cache had everything)"
+	else
+		out "  $n package(s) compiled"
+	fi
+}
+
 say "grantwire demo: which AI agent may use which connection, with every secret in the OS credential store."
-say "Building grantwire, the local OAuth server and the stand-in browser..."
-go build -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser ||
-	fail "go build failed (Go 1.26 or later is required)"
+command -v go >/dev/null || fail "Go 1.26 or later is required (https://go.dev/dl/)"
+say "Downloading the Go modules grantwire needs (go mod download; nothing when they are already here)..."
+go mod download || fail "go mod download failed (is the Go module proxy reachable?)"
+say "Building grantwire, the local OAuth server and the stand-in browser. The first build compiles"
+out "#    every dependency (a few minutes on 2 cores); later builds take seconds."
+start=$SECONDS
+go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
+[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
+out "  built in $((SECONDS - start)) s"
 
 say "Starting a private Secret Service (its own dbus-daemon and gnome-keyring-daemon, a fresh login keyring)..."
 keyring_ensure_installed || fail "no Secret Service: install gnome-keyring as explained above, then run make demo again"
@@ -101,6 +138,8 @@ export GRANTWIRE_CATALOG=$DEMO_TMP/catalog.json
 sed -e "s#https://accounts.google.com/o/oauth2/v2/auth#$ISSUER/authorize#" \
 	-e "s#https://oauth2.googleapis.com/token#$ISSUER/token#" \
 	-e "s#https://openidconnect.googleapis.com/v1/userinfo#$ISSUER/userinfo#" \
+	-e "s#https://oauth2.googleapis.com/revoke#$ISSUER/revoke#" \
+	-e "s#\"https://accounts.google.com\"#\"$ISSUER\"#" \
 	"$DEMO_TMP/catalog.embedded.json" >"$GRANTWIRE_CATALOG"
 
 GMAIL=https://www.googleapis.com/auth/gmail.readonly
@@ -141,7 +180,10 @@ say "7. A local MCP server takes an API key in its environment: KEY=VALUE lines 
 out "#    the keyring; mcp_servers.json holds only a reference to it."
 run 0 "printf 'BRAVE_API_KEY=%s\n' \"\$BRAVE_API_KEY\" | grantwire configure mcp-brave-search --from-stdin" \
 	"Configured mcp-brave-search: BRAVE_API_KEY stored in the credential store."
-run 0 "cat \"\$GRANTWIRE_HOME\"/mcp_servers.json" '"BRAVE_API_KEY": {' '"$keyring": "grantwire.connections:mcp-brave-search:BRAVE_API_KEY"'
+out "#    This demo's home is not ~/.grantwire, so its secrets are under a keyring service of its own"
+out "#    (grantwire.connections.<hash of the home>): two homes never share secrets unless told to"
+out "#    (--keyring-service)."
+run 0 "cat \"\$GRANTWIRE_HOME\"/mcp_servers.json" '"BRAVE_API_KEY": {' '"$keyring": "grantwire.connections.' ':mcp-brave-search:BRAVE_API_KEY"'
 
 say "8. Show its tools to the research agent. One click: the agent declares it needs the server, so"
 out "#    activation also grants it (\"use\")."
@@ -172,7 +214,30 @@ run 0 "grantwire grants list" "No grants."
 run 0 "grantwire activations list" "No activations."
 run 0 "grantwire mcp list" "No MCP servers are configured."
 
-say "12. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
+say "12. The same operations over HTTP: grantwire serve prints its URL (open it for Settings → Connectors;"
+out "#     every change made there or by the CLI shows live). It binds 127.0.0.1 only, and every POST, PUT"
+out "#     and DELETE needs the header X-Grantwire-UI: 1, so another web site cannot act through it."
+out "\$ grantwire serve &"
+"$DEMO_TMP/bin/grantwire" serve >"$DEMO_TMP/serve.json" 2>"$DEMO_TMP/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 200); do
+	[ -s "$DEMO_TMP/serve.json" ] && break
+	sleep 0.05
+done
+SERVE_URL=$(sed -nE 's/.*"url":"([^"]+)".*/\1/p' "$DEMO_TMP/serve.json")
+[ -n "$SERVE_URL" ] || fail "grantwire serve did not start: $(cat "$DEMO_TMP/serve.log")"
+out "$(cat "$DEMO_TMP/serve.json")"
+out "Settings → Connectors: $SERVE_URL"
+if command -v curl >/dev/null; then
+	run 0 "curl -s \"\$SERVE_URL/api/connectors/mcp-brave-search\"" '"id":"mcp-brave-search"' '"configured":false'
+	run 0 "curl -s -X PUT -d '{\"scopes\": [\"use\"]}' \"\$SERVE_URL/api/connectors/mcp-brave-search/grants/builtin:chat\"" '"code":"UI_HEADER_REQUIRED"'
+fi
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "grantwire serve did not stop cleanly on SIGTERM: $(cat "$DEMO_TMP/serve.log")"
+cat "$DEMO_TMP/serve.log" >>"$TRANSCRIPT"
+out "(stopped with SIGTERM)"
+
+say "13. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
 run 0 "cd \"\$GRANTWIRE_HOME\" && stat -c '%A  %n' . * connectors/*" "drwx------  connectors" "-rw-------  mcp_servers.json" \
 	"-rw-------  connectors/grants.json" "-rw-------  connectors/state.json"
 leaks=0

@@ -9,7 +9,6 @@
 # nothing else can be spawned on it and both daemons have PIDs we stop), then
 # gnome-keyring-daemon --unlock with a non-empty password against fresh XDG directories
 # (a fresh login keyring every run), and waits until the login collection is published.
-# The recipe and its measurements: the project's CI notes (reference/ci-infra.md §1).
 # keyring_ensure_installed installs gnome-keyring with apt-get when it is missing and this
 # shell may do so (root with apt-get), and explains what to install otherwise.
 
@@ -33,10 +32,12 @@ keyring_ensure_installed() {
 	return 1
 }
 
+# KR_DATA_DIR, when set, holds the keyring files instead of a throwaway directory (a
+# keyring kept across sessions: scripts/keyring-session.sh start --keep DIR).
 keyring_start() {
 	KR_TMP=$(mktemp -d -t grantwire-keyring.XXXXXX) || return 1
 	mkdir -p "$KR_TMP/run" "$KR_TMP/data" && chmod 700 "$KR_TMP" "$KR_TMP/run" || return 1
-	export XDG_RUNTIME_DIR="$KR_TMP/run" XDG_DATA_HOME="$KR_TMP/data"
+	export XDG_RUNTIME_DIR="$KR_TMP/run" XDG_DATA_HOME="${KR_DATA_DIR:-$KR_TMP/data}"
 	export DBUS_SESSION_BUS_ADDRESS="unix:path=$KR_TMP/run/bus"
 	unset DISPLAY WAYLAND_DISPLAY
 	cat >"$KR_TMP/bus.conf" <<CONF

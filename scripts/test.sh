@@ -17,11 +17,30 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	trap keyring_stop EXIT
 	export GRANTWIRE_REAL_KEYRING=1
 fi
-go test -count=1 ./...
-# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
+# The Connectors page's browser test (surfaces/rest) drives a real headless Chromium:
+# Debian's chromium is installed with apt-get when missing and possible, as gnome-keyring is.
+. scripts/chromium-lib.sh
+chromium_ensure_installed || {
+	echo "test: no Chromium for the page's browser test (see above)" >&2
+	exit 1
+}
+export GRANTWIRE_REQUIRE_BROWSER=1
+# One package may take minutes on two busy cores (the e2e tests start many processes).
+go test -count=1 -timeout 25m ./...
+# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts,
+# cancellations), and the native engine's shared state (its cache of data-only rules, its
+# pool of evaluations).
+# The race detector needs a C compiler: gcc is installed with apt-get when missing and
+# possible, as gnome-keyring is.
+if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "test: installing gcc (the race detector needs a C compiler)..." >&2
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null ||
+		echo "test: apt-get could not install gcc" >&2
+fi
 if command -v gcc >/dev/null; then
-	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine
+	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort|TestCancel' ./core/wasmengine ./core/nativeengine
 else
-	echo "test: no C compiler, so the race detector cannot run (apt-get install gcc)" >&2
+	echo "test: no C compiler, so the race detector cannot run (Debian/Ubuntu: apt-get install gcc)" >&2
 	exit 1
 fi

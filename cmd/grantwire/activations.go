@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) activationsCmd() *cobra.Command {
@@ -37,7 +39,7 @@ created with --scopes if given, else the scopes the agent declares for the serve
 these it is a configuration error naming what to pass. An existing grant is never changed.`,
 		Example: `  grantwire activations activate mcp-brave-search builtin:chat
   grantwire activations activate mcp-github installed:reviewer --scopes use`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)
@@ -62,6 +64,9 @@ these it is a configuration error naming what to pass. An existing grant is neve
 				a.printf("Activated %s for %s.\n", res.Connector, res.Agent)
 			} else {
 				a.printf("%s was already active for %s.\n", res.Connector, res.Agent)
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),
@@ -88,7 +93,7 @@ func (a *app) activationsListCmd() *cobra.Command {
 		Short: "List the activations of every MCP server, or of one",
 		Example: `  grantwire activations list
   grantwire activations list mcp-github --json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			connector := ""
@@ -104,7 +109,19 @@ func (a *app) activationsListCmd() *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(acts)
+				type row struct {
+					Connector string `json:"connector"`
+					Agent     string `json:"agent"`
+				}
+				rows := []row{}
+				for _, conn := range sortedKeys(acts) {
+					for _, agent := range sortedKeys(acts[conn]) {
+						if acts[conn][agent] {
+							rows = append(rows, row{conn, agent})
+						}
+					}
+				}
+				return a.printJSON(map[string]any{"activations": rows})
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			rows := 0
@@ -117,7 +134,7 @@ func (a *app) activationsListCmd() *cobra.Command {
 						fmt.Fprintln(tw, "CONNECTOR\tAGENT")
 					}
 					rows++
-					fmt.Fprintf(tw, "%s\t%s\n", conn, agent)
+					safetext.Fprintf(tw, "%s\t%s\n", conn, agent)
 				}
 			}
 			if rows == 0 {
@@ -134,7 +151,7 @@ func (a *app) deactivateCmd() *cobra.Command {
 		Use:     "deactivate <connector> <agent>",
 		Short:   "Hide an MCP server's tools from an agent (the grant is kept)",
 		Example: `  grantwire activations deactivate mcp-github builtin:chat`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)

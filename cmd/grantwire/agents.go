@@ -1,17 +1,14 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
+	"path/filepath"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire/agents"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) agentsCmd() *cobra.Command {
@@ -46,27 +43,19 @@ cannot be read) and declarations the catalog does not offer are reported as warn
 stderr (and under "problems" with --json).`,
 		Example: `  grantwire agents list
   grantwire agents list --json | jq -r '.agents[] | select(.consumes_mcp_servers) | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			reg := a.Agents()
-			list, err := reg.List()
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
 			if err != nil {
-				return a.codeError(cmd.Context(), "CORRUPT_LEDGER", err.Error(),
-					fmt.Sprintf("correct it, or move it aside to use only the built-in agents: mv %s %s.corrupt", reg.Path(), reg.Path()))
+				return err
 			}
-			problems := reg.Problems()
-			if cat, err := a.Catalog(); err == nil {
-				more, _ := reg.Check(func(id string) ([]string, bool) {
-					e, ok := cat.Entry(id)
-					return e.AvailableScopes, ok
-				})
-				problems = append(problems, more...)
+			list, problems, err := c.Agents(ctx)
+			if err != nil {
+				return err
 			}
 			if a.jsonOut {
-				if problems == nil {
-					problems = []agents.Problem{}
-				}
-				return a.printJSON(map[string]any{"file": reg.Path(), "agents": list, "problems": problems})
+				return a.printJSON(map[string]any{"file": filepath.Join(a.home, "agents.json"), "agents": list, "problems": problems})
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tORIGIN\tMCP\tDECLARES")
@@ -80,13 +69,13 @@ stderr (and under "problems" with --json).`,
 					decl = append(decl, fmt.Sprintf("%s(%d)", r.Connector, len(r.Scopes)))
 				}
 				sort.Strings(decl)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.ID, ag.Origin, mcp, orDash(decl))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.ID, ag.Origin, mcp, orDash(decl))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			for _, p := range problems {
-				a.warnf("%s", p.String())
+				a.warnf("%s: %s", p.Agent, p.Message)
 			}
 			return nil
 		}),
@@ -105,28 +94,23 @@ the old id do not carry over.`,
 		Example: `  grantwire agents id ./reviewer.py
   grantwire agents id ./agent.py --name reviewer
   grantwire agents id ./agent.py --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			path := a.expandHome(args[0])
-			src, err := os.ReadFile(path)
+			ctx := cmd.Context()
+			path, err := filepath.Abs(a.expandHome(args[0]))
 			if err != nil {
-				return usagef("cannot read the agent source: %v", err)
+				return usagef("%v", err)
 			}
-			n := name
-			if n == "" {
-				base := path[strings.LastIndexAny(path, `/\`)+1:]
-				if i := strings.LastIndex(base, "."); i > 0 {
-					base = base[:i]
-				}
-				n = base
-			}
-			id, err := agents.CustomID(src, n)
+			c, err := a.Client(ctx)
 			if err != nil {
-				return usagef("%v; pass --name", err)
+				return err
+			}
+			id, err := c.AgentID(ctx, path, name)
+			if err != nil {
+				return err
 			}
 			if a.jsonOut {
-				sum := sha256.Sum256(src)
-				return a.printJSON(map[string]string{"id": id, "name": n, "source": path, "sha256": hex.EncodeToString(sum[:])})
+				return a.printJSON(map[string]string{"id": id, "source": path})
 			}
 			a.printf("%s\n", id)
 			return nil

@@ -1,29 +1,32 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/agents"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/regoengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/core/nativeengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -50,6 +53,9 @@ type env struct {
 	ReadPassword func() (string, error)
 	// UserHome is the user's home directory (os.UserHomeDir).
 	UserHome func() (string, error)
+	// CacheDir is the user's cache directory (os.UserCacheDir), where the compiled policy
+	// is kept; nil or an error means none.
+	CacheDir func() (string, error)
 }
 
 func osEnv() env {
@@ -71,6 +77,7 @@ func osEnv() env {
 			return string(b), err
 		},
 		UserHome: os.UserHomeDir,
+		CacheDir: os.UserCacheDir,
 	}
 }
 
@@ -99,22 +106,28 @@ type app struct {
 	// Global flags.
 	home, service, engineName, catalogPath string
 	bundlePath, decisionLogPath            string
-	jsonOut                                bool
+	jsonOut, showVersion                   bool
 
 	// Settings a command makes before the client is built.
 	noBrowser   bool
 	authTimeout time.Duration
 	waitingFor  string
-	// LongRunning compiles the Wasm policy (fast decisions, slower start) instead of
-	// interpreting it; `serve` sets it before asking for the client.
+	// LongRunning sizes the engine for many concurrent decisions and keeps the OS
+	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
+	// prompt, when set by a long-running command, receives what the OS shell tells the
+	// user while an authorization waits (serve: nothing, the page shows it).
+	prompt io.Writer
+	// watched is the client the activation watcher reports to (set once it is built).
+	watched atomic.Pointer[grantwire.Client]
 
-	cat      *catalog.Catalog
-	registry *agents.Registry
-	engine   core.Engine
+	cat       *catalog.Catalog
+	engine    core.Engine
+	serverURL string            // --engine opa-server=URL
+	srv       *opaserver.Engine // its engine, connected to on first use
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
-	bundle    *grantwire.Bundle
+	bundle    *bundle.Bundle
 	dlog      *decisionlog.Logger
 	shell     Shell
 	client    *grantwire.Client
@@ -132,23 +145,35 @@ func (a *app) setup() error {
 		if err != nil {
 			return usagef("cannot find your home directory (%v); pass --home or set %s", err, envHome)
 		}
-		a.home = filepath.Join(h, ".grantwire")
+		a.home = filepath.Join(h, native.HomeDirName)
 	}
 	a.home = a.expandHome(a.home)
+	if abs, err := filepath.Abs(a.home); err == nil {
+		a.home = abs
+	}
 	if a.service == "" {
 		a.service = a.Getenv(envService)
 	}
 	if a.service == "" {
-		a.service = hostabi.DefaultService
+		// ~/.grantwire: grantwire.connections; any other home its own service, so that two
+		// homes never share secrets unless told to (--keyring-service).
+		a.service = native.ServiceFor(a.home, a.userHome())
 	}
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
 	}
+	explicitEngine := a.engineName != ""
 	if a.engineName == "" {
-		a.engineName = "wasm"
+		a.engineName = defaultEngine
 	}
-	if a.engineName != "wasm" && a.engineName != "rego" {
-		return usagef("--engine must be wasm or rego, not %q", a.engineName)
+	if strings.HasPrefix(a.engineName, grantwire.EngineOPAServer+"=") {
+		u, err := opaserver.Parse(a.engineName)
+		if err != nil {
+			return usagef("--engine opa-server=URL needs the URL of an OPA server serving grantwire's bundle")
+		}
+		a.serverURL = u
+	} else if err := checkEngine(a.engineName); err != nil {
+		return err
 	}
 	if a.catalogPath == "" {
 		a.catalogPath = a.Getenv(envCatalog)
@@ -164,9 +189,13 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName == "rego" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine rego (or unset %s)", envEngine)
+		if explicitEngine && a.engineName != grantwire.EngineWasm {
+			return usagef("--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
+		a.engineName = grantwire.EngineWasm
+	}
+	if a.serverURL != "" && a.catalogPath != "" {
+		return usagef("--engine opa-server decides with the server's catalog: drop --catalog (or unset %s)", envCatalog)
 	}
 	if a.decisionLogPath == "" {
 		a.decisionLogPath = a.Getenv(envDecisionLog)
@@ -178,20 +207,21 @@ func (a *app) setup() error {
 }
 
 // clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
-// (WithBundle), and for a decision log on the wasm engine, so that every entry names the
-// policy's revision. Otherwise the CLI builds an interpreting engine, which starts faster.
+// (WithBundle), and for a decision log on the native or wasm engine, so that every entry
+// names the policy's revision. Otherwise the CLI builds the engine (the wasm engine
+// interpreting, which starts faster; an OPA server's engine, whose catalog it needs first).
 func (a *app) clientBuildsEngine() bool {
-	return a.bundlePath != "" || (a.decisionLogPath != "" && a.engineName == "wasm")
+	return a.bundlePath != "" || (a.decisionLogPath != "" && (a.engineName == grantwire.EngineWasm || a.engineName == grantwire.EngineNative))
 }
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
 // grantwire.ErrBundle.
-func (a *app) Bundle() (*grantwire.Bundle, error) {
+func (a *app) Bundle() (*bundle.Bundle, error) {
 	if a.bundlePath == "" || a.bundle != nil {
 		return a.bundle, nil
 	}
-	b, err := grantwire.OpenBundle(a.bundlePath)
+	b, err := bundle.Open(a.bundlePath)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +241,8 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the bundle's (--bundle), the file given by --catalog /
-// $GRANTWIRE_CATALOG, else the embedded one.
+// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
+// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
 func (a *app) Catalog() (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
@@ -221,35 +251,45 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.serverURL != "" {
+		srv, err := a.server()
+		if err != nil {
+			return nil, err
+		}
+		if a.cat, err = catalog.Load(srv.Catalog()); err != nil {
+			return nil, fmt.Errorf("the OPA server at %s: data.catalog: %w", srv.URL(), err)
+		}
+		return a.cat, nil
+	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
 			return nil, fmt.Errorf("%w: data.catalog: %w", grantwire.ErrBundle, err)
 		}
 	} else if a.catalogPath != "" {
-		a.cat, err = catalog.LoadFile(a.catalogPath)
-		if err != nil {
-			return nil, &grantwire.Error{
-				Code: "CONFIGURATION", Fix: "correct the file, or drop --catalog / unset " + envCatalog + " to use the embedded catalog",
-				Message: "configuration error: " + err.Error(),
-			}
+		// The policy validates the file when the client is built (validate_catalog).
+		if a.cat, err = catalog.LoadFile(a.catalogPath); err != nil {
+			return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
 		}
-	} else if a.cat, err = catalog.Load(nil); err != nil {
-		return nil, err
+	} else {
+		a.cat = catalog.Default()
 	}
 	return a.cat, nil
 }
 
-// Agents returns the agent registry ($GRANTWIRE_HOME/agents.json and the built-in agents).
-func (a *app) Agents() *agents.Registry {
-	if a.registry == nil {
-		a.registry = agents.New(filepath.Join(a.home, agents.FileName), agents.WithUserHome(a.userHome()))
+// server connects to the OPA server of --engine opa-server=URL (once).
+func (a *app) server() (*opaserver.Engine, error) {
+	if a.srv != nil {
+		return a.srv, nil
 	}
-	return a.registry
-}
-
-func (a *app) userHome() string {
-	h, _ := a.UserHome()
-	return h
+	srv, err := opaserver.New(context.Background(), a.serverURL)
+	if err != nil {
+		return nil, &grantwire.Error{
+			Code: "CONFIGURATION", Fix: "start an OPA server on grantwire's bundle (docs/fleet.md), or drop --engine opa-server (unset " + envEngine + ")",
+			Message: "configuration error: " + err.Error(),
+		}
+	}
+	a.srv = srv
+	return srv, nil
 }
 
 // Engine returns the policy engine chosen by --engine, loaded with the catalog (with
@@ -268,17 +308,10 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch a.engineName {
-	case "rego":
-		a.engine, err = regoengine.New(ctx, regoengine.WithData(cat.Data()))
-	default:
-		opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-		if !a.LongRunning {
-			// One command asks a handful of questions: interpreting the module starts in a
-			// quarter of the time compiling it takes, which dominates.
-			opts = append(opts, wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
-		}
-		a.engine, err = wasmengine.New(ctx, opts...)
+	if a.serverURL != "" {
+		a.engine = a.srv // connected to by Catalog
+	} else {
+		a.engine, err = engines[a.engineName](ctx, a, cat.Data())
 	}
 	if err != nil {
 		a.engine = nil
@@ -309,33 +342,36 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if what == "" {
 		what = "the authorization"
 	}
-	timeout := a.authTimeout
-	if timeout <= 0 {
-		timeout = defaultAuthTimeout
-	}
-	a.progress = newProgress(a.Stderr, a.StderrTTY, what, timeout)
+	a.progress = newProgress(a.Stderr, a.StderrTTY, what, a.timeout())
 	var browser func(string) error
 	if !a.noBrowser && a.Browser != nil {
 		browser = a.Browser(a.Getenv)
 	}
 	opts := native.Options{
-		Home:    a.home,
-		Service: a.service,
-		Agents:  a.Agents(),
-		Catalog: cat.Connector,
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			// The engine exists by the time the shell sends a request (the client's, when
-			// it built one).
-			if a.engine == nil {
-				return errors.New("no policy engine to check the URL")
-			}
-			return grantwire.CheckURL(ctx, a.engine, u, purpose, hop, from)
-		},
+		Home:        a.home,
+		Service:     a.service,
 		Browser:     browser,
 		Prompt:      a.progress,
 		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
-		AuthTimeout: timeout,
 		Getenv:      a.Getenv,
+		// One command needs no watcher of other processes' activations (it would also
+		// create the home's directory for a read-only command such as status).
+		NoWatch: !a.LongRunning,
+		Warn:    func(msg string) { a.warnf("%s", msg) },
+	}
+	if a.LongRunning {
+		// The watcher hands what other processes changed in activations.json to the
+		// policy (activation_changes), which emits the events (grantwire.Open does the same).
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if c := a.watched.Load(); c != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = c.ActivationChanges(ctx, before, after)
+			}
+		}
+		if a.prompt != nil {
+			opts.Prompt = a.prompt
+		}
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -347,9 +383,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	case a.bundle != nil:
 		copts = append(copts, grantwire.WithBundle(a.bundle))
 	case eng != nil:
-		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat.JSON()))
+		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithLoadedCatalog(cat))
 	default:
-		copts = append(copts, grantwire.WithCatalog(cat.JSON()))
+		copts = append(copts, grantwire.WithLoadedCatalog(cat))
 	}
 	if a.decisionLogPath != "" {
 		l, err := decisionlog.Open(a.decisionLogPath)
@@ -367,12 +403,15 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.watched.Store(a.client)
 	if a.engine == nil {
 		a.engine = a.client.Engine() // the client's: it closes it
 	}
 	return a.client, nil
 }
 
+// close releases the client, the OS shell, the engine and the decision log; closing
+// twice is fine (mcp run closes them while its server runs).
 func (a *app) close(ctx context.Context) {
 	if a.progress != nil {
 		a.progress.Stop()
@@ -391,24 +430,40 @@ func (a *app) close(ctx context.Context) {
 			a.warnf("the decision log %s is incomplete: %v", a.decisionLogPath, err)
 		}
 	}
+	a.client, a.shell, a.engine, a.dlog = nil, nil, nil, nil
 }
 
 // --- output ---------------------------------------------------------------------------
 
-// printJSON writes v as indented JSON on stdout.
+// printJSON writes v as indented JSON on stdout. A listing is an object with a named
+// array ({"grants": [...]}), never a bare array or map, so fields can be added later.
+// Strings that could act on a terminal are escaped as JSON (the same value for a parser).
 func (a *app) printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
+	_, err := a.Stdout.Write(safetext.JSON(buf.Bytes()))
 	return err
 }
 
-func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+// printf and warnf print with every string argument escaped (safetext): arguments may
+// come from a provider, a ledger or a file; the format is grantwire's own.
+func (a *app) printf(format string, args ...any) { safetext.Fprintf(a.Stdout, format, args...) }
 
+// warnf prints a warning on stderr: "grantwire: warning: …", or with --json one object
+// {"warning": {"message": …}} on a line, so that stderr holds nothing but JSON.
 func (a *app) warnf(format string, args ...any) {
-	fmt.Fprintf(a.Stderr, "grantwire: warning: "+format+"\n", args...)
+	msg := fmt.Sprintf(format, args...)
+	if a.jsonOut {
+		b, _ := json.Marshal(map[string]any{"warning": map[string]string{"message": msg}})
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
+		return
+	}
+	safetext.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
 }
 
 // --- errors ---------------------------------------------------------------------------
@@ -438,8 +493,8 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 }
 
 // errorTable is the policy's error table (code → REST status and CLI exit). Without an
-// engine yet (a usage error, a broken catalog file), the embedded Wasm policy is asked:
-// the table does not depend on the catalog.
+// engine yet (a usage error, a broken catalog file), the embedded policy is asked (the
+// native engine, which starts at once): the table does not depend on the catalog.
 func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	if a.table != nil {
 		return a.table
@@ -448,7 +503,7 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 		a.table = a.engine.Manifest().Errors
 		return a.table
 	}
-	e, err := wasmengine.New(context.WithoutCancel(ctx), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	e, err := nativeengine.New(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil
 	}
@@ -457,30 +512,25 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	return a.table
 }
 
-// codeError builds an error of the policy's table from the CLI (an unknown connector the
-// catalog already tells about, a failed test).
-func (a *app) codeError(ctx context.Context, code, message, fix string) *grantwire.Error {
-	e := &grantwire.Error{Code: code, Message: message, Fix: fix, Status: 500, Exit: 5}
-	if fix != "" {
-		e.Message += "; fix: " + fix
-	}
-	if info, ok := a.errorTable(ctx)[code]; ok {
-		e.Status, e.Exit = info.Status, info.Exit
-	}
-	return e
-}
-
+// unknownConnector returns the policy's error for a connector the catalog does not have
+// (the status operation's, so that its message and fix are the policy's).
 func (a *app) unknownConnector(ctx context.Context, id string) error {
-	return a.codeError(ctx, "UNKNOWN_CONNECTOR", "unknown connector "+shellQuote(id), "grantwire catalog")
+	c, err := a.Client(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Status(ctx, id); err != nil {
+		return err
+	}
+	return fmt.Errorf("the catalog has no connector %q, yet the policy knows it", id)
 }
 
-// shellQuote quotes a word for a POSIX shell when it holds a character the shell treats
-// specially, as the policy's messages do (scopes.quote).
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " '\"\\$`!&|;<>()*?[]{}~#\t\n") {
-		return s
+// timeout is how long connect waits for the browser.
+func (a *app) timeout() time.Duration {
+	if a.authTimeout > 0 {
+		return a.authTimeout
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return defaultAuthTimeout
 }
 
 // exitCoder is an error that carries its exit code (a failed check of `policy`: 1).
@@ -501,6 +551,14 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return 0
 	}
+	// A status of the command's own (mcp run: its server's) needs no error table.
+	var status *exitStatus
+	if errors.As(err, &status) {
+		if status.msg != "" {
+			a.report(status.name, status.msg, status.fix, nil, status.code)
+		}
+		return status.code
+	}
 	table := a.errorTable(ctx)
 	exitOf := func(code string, fallback int) int {
 		if info, ok := table[code]; ok {
@@ -512,6 +570,11 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	inner := err
 	if errors.As(err, &re) {
 		inner = re.err
+	}
+	var opa *needsOPABuild
+	if errors.As(inner, &opa) {
+		a.report("USAGE", "usage: "+opa.Error(), opaBuildFix, nil, exitOf("USAGE", 2))
+		return exitOf("USAGE", 2)
 	}
 	var ue *usageError
 	if re == nil || errors.As(inner, &ue) {
@@ -564,14 +627,19 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		if info, ok := table[ge.Code]; ok {
 			exit = info.Exit
 		}
-		msg := strings.TrimSuffix(ge.Message, "; fix: "+ge.Fix)
-		a.report(ge.Code, msg, ge.Fix, ge.Fields, exit)
+		a.report(ge.Code, ge.Summary, ge.Fix, ge.Fields, exit)
 		return exit
 	}
-	var ce *core.Error
-	if errors.As(inner, &ce) {
-		exit := exitOf(ce.Code, 5)
-		a.report(ce.Code, strings.TrimSuffix(ce.Message, "; fix: "+ce.Fix), ce.Fix, ce.Fields, exit)
+	var he *hostabi.HostError
+	if errors.As(inner, &he) {
+		// A shell that cannot start reports its own failure: the policy's table
+		// gives the exit code for INSECURE_STORE and IO_ERROR like for any error.
+		code := he.Code
+		if code == hostabi.HostErrIO {
+			code = "IO_ERROR"
+		}
+		exit := exitOf(code, exitOf("INTERNAL", 5))
+		a.report(code, inner.Error(), he.Fix, nil, exit)
 		return exit
 	}
 	exit := exitOf("INTERNAL", 5)
@@ -592,17 +660,36 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 			out["fix"] = fix
 		}
 		b, _ := json.MarshalIndent(map[string]any{"error": out}, "", "  ")
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
+	// Messages quote ids, accounts and paths from outside: each prints as one line.
+	safetext.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
-		if code == "USAGE" {
-			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
+		if code == "USAGE" && strings.HasSuffix(fix, " --help") {
+			safetext.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
-			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "fix: %s\n", fix)
 		}
 	}
+}
+
+// jsonRequested reports whether the command line asks for --json, for errors met before
+// (or instead of) parsing it: an unknown command or flag, a wrong argument count.
+func jsonRequested(args []string) bool {
+	want := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if arg == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(arg, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			want = err == nil && b
+		}
+	}
+	return want
 }
 
 // run executes one command line and returns the exit code.
@@ -614,7 +701,16 @@ func run(ctx context.Context, args []string, e env) int {
 	root.SetOut(e.Stdout)
 	root.SetErr(e.Stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !a.jsonOut && jsonRequested(args) {
+		a.jsonOut = true
+	}
 	code := a.exit(ctx, cmd, err)
 	a.close(context.WithoutCancel(ctx))
 	return code
+}
+
+// userHome is the user's home directory, "" when unknown.
+func (a *app) userHome() string {
+	h, _ := a.UserHome()
+	return h
 }

@@ -20,14 +20,37 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/fixes"
 )
 
 var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
+	binDir string
+	// The default build and the OPA build (-tags opa: the policy commands, the rego engine).
+	binDefault, binOPA lazyBinary
 )
+
+// lazyBinary is a binary built once per test run.
+type lazyBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (b *lazyBinary) get(t *testing.T, name string, flags ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, name)
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", b.path, ".")...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %v: %v\n%s", flags, err, out)
+		}
+	})
+	require.NoError(t, b.err)
+	return b.path
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
@@ -38,24 +61,23 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if testing.Verbose() {
+		fmt.Printf("fixes the tests saw printed, by kind: %v\n", fixes.Recorded())
+	}
+	// Every fix a test saw printed must be of a kind TestEveryFixRuns runs.
+	if unknown := fixes.Unknown(); len(unknown) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the CLI printed %d fix(es) of no kind internal/fixes lists; add the kind and a run to TestEveryFixRuns:\n  %s\n",
+			len(unknown), strings.Join(unknown, "\n  "))
+		code = 1
+	}
 	os.Exit(code)
 }
 
-// grantwireBinary builds the command once per test run.
-func grantwireBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "grantwire")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binError = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binError)
-	return binPath
-}
+// grantwireBinary builds the command (the default build) once per test run.
+func grantwireBinary(t *testing.T) string { return binDefault.get(t, "grantwire") }
+
+// opaBinary builds the OPA build of the command once per test run.
+func opaBinary(t *testing.T) string { return binOPA.get(t, "grantwire-opa", "-tags", "opa") }
 
 // bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
 // environment with nothing that could open a browser or reach the user's credential store
@@ -76,6 +98,8 @@ func newBB(t *testing.T) *bbWorld {
 		"PATH=" + os.Getenv("PATH"),
 		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
 		"LANG=C.UTF-8",
+		// One cache of compiled policy code for every test of the run, as one user has.
+		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
 	}
 	return w
 }
@@ -101,6 +125,7 @@ func (w *bbWorld) run(stdin string, args ...string) bbResult {
 	} else {
 		require.NoError(w.t, err)
 	}
+	fixes.Record(w.t.Name(), out.String()+"\n"+errb.String())
 	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -126,21 +151,19 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 	}{
 		{nil, "grantwire needs a command"},
 		{[]string{"bogus"}, `unknown command "bogus"`},
-		{[]string{"connect"}, "accepts 1 arg"},
-		{[]string{"grants", "grant", "google"}, "accepts 2 arg"},
-		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm or rego"},
+		{[]string{"connect"}, "grantwire connect: missing <provider>"},
+		{[]string{"grants", "grant", "google"}, "grantwire grants grant: missing <agent>"},
+		{[]string{"--engine", "lua", "catalog"}, "--engine must be native, wasm or opa-server=URL"},
+		{[]string{"--engine", "rego", "catalog"}, "--engine rego needs the OPA build of grantwire"},
+		{[]string{"policy", "audit", "--threshold", "0"}, "grantwire policy needs the OPA build"},
 		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},
 		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
-		{[]string{"mcp"}, "grantwire mcp needs a command: list"},
-		{[]string{"mcp", "list", "extra"}, "unknown command \"extra\""},
+		{[]string{"mcp"}, "grantwire mcp needs a command: config, list, run"},
+		{[]string{"mcp", "list", "extra"}, `grantwire mcp list takes no arguments: unexpected "extra"`},
 		{[]string{"mcp", "logout", "x"}, "grantwire mcp logout: remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet"},
 		{[]string{"--bundle", "b.tar.gz", "--catalog", "c.json", "status"}, "--bundle carries its own catalog"},
-		{[]string{"--bundle", "b.tar.gz", "--engine", "rego", "status"}, "--bundle runs the bundle's policy.wasm"},
-		{[]string{"policy", "audit", "--threshold", "0"}, "--threshold must be a percentage"},
-		{[]string{"policy", "replay"}, "accepts 1 arg"},
-		{[]string{"policy", "nope"}, `unknown command "nope" for "grantwire policy"`},
 	} {
 		r := w.run("", tc.args...)
 		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
@@ -149,15 +172,33 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(w.home, ".grantwire"))
 	require.True(t, errors.Is(err, os.ErrNotExist), "usage errors create nothing")
+
+	w.bin = opaBinary(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"policy", "audit", "--threshold", "0"}, "--threshold must be a percentage"},
+		{[]string{"policy", "replay"}, "grantwire policy replay: missing <log>"},
+		{[]string{"policy", "nope"}, `unknown command "nope" for "grantwire policy"`},
+		{[]string{"policy", "test", "x"}, `grantwire policy test takes no arguments: unexpected "x"`},
+		{[]string{"--bundle", "b.tar.gz", "--engine", "rego", "status"}, "--bundle runs the bundle's policy.wasm"},
+	} {
+		r := w.run("", tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+	}
 }
 
 func TestBinaryCatalog(t *testing.T) {
 	w := newBB(t)
 	r := w.run("", "catalog", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
-	var list []map[string]any
+	var list struct {
+		Connectors []map[string]any `json:"connectors"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
-	require.GreaterOrEqual(t, len(list), 23)
+	require.GreaterOrEqual(t, len(list.Connectors), 23)
 
 	r = w.run("", "catalog", "nope")
 	require.Equal(t, 1, r.code)
@@ -178,7 +219,7 @@ func TestBinaryCatalog(t *testing.T) {
 	r = w.run("", "catalog")
 	require.Equal(t, 3, r.code)
 	require.Contains(t, r.stderr, file)
-	require.Contains(t, r.stderr, "needs authorization_url and token_url")
+	require.Contains(t, r.stderr, "needs authorization_url, token_url")
 }
 
 func TestBinaryAgents(t *testing.T) {

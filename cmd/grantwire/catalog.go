@@ -2,13 +2,16 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) catalogCmd() *cobra.Command {
@@ -25,13 +28,26 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 		Example: `  grantwire catalog
   grantwire catalog --tier search
   grantwire catalog google
-  grantwire catalog --json | jq -r '.[] | select(.type == "mcp_server") | .id'
+  grantwire catalog --json | jq -r '.connectors[] | select(.type == "mcp_server") | .id'
   grantwire catalog --raw > my-catalog.json && grantwire --catalog my-catalog.json catalog`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			cat, err := a.Catalog()
 			if err != nil {
 				return err
+			}
+			if cat.Strict() {
+				// A catalog file is judged by the policy before it is shown.
+				engine, err := a.Engine(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := grantwire.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
+					return err
+				}
+			}
+			if tiers := catalogTiers(cat); tier != "" && !slices.Contains(tiers, tier) {
+				return usagef("--tier must be one of %s, not %q", strings.Join(tiers, ", "), tier)
 			}
 			if raw {
 				_, err := a.Stdout.Write(append(cat.JSON(), '\n'))
@@ -58,7 +74,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 				if list == nil {
 					list = []catalog.Entry{}
 				}
-				return a.printJSON(list)
+				return a.printJSON(map[string]any{"connectors": list})
 			}
 			if len(list) == 0 {
 				a.printf("No connectors in tier %q.\n", tier)
@@ -67,7 +83,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tTIER\tNAME")
 			for _, e := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Type, e.Tier, e.Name())
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Type, e.Tier, e.Name())
 			}
 			return tw.Flush()
 		}),
@@ -77,11 +93,22 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 	return cmd
 }
 
+// catalogTiers are the standard tiers and any other tier the catalog's entries use.
+func catalogTiers(cat *catalog.Catalog) []string {
+	tiers := slices.Clone(catalog.Tiers)
+	for _, e := range cat.Entries() {
+		if e.Tier != "" && !slices.Contains(tiers, e.Tier) {
+			tiers = append(tiers, e.Tier)
+		}
+	}
+	return tiers
+}
+
 func (a *app) showEntry(e catalog.Entry) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			safetext.Fprintf(tw, "%s:\t%s\n", k, v)
 		}
 	}
 	row("id", e.ID)
@@ -106,7 +133,7 @@ func (a *app) showEntry(e catalog.Entry) {
 			row("parameters", strings.Join(kv, " "))
 		}
 		client := "$" + e.ClientIDEnv
-		if e.ClientSecretNeeded {
+		if e.ClientSecretRequired {
 			client += " + $" + e.ClientSecretEnv + " (secret required)"
 		} else if e.ClientSecretEnv != "" {
 			client += " (optional secret $" + e.ClientSecretEnv + ")"

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/hostabi"
 )
 
 func (a *app) configureCmd() *cobra.Command {
@@ -44,7 +43,7 @@ does not mark secret.`,
   printf 'BRAVE_API_KEY=%s\n' "$BRAVE_API_KEY" | grantwire configure mcp-brave-search --from-stdin
   grantwire configure mcp-slack --set SLACK_TEAM_ID=T0123 --from-file ~/.config/slack.env
   grantwire configure mcp-memory --set MEMORY_FILE_PATH=$HOME/memory.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {
@@ -85,12 +84,9 @@ does not mark secret.`,
 				if err != nil {
 					return err
 				}
-				if err := c.ConfigureClient(ctx, id, clientID, secret, tenant); err != nil {
+				res, err := c.ConfigureClient(ctx, id, clientID, secret, tenant)
+				if err != nil {
 					return err
-				}
-				res := map[string]any{"connector": id, "client_id_hash": hostabi.ClientIDHash(clientID), "has_secret": secret != ""}
-				if tenant != "" {
-					res["tenant"] = tenant
 				}
 				if a.jsonOut {
 					return a.printJSON(res)
@@ -99,7 +95,7 @@ does not mark secret.`,
 				if secret != "" {
 					what = "client id and secret"
 				}
-				a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res["client_id_hash"])
+				a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res.ClientIDHash)
 				a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
 				return nil
 			case catalog.TypeMCPServer:
@@ -132,8 +128,12 @@ does not mark secret.`,
 				a.printf("Next: grantwire activations activate %s <agent>\n", id)
 				return nil
 			default:
-				return a.codeError(ctx, "CONFIGURATION",
-					fmt.Sprintf("configuration error: %s is type %s, which is authorized through its MCP OAuth flow, not configured", id, e.Type), "")
+				// The policy says what a connector of another type takes.
+				c, err := a.Client(ctx)
+				if err != nil {
+					return err
+				}
+				return c.ConfigureMCP(ctx, id, map[string]string{})
 			}
 		}),
 	}
@@ -167,13 +167,17 @@ func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile
 		values[k] = v
 	}
 	var read map[string]string
+	var known []string
+	for _, k := range e.Env {
+		known = append(known, k.Key)
+	}
 	switch {
 	case fromFile != "":
 		b, err := a.readSecretFile(fromFile)
 		if err != nil {
 			return nil, err
 		}
-		if read, _, err = parseKeyValues(b, fromFile); err != nil {
+		if read, _, err = parseKeyValues(b, fromFile, known, e.ID); err != nil {
 			return nil, err
 		}
 	case fromStdin && a.StdinTTY && a.ReadPassword != nil:
@@ -186,7 +190,7 @@ func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile
 		if err != nil {
 			return nil, err
 		}
-		if read, _, err = parseKeyValues(b, "stdin"); err != nil {
+		if read, _, err = parseKeyValues(b, "stdin", known, e.ID); err != nil {
 			return nil, err
 		}
 	}

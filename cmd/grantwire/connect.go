@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/grantwire/grantwire"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +30,7 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
   grantwire connect google --grant-agent builtin:email
   grantwire connect microsoft_work --scopes openid,offline_access,https://graph.microsoft.com/Mail.Read --no-browser
   grantwire connect github --scopes read:user --scopes repo --grant-agent installed:reviewer`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			provider := args[0]
@@ -41,7 +42,7 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Connect(ctx, provider, scopes, grantAgents)
+			res, err := c.Connect(ctx, provider, scopes, grantAgents, grantwire.ConnectOptions{Timeout: a.timeout()})
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -56,6 +57,9 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 			a.printf("Connected %s as %s with %s\n", res.Connector, account, strings.Join(res.Scopes, " "))
 			for _, agent := range sortedKeys(res.Granted) {
 				a.printf("Granted %s → %s: %s\n", res.Connector, agent, strings.Join(res.Granted[agent], " "))
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

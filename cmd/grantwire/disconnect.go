@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/catalog"
 )
 
 func (a *app) disconnectCmd() *cobra.Command {
@@ -17,7 +19,7 @@ application's registration, not your connection). Disconnecting what is not conn
 succeeds and changes nothing.`,
 		Example: `  grantwire disconnect google
   grantwire disconnect mcp-github --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)
@@ -38,7 +40,16 @@ succeeds and changes nothing.`,
 				return a.printJSON(res)
 			}
 			if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
-				a.printf("%s was not connected; nothing to remove.\n", res.Connector)
+				what := "connected"
+				if cat, err := a.Catalog(); err == nil {
+					if e, ok := cat.Entry(res.Connector); ok && e.Type == catalog.TypeMCPServer {
+						what = "configured"
+					}
+				}
+				a.printf("%s is not %s: nothing to remove.\n", res.Connector, what)
+				for _, w := range res.Warnings {
+					a.warnf("%s", w)
+				}
 				return nil
 			}
 			a.printf("Disconnected %s.\n", res.Connector)
@@ -47,6 +58,12 @@ succeeds and changes nothing.`,
 			}
 			if len(res.Deactivated) > 0 {
 				a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
+			}
+			if res.RevokedAtProvider {
+				a.printf("Asked %s to revoke the refresh token too.\n", res.Connector)
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

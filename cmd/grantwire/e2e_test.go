@@ -36,10 +36,11 @@ import (
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire"
+	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testenv"
 )
 
@@ -100,17 +101,7 @@ func newE2E(t *testing.T, cfg authserver.Config) *e2e {
 		w.plant(cfg.ClientSecret)
 	}
 
-	// The embedded catalog with google's endpoints on the local server.
-	cat, err := catalog.Load(nil)
-	require.NoError(t, err)
-	var doc map[string]map[string]map[string]any
-	require.NoError(t, json.Unmarshal(cat.JSON(), &doc))
-	g := doc["connectors"]["google"]
-	g["authorization_url"], g["token_url"], g["userinfo_url"] = srv.AuthorizationURL(), srv.TokenURL(), srv.UserinfoURL()
-	raw, err := json.Marshal(doc)
-	require.NoError(t, err)
-	w.catalog = filepath.Join(w.home, "catalog.json")
-	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
+	w.catalog = localGoogleCatalog(t, srv, w.home)
 
 	w.env = append(w.env,
 		"GRANTWIRE_KEYRING_SERVICE="+w.service,
@@ -120,6 +111,27 @@ func newE2E(t *testing.T, cfg authserver.Config) *e2e {
 	)
 	t.Cleanup(w.assertNoLeaks)
 	return w
+}
+
+// localGoogleCatalog writes dir/catalog.json: the embedded catalog with google's
+// endpoints on the local server, which names itself as Google does.
+func localGoogleCatalog(t testing.TB, srv *authserver.Server, dir string) string {
+	t.Helper()
+	cat, err := catalog.Load(nil)
+	require.NoError(t, err)
+	var doc map[string]map[string]map[string]any
+	require.NoError(t, json.Unmarshal(cat.JSON(), &doc))
+	g := doc["connectors"]["google"]
+	g["authorization_url"], g["token_url"], g["userinfo_url"] = srv.AuthorizationURL(), srv.TokenURL(), srv.UserinfoURL()
+	// Google names itself in every authorization response (RFC 9207) and revokes
+	// (RFC 7009); so does the local server standing in for it.
+	g["issuer"], g["revocation_url"] = srv.URL(), srv.RevocationURL()
+	srv.Configure(func(c *authserver.Config) { c.Issuer = srv.URL() })
+	raw, err := json.Marshal(doc)
+	require.NoError(t, err)
+	file := filepath.Join(dir, "catalog.json")
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	return file
 }
 
 func (w *e2e) plant(secrets ...string) {
@@ -342,6 +354,7 @@ func (s *started) wait(t *testing.T) bbResult {
 	}
 	// Let the stderr reader drain.
 	time.Sleep(20 * time.Millisecond)
+	fixes.Record(t.Name(), s.stdout.String()+"\n"+s.errText())
 	return bbResult{code: s.code, stdout: s.stdout.String(), stderr: s.errText()}
 }
 
@@ -411,10 +424,38 @@ type statusRow struct {
 	Activations      []string            `json:"activations"`
 }
 
+// The --json listings: an object with a named array.
+type (
+	statusDoc struct {
+		Home       string      `json:"home"`
+		Service    string      `json:"keyring_service"`
+		Connectors []statusRow `json:"connectors"`
+	}
+	grantRow struct {
+		Connector string   `json:"connector"`
+		Agent     string   `json:"agent"`
+		Scopes    []string `json:"scopes"`
+	}
+	grantsDoc struct {
+		Grants []grantRow `json:"grants"`
+	}
+	activationRow struct {
+		Connector string `json:"connector"`
+		Agent     string `json:"agent"`
+	}
+	activationsDoc struct {
+		Activations []activationRow `json:"activations"`
+	}
+	mcpDoc struct {
+		Servers []mcpRow `json:"servers"`
+	}
+)
+
 func (w *e2e) status(id string) statusRow {
 	w.t.Helper()
-	var rows []statusRow
-	w.gwJSON("", 0, &rows, "status", id)
+	var doc statusDoc
+	w.gwJSON("", 0, &doc, "status", id)
+	rows := doc.Connectors
 	require.Len(w.t, rows, 1)
 	require.Equal(w.t, id, rows[0].ID)
 	return rows[0]
@@ -486,19 +527,19 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("", 0, &g, "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, []string{gmailRead}, g.Scopes)
 	require.True(t, g.Changed)
-	var grants map[string]map[string][]string
+	var grants grantsDoc
 	w.gwJSON("", 0, &grants, "grants", "list")
-	require.Equal(t, map[string]map[string][]string{"google": {"builtin:email": {gmailRead}}}, grants)
+	require.Equal(t, []grantRow{{"google", "builtin:email", []string{gmailRead}}}, grants.Grants)
 
-	// Token to a pipe: refreshed through the server (a new process has no cached token),
-	// and accepted by the server.
+	// Token to a pipe: the one connect received (kept in the credential store), accepted
+	// by the server.
 	tr := w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
 	require.Empty(t, tr.stderr)
 	access := strings.TrimSpace(tr.stdout)
 	require.True(t, strings.HasPrefix(access, tokenPrefix+"_at_"), "token prints the access token alone")
 	require.Equal(t, http.StatusOK, w.userinfo(access))
-	require.Equal(t, 1, w.srv.Stats().Refreshes)
+	require.Equal(t, 0, w.srv.Stats().Refreshes, "the token connect received is in the credential store for every process")
 	tr = w.token("google", "--agent", "builtin:email", "--json")
 	require.Equal(t, 0, tr.code, tr.stderr)
 	var tok struct {
@@ -580,13 +621,14 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []string{"use"}, act.Scopes)
 	w.gwJSON("", 0, &act, "activations", "activate", "mcp-github", "builtin:chat")
 	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
-	var acts map[string]map[string]bool
+	var acts activationsDoc
 	w.gwJSON("", 0, &acts, "activations", "list")
-	require.Equal(t, map[string]map[string]bool{"mcp-brave-search": {"builtin:research": true}, "mcp-github": {"builtin:chat": true}}, acts)
+	require.Equal(t, []activationRow{{"mcp-brave-search", "builtin:research"}, {"mcp-github", "builtin:chat"}}, acts.Activations)
 
 	// mcp list: names only; --agent: granted AND active.
-	var rows []mcpRow
-	w.gwJSON("", 0, &rows, "mcp", "list")
+	var mcp mcpDoc
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	rows := mcp.Servers
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-brave-search", rows[0].ID)
 	require.True(t, rows[0].InCatalog)
@@ -595,17 +637,17 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []string{"builtin:research"}, rows[0].ActiveFor)
 	require.Equal(t, map[string][]string{"builtin:research": {"use"}}, rows[0].Grants)
 	require.Equal(t, "mcp-github", rows[1].ID)
-	w.gwJSON("", 0, &rows, "mcp", "list", "--agent", "builtin:research")
-	require.Len(t, rows, 1)
-	require.Equal(t, "mcp-brave-search", rows[0].ID)
+	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
+	require.Len(t, mcp.Servers, 1)
+	require.Equal(t, "mcp-brave-search", mcp.Servers[0].ID)
 	var deact struct {
 		Active  bool `json:"active"`
 		Changed bool `json:"changed"`
 	}
 	w.gwJSON("", 0, &deact, "activations", "deactivate", "mcp-brave-search", "builtin:research")
 	require.True(t, deact.Changed)
-	w.gwJSON("", 0, &rows, "mcp", "list", "--agent", "builtin:research")
-	require.Empty(t, rows, "deactivated: the grant is kept, the tools are hidden")
+	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
+	require.Empty(t, mcp.Servers, "deactivated: the grant is kept, the tools are hidden")
 	r = w.gw("", "mcp", "list", "--agent", "builtin:research")
 	require.Contains(t, r.stdout, "No MCP server is visible to builtin:research")
 	r = w.gw("", "mcp", "list")
@@ -623,7 +665,7 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("", 0, &rev, "grants", "revoke", "mcp-github", "builtin:chat")
 	require.False(t, rev.Changed)
 	w.gwJSON("", 0, &acts, "activations", "list", "mcp-github")
-	require.Empty(t, acts["mcp-github"])
+	require.Empty(t, acts.Activations)
 
 	// Rotate the client: status reports (read-only), the next use clears and asks again.
 	w.configureClient(clientID+"-2", "bb-client-secret-2-"+randHex(8))
@@ -654,11 +696,11 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.False(t, disc.Removed)
 	w.gwJSON("", 0, &disc, "disconnect", "mcp-github")
 	w.gwJSON("", 0, &grants, "grants", "list")
-	require.Empty(t, grants)
+	require.Empty(t, grants.Grants)
 	w.gwJSON("", 0, &acts, "activations", "list")
-	require.Empty(t, acts)
-	w.gwJSON("", 0, &rows, "mcp", "list")
-	require.Empty(t, rows)
+	require.Empty(t, acts.Activations)
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	require.Empty(t, mcp.Servers)
 	require.Empty(t, w.keyring("mcp-github:GITHUB_PERSONAL_ACCESS_TOKEN"))
 }
 
@@ -681,7 +723,8 @@ func TestE2EConnectThroughTheBrowser(t *testing.T) {
 	r := w.gw("", "connect", "google", "--scopes", "openid,email", "--grant-agent", "builtin:chat", "--timeout", "60s")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Connected google as bob@example.com with email openid\nGranted google → builtin:chat: email openid\n", r.stdout)
-	require.Contains(t, r.stderr, "Waiting for the google authorization in your browser")
+	require.Contains(t, r.stderr, "grantwire: waiting for the google authorization in the browser")
+	require.Contains(t, r.stderr, "The browser shows the google authorization")
 	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
 
 	// Reconnecting with no scopes over existing grants is refused with the command that
@@ -760,7 +803,7 @@ func TestE2EExitCodes(t *testing.T) {
 	require.NoError(t, err)
 	broken := append(append([]byte(nil), before...), []byte("}\n")...)
 	require.NoError(t, os.WriteFile(ledger, broken, 0o600))
-	for _, args := range [][]string{{"grants", "list"}, {"grants", "grant", "google", "builtin:chat", "--scopes", "openid"}, {"token", "google", "--agent", "builtin:email"}, {"disconnect", "google"}} {
+	for _, args := range [][]string{{"grants", "list"}, {"grants", "grant", "google", "builtin:chat", "--scopes", "openid"}, {"token", "google", "--agent", "builtin:email"}} {
 		e = w.fail(5, "CORRUPT_LEDGER", args...)
 		require.Equal(t, ledger, e.Error.Path, "%v", args)
 		require.Contains(t, e.Error.Fix, "mv "+ledger+" "+ledger+".corrupt")
@@ -770,8 +813,17 @@ func TestE2EExitCodes(t *testing.T) {
 	}
 	r := w.gw("", "grants", "list")
 	require.Equal(t, 5, r.code)
-	require.Contains(t, r.stderr, "grantwire: the grants ledger at "+ledger+" is unreadable")
-	require.Contains(t, r.stderr, "fix: inspect it, or move it aside")
+	require.Contains(t, r.stderr, ledger)
+	require.Contains(t, r.stderr, "fix: mv "+ledger+" "+ledger+".corrupt")
+	// Revoking access is always possible: disconnect wipes the secrets, says which ledger
+	// it could not clean, and leaves that ledger as it was.
+	r = w.gw("", "disconnect", "google")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, ledger)
+	require.Empty(t, w.keyring("google:default"), "the connection is gone")
+	after, err := os.ReadFile(ledger)
+	require.NoError(t, err)
+	require.Equal(t, broken, after, "disconnect never rewrites a corrupt ledger")
 	require.NoError(t, os.WriteFile(ledger, before, 0o600))
 
 	// 75: another process holds the provider's lock while the tripwire must clear a stale
@@ -887,10 +939,11 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	const clientID = "bb-bundle-client"
 	secret := "bb-client-secret-" + randHex(8)
 	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret})
+	w.bin = opaBinary(t) // policy build, policy replay
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.gw("", "policy", "build", "-o", bundle, "--catalog", w.catalog)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "revision "+grantwire.EmbeddedRevision())
+	require.Contains(t, r.stdout, "revision "+gwbundle.EmbeddedRevision())
 
 	log := filepath.Join(w.home, "decisions.jsonl")
 	// The bundle carries the catalog: --catalog (here from the environment) is refused.
@@ -910,9 +963,9 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	w.configureClient(clientID, secret)
 	r = w.connectNoBrowser("google", "--scopes", gmailRead, "--grant-agent", "builtin:email")
 	require.Equal(t, 0, r.code, r.stderr)
-	var rows []statusRow
-	w.gwJSON("", 0, &rows, "--decision-log", log, "status", "google")
-	require.True(t, rows[0].Configured)
+	var st statusDoc
+	w.gwJSON("", 0, &st, "--decision-log", log, "status", "google")
+	require.True(t, st.Connectors[0].Configured)
 	tr := w.token("--decision-log", log, "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
 	w.fail(4, "AGENT_NOT_GRANTED", "--decision-log", log, "token", "google", "--agent", "builtin:chat")
@@ -927,8 +980,8 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	ops := map[string]bool{}
 	for _, ev := range events {
 		require.Equal(t, decisionlog.Path, ev.Path)
-		require.Equal(t, grantwire.EmbeddedRevision(), ev.Revision, "the bundle's revision")
-		require.Equal(t, grantwire.EmbeddedRevision(), ev.Bundles["grantwire"].Revision)
+		require.Equal(t, gwbundle.EmbeddedRevision(), ev.Revision, "the bundle's revision")
+		require.Equal(t, gwbundle.EmbeddedRevision(), ev.Bundles["grantwire"].Revision)
 		ops[ev.Custom["op"].(string)] = true
 	}
 	require.True(t, ops["status"] && ops["get_access_token"] && ops["configure_mcp"], "%v", ops)
@@ -956,7 +1009,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	w.gwJSON("", 0, nil, "--decision-log", log2, "grants", "list")
 	b, err := os.ReadFile(log2)
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"revision":"`+grantwire.EmbeddedRevision()+`"`)
+	require.Contains(t, string(b), `"revision":"`+gwbundle.EmbeddedRevision()+`"`)
 	r = w.gw("", "--decision-log", filepath.Join(w.home, "no", "such", "dir.jsonl"), "grants", "list")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "cannot open it")
@@ -967,9 +1020,11 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 // with exit 5 and the reason, before anything runs; a good one runs. No store is needed.
 func TestBinaryRefusesAMismatchedBundle(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t) // policy build
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.run("", "policy", "build", "-o", bundle)
 	require.Equal(t, 0, r.code, r.stderr)
+	w.bin = grantwireBinary(t) // the default build runs bundles
 	r = w.run("", "--bundle", bundle, "catalog", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.JSONEq(t, w.run("", "catalog", "--json").stdout, r.stdout, "the bundle carries the embedded catalog")
@@ -1017,6 +1072,7 @@ func tamperBundle(t *testing.T, path string) []byte {
 // to fix. (The checks themselves are tested in package audit.)
 func TestBinaryPolicyAudit(t *testing.T) {
 	w := newBB(t)
+	w.bin = opaBinary(t)
 	r := w.run("", "policy", "audit", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var rep struct {
@@ -1090,9 +1146,20 @@ func TestDemo(t *testing.T) {
 		"fix: grantwire connect google --scopes",
 		"Revoked the grants of builtin:research.",
 		"demo: ok",
+		// It says what it does while it builds, and builds only what it uses.
+		"# Building grantwire, the local OAuth server and the stand-in browser.",
+		"built in ",
+		`"$keyring": "grantwire.connections.`,
 	} {
 		require.Contains(t, s, want)
 	}
+	require.Regexp(t, `(?m)^  (\d+ package\(s\) compiled|up to date \(Go's build cache had everything\))$`, s)
+	for _, unused := range []string{"go tool opa", "npm "} {
+		require.NotContains(t, s, unused)
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^demo: ##`, string(mk), "make demo has no prerequisite (make deps builds OPA's tool and installs npm packages)")
 	require.NotContains(t, s, "_rt_")
 }
 
@@ -1115,15 +1182,16 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, raw, 0o600))
 
-	var rows []mcpRow
-	r := w.gwJSON("", 0, &rows, "mcp", "list")
+	var mcp mcpDoc
+	r := w.gwJSON("", 0, &mcp, "mcp", "list")
+	rows := mcp.Servers
 	require.NotContains(t, r.stdout, foreign)
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-github", rows[0].ID)
 	require.True(t, rows[0].InCatalog)
 	require.Equal(t, []string{"GITHUB_PERSONAL_ACCESS_TOKEN"}, rows[0].EnvKeys)
 	require.Empty(t, rows[0].Missing)
-	require.Equal(t, mcpRow{ID: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
+	require.Equal(t, mcpRow{ID: "notes", Name: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
 		EnvKeys: []string{"NOTES_TOKEN"}, Grants: map[string][]string{}, ActiveFor: []string{}}, rows[1])
 	r = w.gw("", "mcp", "list")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -1132,9 +1200,9 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 
 	// grantwire's own writes keep the other tool's entry.
 	w.gwJSON("", 0, nil, "disconnect", "mcp-github")
-	w.gwJSON("", 0, &rows, "mcp", "list")
-	require.Len(t, rows, 1)
-	require.Equal(t, "notes", rows[0].ID)
+	w.gwJSON("", 0, &mcp, "mcp", "list")
+	require.Len(t, mcp.Servers, 1)
+	require.Equal(t, "notes", mcp.Servers[0].ID)
 
 	// An unreadable file: exit 5 with its path, and it stays as it is.
 	require.NoError(t, os.WriteFile(file, []byte(`{"mcpServers": [`), 0o600))

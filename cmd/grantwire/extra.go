@@ -2,9 +2,9 @@ package main
 
 import "github.com/spf13/cobra"
 
-// extraCommands are command groups that other packages provide, added to the root in
-// order: `policy test|build|audit` (from the audit package) and `serve` (the REST and SSE
-// surface). Each lives in its own file of this directory and registers itself:
+// extraCommands are command groups added to the root in order: `policy` (policy.go in the
+// OPA build, policy_default.go otherwise) and, later, `serve` (the REST and SSE surface).
+// Each lives in its own file of this directory and registers itself:
 //
 //	func init() { extraCommands = append(extraCommands, newServeCmd) }
 //

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) grantsCmd() *cobra.Command {
@@ -35,11 +37,11 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 (gmail.modify does not cover gmail.readonly). An MCP server's grant is usually "use".`,
 		Example: `  grantwire grants grant google builtin:email --scopes https://www.googleapis.com/auth/gmail.modify,https://www.googleapis.com/auth/gmail.send
   grantwire grants grant mcp-github custom:3f2a9c0d1e4b5a69:reviewer --scopes use`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if len(scopes) == 0 {
-				return usagef("grants grant needs --scopes (\"use\" for an MCP server)")
+			if !cmd.Flags().Changed("scopes") {
+				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' grants no scope)")
 			}
 			c, err := a.Client(ctx)
 			if err != nil {
@@ -57,6 +59,9 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				suffix = " (unchanged)"
 			}
 			a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), suffix)
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
+			}
 			return nil
 		}),
 	}
@@ -70,8 +75,8 @@ func (a *app) grantsListCmd() *cobra.Command {
 		Short: "List the grants of every connector, or of one",
 		Example: `  grantwire grants list
   grantwire grants list google
-  grantwire grants list --json`,
-		Args: cobra.MaximumNArgs(1),
+  grantwire grants list --json | jq -r '.grants[] | select(.connector == "google") | .agent'`,
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			connector := ""
@@ -87,7 +92,18 @@ func (a *app) grantsListCmd() *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(grants)
+				type row struct {
+					Connector string   `json:"connector"`
+					Agent     string   `json:"agent"`
+					Scopes    []string `json:"scopes"`
+				}
+				rows := []row{}
+				for _, conn := range sortedKeys(grants) {
+					for _, agent := range sortedKeys(grants[conn]) {
+						rows = append(rows, row{conn, agent, nonNilStrings(grants[conn][agent])})
+					}
+				}
+				return a.printJSON(map[string]any{"grants": rows})
 			}
 			if len(grants) == 0 {
 				if connector != "" {
@@ -101,7 +117,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 			fmt.Fprintln(tw, "CONNECTOR\tAGENT\tSCOPES")
 			for _, conn := range sortedKeys(grants) {
 				for _, agent := range sortedKeys(grants[conn]) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
+					safetext.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
 				}
 			}
 			return tw.Flush()
@@ -116,24 +132,30 @@ func (a *app) grantsRevokeCmd() *cobra.Command {
 		Long: `Remove an agent's grant on a connector; an MCP server's tools then disappear for it too.
 Revoking what is not granted succeeds and changes nothing.`,
 		Example: `  grantwire grants revoke google builtin:email`,
-		Args:    cobra.ExactArgs(2),
+		Args:    exactArgs(2),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.Client(ctx)
 			if err != nil {
 				return err
 			}
-			changed, err := c.Revoke(ctx, args[0], args[1])
+			res, err := c.RevokeGrant(ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": changed})
+			if res.Warnings == nil {
+				res.Warnings = []string{}
 			}
-			if changed {
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": res.Changed, "warnings": res.Warnings})
+			}
+			if res.Changed {
 				a.printf("Revoked %s's grant on %s.\n", args[1], args[0])
 			} else {
 				a.printf("%s held no grant on %s; nothing to revoke.\n", args[1], args[0])
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

@@ -6,22 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/fixes"
+	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
 // testWorld is an in-memory world (hostabi/memhost) behind the CLI's shell seam: every
 // invocation of gw runs the real command tree, policy engine, driver and host on it, with
-// the OS shell replaced by the world's capabilities. The OAuth capability follows the
-// native shell's contract for Options: it writes the URL to Prompt, opens it with Browser
-// when there is one, and reports interactive_required when there is neither a browser nor
-// an interactive session.
+// the OS shell's keyring, locks, HTTP and loopback replaced by the world's (the files are
+// the OS shell's, under the test's home). The loopback follows the native shell's contract
+// for Options: it writes the URL to Prompt, opens it with Browser when there is one, and
+// is unavailable when there is neither a browser nor an interactive session.
 type testWorld struct {
 	t    *testing.T
 	w    *memhost.World
@@ -30,8 +36,9 @@ type testWorld struct {
 	mu      sync.Mutex
 	opened  []native.Options // the Options of every shell opened
 	browsed []string         // URLs given to the browser
-	// authorize, when set, replaces the world's authorization (after the prompt).
-	authorize func(ctx context.Context) hostabi.AuthResult
+	// authorize, when set, runs after the prompt instead of the world's simulated user; an
+	// error it returns ends the wait (the caller's cancellation, say).
+	authorize func(ctx context.Context) error
 	// env is the process environment the CLI sees.
 	env map[string]string
 	// onOpen, when set, runs when the CLI opens its shell (while the command runs).
@@ -40,39 +47,56 @@ type testWorld struct {
 
 func newWorld(t *testing.T) *testWorld {
 	t.Helper()
-	return &testWorld{t: t, w: memhost.New(time.Unix(1_790_000_000, 0), 11), home: t.TempDir(), env: map[string]string{}}
+	w := memhost.New(time.Unix(1_790_000_000, 0), 11)
+	memshell.Serve(w, catalog.Default())
+	return &testWorld{t: t, w: w, home: t.TempDir(), env: map[string]string{}}
 }
 
-type memShell struct{ caps hostabi.Capabilities }
+type memShell struct {
+	caps  hostabi.Capabilities
+	close func() error
+}
 
 func (m memShell) Capabilities() hostabi.Capabilities { return m.caps }
-func (m memShell) Close() error                       { return nil }
+func (m memShell) Close() error                       { return m.close() }
 
-type promptingOAuth struct {
-	tw   *testWorld
-	opts native.Options
+// promptingLoopback is the world's loopback behind the native shell's contract.
+type promptingLoopback struct {
+	tw    *testWorld
+	opts  native.Options
+	inner hostabi.Loopback
 }
 
-func (p promptingOAuth) Refresh(ctx context.Context, c hostabi.Connector, cl hostabi.Client, rt string) hostabi.TokenResponse {
-	return p.tw.w.Server.Refresh(ctx, c, cl, rt)
-}
-
-func (p promptingOAuth) Authorize(ctx context.Context, c hostabi.Connector, cl hostabi.Client, scopes []string) hostabi.AuthResult {
+func (p promptingLoopback) Open(ctx context.Context, connector string) (hostabi.Callback, error) {
 	if p.opts.Browser == nil && !p.opts.Interactive {
-		return hostabi.AuthResult{Status: hostabi.AuthInteractiveRequired}
+		return nil, fmt.Errorf("no browser: %w", hostabi.ErrUnavailable)
 	}
-	u := c.AuthorizationURL + "?client_id=" + cl.ID + "&scope=" + strings.Join(scopes, "+")
-	if p.opts.Browser != nil {
-		_ = p.opts.Browser(u)
+	cb, err := p.inner.Open(ctx, connector)
+	if err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(p.opts.Prompt, "Open %s\n", u)
-	p.tw.mu.Lock()
-	f := p.tw.authorize
-	p.tw.mu.Unlock()
+	return promptingCallback{cb, p}, nil
+}
+
+type promptingCallback struct {
+	hostabi.Callback
+	p promptingLoopback
+}
+
+func (c promptingCallback) Wait(ctx context.Context, authURL, state, connector string, timeout time.Duration) (map[string]string, error) {
+	if c.p.opts.Browser != nil {
+		_ = c.p.opts.Browser(authURL)
+	}
+	fmt.Fprintf(c.p.opts.Prompt, "Open %s\n", authURL)
+	c.p.tw.mu.Lock()
+	f := c.p.tw.authorize
+	c.p.tw.mu.Unlock()
 	if f != nil {
-		return f(ctx)
+		if err := f(ctx); err != nil {
+			return nil, err
+		}
 	}
-	return p.tw.w.Server.Authorize(ctx, c, cl, scopes)
+	return c.Callback.Wait(ctx, authURL, state, connector, timeout)
 }
 
 type result struct {
@@ -119,10 +143,13 @@ func (tw *testWorld) run(inv invocation, args ...string) result {
 				onOpen(o)
 			}
 			caps := tw.w.Capabilities(o.Service)
-			caps.Agents = o.Agents
-			caps.Catalog = o.Catalog
-			caps.OAuth = promptingOAuth{tw: tw, opts: o}
-			return memShell{caps}, nil
+			real, err := native.New(native.Options{Home: o.Home, NoWatch: true})
+			if err != nil {
+				return nil, err
+			}
+			caps.Files = real.Capabilities().Files
+			caps.Loopback = promptingLoopback{tw: tw, opts: o, inner: caps.Loopback}
+			return memShell{caps, real.Close}, nil
 		},
 		Browser: func(func(string) string) func(string) error {
 			if inv.noBrowser {
@@ -154,6 +181,7 @@ func (tw *testWorld) run(inv invocation, args ...string) result {
 		ctx = context.Background()
 	}
 	code := run(ctx, args, e)
+	fixes.Record(tw.t.Name(), stdout.String()+"\n"+stderr.String())
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
@@ -189,8 +217,9 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // plus an invocation's output, for secret-leak checks.
 func (tw *testWorld) everything(r ...result) string {
 	var b strings.Builder
-	for _, name := range []string{hostabi.LedgerGrants, hostabi.LedgerActivations, hostabi.LedgerState, hostabi.LedgerMCPServers} {
-		b.Write(tw.w.Ledger(name))
+	for _, name := range []string{layout.Grants, layout.Activations, layout.State, layout.MCPServers} {
+		doc, _ := os.ReadFile(filepath.Join(tw.home, ".grantwire", filepath.FromSlash(name)))
+		b.Write(doc)
 	}
 	for _, ev := range tw.w.Events() {
 		b.WriteString(ev.Type)

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
-// mcpRemoteMissing says what the CLI does not do (BEHAVIOUR.md lists mcp auth|logout).
+// mcpRemoteMissing says what the CLI does not do (docs/behaviour.md#mcp: remote MCP servers are not built).
 const mcpRemoteMissing = `remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet: grantwire has no remote MCP client, so it cannot discover, register with or authorize one`
 
 func (a *app) mcpCmd() *cobra.Command {
@@ -30,7 +26,7 @@ their keys (never the values).
 Not available yet: ` + mcpRemoteMissing + `.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:chat
-  grantwire mcp list --json | jq -r '.[].id'`,
+  grantwire mcp list --json | jq -r '.servers[].id'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && (args[0] == "auth" || args[0] == "logout") {
@@ -40,6 +36,7 @@ Not available yet: ` + mcpRemoteMissing + `.`,
 		},
 	}
 	cmd.AddCommand(a.mcpListCmd())
+	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
 	return cmd
 }
 
@@ -73,8 +70,8 @@ With --agent, list the servers whose tools that agent sees: those it holds a gra
 is active for.`,
 		Example: `  grantwire mcp list
   grantwire mcp list --agent builtin:research
-  grantwire mcp list --json | jq -r '.[] | select(.missing_keys) | .id'`,
-		Args: cobra.NoArgs,
+  grantwire mcp list --json | jq -r '.servers[] | select(.missing_keys) | .id'`,
+		Args: noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			servers, err := a.mcpServers(ctx, agent)
@@ -82,7 +79,7 @@ is active for.`,
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(servers)
+				return a.printJSON(map[string]any{"servers": servers})
 			}
 			if len(servers) == 0 {
 				if agent != "" {
@@ -110,7 +107,7 @@ is active for.`,
 					id += " (not in the catalog)"
 				}
 				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
 			}
 			return tw.Flush()
 		}),
@@ -121,109 +118,22 @@ is active for.`,
 
 // mcpServers gathers the rows: the catalog's MCP servers from the (read-only) status
 // operation, plus the servers of mcp_servers.json that the catalog does not know.
+// mcpServers lists the servers of mcp_servers.json, or those an agent sees (the policy's
+// mcp_list).
 func (a *app) mcpServers(ctx context.Context, agent string) ([]mcpServer, error) {
-	cat, err := a.Catalog()
-	if err != nil {
-		return nil, err
-	}
-	rows, err := a.status(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	var visible map[string]bool
-	if agent != "" {
-		c, err := a.Client(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ids, err := c.VisibleServers(ctx, agent)
-		if err != nil {
-			return nil, err
-		}
-		visible = map[string]bool{}
-		for _, id := range ids {
-			visible[id] = true
-		}
-	}
-	out := []mcpServer{}
-	for _, r := range rows {
-		if r.Type != catalog.TypeMCPServer {
-			continue
-		}
-		if (visible == nil && !r.Configured) || (visible != nil && !visible[r.ID]) {
-			continue
-		}
-		e, _ := cat.Entry(r.ID)
-		out = append(out, catalogServer(e, r))
-	}
-	if visible == nil {
-		extra, err := a.unmanagedServers(ctx, cat)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, extra...)
-	}
-	return out, nil
-}
-
-func catalogServer(e catalog.Entry, r grantwire.ConnectorStatus) mcpServer {
-	s := mcpServer{
-		ID: r.ID, Name: e.Name(), InCatalog: true, Command: e.Command, Args: nonNilStrings(e.Args),
-		Configured: r.Configured, EnvKeys: nonNilStrings(r.EnvKeys), Grants: r.Grants, ActiveFor: r.Activations,
-	}
-	have := map[string]bool{}
-	for _, k := range r.EnvKeys {
-		have[k] = true
-	}
-	for _, k := range e.Env {
-		if k.Required && !have[k.Key] && r.Configured {
-			s.Missing = append(s.Missing, k.Key)
-		}
-	}
-	return s
-}
-
-// unmanagedServers reads mcp_servers.json for servers the catalog does not know (added by
-// another tool). A file the status operation could read is read the same way here; only
-// names are taken from it.
-func (a *app) unmanagedServers(ctx context.Context, cat *catalog.Catalog) ([]mcpServer, error) {
 	c, err := a.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err := c.Host().Capabilities().Ledgers.Read(ctx, hostabi.LedgerMCPServers)
-	if err != nil || raw == nil {
+	list, err := c.MCPServers(ctx, agent)
+	if err != nil {
 		return nil, err
 	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(raw, &doc) != nil {
-		return nil, nil // the status operation reports an unreadable ledger
-	}
-	key := "mcpServers"
-	if _, ok := doc[key]; !ok {
-		key = "servers"
-	}
-	var servers map[string]struct {
-		Command string                     `json:"command"`
-		Args    []string                   `json:"args"`
-		Env     map[string]json.RawMessage `json:"env"`
-	}
-	if json.Unmarshal(doc[key], &servers) != nil {
-		return nil, nil
-	}
-	var out []mcpServer
-	for _, id := range sortedKeys(servers) {
-		if _, known := cat.Entry(id); known {
-			continue
-		}
-		s := servers[id]
-		keys := make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out = append(out, mcpServer{ID: id, Command: s.Command, Args: nonNilStrings(s.Args), Configured: true,
-			EnvKeys: keys, Grants: map[string][]string{}, ActiveFor: []string{}})
+	out := make([]mcpServer, 0, len(list))
+	for _, s := range list {
+		out = append(out, mcpServer{ID: s.ID, Name: s.Name, InCatalog: s.InCatalog, Command: s.Command,
+			Args: nonNilStrings(s.Args), Configured: s.Configured, EnvKeys: nonNilStrings(s.EnvKeys),
+			Missing: s.MissingKeys, Grants: s.Grants, ActiveFor: nonNilStrings(s.ActiveFor)})
 	}
 	return out, nil
 }

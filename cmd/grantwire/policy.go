@@ -1,50 +1,330 @@
+//go:build opa
+
 package main
+
+// The `policy` commands: grantwire's policy audited with OPA's Go packages (package audit).
+// They link OPA, so only the OPA build has them (go build -tags opa ./cmd/grantwire);
+// policy_default.go says how to get them in the default build.
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/decisionlog"
 )
 
-func init() { extraCommands = append(extraCommands, newPolicyCmd) }
+func init() {
+	extraCommands = append(extraCommands, newPolicyCmd)
+	opaBuild = true
+}
 
-// newPolicyCmd mounts package audit's `policy` tree (audit, build, docs, replay, test).
-// Its commands' errors go through the CLI's exit codes: a failed check exits with the code
-// it carries (1; 2 for a misused flag), a refused bundle 5, anything else 5.
+// checkFailed is a check of a policy command that failed: stale docs, a failed audit or
+// Rego test, a replay that found changes with --exit-code (exit 1).
+type checkFailed struct{ err error }
+
+func (c checkFailed) Error() string { return c.err.Error() }
+func (c checkFailed) Unwrap() error { return c.err }
+func (c checkFailed) ExitCode() int { return 1 }
+
+func checkFailedf(format string, args ...any) error {
+	return checkFailed{fmt.Errorf(format, args...)}
+}
+
 func newPolicyCmd(a *app) *cobra.Command {
-	cmd := audit.PolicyCommand()
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = a.group
-	var wrap func(c *cobra.Command)
-	wrap = func(c *cobra.Command) {
-		if c.RunE != nil && c != cmd {
-			run := c.RunE
-			c.RunE = a.runE(func(c *cobra.Command, args []string) error {
-				// A command's own --json shadows the global one: errors follow it too.
-				if f := c.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
-					a.jsonOut = true
-				}
-				err := run(c, args)
-				var xe *audit.ExitError
-				if errors.As(err, &xe) {
-					return checkFailed{xe}
-				}
-				return err
-			})
-		}
-		for _, sub := range c.Commands() {
-			wrap(sub)
-		}
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Audit grantwire's policy with OPA's tools: audit, bundles, docs, decision-log replay, tests",
+		Long: "grantwire's decision logic is Rego (policy/grantwire), compiled to policy.wasm. These commands\n" +
+			"audit it (format, strict compile, tests, coverage, METADATA, entrypoints), build the OPA\n" +
+			"bundle that grantwire and OPA servers share, generate the policy reference, replay a\n" +
+			"decision log against another policy, and run the policy's Rego tests.\n\n" +
+			"They link OPA's Go packages, so only the OPA build of grantwire has them:\n" +
+			"  " + opaBuildFix,
+		Example: "  grantwire policy audit\n" +
+			"  grantwire policy build -o build/grantwire-bundle.tar.gz && grantwire --bundle build/grantwire-bundle.tar.gz status\n" +
+			"  grantwire --decision-log decisions.jsonl status && grantwire policy replay decisions.jsonl --policy ./policy/grantwire",
+		Args: cobra.ArbitraryArgs,
+		RunE: a.group,
 	}
-	wrap(cmd)
+	cmd.AddCommand(a.policyAuditCmd(), a.policyBuildCmd(), a.policyDocsCmd(), a.policyReplayCmd(), a.policyTestCmd())
 	return cmd
 }
 
-// checkFailed is an *audit.ExitError as the CLI reports it (exitCoder).
-type checkFailed struct{ e *audit.ExitError }
+func (a *app) policyAuditCmd() *cobra.Command {
+	var dir string
+	var threshold float64
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Audit the policy: opa fmt, strict compile against the capabilities, Rego tests, coverage ≥ 95 %, METADATA, entrypoints",
+		Long: "Audit grantwire's policy with OPA's Go packages, as `make audit` does with OPA's command line:\n" +
+			"  format       every module (tests included) is formatted as `opa fmt` formats it\n" +
+			"  compile      strict compile against policy/capabilities.json: only builtins that run inside\n" +
+			"               policy.wasm (no clock, randomness, network or host calls)\n" +
+			"  tests        the Rego tests (*_test.rego) pass, and there is at least one\n" +
+			"  coverage     their line coverage of the policy, test files excluded, reaches --threshold\n" +
+			"  metadata     every package and public rule has a METADATA title and description\n" +
+			"  entrypoints  decide, manifest and every operation's decision rule are `entrypoint: true`,\n" +
+			"               and decide routes exactly the operations the manifest lists\n" +
+			"Without --policy the embedded policy is audited. A failed check exits 1 and lists what to fix.\n" +
+			"The default threshold is 95, or $COVERAGE_THRESHOLD.",
+		Example: "  grantwire policy audit\n" +
+			"  grantwire policy audit --policy ./policy/grantwire --threshold 100\n" +
+			"  grantwire policy audit --json | jq '.checks[] | select(.ok | not)'",
+		Args: noArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("threshold") {
+				if env := a.Getenv("COVERAGE_THRESHOLD"); env != "" {
+					v, err := strconv.ParseFloat(env, 64)
+					if err != nil {
+						return usagef("COVERAGE_THRESHOLD=%q is not a number", env)
+					}
+					threshold = v
+				}
+			}
+			if threshold <= 0 || threshold > 100 {
+				return usagef("--threshold must be a percentage in (0, 100], not %g", threshold)
+			}
+			fsys, root, err := audit.PolicyFS(dir)
+			if err != nil {
+				return err
+			}
+			rep, err := audit.Audit(cmd.Context(), fsys, root, audit.AuditOptions{Threshold: threshold})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				audit.WriteAudit(a.Stdout, rep, dir == "")
+			}
+			if failed := rep.FailedChecks(); len(failed) > 0 {
+				return checkFailedf("policy audit failed: %s (see above)", strings.Join(failed, ", "))
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "policy", "", "audit the Rego of this directory instead of the embedded policy")
+	f.Float64Var(&threshold, "threshold", audit.DefaultThreshold, "the minimum line coverage of the policy, in percent")
+	return cmd
+}
 
-func (c checkFailed) Error() string { return c.e.Err.Error() }
-func (c checkFailed) Unwrap() error { return c.e }
-func (c checkFailed) ExitCode() int { return c.e.Code }
+func (a *app) policyBuildCmd() *cobra.Command {
+	var o audit.BuildOptions
+	var out, catalogFile string
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the OPA bundle (.manifest, Rego, policy.wasm, data.json with the catalog)",
+		Long: "Build an OPA bundle that grantwire (--bundle) and OPA's bundle service accept. Without\n" +
+			"--policy, the embedded policy is built (and must match the embedded policy.wasm). With\n" +
+			"--policy DIR, the revision ends with `git describe` of DIR. OPA's own command line\n" +
+			"(opa eval -b, opa run --server -b) evaluates a bundle built with --rego-only: it has no\n" +
+			"WebAssembly engine unless OPA was built with one.",
+		Example: "  grantwire policy build -o build/grantwire-bundle.tar.gz\n" +
+			"  grantwire policy build --policy ./policy/grantwire --catalog my-catalog.json -o my-bundle.tar.gz\n" +
+			"  grantwire policy build --rego-only -o build/grantwire-rego-bundle.tar.gz && opa eval -b build/grantwire-rego-bundle.tar.gz 'data.grantwire.manifest.errors.BUSY'",
+		Args: noArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
+				return err
+			}
+			if o.PolicyDir != "" && o.Revision == "" {
+				o.Describe = audit.GitDescribe(o.PolicyDir)
+			}
+			b, err := audit.Build(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if dir := filepath.Dir(out); dir != "." {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := os.WriteFile(out, b.Bytes, 0o644); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"file": out, "bytes": len(b.Bytes), "revision": b.Revision, "wasm_sha256": b.WasmSHA256})
+			}
+			if o.RegoOnly {
+				a.printf("wrote %s (%d bytes): revision %s, Rego only\n", out, len(b.Bytes), b.Revision)
+				return nil
+			}
+			a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
+	f.StringVar(&o.PolicyDir, "policy", "", "compile the Rego of this directory instead of the embedded policy")
+	f.StringVar(&catalogFile, "catalog", "", "ship this catalog JSON as data.catalog instead of the embedded one")
+	f.StringVar(&o.Revision, "revision", "", "the manifest's revision (default: sha256 of policy.wasm, @ git describe)")
+	f.BoolVar(&o.RegoOnly, "rego-only", false, "leave policy.wasm out, for OPA's command line and other OPA builds without WebAssembly (grantwire cannot run it)")
+	return cmd
+}
+
+func (a *app) policyDocsCmd() *cobra.Command {
+	var out, dir string
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "docs",
+		Short: "Generate the policy reference (docs/policy.md) from the policy's METADATA and rules",
+		Example: "  grantwire policy docs -o docs/policy.md\n" +
+			"  grantwire policy docs --check\n" +
+			"  grantwire policy docs --policy ./policy/grantwire -o - | less",
+		Args: noArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			fsys, root, err := audit.PolicyFS(dir)
+			if err != nil {
+				return err
+			}
+			doc, err := audit.Docs(fsys, root)
+			if err != nil {
+				return err
+			}
+			doc = append(doc, '\n')
+			if out == "-" {
+				_, err := a.Stdout.Write(doc)
+				return err
+			}
+			if check {
+				cur, err := os.ReadFile(out)
+				if err != nil || string(cur) != string(doc) {
+					return checkFailedf("%s is stale: run `make docs`", out)
+				}
+				a.printf("%s is up to date\n", out)
+				return nil
+			}
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, doc, 0o644); err != nil {
+				return err
+			}
+			a.printf("wrote %s\n", out)
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", audit.DocsPath, `the file to write ("-": standard output)`)
+	f.StringVar(&dir, "policy", "", "document the Rego of this directory instead of the embedded policy")
+	f.BoolVar(&check, "check", false, "do not write: fail when the file differs from a fresh generation")
+	return cmd
+}
+
+func (a *app) policyReplayCmd() *cobra.Command {
+	var bundleFile, dir, catalogFile string
+	var exitCode bool
+	cmd := &cobra.Command{
+		Use:   "replay <log>",
+		Short: "Re-evaluate a decision log against a policy and report the decisions that would change",
+		Long: "Replay every decision of a grantwire decision log (OPA's format, path grantwire/decide) against\n" +
+			"a bundle (--bundle), the Rego of a directory (--policy, on the rego engine) or the embedded\n" +
+			"policy, and report the decisions whose outcome would change: impact analysis for a policy\n" +
+			"change. LOG \"-\" reads standard input.",
+		Example: "  grantwire policy replay decisions.jsonl --policy ./policy/grantwire\n" +
+			"  grantwire policy replay decisions.jsonl --bundle new-bundle.tar.gz --exit-code\n" +
+			"  grantwire policy replay - --json < decisions.jsonl",
+		Args: exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var in io.Reader = a.Stdin
+			if args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			e, against, err := audit.ReplayEngine(ctx, bundleFile, dir, catalogFile)
+			if errors.Is(err, audit.ErrCombined) {
+				return usagef("%v", err)
+			}
+			if err != nil {
+				return err
+			}
+			defer e.Close(ctx)
+			rep, err := decisionlog.Replay(ctx, in, e)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(struct {
+					Against string `json:"against"`
+					*decisionlog.Report
+				}{against, rep}); err != nil {
+					return err
+				}
+			} else {
+				audit.WriteReplay(a.Stdout, args[0], against, rep)
+			}
+			if exitCode && len(rep.Changes) > 0 {
+				return checkFailedf("%d decisions would change", len(rep.Changes))
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&bundleFile, "bundle", "", "replay against this bundle (wasm engine)")
+	f.StringVar(&dir, "policy", "", "replay against the Rego of this directory (rego engine)")
+	f.StringVar(&catalogFile, "catalog", "", "the catalog JSON to evaluate with (default: embedded; a bundle has its own)")
+	f.BoolVar(&exitCode, "exit-code", false, "exit 1 when any decision would change")
+	return cmd
+}
+
+func (a *app) policyTestCmd() *cobra.Command {
+	var dir string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "test",
+		Short: "Run the policy's Rego tests (*_test.rego) with OPA's test runner",
+		Long: "Run the Rego tests of the embedded policy (or of --policy DIR) and report like `opa test`;\n" +
+			"with --json, {\"policy\", \"passed\", \"failed\", \"tests\": [...]}. A failed test, or no test\n" +
+			"at all, exits 1.",
+		Example: "  grantwire policy test\n" +
+			"  grantwire policy test --policy ./policy/grantwire -v\n" +
+			"  grantwire policy test --json | jq -r '.tests[] | select(.pass | not) | .name'",
+		Args: noArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			fsys, root, err := audit.PolicyFS(dir)
+			if err != nil {
+				return err
+			}
+			results, err := audit.RunTests(cmd.Context(), fsys, root)
+			if errors.Is(err, audit.ErrNoTests) {
+				return checkFailed{err}
+			}
+			if err != nil {
+				return err
+			}
+			failed := audit.Failed(results)
+			if a.jsonOut {
+				err = a.printJSON(map[string]any{"policy": root, "passed": len(results) - failed, "failed": failed, "tests": audit.TestResults(results)})
+			} else {
+				err = audit.WriteTests(a.Stdout, results, verbose)
+			}
+			if err != nil {
+				return err
+			}
+			if failed > 0 {
+				return checkFailedf("%d of %d Rego tests failed", failed, len(results))
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
+	return cmd
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/grantwire/grantwire"
 )
 
 const rootLong = `grantwire decides which AI agent may use which external connection (OAuth providers such
@@ -25,8 +28,9 @@ re-authorization), 5 store, ledger, transport, provider or bundle failure, 75 bu
 130 cancelled.
 
 Environment: GRANTWIRE_HOME (default ~/.grantwire), GRANTWIRE_CATALOG (a catalog file that
-replaces the embedded one), GRANTWIRE_KEYRING_SERVICE (default grantwire.connections),
-GRANTWIRE_ENGINE (wasm or rego), GRANTWIRE_BUNDLE (an OPA bundle to run on),
+replaces the embedded one), GRANTWIRE_KEYRING_SERVICE (default grantwire.connections for ~/.grantwire, and a service of
+its own, grantwire.connections.<hash of the path>, for any other home: two homes share
+secrets only when told to), GRANTWIRE_ENGINE (wasm; rego in the OPA build), GRANTWIRE_BUNDLE (an OPA bundle to run on),
 GRANTWIRE_DECISION_LOG (a decision log to append to). Flags win over the environment.`
 
 const rootExample = `  # See what can be connected, and what is
@@ -53,26 +57,37 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if a.showVersion && !cmd.HasParent() {
+				return nil // --version needs no setting
+			}
 			return a.setup()
 		},
 		Args: cobra.ArbitraryArgs,
-		RunE: a.group,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.showVersion {
+				_, err := io.WriteString(a.Stdout, versionLine())
+				return err
+			}
+			return a.group(cmd, args)
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire)")
-	pf.StringVar(&a.service, "keyring-service", "", "the OS credential store service (default $GRANTWIRE_KEYRING_SERVICE, else grantwire.connections)")
-	pf.StringVar(&a.engineName, "engine", "", "the policy engine: wasm (policy.wasm on wazero) or rego (OPA's evaluator) (default $GRANTWIRE_ENGINE, else wasm)")
+	pf.StringVar(&a.service, "keyring-service", "", "the OS credential store service (default $GRANTWIRE_KEYRING_SERVICE, else grantwire.connections for ~/.grantwire and grantwire.connections.<hash> for another home)")
+	pf.StringVar(&a.engineName, "engine", "", "the policy engine: native (Go compiled from the policy), wasm (policy.wasm on wazero), rego (OPA's evaluator) or opa-server=URL (an OPA server serving grantwire's bundle) (default $GRANTWIRE_ENGINE, else "+grantwire.DefaultEngine+")")
 	pf.StringVar(&a.catalogPath, "catalog", "", "a catalog file that replaces the embedded catalog (default $GRANTWIRE_CATALOG)")
 	pf.StringVar(&a.bundlePath, "bundle", "", "run on this OPA bundle's policy.wasm and catalog (grantwire policy build) (default $GRANTWIRE_BUNDLE)")
 	pf.StringVar(&a.decisionLogPath, "decision-log", "", "append every decision to this file in OPA's decision-log format, secrets redacted (default $GRANTWIRE_DECISION_LOG)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.CompletionOptions.HiddenDefaultCmd = true
+	setUsage(root)
+	root.Flags().BoolVar(&a.showVersion, "version", false, "print the version, commit, build, policy sha256 and engine")
 
 	root.AddCommand(
 		a.catalogCmd(), a.statusCmd(), a.connectCmd(), a.configureCmd(), a.testCmd(),
 		a.disconnectCmd(), a.importCmd(), a.grantsCmd(), a.activationsCmd(), a.tokenCmd(),
-		a.mcpCmd(), a.agentsCmd(),
+		a.mcpCmd(), a.agentsCmd(), a.versionCmd(),
 	)
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(a))
@@ -92,7 +107,9 @@ func (a *app) group(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usagef("unknown command %q for %q (one of: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
 	}
-	fmt.Fprint(a.Stderr, cmd.UsageString())
+	if !a.jsonOut {
+		fmt.Fprint(a.Stderr, cmd.UsageString())
+	}
 	return usagef("%s needs a command: %s", cmd.CommandPath(), strings.Join(names, ", "))
 }
 
@@ -108,6 +125,9 @@ func (f listFlag) String() string { return strings.Join(*f.values, ",") }
 
 func (f listFlag) Set(s string) error {
 	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	if s == "" && f.kind == "scopes" {
+		return nil // --scopes '': no scope at all (a grant of no scope, as the policy's fixes write it)
+	}
 	if len(parts) == 0 {
 		return fmt.Errorf("empty %s", f.kind)
 	}

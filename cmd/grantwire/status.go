@@ -12,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -27,8 +28,8 @@ Read-only: a connection issued under an OAuth client that has since changed is r
 stale and nothing is cleared. Secrets are never shown, with or without --json.`,
 		Example: `  grantwire status
   grantwire status google
-  grantwire status --json | jq '.[] | select(.configured) | .id'`,
-		Args: cobra.MaximumNArgs(1),
+  grantwire status --json | jq -r '.connectors[] | select(.configured) | .id'`,
+		Args: maxArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			id := ""
 			if len(args) == 1 {
@@ -39,13 +40,13 @@ stale and nothing is cleared. Secrets are never shown, with or without --json.`,
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(rows)
+				return a.printJSON(map[string]any{"home": a.home, "keyring_service": a.service, "connectors": rows})
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tDETAIL\tGRANTED\tACTIVE")
 			for _, r := range rows {
 				state, detail := describeStatus(r)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(sortedKeys(r.Grants)), orDash(r.Activations))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(sortedKeys(r.Grants)), orDash(r.Activations))
 			}
 			return tw.Flush()
 		}),

@@ -23,7 +23,7 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 		Example: `  curl -H "Authorization: Bearer $(grantwire token google --agent builtin:email --scopes https://www.googleapis.com/auth/gmail.readonly)" \
     https://gmail.googleapis.com/gmail/v1/users/me/messages?maxResults=5
   grantwire token github --agent installed:reviewer --scopes repo --json | jq -r .expires_at`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if agent == "" {

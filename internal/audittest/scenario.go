@@ -2,7 +2,7 @@
 // (hostabi/memhost) that reaches most operations and outcomes, with distinctive secrets
 // planted everywhere a secret can enter. The decision-log, replay and OPA-parity tests
 // share it. It is test support: only _test files import it. It imports the root package,
-// hostabi and memhost.
+// catalog, hostabi, memhost, layout and memshell (which serves the catalog's endpoints).
 package audittest
 
 import (
@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 // Start is the simulated clock's start.
@@ -47,14 +50,22 @@ func Secrets() []string {
 		RefreshToken2, AccessToken2, FwdClientID, FwdSecret, FwdRefresh, GitHubToken}
 }
 
-// World returns a memhost world with the scenario's agent, and capabilities that take
-// connectors from the client's catalog.
+// AgentsJSON is the home's agents.json of the scenario: it replaces the built-in Agent with
+// one that also declares Mail.Read on microsoft, so a forwarded microsoft connection must
+// cover it.
+const AgentsJSON = `{"version": 1, "agents": [{"id": "` + Agent + `", "name": "Chat",
+  "required_connectors": [{"connector": "microsoft", "scopes": ["` + MailRead + `"]}],
+  "consumes_mcp_servers": true}]}
+`
+
+// World returns a memhost world with the scenario's agent registry, whose authorization
+// server answers at the endpoints of the embedded catalog (the client's), and its
+// capabilities.
 func World() (*memhost.World, hostabi.Capabilities) {
 	w := memhost.New(Start, 42)
-	w.SetAgent(hostabi.Agent{ID: Agent, RequiredConnectors: map[string][]string{"microsoft": {MailRead}}, ConsumesMCPServers: true})
-	caps := w.Capabilities("")
-	caps.Catalog = nil // the client's catalog
-	return w, caps
+	memshell.Serve(w, catalog.Default())
+	w.SetFile(layout.Agents, []byte(AgentsJSON))
+	return w, w.Capabilities("")
 }
 
 // Step is one operation of the scenario and the outcome it must have ("ok" or a code).
@@ -86,12 +97,14 @@ func Steps() []Step {
 	}
 	return []Step{
 		{"configure google client", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
-			return c.ConfigureClient(ctx, "google", ClientID, ClientSecret, "")
+			_, err := c.ConfigureClient(ctx, "google", ClientID, ClientSecret, "")
+			return err
 		}},
 		{"connect google", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
-			w.Server.ScriptAuthorize("google", hostabi.AuthResult{Status: hostabi.AuthOK, Token: hostabi.TokenResponse{
-				Status: 200, AccessToken: AccessToken, RefreshToken: RefreshToken, ExpiresIn: 3600,
-				Scopes: []string{Gmail}, Account: "user@example.com"}})
+			google, _ := catalog.Default().Entry("google")
+			w.Server.ScriptAuthorize("google", memhost.AuthorizeAnswer{Status: "ok", Iss: &google.Issuer,
+				AccessToken: AccessToken, RefreshToken: RefreshToken, ExpiresIn: 3600,
+				Scopes: []string{Gmail}, Account: "user@example.com"})
 			_, err := c.Connect(ctx, "google", []string{Gmail}, nil)
 			return err
 		}},
@@ -107,7 +120,7 @@ func Steps() []Step {
 		}},
 		{"token, expired: refresh with rotation", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
 			w.Advance(4 * time.Minute)
-			w.Server.Script("google", hostabi.TokenResponse{Status: 200, AccessToken: AccessToken2, RefreshToken: RefreshToken2, ExpiresIn: 3600})
+			w.Server.Script("google", memhost.TokenAnswer{Status: 200, AccessToken: AccessToken2, RefreshToken: RefreshToken2, ExpiresIn: 3600})
 			return tok("google", Gmail)(ctx, c, w)
 		}},
 		{"grant microsoft", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
@@ -153,10 +166,12 @@ func Steps() []Step {
 		{"rotate client while another process holds the lock", "BUSY", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
 			w.Hold("google", "another process")
 			defer w.Release("google")
-			return c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			_, err := c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			return err
 		}},
 		{"rotate client", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			return c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			_, err := c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			return err
 		}},
 		{"token after the rotation: tripwire", "REAUTH_REQUIRED", tok("google", Gmail)},
 		{"revoke google", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
@@ -172,8 +187,9 @@ func Steps() []Step {
 			return err
 		}},
 		{"connections, keyring failing", "INSECURE_STORE", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
-			w.Fail(memhost.Failure{Op: "get", User: hostabi.ConnectionUser("google"),
-				Err: hostabi.Errorf("INSECURE_STORE", "start a Secret Service (gnome-keyring)", "the credential store is locked")})
+			w.Fail(memhost.Failure{Op: "get", User: layout.ConnectionUser("google"),
+				Err: &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "the credential store is locked",
+					Fix: "start a Secret Service (gnome-keyring)"}})
 			_, _, err := c.Connections(ctx)
 			return err
 		}},

@@ -61,6 +61,20 @@ type Config struct {
 	// counter from 0001, the access token before the refresh token of one answer: the
 	// conformance corpus's names. Codes stay random.
 	SequentialNames bool
+	// Issuer, when set, is sent as the iss parameter of every authorization response
+	// (RFC 9207); Issuers sets it per provider (ProviderURL), overriding it.
+	Issuer  string
+	Issuers map[string]string
+	// ClientAuth is how clients must authenticate at the token and revocation endpoints
+	// (RFC 8414's token_endpoint_auth_method): AuthBasic (HTTP Basic, the form-encoded id
+	// and secret, RFC 6749 §2.3.1), AuthPost (client_id and client_secret in the form),
+	// AuthNone (the client_id in the form, no secret), or AuthDefault (RFC 8414's default:
+	// HTTP Basic for a client that presents a secret, none for one that does not). ""
+	// accepts any of them. A request authenticated otherwise, or with a secret sent two
+	// ways, is answered 401 invalid_client and changes nothing. ProviderClientAuth sets it
+	// per provider, overriding it.
+	ClientAuth         string
+	ProviderClientAuth map[string]string
 	// Now tells the time (default time.Now).
 	Now func() time.Time
 }
@@ -92,7 +106,25 @@ type Stats struct {
 	// scripted ones included.
 	RefreshRequests int
 	Userinfo        int // successful userinfo answers
+	Revocations     int // revocation requests (RFC 7009)
+	// ExchangeRequests counts every authorization_code grant request, answered or refused.
+	ExchangeRequests int
+	// RevokedTokens counts refresh tokens revoked at the revocation endpoint.
+	RevokedTokens int
+	// InvalidClients counts requests refused for their client authentication.
+	InvalidClients int
 }
+
+// Client authentication methods (Config.ClientAuth), as a request presents them
+// (ClientAuthSeen).
+const (
+	AuthBasic   = "client_secret_basic"
+	AuthPost    = "client_secret_post"
+	AuthNone    = "none"
+	AuthDefault = "default"
+	// AuthMixed is a request that presents a secret both ways (always refused).
+	AuthMixed = "mixed"
+)
 
 type code struct {
 	clientID, redirectURI, challenge string
@@ -133,6 +165,8 @@ type Server struct {
 	issued   int                  // the SequentialNames counter
 	answers  map[string][]Answer  // provider → scripted refresh answers
 	consents map[string][]Consent // provider → scripted consents
+	revokes  map[string][]Answer  // provider → scripted revocation answers
+	authSeen []string             // how each token request authenticated
 
 	ln   net.Listener
 	srv  *http.Server
@@ -155,7 +189,7 @@ func New(cfg Config) *Server {
 	}
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
-		consents: map[string][]Consent{}}
+		consents: map[string][]Consent{}, revokes: map[string][]Answer{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -194,6 +228,9 @@ func (s *Server) TokenURL() string { return s.base + "/token" }
 
 // UserinfoURL is the userinfo endpoint.
 func (s *Server) UserinfoURL() string { return s.base + "/userinfo" }
+
+// RevocationURL is the token revocation endpoint (RFC 7009).
+func (s *Server) RevocationURL() string { return s.base + "/revoke" }
 
 // Close stops the server.
 func (s *Server) Close() error {
@@ -280,6 +317,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) { s.authorize(w, r, "") })
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { s.tokenEndpoint(w, r, "") })
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
+	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) { s.revoke(w, r, "") })
 	mux.HandleFunc("/p/", s.providerEndpoint)
 	return mux
 }
@@ -319,6 +357,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 	var consent *Consent
 	if cq := s.consents[provider]; len(cq) > 0 {
 		consent, s.consents[provider] = &cq[0], cq[1:]
+	}
+	switch {
+	case consent != nil && consent.NoIss:
+	case consent != nil && consent.Iss != nil:
+		v.Set("iss", *consent.Iss)
+	case s.cfg.Issuers[provider] != "":
+		v.Set("iss", s.cfg.Issuers[provider])
+	case s.cfg.Issuer != "":
+		v.Set("iss", s.cfg.Issuer)
 	}
 	switch {
 	case q.Get("response_type") != "code":
@@ -402,9 +449,14 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	grant := r.PostForm.Get("grant_type")
 	s.mu.Lock()
 	s.stats.TokenRequests++
-	if grant == "refresh_token" {
+	switch grant {
+	case "refresh_token":
 		s.stats.RefreshRequests++
+	case "authorization_code":
+		s.stats.ExchangeRequests++
 	}
+	method, _, _ := clientAuthOf(r)
+	s.authSeen = append(s.authSeen, method)
 	f, scripted := s.nextFailure(grant)
 	var answer *Answer
 	if aq := s.answers[provider]; !scripted && grant == "refresh_token" && len(aq) > 0 {
@@ -443,12 +495,8 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 			return
 		}
 	}
-	id, secret, basic := r.BasicAuth()
-	if !basic {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	if (s.cfg.ClientID != "" && subtle.ConstantTimeCompare([]byte(id), []byte(s.cfg.ClientID)) != 1) ||
-		(s.cfg.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.cfg.ClientSecret)) != 1) {
+	id, ok := s.authenticate(r, provider)
+	if !ok {
 		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
@@ -460,6 +508,73 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	default:
 		s.oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 	}
+}
+
+// clientAuthOf says how a request authenticates its client: the method (AuthBasic,
+// AuthPost, AuthNone or AuthMixed), the client id and the secret. HTTP Basic credentials
+// are form-encoded (RFC 6749 §2.3.1). The request's form must be parsed.
+func clientAuthOf(r *http.Request) (method, id, secret string) {
+	user, pass, basic := r.BasicAuth()
+	if basic {
+		if u, err := url.QueryUnescape(user); err == nil {
+			user = u
+		}
+		if p, err := url.QueryUnescape(pass); err == nil {
+			pass = p
+		}
+	}
+	_, posted := r.PostForm["client_secret"]
+	switch {
+	case basic && posted:
+		return AuthMixed, user, pass
+	case basic:
+		return AuthBasic, user, pass
+	case posted:
+		return AuthPost, r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	return AuthNone, r.PostForm.Get("client_id"), ""
+}
+
+// authenticate checks a token or revocation request's client authentication against the
+// configuration (ClientID, ClientSecret, ClientAuth); it answers the client id. Called
+// with the lock held.
+func (s *Server) authenticate(r *http.Request, provider string) (string, bool) {
+	method, id, secret := clientAuthOf(r)
+	want := s.cfg.ClientAuth
+	if m, ok := s.cfg.ProviderClientAuth[provider]; ok {
+		want = m
+	}
+	ok := method != AuthMixed && (method == AuthNone) == (secret == "")
+	switch want {
+	case AuthBasic, AuthPost, AuthNone:
+		ok = ok && method == want
+	case AuthDefault:
+		ok = ok && method != AuthPost
+	}
+	if (s.cfg.ClientID != "" && subtle.ConstantTimeCompare([]byte(id), []byte(s.cfg.ClientID)) != 1) ||
+		(s.cfg.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.cfg.ClientSecret)) != 1) {
+		ok = false
+	}
+	if !ok {
+		s.stats.InvalidClients++
+	}
+	return id, ok
+}
+
+// ClientAuthSeen returns how every token request authenticated its client, in order
+// (AuthBasic, AuthPost, AuthNone or AuthMixed).
+func (s *Server) ClientAuthSeen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.authSeen)
+}
+
+// ScriptRevoke queues answers for a provider's next revocation requests ("" for the root
+// endpoint): Status and Error, or Drop; the token is then not revoked.
+func (s *Server) ScriptRevoke(provider string, a ...Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revokes[provider] = append(s.revokes[provider], a...)
 }
 
 func s256(verifier string) string {
@@ -493,11 +608,19 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 		s.oauthError(w, cs.Status, cs.Error)
 		return
 	}
+	if cs := c.consent; cs != nil && cs.NotJSON {
+		s.stats.CodeExchanges++
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("<!doctype html><title>authserver</title><p>Sign in.</p>\n"))
+		return
+	}
 	s.families++
 	c.family = s.families
 	m := mint{family: c.family, scopes: c.scopes, provider: provider, account: s.cfg.Account, refresh: true,
 		expiresIn: s.cfg.ExpiresIn}
 	if cs := c.consent; cs != nil {
+		m.refresh = !cs.NoRefresh
 		m.access, m.rt = cs.AccessToken, cs.RefreshToken
 		if cs.Account != "" {
 			m.account = cs.Account
@@ -579,6 +702,45 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, provider strin
 		account = s.cfg.Account
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sub": fmt.Sprintf("user-%d", a.family), "email": account, "email_verified": true})
+}
+
+// revoke is the revocation endpoint (RFC 7009): a refresh token presented there is
+// revoked with its family; anything else is answered 200 as the RFC asks.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, provider string) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.stats.Revocations++
+	var scripted *Answer
+	if q := s.revokes[provider]; len(q) > 0 {
+		scripted, s.revokes[provider] = &q[0], q[1:]
+	}
+	if scripted != nil {
+		s.mu.Unlock()
+		s.answer(w, *scripted)
+		return
+	}
+	defer s.mu.Unlock()
+	// RFC 7009 §2.1: the client authenticates as at the token endpoint.
+	if _, ok := s.authenticate(r, provider); !ok {
+		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
+		return
+	}
+	if rt, ok := s.refresh[r.PostForm.Get("token")]; ok && rt.provider == provider {
+		if !s.revoked[rt.family] {
+			s.stats.RevokedTokens++
+		}
+		s.revoked[rt.family] = true
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // ErrNotLoopback is returned by Start for a non-loopback address.

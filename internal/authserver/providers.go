@@ -32,6 +32,8 @@ func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.tokenEndpoint(w, r, provider)
 	case "userinfo":
 		s.userinfo(w, r, provider)
+	case "revoke":
+		s.revoke(w, r, provider)
 	default:
 		http.NotFound(w, r)
 	}
@@ -60,6 +62,12 @@ type Answer struct {
 	AccessToken  string
 	RefreshToken string
 	ExpiresIn    int64
+	// Scope, when set, is the answer's scope member.
+	Scope *string
+	// NotJSON answers an HTML page with the status; Drop closes the connection without
+	// an answer (Status is then ignored).
+	NotJSON bool
+	Drop    bool
 	// During, when set, runs while the request is in flight, before the answer is
 	// written (outside the server's lock): another process acts meanwhile.
 	During func()
@@ -83,7 +91,21 @@ func (s *Server) answer(w http.ResponseWriter, a Answer) {
 			status = http.StatusBadRequest
 		}
 	}
-	if a.Error != "" {
+	switch {
+	case a.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	case a.NotJSON:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte("<!doctype html><title>authserver</title><p>Sign in.</p>\n"))
+		return
+	case a.Error != "":
 		s.mu.Lock()
 		s.oauthError(w, status, a.Error)
 		s.mu.Unlock()
@@ -98,6 +120,9 @@ func (s *Server) answer(w http.ResponseWriter, a Answer) {
 	}
 	if a.ExpiresIn != 0 {
 		body["expires_in"] = a.ExpiresIn
+	}
+	if a.Scope != nil {
+		body["scope"] = *a.Scope
 	}
 	writeJSON(w, status, body)
 }
@@ -123,6 +148,14 @@ type Consent struct {
 	// Account is the email userinfo answers for the issued access token (empty: the
 	// configured account).
 	Account string
+	// Iss, when set, is sent as the authorization response's iss parameter (RFC 9207),
+	// instead of the configured Issuer; NoIss sends none at all.
+	Iss   *string
+	NoIss bool
+	// NoRefresh: the code exchange issues no refresh token.
+	NoRefresh bool
+	// NotJSON: the code exchange answers 200 with a page that is not JSON.
+	NotJSON bool
 }
 
 // ScriptConsent queues outcomes for a provider's next authorizations, in order.

@@ -1,7 +1,8 @@
 // Package layout is grantwire's storage layout for Go code that stages or inspects a world
 // outside the core: the conformance runner, the OS-shell test world and the CLI's tests.
-// The policy owns the layout (policy/grantwire/store); this package says the same once for
-// Go, and TestLayoutMatchesPolicy (package conformance) keeps the two in step.
+// The policy owns the layout (policy/grantwire/store, docs/behaviour.md#files); this
+// package says the same once for Go, and TestLayoutMatchesPolicy (package conformance)
+// keeps the two in step.
 //
 // It imports the standard library only.
 package layout

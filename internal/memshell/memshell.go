@@ -7,6 +7,8 @@ package memshell
 
 import (
 	"context"
+	"crypto/sha256"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,9 +71,35 @@ func (s *Shell) Close(ctx context.Context) error {
 func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setup) (conformance.World, error) {
 	w := memhost.New(setup.Start, 1)
 	Serve(w, setup.Catalog)
-	mw := &World{W: w, caps: w.Capabilities(""), during: map[string][]func(){}}
+	caps := w.Capabilities("")
+	caps.Entropy = &Entropy{}
+	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
 	w.Server.BeforeRefresh = mw.beforeRefresh
 	return mw, nil
+}
+
+// Entropy is the test worlds' random source: SHA-256("grantwire test entropy <n>") for n =
+// 0, 1, 2, ... end to end. shells/wasm/node/memworld.mjs draws the same stream, so that the
+// Node shell asks the core exactly the questions the Go host asks (states and PKCE
+// verifiers included).
+type Entropy struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+}
+
+// Read implements hostabi.Entropy.
+func (e *Entropy) Read(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.buf) < len(p) {
+		sum := sha256.Sum256([]byte("grantwire test entropy " + strconv.Itoa(e.n)))
+		e.n++
+		e.buf = append(e.buf, sum[:]...)
+	}
+	n := copy(p, e.buf)
+	e.buf = e.buf[n:]
+	return n, nil
 }
 
 // Serve makes a world's authorization server answer the endpoints of every OAuth provider
@@ -83,9 +111,23 @@ func Serve(w *memhost.World, cat *catalog.Catalog) {
 		}
 		w.Server.Serve(e.ID, map[string]string{
 			"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
-			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL,
+			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer,
 		})
+		w.Server.ClientAuth(e.ID, ClientAuthMethod(e), e.ClientSecretRequired)
 	}
+}
+
+// ClientAuthMethod is how a catalog entry's clients are registered to authenticate at the
+// provider: its token_endpoint_auth_method, client_secret_basic when it requires a secret,
+// else "" (RFC 8414's default: HTTP Basic for a client with a secret, none without).
+func ClientAuthMethod(e catalog.Entry) string {
+	switch {
+	case e.TokenEndpointAuthMethod != "":
+		return e.TokenEndpointAuthMethod
+	case e.ClientSecretRequired:
+		return "client_secret_basic"
+	}
+	return ""
 }
 
 func (w *World) beforeRefresh(provider string) {
@@ -163,6 +205,20 @@ func (t tokenServer) Configure(rotate bool, expiresIn int64) {
 }
 func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
 func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
+func (t tokenServer) Exchanges() int     { return t.w.W.Server.Exchanges() }
+func (t tokenServer) Revocations() int   { return t.w.W.Server.Revocations() }
+func (t tokenServer) Revoked() int       { return len(t.w.W.Server.Revoked()) }
+func (t tokenServer) ClientAuth() []string {
+	return t.w.W.Server.AuthSeen()
+}
+
+func (t tokenServer) RequireClientAuth(p, method string, secretRequired bool) {
+	t.w.W.Server.ClientAuth(p, method, secretRequired)
+}
+
+func (t tokenServer) ScriptRevoke(p string, r conformance.TokenResponse) {
+	t.w.W.Server.ScriptRevoke(p, memhost.RevokeAnswer{Status: r.Status, Error: r.Error})
+}
 
 func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
 	t.w.W.Server.ScriptAuthorize(p, AuthorizeAnswer(r))
@@ -188,5 +244,5 @@ func TokenAnswer(r conformance.TokenResponse) memhost.TokenAnswer {
 func AuthorizeAnswer(r conformance.AuthorizeResult) memhost.AuthorizeAnswer {
 	return memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
 		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn,
-		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoRefresh: r.NoRefresh}
+		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON}
 }

@@ -22,13 +22,12 @@ import (
 
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/agents"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -56,11 +55,10 @@ type World struct {
 
 	mu        sync.Mutex
 	env       map[string]string
-	agents    map[string]hostabi.Agent
 	failures  []failure
 	events    []hostabi.Event
 	holds     map[string]func() // lock → release, held by the outside instance
-	authorize map[string][]hostabi.AuthResult
+	authorize map[string][]conformance.AuthorizeResult
 	services  map[string]bool // real keyring services used
 	shells    []*native.Shell
 	procs     map[string]hostabi.Capabilities
@@ -79,9 +77,6 @@ var (
 )
 
 func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Setup) (*World, error) {
-	if setup.Engine == nil {
-		return nil, errors.New("nativeshell: the setup names no engine (the transport rule needs one)")
-	}
 	raw, err := patchCatalog(setup.Catalog.JSON(), sh.base)
 	if err != nil {
 		return nil, err
@@ -97,10 +92,26 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &syncBuffer{},
-		env: map[string]string{}, agents: map[string]hostabi.Agent{}, holds: map[string]func(){},
-		authorize: map[string][]hostabi.AuthResult{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
+		env: map[string]string{}, holds: map[string]func(){},
+		authorize: map[string][]conformance.AuthorizeResult{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
 	}
-	w.srv = authserver.New(authserver.Config{SequentialNames: true, KeepFamilyOnReuse: true, Now: w.clock.Now})
+	// Each provider names itself as the catalog says (RFC 9207) and expects its clients to
+	// authenticate as the catalog says (memshell.ClientAuthMethod's rule).
+	issuers, auth := map[string]string{}, map[string]string{}
+	for _, e := range setup.Catalog.Entries() {
+		if e.Type != catalog.TypeOAuth {
+			continue
+		}
+		if e.Issuer != "" {
+			issuers[e.ID] = e.Issuer
+		}
+		auth[e.ID] = memshell.ClientAuthMethod(e)
+		if auth[e.ID] == "" {
+			auth[e.ID] = authserver.AuthDefault
+		}
+	}
+	w.srv = authserver.New(authserver.Config{SequentialNames: true, KeepFamilyOnReuse: true, Now: w.clock.Now,
+		Issuers: issuers, ProviderClientAuth: auth})
 	if err := sh.attach(w.srv.Handler()); err != nil {
 		return nil, err
 	}
@@ -116,20 +127,17 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 // newShell opens one more native.Shell on the world's home: a process.
 func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, error) {
 	opts := native.Options{
-		Home:    w.home,
-		Service: hostabi.DefaultService,
-		Agents:  agents.New(filepath.Join(w.home, agents.FileName), agents.WithBuiltins(nil), agents.WithUserHome(w.home)),
-		Catalog: w.cat.Connector,
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return grantwire.CheckURL(ctx, w.engine, u, purpose, hop, from)
-		},
+		Home:        w.home,
+		Service:     hostabi.DefaultService,
 		Prompt:      w.prompt,
-		AuthTimeout: 20 * time.Second,
 		HTTPTimeout: 10 * time.Second,
 		Clock:       w.clock,
 		Entropy:     w.rng,
 		NoWatch:     true, // events are the steps' own; the watcher has its own tests
 		Getenv:      w.getenv,
+		// The service locks of this world, beside its home: worlds share a service name
+		// (grantwire.connections) but never a lock.
+		LockDir: filepath.Join(filepath.Dir(w.home), "locks"),
 	}
 	if browser {
 		opts.Browser = w.browser
@@ -145,7 +153,8 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 	c.Keyring = keyring{w: w, inner: c.Keyring}
 	c.Locks = locks{w: w, inner: c.Locks}
 	c.Events = events{w: w, bus: c.Events}
-	c.OAuth = oauth{w: w, inner: c.OAuth}
+	c.HTTP = transport{w: w, inner: c.HTTP}
+	c.Loopback = loopback{w: w, inner: c.Loopback}
 	c.Service = hostabi.DefaultService
 	return sh, c, nil
 }
@@ -189,46 +198,6 @@ func (w *World) getenv(k string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.env[k]
-}
-
-// SetAgent implements conformance.World: the declaration is written to the home's
-// agents.json (version 1), which every process's registry reads.
-func (w *World) SetAgent(a hostabi.Agent) error {
-	w.mu.Lock()
-	w.agents[a.ID] = a
-	type req struct {
-		Connector string   `json:"connector"`
-		Scopes    []string `json:"scopes"`
-	}
-	type entry struct {
-		ID                 string `json:"id"`
-		Name               string `json:"name,omitempty"`
-		RequiredConnectors []req  `json:"required_connectors,omitempty"`
-		ConsumesMCPServers bool   `json:"consumes_mcp_servers,omitempty"`
-	}
-	list := []entry{}
-	for _, id := range sortedKeys(w.agents) {
-		ag := w.agents[id]
-		e := entry{ID: id, Name: ag.Name, ConsumesMCPServers: ag.ConsumesMCPServers}
-		for _, c := range sortedKeys(ag.RequiredConnectors) {
-			e.RequiredConnectors = append(e.RequiredConnectors, req{Connector: c, Scopes: ag.RequiredConnectors[c]})
-		}
-		list = append(list, e)
-	}
-	w.mu.Unlock()
-	doc, err := json.MarshalIndent(map[string]any{"version": agents.Version, "agents": list}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(w.home, 0o700); err != nil {
-		return err
-	}
-	p := filepath.Join(w.home, agents.FileName)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(doc, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p) // the registry re-reads the file on every lookup
 }
 
 // Hold implements conformance.World: the outside instance takes the lock's file lock.
@@ -449,9 +418,8 @@ func (w *World) failure(op, user string) error {
 			w.failures = append(w.failures[:i], w.failures[i+1:]...)
 		}
 		if f.insecure {
-			return hostabi.Errorf("INSECURE_STORE",
-				"install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring), KeePassXC or KWallet",
-				"no secure credential store is available (nativeshell: injected); grantwire keeps secrets only in the OS credential store and never falls back to a file")
+			return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "nativeshell: injected",
+				Fix: "install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring), KeePassXC or KWallet"}
 		}
 		return ErrInjected
 	}
@@ -513,27 +481,53 @@ func (e events) Emit(ev hostabi.Event) {
 	e.bus.Emit(ev)
 }
 
-// oauth is the process's OAuth capability; after a refresh returns it waits for a
+// transport is the process's HTTP capability; after a request returns it waits for a
 // scripted "during" to have finished (see World.inflight).
-type oauth struct {
+type transport struct {
 	w     *World
-	inner hostabi.OAuth
+	inner http.RoundTripper
 }
 
-func (o oauth) Refresh(ctx context.Context, c hostabi.Connector, client hostabi.Client, refreshToken string) hostabi.TokenResponse {
-	r := o.inner.Refresh(ctx, c, client, refreshToken)
-	o.w.inflight.Lock() // an ordering point, not a critical section
-	o.w.inflight.Unlock()
-	return r
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(req)
+	t.w.inflight.Lock() // an ordering point, not a critical section
+	t.w.inflight.Unlock()
+	return resp, err
 }
 
-func (o oauth) Authorize(ctx context.Context, c hostabi.Connector, client hostabi.Client, scopes []string) hostabi.AuthResult {
-	return o.inner.Authorize(ctx, c, client, scopes)
+// loopback plays the scripted outcomes no browser can: a session without a browser
+// (interactive_required) and nobody answering (timeout, at once rather than after the
+// policy's five minutes).
+type loopback struct {
+	w     *World
+	inner hostabi.Loopback
+}
+
+func (l loopback) Open(ctx context.Context, connector string) (hostabi.Callback, error) {
+	l.w.mu.Lock()
+	var head *conformance.AuthorizeResult
+	if q := l.w.authorize[connector]; len(q) > 0 && (q[0].Status == "interactive_required" || q[0].Status == "timeout") {
+		head, l.w.authorize[connector] = &q[0], q[1:]
+	}
+	l.w.mu.Unlock()
+	cb, err := l.inner.Open(ctx, connector)
+	if err != nil || head == nil {
+		return cb, err
+	}
+	if head.Status == "interactive_required" {
+		_ = cb.Close()
+		return nil, fmt.Errorf("nativeshell: scripted: %w", hostabi.ErrUnavailable)
+	}
+	return unanswered{cb}, nil
+}
+
+type unanswered struct{ hostabi.Callback }
+
+func (u unanswered) Wait(context.Context, string, string, string, time.Duration) (map[string]string, error) {
+	return nil, context.DeadlineExceeded
 }
 
 // --- the automatic browser ---------------------------------------------------------------
-
-var errNoBrowser = errors.New("nativeshell: no browser can be opened (scripted interactive_required)")
 
 // browser plays the user at the authorization endpoint: the provider's next scripted
 // authorization decides (nothing scripted: consent), then the URL is fetched and its
@@ -545,26 +539,33 @@ func (w *World) browser(authURL string) error {
 	}
 	provider, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/p/"), "/")
 	w.mu.Lock()
-	var r *hostabi.AuthResult
+	var r *conformance.AuthorizeResult
 	if q := w.authorize[provider]; len(q) > 0 {
 		r, w.authorize[provider] = &q[0], q[1:]
 	}
 	w.mu.Unlock()
 	if r != nil {
 		switch r.Status {
-		case hostabi.AuthInteractiveRequired:
-			return errNoBrowser
-		case hostabi.AuthDenied:
-			w.srv.ScriptConsent(provider, authserver.Consent{Deny: true})
-		case hostabi.AuthOK:
-			w.srv.ScriptConsent(provider, authserver.Consent{Scopes: r.Token.Scopes, AccessToken: r.Token.AccessToken,
-				RefreshToken: r.Token.RefreshToken, ExpiresIn: r.Token.ExpiresIn, Account: r.Token.Account})
+		case "denied":
+			c := authserver.Consent{Deny: true, Iss: r.Iss, NoIss: r.NoIss}
+			if r.Error != "" && r.Error != "access_denied" {
+				c.Deny, c.Error = false, r.Error
+			}
+			w.srv.ScriptConsent(provider, c)
+		case "ok":
+			w.srv.ScriptConsent(provider, authserver.Consent{Scopes: r.Scopes, AccessToken: r.AccessToken,
+				RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss,
+				NoRefresh: r.NoRefresh, NotJSON: r.NotJSON})
 		default:
-			code := r.Token.Error
+			code := r.Error
 			if code == "" {
 				code = "server_error"
 			}
-			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: r.Token.Status})
+			status := r.HTTPStatus
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: status, Iss: r.Iss, NoIss: r.NoIss})
 		}
 	}
 	w.browsers.Add(1)
@@ -600,9 +601,9 @@ func (t tokenServer) Issue(provider, refreshToken string) {
 	t.w.srv.IssueToken(provider, refreshToken, nil)
 }
 
-func (t tokenServer) ScriptRefresh(provider string, r hostabi.TokenResponse, during func()) {
+func (t tokenServer) ScriptRefresh(provider string, r conformance.TokenResponse, during func()) {
 	a := authserver.Answer{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
-		ExpiresIn: r.ExpiresIn}
+		ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON, Drop: r.Status == 0}
 	if during != nil {
 		a.During = func() {
 			t.w.inflight.Lock()
@@ -613,13 +614,39 @@ func (t tokenServer) ScriptRefresh(provider string, r hostabi.TokenResponse, dur
 	t.w.srv.ScriptRefresh(provider, a)
 }
 
-func (t tokenServer) ScriptAuthorize(provider string, r hostabi.AuthResult) {
+func (t tokenServer) ScriptAuthorize(provider string, r conformance.AuthorizeResult) {
 	t.w.mu.Lock()
 	defer t.w.mu.Unlock()
 	t.w.authorize[provider] = append(t.w.authorize[provider], r)
 }
 
 func (t tokenServer) Requests() int { return t.w.srv.Stats().RefreshRequests }
+
+func (t tokenServer) Exchanges() int { return t.w.srv.Stats().ExchangeRequests }
+
+func (t tokenServer) Revocations() int { return t.w.srv.Stats().Revocations }
+
+func (t tokenServer) Revoked() int { return t.w.srv.Stats().RevokedTokens }
+
+func (t tokenServer) ClientAuth() []string { return t.w.srv.ClientAuthSeen() }
+
+func (t tokenServer) RequireClientAuth(provider, method string, _ bool) {
+	if method == "" {
+		method = authserver.AuthDefault
+	}
+	t.w.srv.Configure(func(c *authserver.Config) {
+		m := make(map[string]string, len(c.ProviderClientAuth)+1)
+		for k, v := range c.ProviderClientAuth {
+			m[k] = v
+		}
+		m[provider] = method
+		c.ProviderClientAuth = m
+	})
+}
+
+func (t tokenServer) ScriptRevoke(provider string, r conformance.TokenResponse) {
+	t.w.srv.ScriptRevoke(provider, authserver.Answer{Status: r.Status, Error: r.Error, Drop: r.Status == 0})
+}
 
 // --- small parts -------------------------------------------------------------------------
 

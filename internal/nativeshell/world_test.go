@@ -16,8 +16,8 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/nativeshell"
 )
 
@@ -131,7 +131,7 @@ func TestTheWorldKeepsItsKeyringToItself(t *testing.T) {
 	require.ErrorIs(t, err, nativeshell.ErrInjected)
 	require.NoError(t, w.FailKeyring("set", "p:default", 1, true))
 	err = b.Keyring.Set(ctx, b.Service, "p:default", "w")
-	var ce *core.Error
+	var ce *hostabi.HostError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, "INSECURE_STORE", ce.Code)
 	require.Contains(t, ce.Fix, "install")
@@ -148,10 +148,10 @@ func TestSurfacesCheckModes(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	caps := w.Capabilities()
-	require.NoError(t, caps.Ledgers.Write(ctx, hostabi.LedgerGrants, []byte("{}\n"), ""))
+	require.NoError(t, caps.Files.Update(ctx, layout.Grants, func([]byte, string) ([]byte, error) { return []byte("{}\n"), nil }))
 	_, err := w.Surfaces()
 	require.NoError(t, err)
-	require.NoError(t, os.Chmod(caps.Ledgers.Path(hostabi.LedgerGrants), 0o644))
+	require.NoError(t, os.Chmod(caps.Files.Path(layout.Grants), 0o644))
 	_, err = w.Surfaces()
 	require.ErrorContains(t, err, "has mode 0644, want 0600")
 }

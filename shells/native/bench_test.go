@@ -21,19 +21,15 @@ func benchShell(b *testing.B) *native.Shell {
 	return sh
 }
 
-// BenchmarkLedgerWrite is one conditional write: lock file, compare, temp file, fsync,
-// rename, fsync of the directory.
+// BenchmarkLedgerWrite is one atomic update: lock file, read, temp file, fsync, rename,
+// fsync of the directory.
 func BenchmarkLedgerWrite(b *testing.B) {
 	ctx := context.Background()
-	l := benchShell(b).Capabilities().Ledgers
+	l := benchShell(b).Capabilities().Files
 	doc := []byte(`{"mcp-github": {"builtin:chat": ["use"]}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, v, err := l.Read(ctx, hostabi.LedgerGrants)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := l.Write(ctx, hostabi.LedgerGrants, doc, v); err != nil {
+		if err := l.Update(ctx, "connectors/grants.json", func([]byte, string) ([]byte, error) { return doc, nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -41,13 +37,15 @@ func BenchmarkLedgerWrite(b *testing.B) {
 
 func BenchmarkLedgerRead(b *testing.B) {
 	ctx := context.Background()
-	l := benchShell(b).Capabilities().Ledgers
-	if err := l.Write(ctx, hostabi.LedgerGrants, []byte(`{"mcp-github": {"builtin:chat": ["use"]}}`), ""); err != nil {
+	l := benchShell(b).Capabilities().Files
+	if err := l.Update(ctx, "connectors/grants.json", func([]byte, string) ([]byte, error) {
+		return []byte(`{"mcp-github": {"builtin:chat": ["use"]}}`), nil
+	}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := l.Read(ctx, hostabi.LedgerGrants); err != nil {
+		if _, _, err := l.Read(ctx, "connectors/grants.json"); err != nil {
 			b.Fatal(err)
 		}
 	}

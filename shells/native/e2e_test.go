@@ -72,7 +72,8 @@ func TestClientEndToEnd(t *testing.T) {
 	})
 	const scope = "mail.read"
 
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "client-e2e", "secret-e2e", ""))
+	_, err := w.client.ConfigureClient(ctx, "local", "client-e2e", "secret-e2e", "")
+	require.NoError(t, err)
 	conn, err := w.client.Connect(ctx, "local", []string{scope}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "ada@example.com", conn.Account)
@@ -116,7 +117,7 @@ func TestClientEndToEnd(t *testing.T) {
 	require.Equal(t, 0, w.srv.Stats().ReuseDetected)
 
 	// 401 from the token endpoint: REAUTH_REQUIRED, nothing deleted.
-	w.srv.Script(authserver.Failure{Grant: "refresh_token", Status: http.StatusUnauthorized, Error: "invalid_client"})
+	w.srv.Script(authserver.Failure{Grant: "refresh_token", Status: http.StatusUnauthorized, Error: "unauthorized_client"})
 	clock.Advance(2 * time.Hour)
 	_, err = w.client.GetAccessToken(ctx, "local", []string{scope}, "builtin:chat")
 	require.ErrorIs(t, err, grantwire.ErrReauthRequired)

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +30,19 @@ const childEnv = "GRANTWIRE_NATIVE_CHILD"
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
+	}
+	// The service locks of every test (and of the children it starts, which inherit the
+	// variable) go to a directory of this run, not to the user's cache directory.
+	if os.Getenv("GRANTWIRE_LOCK_DIR") == "" {
+		dir, err := os.MkdirTemp("", "grantwire-locks-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("GRANTWIRE_LOCK_DIR", dir)
+		code := m.Run()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -62,13 +75,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// agents is a fixed agent registry.
-type agents map[string]hostabi.Agent
-
-func (a agents) Agent(_ context.Context, id string) (hostabi.Agent, bool, error) {
-	ag, ok := a[id]
-	return ag, ok, nil
-}
+// testAgents is the agent registry of every test world (the home's agents.json).
+const testAgents = `{"version": 1, "agents": [
+  {"id": "builtin:chat", "required_connectors": [{"connector": "local", "scopes": ["mail.read"]}]},
+  {"id": "builtin:mcp-user", "consumes_mcp_servers": true}
+]}
+`
 
 // testCatalog is a catalog whose OAuth provider "local" is the local authorization
 // server, plus the MCP connectors of the embedded catalog.
@@ -119,7 +131,7 @@ type world struct {
 	checked *urlLog
 }
 
-// urlLog records every URL the transport rule was asked about.
+// urlLog records every request the shell sent.
 type urlLog struct {
 	mu   sync.Mutex
 	urls []string
@@ -141,6 +153,9 @@ type worldOpts struct {
 	noWatch bool
 	tweak   func(*native.Options)
 	options []grantwire.Option
+	// caps, when set, changes the shell's capabilities before the client gets them (a
+	// slowed keyring, say).
+	caps func(*hostabi.Capabilities)
 }
 
 func newWorld(t testing.TB, o worldOpts) *world {
@@ -163,18 +178,21 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	if browser == nil && w.srv != nil {
 		browser = autoBrowser
 	}
+	require.NoError(t, os.MkdirAll(w.home, 0o700))
+	if _, err := os.Stat(filepath.Join(w.home, "agents.json")); os.IsNotExist(err) {
+		require.NoError(t, os.WriteFile(filepath.Join(w.home, "agents.json"), []byte(testAgents), 0o600))
+	}
 	var client *grantwire.Client
 	opts := native.Options{
 		Home: w.home, Service: w.service, Browser: browser, Prompt: w.prompt, NoWatch: o.noWatch,
-		Agents: agents{
-			"builtin:chat":     {ID: "builtin:chat", RequiredConnectors: map[string][]string{"local": {"mail.read"}}},
-			"builtin:mcp-user": {ID: "builtin:mcp-user", ConsumesMCPServers: true},
-		},
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			w.checked.add(fmt.Sprintf("%s %d %s", purpose, hop, u.Redacted()))
-			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
-		},
-		AuthTimeout: 20 * time.Second, Getenv: func(string) string { return "" },
+		Getenv: func(string) string { return "" }, LockDir: os.Getenv("GRANTWIRE_LOCK_DIR"),
+	}
+	if !o.noWatch {
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if client != nil {
+				_ = client.ActivationChanges(context.Background(), before, after)
+			}
+		}
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)
@@ -183,12 +201,28 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
 	w.shell = sh
-	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(sh.Capabilities()),
+	caps := sh.Capabilities()
+	caps.HTTP = logTransport{w.checked, caps.HTTP}
+	if o.caps != nil {
+		o.caps(&caps)
+	}
+	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(caps),
 		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close(ctx) })
 	w.client = client
 	return w
+}
+
+// logTransport records every request before sending it.
+type logTransport struct {
+	log   *urlLog
+	inner http.RoundTripper
+}
+
+func (l logTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.log.add(r.Method + " " + r.URL.Redacted())
+	return l.inner.RoundTrip(r)
 }
 
 // autoBrowser plays a browser whose user consents: it follows the authorization

@@ -44,9 +44,8 @@ func TestSecretHygiene(t *testing.T) {
 		options: []grantwire.Option{grantwire.WithObserver(func(d grantwire.Decision) {
 			b, _ := json.Marshal(d)
 			record(&decisions, string(b))
-		})},
+		}), grantwire.WithTrace(func(line string) { record(&logs, line) })},
 	})
-	w.client.Host().Trace = func(line string) { record(&logs, line) }
 	events, stop := w.shell.Events().Subscribe(1024)
 	defer stop()
 	try := func(err error) {
@@ -61,7 +60,8 @@ func TestSecretHygiene(t *testing.T) {
 	}
 
 	var handed []string // what the caller legitimately receives
-	try(w.client.ConfigureClient(ctx, "local", "cid", clientSecret, ""))
+	_, cerr := w.client.ConfigureClient(ctx, "local", "cid", clientSecret, "")
+	try(cerr)
 	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 	for range 3 {

@@ -17,7 +17,6 @@ import (
 	"github.com/godbus/dbus/v5"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -291,7 +290,7 @@ func (k *keyringStore) preflight() error {
 func classify(what string, err error) error {
 	var execErr *exec.Error
 	var dbusErr dbus.Error
-	var done *core.Error
+	var done *hostabi.HostError
 	msg := err.Error()
 	switch {
 	case errors.As(err, &done), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -321,8 +320,7 @@ func insecureStore(message, fix string, cause error) error {
 	if cause != nil {
 		message += " (" + cut(cause.Error(), 200) + ")"
 	}
-	message += "; grantwire keeps secrets only in the OS credential store and never falls back to a file"
-	return hostabi.Errorf("INSECURE_STORE", fix, message)
+	return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: message, Fix: fix}
 }
 
 func installFix() string {

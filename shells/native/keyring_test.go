@@ -17,7 +17,6 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/shells/native"
 )
@@ -239,9 +238,9 @@ func childKeyringNoStore() int {
 	start := time.Now()
 	err = sh.Capabilities().Keyring.Set(ctx, "grantwire.test.nostore", "local:default", plantedSecret)
 	out.ElapsedMS = time.Since(start).Milliseconds()
-	var ce *core.Error
+	var ce *hostabi.HostError
 	if errors.As(err, &ce) {
-		out.Code, out.Message, out.Fix = ce.Code, ce.Message, ce.Fix
+		out.Code, out.Message, out.Fix = ce.Code, ce.Detail, ce.Fix
 	} else if err != nil {
 		out.Message = err.Error()
 	}
@@ -250,7 +249,7 @@ func childKeyringNoStore() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	err = c.ConfigureClient(ctx, "google", "client-id", plantedSecret, "")
+	_, err = c.ConfigureClient(ctx, "google", "client-id", plantedSecret, "")
 	var ge *grantwire.Error
 	if errors.As(err, &ge) {
 		out.Client, out.ClientMsg, out.Exit, out.Status = ge.Code, ge.Message, ge.Exit, ge.Status
@@ -298,7 +297,7 @@ func TestKeyringNoStoreIsInsecureStore(t *testing.T) {
 	r, home := runNoStore(t, "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/grantwire-test-bus")
 	require.Equal(t, "INSECURE_STORE", r.Code, "%+v", r)
 	require.Contains(t, r.Message, "session bus is unreachable")
-	require.Contains(t, r.Message, "never falls back to a file")
+	require.Contains(t, r.ClientMsg, "never stores secrets in a file")
 	require.Contains(t, r.Fix, "gnome-keyring")
 	require.Equal(t, "INSECURE_STORE", r.Client)
 	require.Equal(t, 5, r.Exit)

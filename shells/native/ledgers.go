@@ -6,61 +6,61 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safefile"
 )
 
-// ledgerFiles maps the logical ledgers to files under the home.
-var ledgerFiles = map[string]string{
-	hostabi.LedgerGrants:      filepath.Join("connectors", "grants.json"),
-	hostabi.LedgerActivations: filepath.Join("connectors", "activations.json"),
-	hostabi.LedgerState:       filepath.Join("connectors", "state.json"),
-	hostabi.LedgerMCPServers:  "mcp_servers.json",
-}
+// MaxLedgerBytes is the largest ledger file the shell reads: 16 MiB, a thousand times
+// what a heavy user's ledgers hold. A larger file is refused before it is read, so a
+// runaway or hostile file costs no memory.
+const MaxLedgerBytes = 16 << 20
 
 // ledgerLockWait bounds how long a write waits for another process's write of the same
-// ledger (a write holds that lock for one compare, write, fsync and rename).
+// ledger (a write holds that lock for one read, patch, write, fsync and rename).
 const ledgerLockWait = 10 * time.Second
 
-// fileLedgers is the Ledgers capability: whole-document files, versioned by content hash,
-// replaced atomically under a per-ledger lock file.
+// fileLedgers is the Files capability: JSON files under the home named by relative paths
+// (the policy names them: connectors/grants.json, ...), versioned by content hash, replaced
+// atomically under a per-file lock file; and the digest of any regular file.
 type fileLedgers struct {
 	home string
-	// mu serialises this process's writers of one ledger (the lock file does the same
+	// mu serialises this process's writers of one file (the lock file does the same
 	// across processes).
 	mu sync.Map // name → *sync.Mutex
-	// written, when set, is called with a ledger's current and new content while the
-	// write holds the ledger's lock, around the rename (the activation watcher uses it to
-	// tell this process's writes from other processes').
+	// written, when set, is called with a file's current and new content while the write
+	// holds the file's lock, around the rename (the activation watcher uses it to tell this
+	// process's writes from other processes').
 	written func(name string, before, after []byte, rename func() error) error
+	// warn reports a file whose mode was corrected (nil: say nothing).
+	warn func(string)
 }
 
-var _ hostabi.Ledgers = (*fileLedgers)(nil)
+var _ hostabi.Files = (*fileLedgers)(nil)
 
-// Path implements hostabi.Ledgers.
+// Path implements hostabi.Files.
 func (l *fileLedgers) Path(name string) string {
-	rel, ok := ledgerFiles[name]
-	if !ok {
-		return filepath.Join(l.home, name)
-	}
-	return filepath.Join(l.home, rel)
+	return filepath.Join(l.home, filepath.FromSlash(name))
 }
 
+// path checks that name is a relative path inside the home.
 func (l *fileLedgers) path(name string) (string, error) {
-	rel, ok := ledgerFiles[name]
-	if !ok {
-		return "", fmt.Errorf("native: unknown ledger %q", name)
+	clean := filepath.Clean(filepath.FromSlash(name))
+	if name == "" || filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) || clean == ".." {
+		return "", fmt.Errorf("native: %q is not a file under the home", name)
 	}
-	return filepath.Join(l.home, rel), nil
+	return filepath.Join(l.home, clean), nil
 }
 
 // contentVersion is the version token of a ledger's bytes; "" means absent.
@@ -69,35 +69,80 @@ func contentVersion(doc []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
-// Read implements hostabi.Ledgers. A missing file is (nil, ""). Files are replaced by
+// Read implements hostabi.Files. A missing file is (nil, ""). Files are replaced by
 // rename, so a read sees one whole version.
 func (l *fileLedgers) Read(_ context.Context, name string) ([]byte, string, error) {
 	p, err := l.path(name)
 	if err != nil {
 		return nil, "", err
 	}
-	doc, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", readError(p, err)
+	doc, err := l.load(p)
+	if err != nil || doc == nil {
+		return nil, "", err
 	}
 	return doc, contentVersion(doc), nil
 }
 
-func readError(p string, err error) error {
-	e := hostabi.Errorf("CORRUPT_LEDGER",
-		fmt.Sprintf("check its permissions: the directory should be 0700 and the file 0600 and owned by you (ls -l %s)", p),
-		fmt.Sprintf("could not read %s (%v); nothing was changed", p, err))
-	return e
+// load reads the file at p: nil when it does not exist; a *hostabi.FileRefused (the file
+// left as it is) when it is a symbolic link, not a regular file or larger than
+// MaxLedgerBytes. A file other users may read or write is set to 0600 and reported
+// through warn.
+func (l *fileLedgers) load(p string) ([]byte, error) {
+	doc, fi, err := readLedgerFile(p)
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		msg := fmt.Sprintf("%s was mode %#o, so other users could read or change it; grantwire set it to 0600 (check that nobody changed your grants: grantwire status)", p, perm)
+		if err := os.Chmod(p, 0o600); err != nil {
+			msg = fmt.Sprintf("%s is mode %#o, so other users can read or change it, and grantwire could not set it to 0600 (%v): chmod 600 %s", p, perm, errors.Unwrap(err), p)
+		}
+		if l.warn != nil {
+			l.warn(msg)
+		}
+	}
+	return doc, nil
 }
 
-// Write implements hostabi.Ledgers: under the ledger's lock file, compare the current
-// version with ifVersion, write a temporary file in the same directory (0600), fsync it,
-// rename it over the ledger and fsync the directory (0700). Modes are re-asserted on
-// every write.
-func (l *fileLedgers) Write(ctx context.Context, name string, doc []byte, ifVersion string) error {
+// readLedgerFile reads a file as a regular file of at most MaxLedgerBytes, never through
+// a symbolic link and never blocking on a FIFO: (nil, nil, nil) when it does not exist.
+func readLedgerFile(p string) ([]byte, fs.FileInfo, error) {
+	doc, fi, err := safefile.ReadFileNoFollow(p, MaxLedgerBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, readError(p, err)
+	}
+	return doc, fi, nil
+}
+
+// readError is a file refused for what it is (the policy says what to do), else a
+// failure of the host.
+func readError(p string, err error) error {
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, safefile.ErrSymlink):
+		if fi, serr := os.Stat(p); serr != nil || !fi.Mode().IsRegular() {
+			return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedBrokenLink}
+		}
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedSymlink}
+	case errors.As(err, &nr):
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedNotRegular}
+	case errors.As(err, &tl):
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedTooLarge}
+	}
+	return &hostabi.HostError{Code: hostabi.HostErrIO,
+		Detail: fmt.Sprintf("could not read %s (%v); nothing was changed", p, err),
+		Fix:    fmt.Sprintf("ls -l %s", p)}
+}
+
+// Update implements hostabi.Files: under the file's lock file, read the current content,
+// let fn turn it into the new content, write a temporary file in the same directory
+// (0600), fsync it, rename it over the file and fsync the directory (0700). Modes are
+// re-asserted on every write.
+func (l *fileLedgers) Update(ctx context.Context, name string, fn func(doc []byte, version string) ([]byte, error)) error {
 	p, err := l.path(name)
 	if err != nil {
 		return err
@@ -112,23 +157,23 @@ func (l *fileLedgers) Write(ctx context.Context, name string, doc []byte, ifVers
 	lk := flock.New(filepath.Join(dir, "."+filepath.Base(p)+".lock"), flock.SetPermissions(0o600))
 	if err := lockFile(ctx, lk, ledgerLockWait); err != nil {
 		if errors.Is(err, hostabi.ErrBusy) {
-			return fmt.Errorf("native: the lock of %s was held by another process for more than %s: %w", p, ledgerLockWait, err)
+			return fmt.Errorf("native: the lock of %s was held by another process for more than %s", p, ledgerLockWait)
 		}
 		return err
 	}
 	defer lk.Unlock()
 
-	cur, err := os.ReadFile(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cur = nil
-		if ifVersion != "" {
-			return fmt.Errorf("native: %s was removed: %w", p, hostabi.ErrConflict)
-		}
-	case err != nil:
-		return readError(p, err)
-	case contentVersion(cur) != ifVersion:
-		return fmt.Errorf("native: %s changed: %w", p, hostabi.ErrConflict)
+	cur, err := l.load(p)
+	if err != nil {
+		return err
+	}
+	version := ""
+	if cur != nil {
+		version = contentVersion(cur)
+	}
+	doc, err := fn(cur, version)
+	if err != nil {
+		return err
 	}
 	removeStaleTemps(dir, filepath.Base(p))
 	rename := func() error { return replaceFile(dir, p, doc) }
@@ -136,6 +181,42 @@ func (l *fileLedgers) Write(ctx context.Context, name string, doc []byte, ifVers
 		return l.written(name, cur, doc, rename)
 	}
 	return rename()
+}
+
+// Digest implements hostabi.Files: the SHA-256 of a regular file of at most max bytes
+// ("~/" is the user's home directory).
+func (l *fileLedgers) Digest(_ context.Context, path string, max int64) (string, error) {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no home directory for %s", path)
+		}
+		path = filepath.Join(h, rest)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > max {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, max+1))
+	if err != nil {
+		return "", err
+	}
+	if n > max {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ensureDir creates dir (and the home) with mode 0700 and re-asserts the mode.

@@ -16,13 +16,13 @@ import (
 	"github.com/grantwire/grantwire/shells/native"
 )
 
-func newLedgers(t *testing.T) (hostabi.Ledgers, string) {
+func newLedgers(t *testing.T) (hostabi.Files, string) {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "home")
 	sh, err := native.New(native.Options{Home: home, NoWatch: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
-	return sh.Capabilities().Ledgers, home
+	return sh.Capabilities().Files, home
 }
 
 func mode(t *testing.T, p string) os.FileMode {
@@ -32,63 +32,74 @@ func mode(t *testing.T, p string) os.FileMode {
 	return fi.Mode().Perm()
 }
 
-func TestLedgerPaths(t *testing.T) {
-	l, home := newLedgers(t)
-	require.Equal(t, filepath.Join(home, "connectors", "grants.json"), l.Path(hostabi.LedgerGrants))
-	require.Equal(t, filepath.Join(home, "connectors", "activations.json"), l.Path(hostabi.LedgerActivations))
-	require.Equal(t, filepath.Join(home, "connectors", "state.json"), l.Path(hostabi.LedgerState))
-	require.Equal(t, filepath.Join(home, "mcp_servers.json"), l.Path(hostabi.LedgerMCPServers))
-	_, _, err := l.Read(context.Background(), "nope")
-	require.Error(t, err)
-	require.Error(t, l.Write(context.Background(), "../x", []byte("{}"), ""))
+func write(doc string) func([]byte, string) ([]byte, error) {
+	return func([]byte, string) ([]byte, error) { return []byte(doc), nil }
 }
 
-func TestLedgerConditionalWrite(t *testing.T) {
+func TestFilePaths(t *testing.T) {
 	ctx := context.Background()
 	l, home := newLedgers(t)
-	doc, v, err := l.Read(ctx, hostabi.LedgerGrants)
+	require.Equal(t, filepath.Join(home, "connectors", "grants.json"), l.Path("connectors/grants.json"))
+	require.Equal(t, filepath.Join(home, "mcp_servers.json"), l.Path("mcp_servers.json"))
+	for _, bad := range []string{"../x", "/etc/passwd", "", ".", "connectors/../../x"} {
+		_, _, err := l.Read(ctx, bad)
+		require.Error(t, err, bad)
+		require.Error(t, l.Update(ctx, bad, write("{}")), bad)
+	}
+}
+
+func TestFileUpdate(t *testing.T) {
+	ctx := context.Background()
+	l, home := newLedgers(t)
+	const g = "connectors/grants.json"
+	doc, v, err := l.Read(ctx, g)
 	require.NoError(t, err)
 	require.Nil(t, doc)
 	require.Equal(t, "", v)
 
-	require.NoError(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{"a": 1}`), ""))
-	doc, v1, err := l.Read(ctx, hostabi.LedgerGrants)
+	var seen []string
+	require.NoError(t, l.Update(ctx, g, func(cur []byte, v string) ([]byte, error) {
+		seen = append(seen, string(cur)+"@"+v)
+		return []byte(`{"a": 1}`), nil
+	}))
+	doc, v1, err := l.Read(ctx, g)
 	require.NoError(t, err)
 	require.Equal(t, `{"a": 1}`, string(doc))
 	require.NotEmpty(t, v1)
-
-	require.ErrorIs(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), ""), hostabi.ErrConflict, "the file exists now")
-	require.ErrorIs(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), "sha256:stale"), hostabi.ErrConflict)
-	require.NoError(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{"a": 2}`), v1))
-	_, v2, _ := l.Read(ctx, hostabi.LedgerGrants)
+	require.NoError(t, l.Update(ctx, g, func(cur []byte, v string) ([]byte, error) {
+		seen = append(seen, string(cur)+"@"+v)
+		return []byte(`{"a": 2}`), nil
+	}))
+	require.Equal(t, []string{"@", `{"a": 1}@` + v1}, seen, "the change is made to what the file holds, with its version")
+	_, v2, _ := l.Read(ctx, g)
 	require.NotEqual(t, v1, v2)
-	require.ErrorIs(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), v1), hostabi.ErrConflict)
+
+	// A change that fails writes nothing.
+	require.ErrorIs(t, l.Update(ctx, g, func([]byte, string) ([]byte, error) { return nil, hostabi.ErrConflict }), hostabi.ErrConflict)
+	_, v3, _ := l.Read(ctx, g)
+	require.Equal(t, v2, v3)
 
 	// Same content, same version: the version is the content's hash.
-	require.NoError(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{"a": 1}`), v2))
-	_, v3, _ := l.Read(ctx, hostabi.LedgerGrants)
-	require.Equal(t, v1, v3)
-
-	// A removed file is a conflict for a writer that expected a version.
-	require.NoError(t, os.Remove(l.Path(hostabi.LedgerGrants)))
-	require.ErrorIs(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), v3), hostabi.ErrConflict)
+	require.NoError(t, l.Update(ctx, g, write(`{"a": 1}`)))
+	_, v4, _ := l.Read(ctx, g)
+	require.Equal(t, v1, v4)
 
 	// Modes: 0700 directories and 0600 files, re-asserted on every write.
-	require.NoError(t, l.Write(ctx, hostabi.LedgerMCPServers, []byte("{}\n"), ""))
+	require.NoError(t, l.Update(ctx, "mcp_servers.json", write("{}\n")))
 	require.Equal(t, os.FileMode(0o700), mode(t, home))
 	require.Equal(t, os.FileMode(0o700), mode(t, filepath.Join(home, "connectors")))
 	require.NoError(t, os.Chmod(home, 0o755))
 	require.NoError(t, os.Chmod(filepath.Join(home, "connectors"), 0o755))
-	require.NoError(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), ""))
+	require.NoError(t, l.Update(ctx, g, write(`{}`)))
 	require.Equal(t, os.FileMode(0o700), mode(t, home))
 	require.Equal(t, os.FileMode(0o700), mode(t, filepath.Join(home, "connectors")))
-	require.Equal(t, os.FileMode(0o600), mode(t, l.Path(hostabi.LedgerGrants)))
-	require.Equal(t, os.FileMode(0o600), mode(t, l.Path(hostabi.LedgerMCPServers)))
+	require.Equal(t, os.FileMode(0o600), mode(t, l.Path(g)))
+	require.Equal(t, os.FileMode(0o600), mode(t, l.Path("mcp_servers.json")))
 }
 
 // Temporary files a killed writer left are removed by the next write; other programs'
 // files are left alone.
-func TestLedgerRemovesStaleTemps(t *testing.T) {
+func TestFileRemovesStaleTemps(t *testing.T) {
 	ctx := context.Background()
 	l, home := newLedgers(t)
 	dir := filepath.Join(home, "connectors")
@@ -97,7 +108,7 @@ func TestLedgerRemovesStaleTemps(t *testing.T) {
 	gaia := filepath.Join(dir, ".grants_abc.tmp")
 	require.NoError(t, os.WriteFile(stale, []byte("{"), 0o600))
 	require.NoError(t, os.WriteFile(gaia, []byte("{"), 0o600))
-	require.NoError(t, l.Write(ctx, hostabi.LedgerGrants, []byte(`{}`), ""))
+	require.NoError(t, l.Update(ctx, "connectors/grants.json", write(`{}`)))
 	require.NoFileExists(t, stale)
 	require.FileExists(t, gaia)
 	entries, err := os.ReadDir(dir)
@@ -109,8 +120,8 @@ func TestLedgerRemovesStaleTemps(t *testing.T) {
 	require.ElementsMatch(t, []string{".grants.json.lock", ".grants_abc.tmp", "grants.json"}, names)
 }
 
-// Concurrent read-modify-write loops in one process lose no update.
-func TestLedgerConcurrentCompareAndSwap(t *testing.T) {
+// Concurrent read-modify-writes in one process lose no update.
+func TestFileConcurrentUpdates(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newLedgers(t)
 	const workers, each = 8, 40
@@ -120,26 +131,22 @@ func TestLedgerConcurrentCompareAndSwap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				for {
-					doc, v, err := l.Read(ctx, hostabi.LedgerState)
-					require.NoError(t, err)
+				require.NoError(t, l.Update(ctx, "connectors/state.json", func(doc []byte, _ string) ([]byte, error) {
 					n := 0
 					if doc != nil {
 						var m map[string]int
-						require.NoError(t, json.Unmarshal(doc, &m))
+						if err := json.Unmarshal(doc, &m); err != nil {
+							return nil, err
+						}
 						n = m["n"]
 					}
-					err = l.Write(ctx, hostabi.LedgerState, []byte(`{"n": `+strconv.Itoa(n+1)+`}`), v)
-					if err == nil {
-						break
-					}
-					require.ErrorIs(t, err, hostabi.ErrConflict)
-				}
+					return []byte(`{"n": ` + strconv.Itoa(n+1) + `}`), nil
+				}))
 			}
 		}()
 	}
 	wg.Wait()
-	doc, _, err := l.Read(ctx, hostabi.LedgerState)
+	doc, _, err := l.Read(ctx, "connectors/state.json")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n": 320}`, string(doc))
 }
@@ -183,8 +190,8 @@ func TestCorruptLedgerIsNeverRewritten(t *testing.T) {
 	require.Equal(t, bad, got)
 }
 
-// An unreadable ledger (here a directory where the file should be, which even root
-// cannot read as a file) is reported with its path, not treated as empty.
+// A directory where a ledger should be (which even root cannot read as a file) is refused
+// with its path and the fix, not treated as empty.
 func TestUnreadableLedgerIsReported(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true})

@@ -138,8 +138,9 @@ func TestConcurrentRefreshesShareOneRequest(t *testing.T) {
 	clock := &testClock{now: time.Now()}
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "c"},
 		tweak: func(o *native.Options) { o.Clock = clock }})
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "c", "", ""))
-	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	_, err := w.client.ConfigureClient(ctx, "local", "c", "", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 	clock.Advance(2 * time.Hour)
 	w.srv.Script(authserver.Failure{Grant: "refresh_token", Delay: 200 * time.Millisecond})

@@ -3,13 +3,12 @@ package native
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,11 +24,9 @@ const (
 	pageNoMethods = "<!doctype html><meta charset=utf-8><title>grantwire</title><p>Method not allowed.</p>\n"
 )
 
-// callbackResult is what the one accepted callback carried: a code, or an error code.
-type callbackResult struct {
-	code string
-	err  string
-}
+// callbackResult is the one accepted callback's query parameters (the first value of
+// each; a repeated code is refused as invalid_request).
+type callbackResult map[string]string
 
 // callback is the one-shot loopback listener of an authorization (RFC 8252 §7.3): bound
 // to 127.0.0.1 on an ephemeral port kept open for the whole wait, path /callback only,
@@ -39,7 +36,7 @@ type callback struct {
 	srv         *http.Server
 	host        string
 	redirectURI string
-	state       string
+	state       atomic.Pointer[string] // set by Wait; no callback is accepted before
 	accepted    atomic.Bool
 	result      chan callbackResult
 	onRefused   func(reason string)
@@ -47,7 +44,7 @@ type callback struct {
 	closeOnce   sync.Once
 }
 
-func listenCallback(stateBytes []byte) (*callback, error) {
+func listenCallback() (*callback, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -57,7 +54,6 @@ func listenCallback(stateBytes []byte) (*callback, error) {
 		ln:          ln,
 		host:        fmt.Sprintf("127.0.0.1:%d", port),
 		redirectURI: fmt.Sprintf("http://127.0.0.1:%d/callback", port),
-		state:       base64.RawURLEncoding.EncodeToString(stateBytes),
 		result:      make(chan callbackResult, 1),
 	}
 	cb.srv = &http.Server{
@@ -113,12 +109,20 @@ func page(w http.ResponseWriter, status int, body string) {
 	_, _ = w.Write([]byte(body))
 }
 
-var callbackError = regexp.MustCompile(`^[a-z_]{1,64}$`)
-
 // ServeHTTP answers the loopback. Refusals (wrong path, method, Host or state) consume
 // nothing and the wait goes on; the first callback with the right state ends it.
+//
+// Only origin-form request lines ("GET /callback?…", what a browser sends to a server
+// that is not a proxy) are accepted: for an absolute-form line ("GET
+// http://127.0.0.1:PORT/callback") net/http reports the line's authority as r.Host and
+// drops the Host header, so a request sent with "Host: evil.example" would pass the Host
+// check. With origin form, r.Host is the Host header exactly as sent.
 func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case !strings.HasPrefix(r.RequestURI, "/"):
+		page(w, http.StatusBadRequest, pageRefused)
+		cb.refused("wrong Host header (absolute-form request)")
+		return
 	case r.URL.Path != "/callback":
 		page(w, http.StatusNotFound, pageNotFound)
 		return
@@ -136,7 +140,8 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	got := q.Get("state")
-	if len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(got), []byte(cb.state)) != 1 {
+	want := cb.state.Load()
+	if want == nil || len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(got), []byte(*want)) != 1 {
 		page(w, http.StatusBadRequest, pageRefused)
 		if got == "" {
 			cb.refused("no state parameter")
@@ -149,19 +154,15 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusGone, pageGone)
 		return
 	}
-	var res callbackResult
-	switch e, code := q.Get("error"), q.Get("code"); {
-	case e != "":
-		res.err = "unrecognised_error"
-		if callbackError.MatchString(e) {
-			res.err = e
-		}
-	case code == "" || len(q["code"]) != 1:
-		res.err = "invalid_callback"
-	default:
-		res.code = code
+	res := callbackResult{}
+	for k, vs := range q {
+		res[k] = vs[0]
 	}
-	if res.err != "" {
+	if len(q["code"]) > 1 {
+		delete(res, "code")
+		res["error"] = "invalid_request"
+	}
+	if res["code"] == "" || res["error"] != "" {
 		page(w, http.StatusOK, pageNotDone)
 	} else {
 		page(w, http.StatusOK, pageDone)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -21,13 +19,6 @@ import (
 // authorization ends (and its loopback listener closes) right after the callback: closing
 // the listener lets the answer to the accepted callback finish instead of cutting it off.
 func TestTheCallbackPageSurvivesTheEndOfTheAuthorization(t *testing.T) {
-	// A token endpoint that answers at once, and no userinfo: the authorization returns as
-	// soon as it can after the callback.
-	token := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"access_token":"at","refresh_token":"rt","token_type":"Bearer","expires_in":60}`)
-	}))
-	defer token.Close()
 	pages := make(chan string, 1)
 	browser := func(authURL string) error {
 		u, err := url.Parse(authURL)
@@ -47,15 +38,18 @@ func TestTheCallbackPageSurvivesTheEndOfTheAuthorization(t *testing.T) {
 		}()
 		return nil
 	}
-	sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: io.Discard, Browser: browser,
-		AuthTimeout: 10 * time.Second,
-		CheckURL:    func(context.Context, *url.URL, string, int, *url.URL) error { return nil }})
+	sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: io.Discard, Browser: browser})
 	require.NoError(t, err)
 	defer sh.Close()
-	conn := hostabi.Connector{ID: "local", Type: "oauth_pkce", AuthorizationURL: token.URL + "/authorize", TokenURL: token.URL + "/token"}
+	lb := sh.Capabilities().Loopback
 	for i := range 100 {
-		r := sh.Capabilities().OAuth.Authorize(context.Background(), conn, hostabi.Client{ID: "cid"}, []string{"s"})
-		require.Equal(t, hostabi.AuthOK, r.Status, "%+v", r.Token)
+		cb, err := lb.Open(context.Background(), "local")
+		require.NoError(t, err)
+		authURL := "http://127.0.0.1:9/authorize?" + url.Values{"redirect_uri": {cb.RedirectURI()}, "state": {"st-" + fmt.Sprint(i)}}.Encode()
+		params, err := cb.Wait(context.Background(), authURL, "st-"+fmt.Sprint(i), "local", 10*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "c", params["code"])
+		require.NoError(t, cb.Close()) // the operation ends at once
 		page := <-pages
 		require.True(t, strings.HasPrefix(page, "200 ") && strings.Contains(page, "Authorization complete") && strings.HasSuffix(page, "<nil>"),
 			"authorization %d: the browser got %q", i, page)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -34,6 +33,8 @@ func killState(n int) []byte {
 	return b
 }
 
+const stateFile = "connectors/state.json"
+
 // childLedgerWriter rewrites the state ledger with n+1, n+2, ... until it is killed.
 func childLedgerWriter() int {
 	ctx := context.Background()
@@ -42,24 +43,21 @@ func childLedgerWriter() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	l := sh.Capabilities().Ledgers
+	l := sh.Capabilities().Files
 	fmt.Println("ready")
 	for {
-		doc, v, err := l.Read(ctx, hostabi.LedgerState)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		n := 0
-		if doc != nil {
-			var d killDoc
-			if err := json.Unmarshal(doc, &d); err != nil {
-				fmt.Fprintln(os.Stderr, "corrupt:", err)
-				return 1
+		err := l.Update(ctx, stateFile, func(doc []byte, _ string) ([]byte, error) {
+			n := 0
+			if doc != nil {
+				var d killDoc
+				if err := json.Unmarshal(doc, &d); err != nil {
+					return nil, fmt.Errorf("corrupt: %w", err)
+				}
+				n = d.N
 			}
-			n = d.N
-		}
-		if err := l.Write(ctx, hostabi.LedgerState, killState(n+1), v); err != nil {
+			return killState(n + 1), nil
+		})
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -116,10 +114,8 @@ func TestMultiProcessKilledWriters(t *testing.T) {
 	sh, err := native.New(native.Options{Home: home, NoWatch: true})
 	require.NoError(t, err)
 	defer sh.Close()
-	l := sh.Capabilities().Ledgers
-	_, v, err := l.Read(context.Background(), hostabi.LedgerState)
-	require.NoError(t, err)
-	require.NoError(t, l.Write(context.Background(), hostabi.LedgerState, killState(last+1), v))
+	l := sh.Capabilities().Files
+	require.NoError(t, l.Update(context.Background(), stateFile, func([]byte, string) ([]byte, error) { return killState(last + 1), nil }))
 	temps, _ := filepath.Glob(filepath.Join(dir, ".state.json.tmp-*"))
 	require.Empty(t, temps)
 	require.Greater(t, midWrite, kills/10, "enough kills landed inside a write (a temporary file was left)")

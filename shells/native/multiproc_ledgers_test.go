@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,42 +48,48 @@ type opRecord struct {
 	Writes   []recWrite      `json:"writes"`
 }
 
-// recLedgers records what an operation read and wrote through the real ledgers.
-type recLedgers struct {
-	hostabi.Ledgers
-	mu        sync.Mutex
-	byVersion map[string]snap
-	observed  map[string]snap
-	writes    []recWrite
+// recFiles records what an operation read and wrote through the real files (by the
+// ledgers' short names: grants, activations).
+type recFiles struct {
+	hostabi.Files
+	mu       sync.Mutex
+	observed map[string]snap
+	writes   []recWrite
 }
 
-func (r *recLedgers) reset() {
+func (r *recFiles) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byVersion, r.observed, r.writes = map[string]snap{}, map[string]snap{}, nil
+	r.observed, r.writes = map[string]snap{}, nil
 }
 
-func (r *recLedgers) Read(ctx context.Context, name string) ([]byte, string, error) {
-	doc, v, err := r.Ledgers.Read(ctx, name)
+func short(name string) string {
+	return strings.TrimSuffix(filepath.Base(name), ".json")
+}
+
+func (r *recFiles) Read(ctx context.Context, name string) ([]byte, string, error) {
+	doc, v, err := r.Files.Read(ctx, name)
 	if err == nil {
-		s := snap{Absent: doc == nil, Doc: string(doc)}
 		r.mu.Lock()
-		r.byVersion[name+"\x00"+v] = s
-		r.observed[name] = s
+		r.observed[short(name)] = snap{Absent: doc == nil, Doc: string(doc)}
 		r.mu.Unlock()
 	}
 	return doc, v, err
 }
 
-func (r *recLedgers) Write(ctx context.Context, name string, doc []byte, ifVersion string) error {
-	err := r.Ledgers.Write(ctx, name, doc, ifVersion)
-	if err == nil {
-		r.mu.Lock()
-		before, ok := r.byVersion[name+"\x00"+ifVersion]
-		if !ok {
-			panic("write of a version never read: " + ifVersion)
+// Update records the content the change was made to and the content written.
+func (r *recFiles) Update(ctx context.Context, name string, fn func([]byte, string) ([]byte, error)) error {
+	var w *recWrite
+	err := r.Files.Update(ctx, name, func(cur []byte, version string) ([]byte, error) {
+		doc, err := fn(cur, version)
+		if err == nil {
+			w = &recWrite{Ledger: short(name), Before: snap{Absent: cur == nil, Doc: string(cur)}, After: string(doc)}
 		}
-		r.writes = append(r.writes, recWrite{Ledger: name, Before: before, After: string(doc)})
+		return doc, err
+	})
+	if err == nil && w != nil {
+		r.mu.Lock()
+		r.writes = append(r.writes, *w)
 		r.mu.Unlock()
 	}
 	return err
@@ -122,12 +129,12 @@ func childLedgerOps() int {
 	}
 	_ = c0.Close(ctx)
 	caps := sh.Capabilities()
-	inner := caps.Ledgers
+	inner := caps.Files
 	if os.Getenv("GW_BLIND_WRITES") == "1" {
-		inner = blindLedgers{inner}
+		inner = blindFiles{inner}
 	}
-	rec := &recLedgers{Ledgers: inner}
-	caps.Ledgers = rec
+	rec := &recFiles{Files: inner}
+	caps.Files = rec
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalog(nil)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -175,7 +182,7 @@ func entries(t *testing.T, ledger string, s snap) map[string]map[string]any {
 	var root map[string]any
 	require.NoError(t, json.Unmarshal([]byte(s.Doc), &root), "%q", s.Doc)
 	m := root
-	if ledger == hostabi.LedgerActivations {
+	if ledger == "activations" {
 		require.EqualValues(t, 1, root["version"])
 		m, _ = root["activations"].(map[string]any)
 	}
@@ -372,7 +379,7 @@ func checkLedgerStress(t *testing.T, records []opRecord, home string) (problems 
 		}
 	}
 	var hist []string
-	for _, ledger := range []string{hostabi.LedgerGrants, hostabi.LedgerActivations} {
+	for _, ledger := range []string{"grants", "activations"} {
 		ws := writes[ledger]
 		order := serialOrder(ws)
 		if order == nil {
@@ -426,16 +433,17 @@ func TestMultiProcessLedgerCheckCatchesLostUpdates(t *testing.T) {
 	t.Logf("blind writes: %d problems found, e.g. %s", len(problems), problems[0])
 }
 
-// blindLedgers writes without honouring the version the caller read (a broken ledger, for
-// the negative control). It is also slow between the caller's read and its write, as a
-// loaded machine can be, so concurrent writers overlap in every run.
-type blindLedgers struct{ hostabi.Ledgers }
+// blindFiles patches a copy of the file read before taking its lock (a broken, non-atomic
+// read-modify-write, for the negative control): a concurrent write in between is lost. It
+// is also slow between the read and the write, as a loaded machine can be, so concurrent
+// writers overlap in every run.
+type blindFiles struct{ hostabi.Files }
 
-func (b blindLedgers) Write(ctx context.Context, name string, doc []byte, _ string) error {
-	time.Sleep(3 * time.Millisecond)
-	_, cur, err := b.Ledgers.Read(ctx, name)
+func (b blindFiles) Update(ctx context.Context, name string, fn func([]byte, string) ([]byte, error)) error {
+	stale, version, err := b.Files.Read(ctx, name)
 	if err != nil {
 		return err
 	}
-	return b.Ledgers.Write(ctx, name, doc, cur)
+	time.Sleep(3 * time.Millisecond)
+	return b.Files.Update(ctx, name, func([]byte, string) ([]byte, error) { return fn(stale, version) })
 }

@@ -1,11 +1,11 @@
 package native_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -30,12 +30,9 @@ type refreshReport struct {
 func childRefresher() int {
 	ctx := context.Background()
 	rounds, _ := strconv.Atoi(os.Getenv("GW_ROUNDS"))
-	var client *grantwire.Client
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"), NoWatch: true,
-		Getenv: func(string) string { return "" },
-		CheckURL: func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error {
-			return grantwire.CheckURL(ctx, client.Engine(), u, purpose, hop, from)
-		}})
+		LockDir: cmp.Or(os.Getenv("GW_LOCK_DIR"), os.Getenv("GRANTWIRE_LOCK_DIR")),
+		Getenv:  func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,7 +41,7 @@ func childRefresher() int {
 	if os.Getenv("GW_NO_LOCKS") == "1" {
 		caps.Locks = noLocks{}
 	}
-	client, err = grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,8 +82,9 @@ func TestMultiProcessRefresh(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30}})
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "cid", "cs", ""))
-	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 
 	const procs, total = 3, 1000
@@ -111,6 +109,8 @@ func TestMultiProcessRefresh(t *testing.T) {
 	t.Logf("%d processes, %d refreshes in %s (%.1f ms per refresh); server: %+v",
 		procs, total, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/total, st)
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func runRefreshers(t *testing.T, w *world, procs, total int, env ...string) []refreshReport {
 	t.Helper()
@@ -149,8 +149,9 @@ func TestMultiProcessRefreshWithoutLocksFails(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ExpiresIn: 30}})
-	require.NoError(t, w.client.ConfigureClient(ctx, "local", "cid", "", ""))
-	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	_, err := w.client.ConfigureClient(ctx, "local", "cid", "", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
 	reports := runRefreshers(t, w, 3, 90, "GW_NO_LOCKS=1")
 	failures := 0

@@ -1,7 +1,9 @@
 // Package native is grantwire's OS shell: the host ABI's capabilities on the operating
-// system — the OS credential store through go-keyring, ledger files under
-// $GRANTWIRE_HOME, per-provider file locks shared by every process of the user, the PKCE
-// loopback listener on 127.0.0.1, and HTTP through golang.org/x/oauth2.
+// system — the OS credential store through go-keyring, JSON files under $GRANTWIRE_HOME,
+// per-provider file locks shared by every process of the user, the loopback listener of
+// an authorization on 127.0.0.1 with the browser, HTTP through net/http (redirects never
+// followed), the clock, entropy and events. It makes no decision: the core says what to
+// read, write, request and show (package host performs it over these capabilities).
 //
 // # What it owns
 //
@@ -9,33 +11,37 @@
 //     by Options.KeyringTimeout, values larger than a platform's limit split into parts with
 //     GAIA's manifest scheme (a torn multi-part value reads as absent), and no secure store
 //     reported as INSECURE_STORE with what to install — never a file fallback.
-//   - Ledgers: connectors/grants.json, connectors/activations.json, connectors/state.json
-//     and mcp_servers.json under the home; a content hash is the version; writes are
-//     conditional and atomic across processes (per-ledger lock file, temp file, fsync,
-//     rename, fsync of the directory; 0600 files in 0700 directories, re-asserted on every
-//     write). Ledgers are never reset or rewritten on their own.
-//   - Locks: connectors/<provider>.lock (gofrs/flock), queued within the process.
-//   - OAuth: PKCE S256 authorization through a one-shot 127.0.0.1 loopback, the code
-//     exchange and the refresh grant (x/oauth2); every URL and redirect hop passes
-//     Options.CheckURL first, and token endpoint redirects are never followed.
+//   - Files: JSON files under the home named by the policy (connectors/grants.json, ...);
+//     a content hash is the version; every patch is atomic across processes (per-file
+//     lock file, temp file, fsync, rename, fsync of the directory; 0600 files in 0700
+//     directories, re-asserted on every write). Files are never reset on their own. A file
+//     is read only as a regular file of at most MaxLedgerBytes, never through a symbolic
+//     link and never blocking on a FIFO (internal/safefile: such a file is answered
+//     hostabi.FileRefused); one other users may read is set to 0600 and reported through
+//     Options.Warn.
+//   - Locks: per provider, a lock of the keyring service (under Options.LockDir, by default
+//     the user's cache directory) then the home's connectors/<provider>.lock (gofrs/flock),
+//     queued within the process: two homes sharing a service share the lock.
+//   - Loopback: a one-shot 127.0.0.1 listener (origin-form requests only, so the Host
+//     header checked is the one sent), the browser and the prompt while waiting.
+//   - HTTP: an http.Transport (a RoundTripper never follows redirects).
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
 //     event [Bus], and a watcher that reports activations changed by other processes.
 //
-// It imports hostabi (and libraries), never the engines: the transport rule reaches it as
-// the Options.CheckURL function.
+// It imports hostabi (and libraries), never the engines or package host.
 package native
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -45,33 +51,25 @@ import (
 type Options struct {
 	// Home is grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire).
 	Home string
-	// Service is the keyring service (default hostabi.DefaultService; "gaia.connections"
+	// Service is the keyring service (default ServiceFor(Home): hostabi.DefaultService
+	// for ~/.grantwire, a service of its own for any other home; "gaia.connections"
 	// shares a GAIA installation).
 	Service string
 	// KeyLayout maps hostabi's keyring user names ("<provider>:default",
 	// "provider:<provider>", "<connector>:<ENV_KEY>") to the names stored; nil keeps them,
 	// which is GAIA's layout.
 	KeyLayout func(user string) string
-	// Agents is the agent registry.
-	Agents hostabi.Agents
-	// Catalog returns a connector's catalog entry.
-	Catalog func(id string) (hostabi.Connector, bool)
-	// CheckURL applies the core's transport rule to a URL or redirect hop (grantwire.CheckURL).
-	// Without it no OAuth request is sent.
-	CheckURL func(ctx context.Context, u *url.URL, purpose string, hop int, from *url.URL) error
 	// Browser opens a URL for the user; nil means headless (print the URL and wait).
 	Browser func(url string) error
 	// Prompt receives what the user must read while an authorization waits (the URL,
 	// progress); nil means os.Stderr.
 	Prompt io.Writer
 	// Interactive reports whether a person can complete an authorization at all; when false
-	// and no browser is available, Authorize reports interactive_required at once.
+	// and no browser is available, the loopback reports that it is unavailable at once.
 	Interactive bool
-	// AuthTimeout bounds an interactive authorization (default 5 minutes).
-	AuthTimeout time.Duration
 	// KeyringTimeout bounds every keyring call (default 10 s).
 	KeyringTimeout time.Duration
-	// HTTPTimeout bounds every HTTP request to a provider (default 30 s).
+	// HTTPTimeout bounds every HTTP request (default 30 s; the core sets shorter ones).
 	HTTPTimeout time.Duration
 	// Clock tells the time (default the system clock).
 	Clock hostabi.Clock
@@ -79,8 +77,22 @@ type Options struct {
 	Entropy hostabi.Entropy
 	// NoWatch turns off the watcher of activations changed by other processes.
 	NoWatch bool
+	// ActivationChanges, when set, turns a change other processes made to
+	// connectors/activations.json into events: it is given the activations as they were
+	// and as they are now ({connector: {agent: true}} as JSON) and emits
+	// connector.activation.changed for each pair that changed (grantwire.Open runs the
+	// policy's activation_changes operation). Without it the watcher does not run.
+	ActivationChanges func(before, after json.RawMessage)
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
+	// LockDir is where the provider locks shared by every home of a keyring service live:
+	// LockDir/<service>-<hash>/<provider>.lock (default $GRANTWIRE_LOCK_DIR, else
+	// <user cache dir>/grantwire/locks).
+	LockDir string
+	// Warn receives what the user should know but that does not stop an operation (a
+	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
+	// lines to Prompt.
+	Warn func(string)
 }
 
 // Shell is the OS shell.
@@ -90,7 +102,6 @@ type Shell struct {
 	keyring   *keyringStore
 	ledgers   *fileLedgers
 	locks     *fileLocks
-	oauth     *oauthClient
 	bus       *Bus
 	watcher   *activationWatcher
 	entropy   io.Reader
@@ -115,7 +126,7 @@ func New(opts Options) (*Shell, error) {
 		if err != nil {
 			return nil, fmt.Errorf("native: no home directory for ~/.grantwire (set GRANTWIRE_HOME): %w", err)
 		}
-		opts.Home = filepath.Join(h, ".grantwire")
+		opts.Home = filepath.Join(h, HomeDirName)
 	}
 	home, err := filepath.Abs(opts.Home)
 	if err != nil {
@@ -123,16 +134,14 @@ func New(opts Options) (*Shell, error) {
 	}
 	opts.Home = home
 	if opts.Service == "" {
-		opts.Service = hostabi.DefaultService
+		userHome, _ := os.UserHomeDir()
+		opts.Service = ServiceFor(home, userHome)
 	}
 	if opts.KeyLayout == nil {
 		opts.KeyLayout = func(u string) string { return u }
 	}
 	if opts.Prompt == nil {
 		opts.Prompt = os.Stderr
-	}
-	if opts.AuthTimeout <= 0 {
-		opts.AuthTimeout = 5 * time.Minute
 	}
 	if opts.KeyringTimeout <= 0 {
 		opts.KeyringTimeout = 10 * time.Second
@@ -153,16 +162,26 @@ func New(opts Options) (*Shell, error) {
 		s.transport = http.DefaultTransport
 	}
 	s.keyring = &keyringStore{b: goKeyring{}, timeout: opts.KeyringTimeout, layout: opts.KeyLayout, getenv: os.Getenv}
-	s.ledgers = &fileLedgers{home: home}
-	s.locks = &fileLocks{home: home, sems: map[string]chan struct{}{}}
-	s.oauth = &oauthClient{s: s}
-	if !opts.NoWatch {
-		if err := ensureDir(home, filepath.Join(home, "connectors")); err != nil {
-			return nil, err
-		}
-		s.watcher = startWatcher(s.ledgers.Path(hostabi.LedgerActivations), s.bus)
+	if opts.Warn == nil {
+		prompt := opts.Prompt
+		opts.Warn = func(msg string) { fmt.Fprintf(prompt, "grantwire: warning: %s\n", msg) }
+	}
+	s.opts.Warn = opts.Warn
+	s.ledgers = &fileLedgers{home: home, warn: opts.Warn}
+	if opts.LockDir == "" {
+		opts.LockDir = defaultLockDir(opts.Getenv)
+	} else if abs, err := filepath.Abs(opts.LockDir); err == nil {
+		opts.LockDir = abs
+	}
+	s.opts.LockDir = opts.LockDir
+	s.locks = &fileLocks{home: home}
+	if opts.LockDir != "" {
+		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
+	}
+	if !opts.NoWatch && opts.ActivationChanges != nil {
+		s.watcher = startWatcher(s.ledgers.Path(activationsFile), opts.ActivationChanges)
 		s.ledgers.written = func(name string, before, after []byte, rename func() error) error {
-			if name != hostabi.LedgerActivations {
+			if name != activationsFile {
 				return rename()
 			}
 			return s.watcher.written(before, after, rename)
@@ -171,22 +190,76 @@ func New(opts Options) (*Shell, error) {
 	return s, nil
 }
 
-// Capabilities returns the shell's capabilities for hostabi.NewHost / grantwire.WithCapabilities.
+// HomeDirName is grantwire's directory under the user's home: ~/.grantwire is the
+// default home.
+const HomeDirName = ".grantwire"
+
+// ServiceFor is the keyring service of a home when none is given, so that two homes never
+// share secrets by accident: the default home (userHome/.grantwire) uses
+// hostabi.DefaultService; any other home uses hostabi.DefaultService + "." + the first 12
+// hex digits of the sha256 of its absolute, cleaned path. Sharing is always explicit: give
+// the service (grantwire --home ~/.gaia --keyring-service gaia.connections). Moving a
+// non-default home changes its service; keep the old one by giving it explicitly.
+func ServiceFor(home, userHome string) string {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		abs = filepath.Clean(home)
+	}
+	if userHome != "" {
+		if def, err := filepath.Abs(filepath.Join(userHome, HomeDirName)); err == nil && def == abs {
+			return hostabi.DefaultService
+		}
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hostabi.DefaultService + "." + hex.EncodeToString(sum[:6])
+}
+
+// Capabilities returns the shell's capabilities for package host / grantwire.WithCapabilities.
 func (s *Shell) Capabilities() hostabi.Capabilities {
 	return hostabi.Capabilities{
-		Keyring: s.keyring,
-		Ledgers: s.ledgers,
-		Locks:   s.locks,
-		Clock:   s.opts.Clock,
-		Entropy: s.entropy,
-		Events:  s.bus,
-		Agents:  s.opts.Agents,
-		OAuth:   s.oauth,
-		Catalog: s.opts.Catalog,
-		Getenv:  s.opts.Getenv,
-		Service: s.opts.Service,
+		Keyring:  s.keyring,
+		Files:    s.ledgers,
+		Locks:    s.locks,
+		Clock:    s.opts.Clock,
+		Entropy:  s.entropy,
+		Events:   s.bus,
+		Loopback: loopbackCap{s},
+		HTTP:     timeoutTransport{s.transport, s.opts.HTTPTimeout},
+		Getenv:   s.opts.Getenv,
+		Service:  s.opts.Service,
 	}
 }
+
+// timeoutTransport bounds every request (the core asks for shorter bounds itself).
+type timeoutTransport struct {
+	rt      http.RoundTripper
+	timeout time.Duration
+}
+
+func (t timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelBody{resp.Body, cancel}
+	return resp, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// activationsFile is the activations ledger the watcher follows.
+const activationsFile = "connectors/activations.json"
 
 // Home is the shell's home directory (absolute).
 func (s *Shell) Home() string { return s.home }
@@ -195,8 +268,12 @@ func (s *Shell) Home() string { return s.home }
 // activations other processes changed.
 func (s *Shell) Events() *Bus { return s.bus }
 
-// LockPath is the file of a provider's lock.
+// LockPath is the home's file of a provider's lock (connectors/<provider>.lock).
 func (s *Shell) LockPath(name string) string { return s.locks.Path(name) }
+
+// ServiceLockPath is the file of a provider's lock shared by every home of the keyring
+// service, taken before the home's ("" when no lock directory is known).
+func (s *Shell) ServiceLockPath(name string) string { return s.locks.ServicePath(name) }
 
 // Close releases the shell's resources (watchers, listeners).
 func (s *Shell) Close() error {
@@ -208,16 +285,4 @@ func (s *Shell) Close() error {
 		t.CloseIdleConnections()
 	}
 	return nil
-}
-
-// ErrNoTransportRule is reported (as a transport failure) when Options.CheckURL is nil.
-var ErrNoTransportRule = errors.New("native: no transport rule (Options.CheckURL) is configured, so no request is sent")
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

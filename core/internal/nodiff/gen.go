@@ -34,6 +34,7 @@ var Ops = []string{
 	"list_activations", "visible_servers", "activation_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
+	"launch", "connector_view", "start_flow",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -338,7 +339,7 @@ func (g *Gen) Args(op string) any {
 		a["connector"], a["agent"], a["scopes"] = g.connector(), g.agentArg(), g.scopesArg(3)
 	case "revoke":
 		a["connector"], a["agent"] = g.connector(), g.agentArg()
-	case "list_grants", "list_activations", "status":
+	case "list_grants", "list_activations", "status", "connector_view":
 		g.optional(a, "connector", 0.4, 0.08, conn)
 	case "activate", "deactivate":
 		a["connector"], a["agent"] = g.connector("mcp_server", "mcp_remote"), g.agentArg()
@@ -347,6 +348,14 @@ func (g *Gen) Args(op string) any {
 		a["agent"] = g.agentArg()
 	case "activation_changes":
 		a["before"] = g.before()
+		g.optional(a, "after", 0.6, 0.05, g.before)
+	case "launch":
+		a["connector"], a["agent"] = g.connector("mcp_server", "mcp_remote"), g.agentArg()
+		g.optional(a, "check", 0.5, 0.1, func() any { return pick(g, []any{true, false, "yes"}) })
+	case "start_flow":
+		a["connector"] = g.connector(oauth...)
+		a["kind"] = pick(g, []any{"pkce", "pkce", "pkce", "device", "", json.Number("1")})
+		a["pending"] = g.pending(a["connector"])
 	case "disconnect", "test_connector":
 		a["connector"] = g.connector()
 	case "connect":
@@ -447,6 +456,25 @@ func (g *Gen) before() any {
 		m["odd"] = pick(g, []any{[]any{"a"}, true})
 	}
 	return m
+}
+
+// pending is a server's flows in progress, [{flow_id, connector, kind}], often one of c.
+func (g *Gen) pending(c any) any {
+	if g.chance(0.05) {
+		return g.junk()
+	}
+	out := []any{}
+	for range g.r.IntN(3) {
+		p := map[string]any{"flow_id": g.token(8), "connector": g.connector(oauth...), "kind": "pkce"}
+		if g.chance(0.3) {
+			p["connector"] = c
+		}
+		if g.chance(0.05) {
+			g.tamper(p, 1)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (g *Gen) mutateArgs(a map[string]any) any {

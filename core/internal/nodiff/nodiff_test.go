@@ -15,6 +15,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
@@ -37,6 +38,9 @@ var engineMakers = []struct {
 	}},
 	{"rego", func(ctx context.Context, data []byte) (core.Engine, error) {
 		return regoengine.New(ctx, regoengine.WithData(data))
+	}},
+	{"native", func(ctx context.Context, data []byte) (core.Engine, error) {
+		return nativeengine.New(ctx, nativeengine.WithData(data))
 	}},
 }
 

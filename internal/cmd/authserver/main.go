@@ -43,6 +43,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The server names itself in every authorization response (RFC 9207), as the
+	// providers whose catalog entries declare an issuer do.
+	s.Configure(func(c *authserver.Config) { c.Issuer = s.URL() })
 	line, _ := json.Marshal(map[string]string{
 		"issuer": s.URL(), "authorization_url": s.AuthorizationURL(),
 		"token_url": s.TokenURL(), "userinfo_url": s.UserinfoURL(),

@@ -256,12 +256,14 @@ visible := step.fail(errors.usage("visible_servers needs agent"), []) if {
 # title: activation_changes decision
 # description: |
 #   The connector.activation.changed events between an earlier view of the activations
-#   (args.before, {connector: {agent: true}}) and the ledger as it is now, for a watcher that
-#   noticed another process change the file; the result is the view to keep for next time.
+#   (args.before, {connector: {agent: true}}) and a later one (args.after, or else the
+#   ledger as it is now), for a watcher that noticed another process change the file; the
+#   result is the view to keep for next time. Entries that are not true are inactive.
 # entrypoint: true
-changes := step.fail(errors.usage("activation_changes needs before ({connector: {agent: true}})"), []) if {
+changes := step.fail(errors.usage("activation_changes needs before ({connector: {agent: true}}) and an optional after"), []) if {
 	not _before_object
 } else := step.need(m) if {
+	not _after_object
 	m := facts.missing(_f, [facts.ledger("actives", store.activations_file, ["activations"])])
 	count(m) > 0
 } else := step.done({"activations": _now}, [grants.activation_event(c, a, v) |
@@ -270,7 +272,11 @@ changes := step.fail(errors.usage("activation_changes needs before ({connector: 
 
 _before_object if is_object(input.args.before)
 
-_now := facts.value(_f, "actives", {})
+_after_object if is_object(input.args.after)
+
+_now := input.args.after if _after_object
+
+else := facts.value(_f, "actives", {})
 
 _pairs(m) := {[c, a] | some c, pairs in m; is_object(pairs); some a, v in pairs; v == true}
 

@@ -70,13 +70,24 @@ read(f, k) if count(needs(f, k)) == 0
 
 # METADATA
 # title: registry unusable
-# description: Why agents.json cannot be used (a CONFIGURATION error naming the file), or undefined.
-unusable(f, k) := errors.configuration(
-	concat("", ["the agent registry ", f[k].file, " is unusable: ", _problem(f[k])]),
-	concat("", ["grantwire agents list"]),
-	{"path": f[k].file},
-) if {
-	_problem(f[k])
+# description: |
+#   Why agents.json cannot be used: CORRUPT_LEDGER naming the file and the problem, with the
+#   command that moves it aside (only the built-in agents remain); undefined when usable.
+unusable(f, k) := errors.corrupt_ledger("agents", f[k].file, p) if {
+	p := _unusable_problem(f, k)
+}
+
+_unusable_problem(f, k) := p if {
+	p := _problem(f[k])
+} else := first if {
+	# The first pair (by the array's order) when several entries collide: one value.
+	first := [concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", id]) |
+		some i, ei in _entries(f[k])
+		some j, ej in _entries(f[k])
+		i < j
+		id := _registered_id(f, k, i, ei)
+		id == _registered_id(f, k, j, ej)
+	][0]
 }
 
 _problem(fact) := fact.corrupt if {
@@ -153,7 +164,7 @@ _requirements_problem(rs) := "\"required_connectors\" must be a list" if {
 } else := first if {
 	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) |
 		some j, r in rs
-		not _nonempty(r.scopes)
+		not _nonempty(object.get(r, "scopes", null))
 	][0]
 } else := first if {
 	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) |
@@ -200,20 +211,13 @@ _id_of(fact, i) := _entries(fact)[i].id
 registry(f, k) := object.union(
 	{a.id: object.union(_normal(a), {"origin": "builtin"}) | some a in _builtins},
 	{id: object.union(_normal(e), {"id": id, "origin": "file"}) |
-		some i, e in _entries(f[k])
-		id := _registered_id(f, k, i, e)
-		not _registered_before(f, k, i, id)
+		some id in _file_ids(f, k)
+		i := min([j | some j, x in _entries(f[k]); _registered_id(f, k, j, x) == id])
+		e := _entries(f[k])[i]
 	},
 )
 
-# An earlier entry registers the same id (a "custom:<name>" entry whose source hashes to a
-# full custom id written elsewhere in the file): the first entry wins, so that the registry
-# is one object rather than a conflict.
-_registered_before(f, k, i, id) if {
-	some j, e in _entries(f[k])
-	j < i
-	_registered_id(f, k, j, e) == id
-}
+_file_ids(f, k) := {id | some i, e in _entries(f[k]); id := _registered_id(f, k, i, e)}
 
 _registered_id(_, _, _, e) := e.id if not _has(e, "source")
 
@@ -246,12 +250,30 @@ _normal(a) := {
 
 # METADATA
 # title: problems
-# description: Custom agents of agents.json that are not registered, and why.
-problems(f, k) := [{"agent": e.id, "message": _why(f, k, i, e)} |
-	some i, e in _entries(f[k])
-	is_string(e.source)
-	not _registered_id(f, k, i, e)
-]
+# description: |
+#   Custom agents of agents.json that are not registered, and why; and declarations of a
+#   connector the catalog does not have, or of scopes it does not offer.
+problems(f, k) := array.concat(
+	[{"agent": e.id, "message": _why(f, k, i, e)} |
+		some i, e in _entries(f[k])
+		is_string(e.source)
+		not _registered_id(f, k, i, e)
+	],
+	[{"agent": id, "message": m} |
+		some id, a in registry(f, k)
+		some r in a.required_connectors
+		m := _declaration_problem(r)
+	],
+)
+
+_declaration_problem(r) := concat("", ["declares connector ", json.marshal(r.connector), ", which the catalog does not have"]) if {
+	not data.grantwire.catalog.known(r.connector)
+} else := concat("", ["declares scopes ", concat(" ", extra), " on ", r.connector, " that the catalog does not offer"]) if {
+	offered := object.get(data.grantwire.catalog.connectors[r.connector], "available_scopes", [])
+	count(offered) > 0
+	extra := [s | some s in r.scopes; not s in offered]
+	count(extra) > 0
+}
 
 _why(f, k, i, e) := concat("", ["its source ", _source_path(f[k], e.source), " cannot be read: ", f[_src_key(k, i)].reason]) if {
 	not f[_src_key(k, i)].found == true
@@ -320,7 +342,7 @@ agent_id := step.fail(errors.usage("agent_id needs source (a file path) and an o
 } else := step.need([facts.digest("source", _source, max_source_bytes)]) if {
 	not facts.has(_f, "source")
 } else := step.fail(
-	errors.configuration(concat("", ["the agent source cannot be read: ", _f.source.reason]), "", {"path": _source}),
+	errors.usage(concat("", ["the agent source cannot be read: ", _f.source.reason])),
 	[],
 ) if {
 	not _f.source.found == true

@@ -252,19 +252,24 @@ problems(strict) := ["the catalog has no connectors"] if {
 # description: |
 #   Check the catalog the engine was given (data.catalog): {"problems": []} when it is
 #   usable, else a CONFIGURATION error naming the first problem and counting the others.
-#   Strict (args.strict, a user's override file) also refuses unknown fields and requires
-#   what a working connector needs, so every shell refuses exactly the same files.
+#   Strict (args.strict, a user's override file, named by args.file) also refuses unknown
+#   fields and requires what a working connector needs, so every shell refuses exactly the
+#   same files.
 # entrypoint: true
 validate := {"status": "done", "result": {"problems": []}, "effects": []} if {
 	count(problems(_strict)) == 0
 } else := {
 	"status": "done", "error": data.grantwire.errors.configuration(
-		concat("", ["catalog: ", problems(_strict)[0], _more]),
+		concat("", ["the catalog", _file, ": ", problems(_strict)[0], _more]),
 		"",
 		{"problems": problems(_strict)},
 	),
 	"effects": [],
 }
+
+_file := concat("", [" ", input.args.file]) if is_string(input.args.file)
+
+else := ""
 
 _strict := input.args.strict if is_boolean(input.args.strict)
 

@@ -237,10 +237,10 @@ _actives_doc := facts.value(_f, "actives", {})
 _row(c) := {
 	"id": c,
 	"name": object.get(object.get(catalog.connectors, c, {}), "display_name", c),
-	"in_catalog": catalog.known(c),
+	"in_catalog": _known_bool(c),
 	"command": _command(c),
 	"args": _args_of(c),
-	"configured": _configured(c),
+	"configured": _configured_bool(c),
 	"env_keys": keys(_f.mcp, c),
 	"missing_keys": missing_keys(c, _f.mcp),
 	"grants": object.get(_grants_doc, c, {}),
@@ -248,6 +248,14 @@ _row(c) := {
 }
 
 _configured(c) if entry(_f.mcp, c)
+
+_configured_bool(c) if _configured(c)
+
+else := false
+
+_known_bool(c) if catalog.known(c)
+
+else := false
 
 _command(c) := e.command if {
 	e := entry(_f.mcp, c)

@@ -117,6 +117,7 @@ valid_agent_id(a) if {
 # A name: 1 to 128 ASCII letters, digits and _ . @ + -, starting with a letter or a digit.
 _name(n) if {
 	_word(n, 128)
+	clean(n)
 	not substring(n, 0, 1) in {"_", ".", "@", "+", "-"}
 	not _forbidden(n)
 }
@@ -146,6 +147,7 @@ valid_scopes(xs) if {
 # description: One scope, 1 to 512 visible ASCII characters without spaces or commas.
 valid_scope(s) if {
 	_word(s, 512)
+	clean(s)
 	not contains(s, ",")
 }
 

@@ -263,6 +263,16 @@ test := step.fail(errors.usage("test_connector needs connector"), []) if {
 	catalog.oauth(_c)
 	not _t.configured == true
 } else := step.fail(
+	errors.configuration(
+		concat("", ["no OAuth client is configured for ", _c]),
+		store.configure_client_cmd(_c),
+		{"connector": _c},
+	),
+	[],
+) if {
+	catalog.oauth(_c)
+	_t.tripwire == "no_client"
+} else := step.fail(
 	errors.reauth_required(
 		_c,
 		concat("", ["the connection does not match the configured client (", _t.tripwire, "); it is cleared on its next use"]),

@@ -62,6 +62,15 @@ client_needs(k, p, fresh) := [
 ]
 
 # METADATA
+# title: configure client command
+# description: |
+#   The command that configures a provider's OAuth client, asking for the secret on stdin
+#   where the catalog entry requires one (without it, configure refuses the client).
+configure_client_cmd(p) := concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]) if {
+	catalog.connectors[p].client_secret_required == true
+} else := concat("", ["grantwire configure ", p, " --client-id <id>"])
+
+# METADATA
 # title: client environment variable
 # description: The environment variable a provider's client id or secret comes from.
 env_name(p, field, suffix) := catalog.connectors[p][field] if {
@@ -391,7 +400,7 @@ ledger_name(file) := trim_suffix(split(file, "/")[count(split(file, "/")) - 1], 
 
 # METADATA
 # title: ledger shape
-# description: The value at path of a ledger has that ledger's shape (docs/behaviour.md).
+# description: The value at path of a ledger has that ledger's shape (docs/behaviour.md#files).
 shaped(file, path, v) if {
 	file == grants_file
 	_grants(count(path), v)

@@ -27,7 +27,10 @@ _rest(u) := substring(u, count(_scheme(u)) + 3, -1)
 _authority(u) := split(split(split(_rest(u), "/")[0], "?")[0], "#")[0]
 
 # The host of an authority (an IPv6 literal keeps its brackets).
-_host(a) := concat("", [split(a, "]")[0], "]"]) if startswith(a, "[")
+_host(a) := concat("", [split(a, "]")[0], "]"]) if {
+	startswith(a, "[")
+	contains(a, "]")
+} else := a if startswith(a, "[")
 
 else := split(a, ":")[0]
 
@@ -40,7 +43,7 @@ _port(a) := p if {
 	p := parts[1]
 } else := "" if {
 	not contains(a, ":")
-}
+} else := "invalid"
 
 # 1 to 5 decimal digits without a leading zero, checked character by character (OPA's Wasm
 # runtime reads "01" or "1e3" with to_number where its Go evaluator refuses or rewrites them).
@@ -99,6 +102,13 @@ _ip6(x) if net.cidr_contains("::ffff:0:0/96", x)
 _numeric(h) if {
 	not ipv4(h)
 	regex.match(`^[0-9xX.]+$`, h)
+}
+
+# WHATWG: a host whose last label is a number (decimal or 0x hex) is parsed as IPv4.
+_numeric(h) if {
+	not ipv4(h)
+	labels := split(trim_suffix(h, "."), ".")
+	regex.match(`^([0-9]+|0[xX][0-9a-fA-F]*)$`, labels[count(labels) - 1])
 }
 
 _loopback(h) if {

@@ -1,12 +1,13 @@
 // Package node holds grantwire's foreign shell: JavaScript on Node 20 that loads the same
 // policy/policy.wasm with OPA's official loader (@open-policy-agent/opa-wasm) and implements
-// the host ABI (hostabi/README.md) from its language-neutral description: the driver loop
-// (driver.mjs), the host adapter (host.mjs), an in-memory world equivalent to hostabi/memhost
-// (memworld.mjs) and the conformance corpus runner (run.mjs). bench.mjs measures the gate's
-// hot path on Node.
+// the host ABI grantwire.host.v2 (hostabi/README.md) from its language-neutral description,
+// validating what it sends and receives against hostabi/schema: the driver loop
+// (driver.mjs), the engine (engine.mjs), the host (host.mjs) and stored JSON (json.mjs), an
+// in-memory test world twin of hostabi/memhost (memworld.mjs) and the conformance corpus
+// runner (run.mjs). bench.mjs measures the gate's hot path on Node.
 //
 // The Go code here is only its test (node_test.go): it runs the corpus on Node, reports each
-// scenario as a subtest, checks that Node read the YAML corpus as Go does, and replays the
+// scenario as a subtest, checks that Node read the YAML corpus as Go does, replays the
 // queries the Node driver sent through both Go engines, demanding byte-identical decisions,
 // and demands that Node asked the same questions as the Go host in every scenario.
 // The package has no exported API; nothing imports it, and it must not be imported by any

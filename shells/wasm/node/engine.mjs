@@ -1,87 +1,48 @@
-// The core on Node: policy/policy.wasm loaded with OPA's official JavaScript loader
-// (@open-policy-agent/opa-wasm), with the catalog as data, evaluated through the
-// grantwire/decide and grantwire/manifest entrypoints.
+// The core on Node: policy/policy.wasm under OPA's official JavaScript loader
+// (@open-policy-agent/opa-wasm), with the catalog as data, answering grantwire/decide and
+// grantwire/manifest; and the contract hostabi/schema, against which every query sent,
+// decision received and fact fetched is validated (ajv, JSON Schema 2020-12).
 
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { loadPolicy } from "@open-policy-agent/opa-wasm";
-import { canonical } from "./json.mjs";
+import Ajv2020 from "ajv/dist/2020.js";
 
 export const REPO = fileURLToPath(new URL("../../../", import.meta.url));
-export const POLICY_WASM = REPO + "policy/policy.wasm";
-export const DECIDE = "grantwire/decide";
-export const MANIFEST = "grantwire/manifest";
+const SCHEMAS = REPO + "hostabi/schema/";
+const BASE = "https://github.com/grantwire/grantwire/hostabi/schema/";
 
-/** The corpus catalog (conformance/corpus/catalog.json) scenarios patch. */
-export function defaultCatalog() {
-  return JSON.parse(readFileSync(REPO + "conformance/corpus/catalog.json", "utf8"));
-}
+const ajv = new Ajv2020({ allowUnionTypes: true, strictTypes: true, strictTuples: true });
+for (const f of readdirSync(SCHEMAS)) ajv.addSchema(JSON.parse(readFileSync(SCHEMAS + f, "utf8")));
 
-/** The policy's data document for a catalog: {"catalog": {"connectors": ...}}. */
-export function policyData(catalog) {
-  return { catalog: { connectors: catalog.connectors } };
+// validate checks a value against hostabi/schema ("query.schema.json",
+// "facts.schema.json#/$defs/<kind>", ...): a mismatch is a bug of the core or of the host.
+export function validate(id, value) {
+  const check = ajv.getSchema(BASE + id);
+  if (check(value)) return;
+  throw new Error(`hostabi/schema: ${id}: ${ajv.errorsText(check.errors)} in ${JSON.stringify(value).slice(0, 400)}`);
 }
 
 let compiled;
 
-/**
- * An engine: policy.wasm with the given data. decide(query) returns the decision object;
- * each call is also passed to onDecide(queryJSON, canonicalDecision) when set.
- */
-export async function newEngine(data, { wasm = POLICY_WASM } = {}) {
+// newEngine returns an engine deciding with the given policy data ({"catalog": ...}):
+// decide(query) returns the decision; onDecide(queryText, decision), when set, sees each.
+export async function newEngine(data, wasm = REPO + "policy/policy.wasm") {
   compiled ??= await WebAssembly.compile(readFileSync(wasm));
   const policy = await loadPolicy(compiled);
   policy.setData(data);
-  for (const ep of [DECIDE, MANIFEST]) {
-    if (!(ep in policy.entrypoints)) throw new Error(`engine: policy.wasm has no entrypoint ${ep}`);
-  }
-  const manifest = only(policy.evaluate({}, MANIFEST), MANIFEST);
-  if (!manifest || !manifest.ops || Object.keys(manifest.ops).length === 0) {
-    throw new Error("engine: the manifest names no operation");
-  }
-  const encoder = new TextEncoder();
+  const only = (input, entrypoint) => policy.evaluate(input, entrypoint)[0]?.result; // the schemas judge what comes back
   const engine = {
-    name: "opa-wasm",
-    manifest,
+    manifest: only({}, "grantwire/manifest"),
     onDecide: null,
-    /** Answers a query (an object); the input is sent as the JSON text recorded. */
     decide(query) {
+      validate("query.schema.json", query);
       const text = JSON.stringify(query);
-      const decision = only(policy.evaluate(encoder.encode(text).buffer, DECIDE), DECIDE);
-      check(decision);
-      if (engine.onDecide) engine.onDecide(text, canonical(decision));
+      const decision = only(new TextEncoder().encode(text).buffer, "grantwire/decide");
+      validate("decision.schema.json", decision);
+      engine.onDecide?.(text, decision);
       return decision;
     },
   };
   return engine;
-}
-
-function only(resultSet, ep) {
-  if (!Array.isArray(resultSet) || resultSet.length === 0) {
-    throw new Error(`engine: ${ep} produced no decision`);
-  }
-  if (resultSet.length !== 1 || !("result" in resultSet[0])) {
-    throw new Error(`engine: unexpected result set from ${ep}: ${JSON.stringify(resultSet).slice(0, 200)}`);
-  }
-  return resultSet[0].result;
-}
-
-// check mirrors core.ParseDecision: a need has needs; a done has exactly one of result/error.
-function check(d) {
-  if (d === null || typeof d !== "object") throw new Error("engine: malformed decision");
-  if (d.status === "need") {
-    if (!Array.isArray(d.needs) || d.needs.length === 0) throw new Error("engine: need decision without needs");
-    for (const n of d.needs) {
-      if (typeof n.key !== "string" || n.key === "" || typeof n.kind !== "string" || n.kind === "") {
-        throw new Error(`engine: need without key or kind: ${JSON.stringify(n)}`);
-      }
-    }
-  } else if (d.status === "done") {
-    // As core.ParseDecision decodes it: "error": null is no error, "result": null a result.
-    if ((d.error !== undefined && d.error !== null) === (d.result !== undefined)) {
-      throw new Error("engine: done decision needs exactly one of result and error");
-    }
-  } else {
-    throw new Error(`engine: unknown decision status ${JSON.stringify(d.status)}`);
-  }
 }

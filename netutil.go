@@ -1,5 +1,0 @@
-package grantwire
-
-import "net"
-
-func isIP(host string) bool { return net.ParseIP(host) != nil }
