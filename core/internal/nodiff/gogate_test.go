@@ -394,12 +394,14 @@ func connectCmd(c string, list []any) (string, bool) {
 	return "grantwire connect " + c + f, ok
 }
 
-// rerr is errors.error: fields, then code, message (with the fix appended) and fix.
+// rerr is errors.error: fields, then code, message (with the fix appended), summary (the
+// message alone) and fix.
 func rerr(code, message, fix string, fields obj) obj {
 	out := obj{}
 	for k, v := range fields {
 		out[k] = v
 	}
+	out["summary"] = message
 	if fix != "" {
 		message += "; fix: " + fix
 	}
