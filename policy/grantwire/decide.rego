@@ -128,8 +128,7 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 	he := facts.host_errors(_facts)[0]
 } else := step.fail(errors.corrupt_ledger(store.ledger_name(f.ledger), f.file, store.problem(f)), []) if {
 	not _op in _revoking_ops
-	some f in _ledger_facts
-	store.problem(f)
+	f := _unusable_ledgers[0]
 } else := step.fail(errors.usage(_arg_problem), []) if {
 	_round == 0
 	_arg_problem
@@ -159,12 +158,16 @@ _unread_remote(c) if {
 # (they clean what they can and name the rest in warnings).
 _revoking_ops := {"disconnect", "revoke"}
 
-# Ledger facts the central check judges (the hot path reads one or two).
-_ledger_facts := [f |
-	some f in _facts
+# Ledger facts the central check judges (the hot path reads one or two), in the order of
+# their keys (OPA's Wasm runtime iterates an object in another order than its Go
+# evaluator), so that when several are unusable both report the same one.
+_ledger_keys := sort([k |
+	some k, f in _facts
 	is_string(f.ledger)
 	not f.ledger in {store.state_file, store.agents_file}
-]
+])
+
+_unusable_ledgers := [f | some k in _ledger_keys; f := _facts[k]; store.problem(f)]
 
 # The argument rules every operation shares (see package scopes), checked before routing.
 # The values are never echoed: they may be what makes them unsafe to print.

@@ -1,11 +1,10 @@
 package nodiff_test
 
 // Benchmarks of grantwire's decisions on every engine in the same run, so their ratios are
-// measured under the same conditions: the native engine (Go generated from the policy) and
-// the Wasm engine on bytes (DecideJSON), the Wasm engine on types (Decide: encoding/json
-// both ways), the rego engine, and the hand-written Go gate (the floor: go-logic on a
-// decoded query, go-json with encoding/json around it). See BENCHMARKS.md and
-// scripts/bench.sh.
+// measured under the same conditions: the Wasm engine on bytes (DecideJSON) and on types
+// (Decide: encoding/json both ways), the rego engine, and the hand-written Go gate (the
+// floor: go-logic on a decoded query, go-json with encoding/json around it). See
+// BENCHMARKS.md and scripts/bench.sh.
 
 import (
 	"context"
@@ -15,17 +14,13 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/regoengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
 type benchSet struct {
-	size   nodiff.Size
-	wasm   *wasmengine.Engine
-	rego   *regoengine.Engine
-	native *nativeengine.Engine
-	gate   *goGate
+	size    nodiff.Size
+	engines []core.Engine // in the order of engineMakers
+	wasm    core.Engine   // the Wasm engine among them (for wasm-typed and go-json's check)
+	gate    *goGate
 }
 
 var (
@@ -33,7 +28,7 @@ var (
 	benchSets = map[string]*benchSet{}
 )
 
-// engines returns, once per size, both engines and the Go gate on the size's catalog.
+// engines returns, once per size, every engine and the Go gate on the size's catalog.
 func engines(b *testing.B, size nodiff.Size) *benchSet {
 	benchMu.Lock()
 	defer benchMu.Unlock()
@@ -42,19 +37,17 @@ func engines(b *testing.B, size nodiff.Size) *benchSet {
 	}
 	ctx := context.Background()
 	cat := size.Catalog()
-	w, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data))
-	if err != nil {
-		b.Fatal(err)
+	s := &benchSet{size: size, gate: newGoGate(cat.Data)}
+	for _, m := range engineMakers {
+		e, err := m.new(ctx, cat.Data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.engines = append(s.engines, e)
+		if m.name == "wasm" {
+			s.wasm = e
+		}
 	}
-	r, err := regoengine.New(ctx, regoengine.WithData(cat.Data))
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := nativeengine.New(ctx, nativeengine.WithData(cat.Data))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &benchSet{size: size, wasm: w, rego: r, native: n, gate: newGoGate(cat.Data)}
 	benchSets[size.Name()] = s
 	return s
 }
@@ -137,21 +130,29 @@ func benchGoLogic(b *testing.B, gg *goGate, scs []nodiff.Scenario) {
 	}
 }
 
-// benchEngines runs the scenarios on every engine; gate adds the Go gate.
+// benchEngines runs the scenarios on every engine (the Wasm engine on bytes and on
+// types); gate adds the Go gate.
 func benchEngines(b *testing.B, s *benchSet, scs []nodiff.Scenario, gate bool) {
 	if gate {
 		b.Run("engine=go-logic", func(b *testing.B) { benchGoLogic(b, s.gate, scs) })
 		b.Run("engine=go-json", func(b *testing.B) { benchGoJSON(b, s.gate, s.wasm, scs) })
 	}
-	b.Run("engine=native", func(b *testing.B) { benchBytes(b, s.native, scs) })
-	b.Run("engine=wasm-bytes", func(b *testing.B) { benchBytes(b, s.wasm, scs) })
-	b.Run("engine=wasm-typed", func(b *testing.B) { benchTyped(b, s.wasm, scs) })
-	b.Run("engine=rego", func(b *testing.B) { benchBytes(b, s.rego, scs) })
+	for _, e := range s.engines {
+		name := e.Name()
+		if name == "wasm" {
+			name = "wasm-bytes"
+		}
+		b.Run("engine="+name, func(b *testing.B) { benchBytes(b, e, scs) })
+		if e == s.wasm {
+			b.Run("engine=wasm-typed", func(b *testing.B) { benchTyped(b, s.wasm, scs) })
+		}
+	}
 }
 
-// BenchmarkGate: get_access_token after the prefetch round. allow is the hot path (grant
-// held, connection and client unchanged, cached token valid); mix rotates over seven
-// outcomes (allow, not granted, not connected, missing scopes, tripwire, expired, usage).
+// BenchmarkGate: get_access_token. first is the first question (the prefetched grant and
+// clock → the keyring reads); allow is the hot path's second (grant held, connection and
+// client unchanged, cached token valid); mix rotates over seven outcomes (allow, not
+// granted, not connected, missing scopes, tripwire, expired, usage).
 func BenchmarkGate(b *testing.B) {
 	for _, size := range nodiff.Sizes {
 		s := engines(b, size)
@@ -206,15 +207,14 @@ func BenchmarkListing(b *testing.B) {
 }
 
 // BenchmarkParallel: gate decisions from GOMAXPROCS goroutines (b.RunParallel); the Wasm
-// engine has one instance per P, the native engine one evaluation state per goroutine in
-// flight. decisions/s is the throughput of the whole process.
+// engine has one instance per P. decisions/s is the throughput of the whole process.
 func BenchmarkParallel(b *testing.B) {
 	s := engines(b, nodiff.Sizes[0])
 	for _, tc := range []struct {
 		name string
 		scs  []nodiff.Scenario
 	}{{"allow", []nodiff.Scenario{nodiff.GateAllow()}}, {"mix", nodiff.GateMix()}} {
-		for _, e := range []core.Engine{s.native, s.wasm, s.rego} {
+		for _, e := range s.engines {
 			b.Run("case="+tc.name+"/engine="+e.Name(), func(b *testing.B) {
 				check(b, e, tc.scs)
 				ctx := context.Background()

@@ -45,34 +45,58 @@ func grantedScopes(i int) []string {
 }
 
 const (
-	benchNow  = int64(1790000000000)
-	benchAt   = int64(1789990000000)
-	benchHash = "1a2b3c4d"
+	benchHome     = "/home/user/.grantwire"
+	benchNow      = int64(1790000000000)
+	benchAt       = "1789990000.123" // GAIA's float seconds
+	benchAtMs     = int64(1789990000123)
+	benchClientID = "1234-abcd.apps.example.com"
+	benchRotated  = "5678-efgh.apps.example.com"
 )
 
-func connFact(scopes []string, hash string) map[string]any {
-	return map[string]any{
-		"found": true, "valid": true, "account": "user@example.com", "scopes": scopes,
-		"connected_at": benchAt, "client_id_hash": hash, "tenant": nil, "account_type": nil,
-		"refresh": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-		"version": "v:0123456789abcdef",
-	}
+func connBlob(scopes []string, clientID string) *string {
+	return some(encode(map[string]any{
+		"account_email": "user@example.com", "client_id_hash": crc(clientID),
+		"connected_at": json.Number(benchAt), "refresh_token": "1//refresh-token-0123456789",
+		"scopes": scopes,
+	}))
 }
 
-func clientFact(hash string) map[string]any {
-	return map[string]any{
-		"found": true, "client_id_hash": hash, "tenant": nil, "has_secret": true,
-		"source": "keyring", "version": "v:fedcba9876543210",
-	}
+func clientBlob(clientID string) *string {
+	return some(encode(map[string]any{"client_id": clientID, "client_secret": "client-secret-0123"}))
 }
 
-func tokenFact(expiresAt int64) map[string]any {
-	return map[string]any{"found": true, "expires_at": expiresAt, "client_id_hash": benchHash, "connected_at": benchAt}
+func tokenBlob(expiresAt int64) *string {
+	return some(encode(map[string]any{
+		"access_token": "ya29.access-token-0123456789", "expires_at": expiresAt,
+		"client_id_hash": crc(benchClientID), "connected_at": benchAtMs,
+	}))
+}
+
+// The facts of one provider's slots, as a host answers them under the given keys.
+func connFact(key string, v *string) map[string]any {
+	return keyringAnswer(key, v, []string{"refresh_token"})
+}
+
+func tokenFact(key string, v *string) map[string]any {
+	return keyringAnswer(key, v, []string{"access_token"})
+}
+
+// clientFacts are the three facts of a client read under key: the slot and the two
+// environment variables (not set).
+func clientFacts(f map[string]any, key string, v *string) {
+	f[key] = keyringAnswer(key, v, []string{"client_id", "client_secret"})
+	f[key+"@env_id"] = map[string]any{"found": false}
+	f[key+"@env_secret"] = map[string]any{"found": false}
+}
+
+func ledgerFact(name string, path []any, doc any) map[string]any {
+	return ledgerAnswer(benchHome, name, path, &file{doc: doc, version: hex16(encode(doc))})
 }
 
 // query is the question a driver would ask with these facts: round is its number within
 // the operation (the argument rules are checked on round 0 only).
 func query(op string, args any, facts map[string]any, round int) []byte {
+	facts["arg"] = map[string]any{}
 	b, err := json.Marshal(map[string]any{"op": op, "args": args, "facts": facts, "attempt": 0, "round": round})
 	if err != nil {
 		panic(err)
@@ -80,15 +104,19 @@ func query(op string, args any, facts map[string]any, round int) []byte {
 	return b
 }
 
-// gateFacts are the prefetched facts of get_access_token for the pair (provider, agent 0).
+// gateFacts are the facts of get_access_token for the pair (c000, agent 0) after the
+// keyring round: the grant, the clock, the connection, a cached token valid for an hour,
+// and the client.
 func gateFacts() map[string]any {
-	return map[string]any{
-		"grant":  map[string]any{"found": true, "value": grantedScopes(0)},
-		"conn":   connFact(benchScopes, benchHash),
-		"client": clientFact(benchHash),
-		"token":  tokenFact(benchNow + 3600000),
-		"now":    benchNow,
+	f := map[string]any{
+		"grant": ledgerFact("connectors/grants.json", []any{"c000", agentID(0)},
+			map[string]any{"c000": map[string]any{agentID(0): grantedScopes(0)}}),
+		"now":   json.Number(fmt.Sprint(benchNow)),
+		"conn":  connFact("conn", connBlob(benchScopes, benchClientID)),
+		"token": tokenFact("token", tokenBlob(benchNow+3600000)),
 	}
+	clientFacts(f, "client", clientBlob(benchClientID))
+	return f
 }
 
 func gateArgs(scopes ...string) map[string]any {
@@ -100,13 +128,14 @@ func GateAllow() Scenario {
 	return Scenario{"allow", query("get_access_token", gateArgs("openid", "s1"), gateFacts(), 1), "done result"}
 }
 
-// GateFirst is the hot path's first question: the grant, the token cache and the clock
-// (no keyring yet); a granted agent is asked for the connection and the client.
+// GateFirst is the hot path's first question: the prefetched grant and clock (nothing from
+// the keyring yet); a granted agent is asked for the connection, the token and the client.
 func GateFirst() Scenario {
 	f := gateFacts()
-	delete(f, "conn")
-	delete(f, "client")
-	return Scenario{"first", query("get_access_token", gateArgs("openid", "s1"), f, 0), "need client.get,connection.get"}
+	for _, k := range []string{"conn", "token", "client", "client@env_id", "client@env_secret"} {
+		delete(f, k)
+	}
+	return Scenario{"first", query("get_access_token", gateArgs("openid", "s1"), f, 0), "need env.get,keyring.get"}
 }
 
 // GateMix rotates over the gate's outcomes after the prefetch round.
@@ -125,34 +154,45 @@ func GateMix() []Scenario {
 		with("not-granted", "done AGENT_NOT_GRANTED", gateArgs("openid", "s6"), func(map[string]any) {}),
 		with("not-connected", "done NOT_CONNECTED", gateArgs("openid"), func(f map[string]any) { f["conn"] = map[string]any{"found": false} }),
 		with("missing-scopes", "done CONNECTION_MISSING_SCOPES", gateArgs("openid", "s2"), func(f map[string]any) {
-			f["conn"] = connFact(benchScopes[:2], benchHash)
+			f["conn"] = connFact("conn", connBlob(benchScopes[:2], benchClientID))
 		}),
-		with("tripwire", "need client.get", gateArgs("openid"), func(f map[string]any) { f["client"] = clientFact("9f8e7d6c") }),
-		with("expired", "need client.get,clock.now,connection.get,lock.acquire,token.get", gateArgs("openid"), func(f map[string]any) {
-			f["token"] = tokenFact(benchNow + 1000)
+		with("tripwire", "need env.get,keyring.get", gateArgs("openid"), func(f map[string]any) {
+			clientFacts(f, "client", clientBlob(benchRotated))
+		}),
+		with("expired", "need clock.now,env.get,keyring.get,ledger.read,lock.acquire", gateArgs("openid"), func(f map[string]any) {
+			f["token"] = tokenFact("token", tokenBlob(benchNow+1000))
 		}),
 		with("usage", "done USAGE", map[string]any{"provider": "c000", "agent": "", "scopes": []string{}}, func(map[string]any) {}),
 	}
+}
+
+// lockedFacts adds the facts read under the provider's lock.
+func lockedFacts(f map[string]any, client string, token *string) {
+	f["lock"] = "held"
+	f["conn@lock"] = connFact("conn@lock", connBlob(benchScopes, benchClientID))
+	f["token@lock"] = tokenFact("token@lock", token)
+	f["now@lock"] = json.Number(fmt.Sprint(benchNow))
+	f["state@lock"] = ledgerFact("connectors/state.json", []any{"c000"}, map[string]any{"c000": map[string]any{
+		"configured": true, "account": "user@example.com", "scopes": benchScopes, "connected_at": benchAtMs,
+		"client_id_hash": crc(benchClientID), "tenant": nil,
+	}})
+	clientFacts(f, "client@lock", clientBlob(client))
 }
 
 // Tripwire is the gate's client-hash tripwire: detected in phase A (ask for a fresh read
 // of the client), still mismatched after it (take the lock), and cleared under the lock.
 func Tripwire() []Scenario {
 	f := gateFacts()
-	f["client"] = clientFact("9f8e7d6c")
+	clientFacts(f, "client", clientBlob(benchRotated))
 	detect := query("get_access_token", gateArgs("openid"), f, 1)
-	f["client@fresh"] = clientFact("9f8e7d6c")
+	clientFacts(f, "client@fresh", clientBlob(benchRotated))
 	lock := query("get_access_token", gateArgs("openid"), f, 2)
-	f["lock"] = "held"
-	f["conn@lock"] = connFact(benchScopes, benchHash)
-	f["client@lock"] = clientFact("9f8e7d6c")
-	f["token@lock"] = map[string]any{"found": false}
-	f["now@lock"] = benchNow
+	lockedFacts(f, benchRotated, nil)
 	clear := query("get_access_token", gateArgs("openid"), f, 3)
 	return []Scenario{
-		{"detect", detect, "need client.get"},
-		{"lock", lock, "need client.get,clock.now,connection.get,lock.acquire,token.get"},
-		{"clear", clear, "done REAUTH_REQUIRED +connection.delete,event.emit,token.delete"},
+		{"detect", detect, "need env.get,keyring.get"},
+		{"lock", lock, "need clock.now,env.get,keyring.get,ledger.read,lock.acquire"},
+		{"clear", clear, "done REAUTH_REQUIRED +event.emit,keyring.delete,ledger.write"},
 	}
 }
 
@@ -160,25 +200,29 @@ func Tripwire() []Scenario {
 // under it ask for the refresh, and a rotated refresh token gives the result and effects.
 func Refresh() []Scenario {
 	f := gateFacts()
-	f["token"] = tokenFact(benchNow + 1000)
+	f["token"] = tokenFact("token", tokenBlob(benchNow+1000))
 	lock := query("get_access_token", gateArgs("openid"), f, 1)
-	f["lock"] = "held"
-	f["conn@lock"] = connFact(benchScopes, benchHash)
-	f["client@lock"] = clientFact(benchHash)
-	f["token@lock"] = tokenFact(benchNow + 1000)
-	f["now@lock"] = benchNow
+	lockedFacts(f, benchClientID, tokenBlob(benchNow+1000))
 	plan := query("get_access_token", gateArgs("openid"), f, 2)
-	f["refresh"] = map[string]any{"status": 200, "error": nil, "expires_in": 3599, "rotated": true, "refresh": "sha256:bb"}
+	f["refresh"] = map[string]any{
+		"status":  json.Number("200"),
+		"headers": map[string]any{"content-type": "application/json", "cache-control": "no-store"},
+		"json": map[string]any{
+			"access_token":  Describe("refresh#access_token", "ya29.fresh-access-token"),
+			"refresh_token": Describe("refresh#refresh_token", "1//rotated-refresh-token"),
+			"token_type":    "Bearer", "expires_in": json.Number("3599"), "scope": "openid email s1 s2 s3 s4 s5 s6",
+		},
+	}
 	apply := query("get_access_token", gateArgs("openid"), f, 3)
 	return []Scenario{
-		{"lock", lock, "need client.get,clock.now,connection.get,lock.acquire,token.get"},
-		{"plan", plan, "need oauth.refresh"},
-		{"apply", apply, "done result +connection.set_refresh,token.put"},
+		{"lock", lock, "need clock.now,env.get,keyring.get,ledger.read,lock.acquire"},
+		{"plan", plan, "need http.request"},
+		{"apply", apply, "done result +keyring.set"},
 	}
 }
 
 // grantsLedger is the whole grants ledger of a world: connector → agent → scopes, for
-// every OAuth or MCP connector and every agent that holds a grant.
+// every connector and every agent that holds a grant.
 func (s Size) grantsLedger() map[string]any {
 	l := map[string]any{}
 	for c := range s.Connectors {
@@ -206,7 +250,7 @@ func (s Size) activationsLedger() map[string]any {
 		}
 		l[fmt.Sprintf("c%03d", c)] = m
 	}
-	return l
+	return map[string]any{"version": 1, "activations": l}
 }
 
 // oauthIDs are the OAuth connectors of the size's catalog (see Scaled).
@@ -221,46 +265,42 @@ func (s Size) oauthIDs() []string {
 }
 
 // Listings are the three listing operations at this size, with every fact they ask for:
-// status (every connector's state with the whole grants and activations ledgers),
-// list_grants (the whole grants ledger) and connections (every OAuth connection, one
-// with a rotated client that is cleared under its lock).
+// status (every connector's state with the whole grants and activations ledgers and the
+// MCP servers), list_grants (the whole grants ledger) and connections (every OAuth
+// connection, one with a rotated client that is cleared under its lock).
 func (s Size) Listings() []Scenario {
+	servers := map[string]any{}
+	for c := range s.Connectors {
+		if c%5 == 4 {
+			id := fmt.Sprintf("c%03d", c)
+			servers[id] = map[string]any{"command": "npx", "args": []string{"-y", id},
+				"env": map[string]any{"TOKEN": map[string]any{"$keyring": "grantwire.connections:" + id + ":TOKEN"}}}
+		}
+	}
+	grants := ledgerFact("connectors/grants.json", []any{}, s.grantsLedger())
 	status := map[string]any{
-		"grants":  map[string]any{"found": true, "value": s.grantsLedger()},
-		"actives": map[string]any{"found": true, "value": s.activationsLedger()},
+		"grants":  grants,
+		"actives": ledgerFact("connectors/activations.json", []any{"activations"}, s.activationsLedger()),
+		"mcp":     ledgerFact("mcp_servers.json", []any{}, map[string]any{"mcpServers": servers}),
 	}
 	conns := map[string]any{}
-	for c := range s.Connectors {
-		id := fmt.Sprintf("c%03d", c)
-		if isMCP(id) {
-			status["mcp|"+id] = map[string]any{"found": true, "keys": []string{"TOKEN"}, "command": "npx", "args": []string{"-y", id}}
-			continue
-		}
-		status["conn|"+id] = connFact(benchScopes[:5], benchHash)
-		status["client|"+id] = clientFact(benchHash)
-	}
 	for i, c := range s.oauthIDs() {
-		conns["conn|"+c] = connFact(benchScopes[:5], benchHash)
-		conns["client|"+c] = clientFact(benchHash)
+		status["conn|"+c] = connFact("conn|"+c, connBlob(benchScopes[:5], benchClientID))
+		clientFacts(status, "client|"+c, clientBlob(benchClientID))
+		conns["conn|"+c] = status["conn|"+c]
+		clientFacts(conns, "client|"+c, clientBlob(benchClientID))
 		if i == 0 {
-			conns["client|"+c] = clientFact("9f8e7d6c")
-			conns["client@fresh|"+c] = clientFact("9f8e7d6c")
+			clientFacts(conns, "client|"+c, clientBlob(benchRotated))
+			clientFacts(conns, "client@fresh|"+c, clientBlob(benchRotated))
 			conns["lock|"+c] = "held"
-			conns["conn@lock|"+c] = connFact(benchScopes[:5], benchHash)
-			conns["client@lock|"+c] = clientFact("9f8e7d6c")
+			conns["conn@lock|"+c] = connFact("conn@lock|"+c, connBlob(benchScopes[:5], benchClientID))
+			conns["state@lock|"+c] = ledgerFact("connectors/state.json", []any{c}, map[string]any{})
+			clientFacts(conns, "client@lock|"+c, clientBlob(benchRotated))
 		}
 	}
 	return []Scenario{
 		{"status", query("status", map[string]any{}, status, 1), "done result"},
-		{"list_grants", query("list_grants", map[string]any{}, map[string]any{"grants": status["grants"]}, 1), "done result"},
-		{"connections", query("connections", map[string]any{}, conns, 3), "done result +connection.delete,event.emit,token.delete"},
+		{"list_grants", query("list_grants", map[string]any{}, map[string]any{"grants": grants}, 1), "done result"},
+		{"connections", query("connections", map[string]any{}, conns, 3), "done result +event.emit,keyring.delete"},
 	}
-}
-
-func isMCP(id string) bool {
-	var n int
-	if _, err := fmt.Sscanf(id, "c%03d", &n); err != nil {
-		return false
-	}
-	return n%5 == 4
 }

@@ -79,13 +79,15 @@ unusable(f, k) := errors.corrupt_ledger("agents", f[k].file, p) if {
 
 _unusable_problem(f, k) := p if {
 	p := _problem(f[k])
-} else := concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", id]) if {
-	some i, j
-	ei := _entries(f[k])[i]
-	ej := _entries(f[k])[j]
-	i < j
-	id := _registered_id(f, k, i, ei)
-	id == _registered_id(f, k, j, ej)
+} else := first if {
+	# The first pair (by the array's order) when several entries collide: one value.
+	first := [concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", id]) |
+		some i, ei in _entries(f[k])
+		some j, ej in _entries(f[k])
+		i < j
+		id := _registered_id(f, k, i, ei)
+		id == _registered_id(f, k, j, ej)
+	][0]
 }
 
 _problem(fact) := fact.corrupt if {
@@ -99,16 +101,21 @@ _problem(fact) := fact.corrupt if {
 } else := "\"agents\" must be a list" if {
 	fact.exists == true
 	not is_array(object.get(fact.value, "agents", []))
-} else := concat("", ["agents[", format_int(i, 10), "]: ", p]) if {
-	some i, e in _entries(fact)
-	p := _entry_problem(e)
-} else := concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", _id_of(fact, i)]) if {
-	some i, j
-	_ = _entries(fact)[i]
-	_ = _entries(fact)[j]
-	i < j
-	_id_of(fact, i) == _id_of(fact, j)
-	not _source_problem_at(fact, i)
+} else := first if {
+	# The first entry with a problem (a rule with one value, however many entries have one).
+	first := [concat("", ["agents[", format_int(i, 10), "]: ", p]) |
+		some i, e in _entries(fact)
+		p := _entry_problem(e)
+	][0]
+} else := first if {
+	first := [concat("", ["agents[", format_int(i, 10), "] and agents[", format_int(j, 10), "] both declare ", _id_of(fact, i)]) |
+		some i, j
+		_ = _entries(fact)[i]
+		_ = _entries(fact)[j]
+		i < j
+		_id_of(fact, i) == _id_of(fact, j)
+		not _source_problem_at(fact, i)
+	][0]
 }
 
 _entry_problem(e) := "an agent must be an object" if {
@@ -139,22 +146,31 @@ _has(obj, k) if is_string(obj[k])
 
 _id_grammar := "builtin:<name>, installed:<name>, native:<name> or custom:<16 hex>:<name>; a name is 1 to 128 of letters, digits and _ . @ + -"
 
+# Each branch names the first requirement with that problem (one value per branch).
 _requirements_problem(rs) := "\"required_connectors\" must be a list" if {
 	not is_array(rs)
-} else := concat("", ["required_connectors[", format_int(j, 10), "]: \"connector\" is required"]) if {
-	some j, r in rs
-	not _has(r, "connector")
-} else := concat("", ["required_connectors: ", r.connector, " appears twice"]) if {
-	some j, r in rs
-	some l, o in rs
-	j < l
-	r.connector == o.connector
-} else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) if {
-	some j, r in rs
-	not _nonempty(object.get(r, "scopes", null))
-} else := concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) if {
-	some j, r in rs
-	not _scope_list(r.scopes)
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "]: \"connector\" is required"]) |
+		some j, r in rs
+		not _has(r, "connector")
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors: ", r.connector, " appears twice"]) |
+		some j, r in rs
+		some l, o in rs
+		j < l
+		r.connector == o.connector
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): declare at least one scope (\"use\" for an MCP server)"]) |
+		some j, r in rs
+		not _nonempty(object.get(r, "scopes", null))
+	][0]
+} else := first if {
+	first := [concat("", ["required_connectors[", format_int(j, 10), "] (", r.connector, "): not a list of valid, distinct scopes"]) |
+		some j, r in rs
+		not _scope_list(r.scopes)
+	][0]
 }
 
 _nonempty(xs) if {

@@ -147,5 +147,8 @@ loopback_wait(k, url, state, timeout_ms, connector) := {
 
 # METADATA
 # title: host failures
-# description: The host_error objects of every fact (a host that could not do what was asked).
-host_errors(f) := [e | some v in f; is_object(v); e := v.host_error]
+# description: |
+#   The host_error objects of every fact (a host that could not do what was asked), in the
+#   order of their keys: OPA's Wasm runtime iterates an object in another order than its Go
+#   evaluator, so a choice among them is made on sorted keys.
+host_errors(f) := [f[k].host_error | some k in sort([k | some k, v in f; is_object(v); _ = v.host_error])]

@@ -125,20 +125,33 @@ ms(x) := x * 1000 if {
 	n := (to_number(parts[0]) * 1000) + to_number(frac)
 }
 
-# Decimal digits without a sign, an exponent or a leading zero (json.marshal writes the
-# number back the same way only then). No regular expression on this hot path.
+# 1 to 15 decimal digits without a sign, an exponent or a leading zero, checked character by
+# character: OPA's Wasm runtime reads "01", "1e400" or "1+5" with to_number where its Go
+# evaluator refuses or rewrites them, so no round trip through to_number can tell. No
+# regular expression on this hot path.
 _digits(s) if {
-	count(s) > 0
-	count(s) <= 15
-	not _signed_or_exponent(s)
-	json.marshal(to_number(s)) == s
+	n := count(s)
+	n > 0
+	n <= 15
+	every i in numbers.range(0, n - 1) {
+		substring(s, i, 1) in _digit_chars
+	}
+	_no_leading_zero(s)
 }
+
+_digit_chars := {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
+_no_leading_zero("0")
+
+_no_leading_zero(s) if not startswith(s, "0")
 
 # METADATA
 # title: seconds
 # description: |
-#   A Unix-milliseconds time as the float seconds GAIA stores, {"$number": "s.mmm"}.
-seconds(t) := {"$number": concat("", [json.marshal(floor(t / 1000)), ".", _pad3(t % 1000)])}
+#   A Unix-milliseconds time as the float seconds GAIA stores, {"$number": "s.mmm"}. Whole
+#   seconds by exact division, not floor(): for a negative time (a host clock before 1970)
+#   OPA's Go evaluator and its Wasm runtime round floor() differently.
+seconds(t) := {"$number": concat("", [json.marshal((t - (t % 1000)) / 1000), ".", _pad3(t % 1000)])}
 
 _pad3(n) := concat("", ["00", format_int(n, 10)]) if n < 10
 
@@ -368,10 +381,9 @@ write(file, ops) := {"kind": "ledger.write", "ledger": file, "ops": ops}
 #   does not have its ledger's shape. Undefined for a usable fact.
 problem(fact) := fact.corrupt if {
 	is_string(fact.corrupt)
-} else := concat("", ["it holds ", _a(fact.shape[i]), " where an object belongs"]) if {
-	some i, t in fact.shape
-	i < count(fact.path)
-	t != "object"
+} else := concat("", ["it holds ", _a(t), " where an object belongs"]) if {
+	is_array(fact.shape)
+	t := [t | some i, t in fact.shape; i < count(fact.path); t != "object"][0]
 } else := "it does not have the shape of that ledger" if {
 	fact.exists == true
 	not shaped(fact.ledger, fact.path, fact.value)
@@ -505,11 +517,6 @@ mcp_key(doc) := "servers" if {
 state_entry(account, scopes, connected_at, client_id_hash, tenant) := {
 	"configured": true, "account": account, "scopes": scopes,
 	"connected_at": connected_at, "client_id_hash": client_id_hash, "tenant": tenant,
-}
-
-_signed_or_exponent(s) if {
-	some ch in ["-", "+", "e", "E"]
-	contains(s, ch)
 }
 
 # ---------------------------------------------------------------------------------------
