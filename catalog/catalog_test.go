@@ -186,6 +186,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 			urls[k] = strings.ReplaceAll(u, "{tenant}", tenant)
 		}
 		w.Server.Serve(e.ID, urls)
+		w.Server.ClientAuth(e.ID, memshell.ClientAuthMethod(e), e.ClientSecretRequired)
 	}
 	e, err := wasmengine.New(ctx, wasmengine.WithData(c.Data()), wasmengine.WithPoolSize(1),
 		wasmengine.WithCompilationCache(compiled()))
