@@ -34,6 +34,11 @@ _all := [
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 5, ["gmail"]),
 	errors.internal("grant"),
+	errors.headless("google", "authorizing google needs a browser", "grantwire connect google --device"),
+	errors.headless("google", "nobody can see the code", ""),
+	errors.device_timeout("google", "the google device code expired", "grantwire connect google --device"),
+	errors.connect_superseded("google", "a@example.com"),
+	errors.connect_superseded("local", ""),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
