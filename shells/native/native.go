@@ -16,7 +16,10 @@
 //     lock file, temp file, fsync, rename, fsync of the directory; 0600 files in 0700
 //     directories, re-asserted on every write). Files are never reset on their own.
 //   - Locks: connectors/<provider>.lock (gofrs/flock), queued within the process.
-//   - Loopback: a one-shot 127.0.0.1 listener, the browser and the prompt while waiting.
+//   - Loopback: a one-shot 127.0.0.1 listener, the browser and the prompt while waiting;
+//     in paste mode, the redirect address the user pastes (Options.Paste), checked as a
+//     callback is.
+//   - Prompt: the device code and where to enter it (the device authorization grant).
 //   - HTTP: an http.Transport (a RoundTripper never follows redirects).
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
 //     event [Bus], and a watcher that reports activations changed by other processes.
@@ -35,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -58,8 +62,13 @@ type Options struct {
 	// progress); nil means os.Stderr.
 	Prompt io.Writer
 	// Interactive reports whether a person can complete an authorization at all; when false
-	// and no browser is available, the loopback reports that it is unavailable at once.
+	// and no browser is available, the loopback reports that it is unavailable at once, and
+	// no device code can be shown.
 	Interactive bool
+	// Paste is where a user pastes the final redirect address of an authorization in paste
+	// mode (connect --no-browser: standard input), one per line; nil means paste mode is
+	// unavailable. One goroutine reads it for the shell's lifetime.
+	Paste io.Reader
 	// KeyringTimeout bounds every keyring call (default 10 s).
 	KeyringTimeout time.Duration
 	// HTTPTimeout bounds every HTTP request (default 30 s; the core sets shorter ones).
@@ -91,6 +100,8 @@ type Shell struct {
 	watcher   *activationWatcher
 	entropy   io.Reader
 	transport http.RoundTripper
+	pasteOnce sync.Once
+	paster    *pasteReader
 }
 
 type systemClock struct{}
@@ -195,6 +206,7 @@ func (s *Shell) Capabilities() hostabi.Capabilities {
 		Entropy:  s.entropy,
 		Events:   s.bus,
 		Loopback: loopbackCap{s},
+		Prompt:   promptCap{s},
 		HTTP:     timeoutTransport{s.transport, s.opts.HTTPTimeout},
 		Getenv:   s.opts.Getenv,
 		Service:  s.opts.Service,
