@@ -162,7 +162,8 @@ export class Runner {
     this.caps = this.world.capabilities(SERVICE);
     for (const [id, c] of Object.entries(catalog.connectors)) {
       if (c.type === "oauth_pkce") {
-        this.world.server.serve(id, { authorization_url: c.authorization_url, token_url: c.token_url, userinfo_url: c.userinfo_url, revocation_url: c.revocation_url });
+        const { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url } = c;
+        this.world.server.serve(id, { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url });
       }
     }
     Object.assign(this, { procs: new Map(), agents: {}, secrets: new Set(), users: new Set(), texts: [], failures: [] });
