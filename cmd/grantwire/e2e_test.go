@@ -710,9 +710,12 @@ func TestE2EConnectThroughTheBrowser(t *testing.T) {
 	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret, Account: "bob@example.com"})
 	w.configureClient(clientID, secret)
 
-	// No browser, no terminal: nobody can complete it.
+	// No browser, no terminal: nobody can complete it. The fix names the device flow where
+	// the provider offers it for the scopes (Google for openid), else pasting back.
 	e := w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", "openid")
-	require.Contains(t, e.Error.Fix, "--no-browser")
+	require.Equal(t, "grantwire connect google --scopes openid --device", e.Error.Fix)
+	e = w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", gmailRead)
+	require.Equal(t, "grantwire connect google --scopes "+gmailRead+" --no-browser", e.Error.Fix)
 	w.env = append(w.env, "BROWSER="+filepath.Join(w.home, "no-such-browser"))
 	w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", "openid")
 	require.Zero(t, w.srv.Stats().Authorizations)

@@ -87,17 +87,21 @@ func (w *waiter) Wait(ctx context.Context, a hostabi.Authorization) (map[string]
 	}
 	timer := time.NewTimer(a.Timeout)
 	defer timer.Stop()
-	select {
-	case res := <-w.cb.result:
-		return res, nil
-	case <-ended:
-		fmt.Fprintf(prompt, "The input ended before a redirect address was pasted.\n")
-		return nil, fmt.Errorf("native: nothing more can be pasted: %w", hostabi.ErrUnavailable)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-timer.C:
-		fmt.Fprintf(prompt, "No authorization arrived within %s.\n", a.Timeout)
-		return nil, context.DeadlineExceeded
+	for {
+		select {
+		case res := <-w.cb.result:
+			return res, nil
+		case <-ended:
+			// Nothing more can be pasted, but the listener still serves: a browser on this
+			// machine (or a forwarded port) can complete the authorization until the timeout.
+			fmt.Fprintf(prompt, "The input ended; still waiting for a browser to come back to %s.\n", w.cb.redirectURI)
+			ended = nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			fmt.Fprintf(prompt, "No authorization arrived within %s.\n", a.Timeout)
+			return nil, context.DeadlineExceeded
+		}
 	}
 }
 
