@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/grantwire/grantwire"
@@ -63,7 +65,12 @@ cancels and stores nothing (exit 130).`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Connect(ctx, provider, scopes, grantAgents, grantwire.ConnectOptions{Timeout: a.timeout(), Flow: flow})
+			opts := grantwire.ConnectOptions{Timeout: a.timeout(), Flow: flow}
+			if a.jsonOut {
+				// stderr holds nothing but JSON: the code is one line {"device": {...}}.
+				opts.OnDeviceCode = a.printDeviceCode
+			}
+			res, err := c.Connect(ctx, provider, scopes, grantAgents, opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -92,4 +99,15 @@ cancels and stores nothing (exit 130).`,
 	f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
 	return cmd
+}
+
+// printDeviceCode writes the device code to show the user as one JSON line on stderr
+// (connect --device --json): {"device": {connector, verification_uri,
+// verification_uri_complete?, user_code, expires_in (seconds)}}.
+func (a *app) printDeviceCode(d grantwire.DeviceCode) {
+	b, _ := json.Marshal(map[string]any{"device": struct {
+		grantwire.DeviceCode
+		ExpiresIn int64 `json:"expires_in"`
+	}{d, int64(d.ExpiresIn.Seconds())}})
+	fmt.Fprintf(a.Stderr, "%s\n", b)
 }
