@@ -25,6 +25,7 @@ var goldens = []string{
 	"refresh/a-late-rotation-never-overwrites-a-reconnection",
 	"forwarded/failure-writing-the-connection-restores-both",
 	"activations/declared-scopes-come-second",
+	"device/slow-down-twice",
 }
 
 // transcript runs a scenario and renders every host call of every process.

@@ -116,8 +116,17 @@ func TestE2EDeviceApprove(t *testing.T) {
 func TestE2EDeviceDenyExpireSlowDown(t *testing.T) {
 	w, _ := deviceServer(t, "bb-device-paths")
 
+	// No browser and no terminal: the fix names the device flow, and works as printed.
+	e := w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", "openid", "--grant-agent", "builtin:chat")
+	require.Equal(t, "grantwire connect google --scopes openid --grant-agent builtin:chat --device", e.Error.Fix)
+	w.srv.ScriptDevice("", authserver.DeviceUser{Decision: authserver.DeviceApprove})
+	r := w.gw("", strings.Fields(strings.TrimPrefix(e.Error.Fix, "grantwire "))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Granted google → builtin:chat: openid")
+	w.gwJSON("", 0, nil, "disconnect", "google")
+
 	w.srv.ScriptDevice("", authserver.DeviceUser{Polls: []string{"authorization_pending"}, Decision: authserver.DeviceDeny})
-	e := w.failDevice(4, "CONSENT_DENIED", "connect", "google", "--device", "--scopes", "openid")
+	e = w.failDevice(4, "CONSENT_DENIED", "connect", "google", "--device", "--scopes", "openid")
 	require.Contains(t, e.Error.Message, "the google authorization was refused (access_denied)")
 	require.Empty(t, w.keyring("google:default"))
 
@@ -131,7 +140,7 @@ func TestE2EDeviceDenyExpireSlowDown(t *testing.T) {
 	// The fix, run as printed (the user approves this time), connects.
 	w.srv.ScriptDevice("", authserver.DeviceUser{Decision: authserver.DeviceApprove})
 	args := strings.Fields(strings.TrimPrefix(e.Error.Fix, "grantwire "))
-	r := w.gw("", args...)
+	r = w.gw("", args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "Connected google as dev@example.com with openid")
 
@@ -141,7 +150,7 @@ func TestE2EDeviceDenyExpireSlowDown(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	st := w.srv.Stats()
 	require.Zero(t, st.TooFast, "after slow_down the CLI waited the longer interval")
-	require.Equal(t, 2, st.DeviceExchanges, "the fix and the slow_down connect")
+	require.Equal(t, 3, st.DeviceExchanges, "the two fixes and the slow_down connect")
 	require.Equal(t, 1, st.DeviceDenials)
 }
 
@@ -254,9 +263,16 @@ var noFollow = &http.Client{Timeout: 10 * time.Second,
 // the real redirect then connects. A pasted error with markup is refused without echoing it.
 func TestE2EPasteBackRefusesWhatIsNotThisRedirect(t *testing.T) {
 	w, _ := deviceServer(t, "bb-paste-client")
+
+	// Gmail is not among Google's limited-input scopes: the device flow is refused with the
+	// paste-back command, run below as printed.
+	e := w.fail(3, "CONFIGURATION", "connect", "google", "--device", "--scopes", gmailRead, "--grant-agent", "builtin:chat")
+	require.Equal(t, "grantwire connect google --scopes "+gmailRead+" --grant-agent builtin:chat --no-browser", e.Error.Fix)
+	require.Zero(t, w.srv.Stats().DeviceCodes, "refused before any request")
+
 	in, feed := io.Pipe()
 	defer feed.Close()
-	s := w.startIn(in, nil, "connect", "google", "--no-browser", "--scopes", gmailRead, "--grant-agent", "builtin:chat", "--timeout", "60s")
+	s := w.startIn(in, nil, strings.Fields(strings.TrimPrefix(e.Error.Fix, "grantwire "))...)
 	authURL := s.waitURL(t)
 	real := redirectOf(t, authURL)
 	require.NotEmpty(t, real.Query().Get("code"))
