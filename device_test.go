@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/memshell"
 )
 
 // The device flow through the Go API: the caller receives the code (not the shell's
@@ -73,4 +75,67 @@ func ExampleClient_Connect_device() {
 	// Output:
 	// open https://login.microsoftonline.com/device and enter CODE-0001 (5m0s left)
 	// microsoft user@example.com [https://graph.microsoft.com/User.Read offline_access openid]
+}
+
+// BenchmarkDeviceConnect: a whole connect through the device flow on the in-memory world
+// (the Wasm engine, the simulated clock), by the number of polls: every poll is one more
+// question whose facts hold every poll so far. 300 is the most a window allows (the
+// authorization then times out).
+func BenchmarkDeviceConnect(b *testing.B) {
+	b.Run("loopback", func(b *testing.B) { // for comparison: the browser flow
+		ctx := context.Background()
+		c, w := newBenchClient(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			w.Server.ScriptAuthorize("microsoft", memhost.AuthorizeAnswer{Status: "ok"})
+			if _, err := c.Connect(ctx, "microsoft", []string{"openid", "offline_access"}, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, polls := range []int{1, 10, 100, 300} {
+		b.Run(fmt.Sprintf("polls=%d", polls), func(b *testing.B) {
+			ctx := context.Background()
+			c, w := newBenchClient(b)
+			pending := make([]string, polls-1)
+			for i := range pending {
+				pending[i] = "authorization_pending"
+			}
+			answer := memhost.AuthorizeAnswer{Status: "ok", Polls: pending, Device: &memhost.DeviceAnswer{Interval: 1, ExpiresIn: 1800}}
+			if polls == 300 {
+				answer.Status = "timeout"
+			}
+			opts := grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: 30 * time.Minute, OnDeviceCode: func(grantwire.DeviceCode) {}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				w.Server.ScriptAuthorize("microsoft", answer)
+				_, err := c.Connect(ctx, "microsoft", []string{"openid", "offline_access"}, nil, opts)
+				if polls == 300 {
+					if !errors.Is(err, grantwire.ErrAuthorizationTimeout) {
+						b.Fatalf("want a timeout after 300 polls, got %v", err)
+					}
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// newBenchClient is a client on an in-memory world with Microsoft's client configured.
+func newBenchClient(b *testing.B) (*grantwire.Client, *memhost.World) {
+	ctx := context.Background()
+	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
+	memshell.Serve(w, catalog.Default())
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close(ctx) })
+	if _, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", ""); err != nil {
+		b.Fatal(err)
+	}
+	return c, w
 }

@@ -527,31 +527,29 @@ _poll_key(i) := concat("", ["poll@", format_int(i, 10)])
 
 _sleep_key(i) := concat("", ["sleep@", format_int(i, 10)])
 
-_polls := count([k | some k, _ in _f; startswith(k, "poll@")])
+_polls := count(_poll_facts)
 
-_answers := [oauth.response(_f[_poll_key(i)]) | _polls > 0; some i in numbers.range(1, _polls)]
+# The polls so far (one pass over the facts each; a poll is judged whole only when last).
+_poll_facts := [v | some k, v in _f; startswith(k, "poll@")]
 
-_last := _answers[_polls - 1]
+_last := oauth.response(_f[_poll_key(_polls)])
 
 # The clock when the last poll was sent (after its wait), or when the code was issued.
 _clock := _f[_sleep_key(_polls)] if {
 	_polls > 0
 } else := _f["now@device"]
 
-_slow_downs := count([a | some a in _answers; a.kind == "oauth"; a.error == "slow_down"])
+_slow_downs := count([v | some v in _poll_facts; v.json.error == "slow_down"])
 
-_unanswered := count([a | some a in _answers; a.kind == "transport"])
+_unanswered := count([v | some v in _poll_facts; v.status == 0])
 
 # A slow_down that names a longer interval (GitHub does) is honoured too.
-_hinted := max(array.concat([0], [h | some h in _hints]))
-
-_hints contains r.json.interval * 1000 if {
-	_polls > 0
-	some i in numbers.range(1, _polls)
-	r := _f[_poll_key(i)]
-	oauth.response(r).error == "slow_down"
-	is_number(r.json.interval)
-}
+_hinted := max(array.concat([0], [h |
+	some v in _poll_facts
+	v.json.error == "slow_down"
+	is_number(v.json.interval)
+	h := v.json.interval * 1000
+]))
 
 _floor_ms := max([1000, ceil(_window / max_polls)])
 
