@@ -24,6 +24,14 @@ wasm: ## regenerate policy/policy.wasm (pinned OPA from go.mod) and its sha256
 wasm-check: ## fail if policy.wasm differs from a fresh build of policy/
 	@scripts/build-wasm.sh --check
 
+.PHONY: native
+native: ## regenerate core/nativeengine/policy_gen.go (Go compiled from the policy's OPA IR) and the runtime's test policy
+	@scripts/build-native.sh
+
+.PHONY: native-check
+native-check: ## fail if core/nativeengine's generated code differs from a fresh build of policy/
+	@scripts/build-native.sh --check
+
 .PHONY: bundle
 bundle: ## build/grantwire-bundle.tar.gz (Rego, policy.wasm, catalog: grantwire --bundle) and build/grantwire-rego-bundle.tar.gz (no Wasm: opa eval -b, opa run)
 	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz
@@ -40,14 +48,20 @@ lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
 	go vet -tags opa ./cmd/grantwire
 	$(OPA) fmt --fail -l $(POLICY)
 	$(OPA) check --strict --capabilities $(CAPS) $(POLICY)
+	$(OPA) fmt --fail -l docs/fleet/log-mask core/nativeengine/internal/irtest/policy
+	$(OPA) check --strict docs/fleet/log-mask core/nativeengine/internal/irtest/policy
 
 .PHONY: audit
 audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa test --coverage >= 95 %, METADATA, entrypoints
 	@scripts/audit.sh
 
 .PHONY: test
-test: deps lint wasm-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+test: deps lint wasm-check native-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
 	@scripts/test.sh
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; make test runs their seeds)
+	@scripts/fuzz.sh
 
 .PHONY: bench
 bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)

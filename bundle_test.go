@@ -23,6 +23,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi/memhost"
@@ -106,7 +107,7 @@ func editManifest(t *testing.T, files map[string][]byte, fn func(m map[string]an
 }
 
 // testBundle reads the built bundle after mutate (nil: unchanged).
-func testBundle(t *testing.T, mutate func(files map[string][]byte)) *grantwire.Bundle {
+func testBundle(t *testing.T, mutate func(files map[string][]byte)) *bundle.Bundle {
 	t.Helper()
 	raw := builtBundle(t)
 	if mutate != nil {
@@ -114,7 +115,7 @@ func testBundle(t *testing.T, mutate func(files map[string][]byte)) *grantwire.B
 		mutate(files)
 		raw = retar(t, files)
 	}
-	b, err := grantwire.ReadBundle(bytes.NewReader(raw))
+	b, err := bundle.Read(bytes.NewReader(raw))
 	require.NoError(t, err)
 	return b
 }
@@ -124,7 +125,7 @@ func TestClientRunsOnBundle(t *testing.T) {
 	b := testBundle(t, nil)
 	sum := sha256.Sum256(policy.Wasm)
 	require.Equal(t, hex.EncodeToString(sum[:]), b.WasmSHA256)
-	require.Equal(t, grantwire.EmbeddedRevision()+"@test", b.Revision)
+	require.Equal(t, bundle.EmbeddedRevision()+"@test", b.Revision)
 	require.Equal(t, "policy.wasm", b.WasmPath)
 	require.Contains(t, b.Entrypoints, "grantwire/decide")
 	require.Contains(t, b.Rego, "policy/grantwire/gate/gate.rego")
@@ -298,12 +299,12 @@ func TestBundleRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			files := untar(t, raw)
 			tc.mutate(t, files)
-			_, err := grantwire.ReadBundle(bytes.NewReader(retar(t, files)))
+			_, err := bundle.Read(bytes.NewReader(retar(t, files)))
 			require.ErrorIs(t, err, grantwire.ErrBundle)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := grantwire.ReadBundle(strings.NewReader("not a tarball"))
+	_, err := bundle.Read(strings.NewReader("not a tarball"))
 	require.ErrorIs(t, err, grantwire.ErrBundle)
 }
 
@@ -341,10 +342,10 @@ func TestBundleABIRefusals(t *testing.T) {
 	}
 }
 
-// The runtime packages must not link OPA: reading and running a bundle, and writing
+// The runtime packages must not link OPA: reading, writing and running a bundle, and writing
 // decision logs, are done with the standard library and wazero.
 func TestRuntimeDoesNotImportOPA(t *testing.T) {
-	for _, pkg := range []string{".", "./decisionlog", "./core/wasmengine"} {
+	for _, pkg := range []string{".", "./bundle", "./decisionlog", "./core/wasmengine"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		require.Contains(t, string(out), "github.com/grantwire/grantwire/core\n", "go list output looks wrong")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/internal/audittest"
@@ -55,7 +56,7 @@ func TestDecisionLogHasNoSecrets(t *testing.T) {
 	}
 	// No digest, CRC-32, client-id hash or version token at all (but the policy's revision,
 	// the digest of policy.wasm): redaction is by construction, not by list.
-	scrubbed := strings.ReplaceAll(log, grantwire.EmbeddedRevision(), "")
+	scrubbed := strings.ReplaceAll(log, bundle.EmbeddedRevision(), "")
 	require.Empty(t, regexp.MustCompile(`sha256:[0-9a-f]{8,}`).FindAllString(scrubbed, -1))
 	require.Empty(t, regexp.MustCompile(`"[0-9a-f]{16}"`).FindAllString(scrubbed, -1))
 	require.Empty(t, regexp.MustCompile(`"[0-9a-f]{8}"`).FindAllString(scrubbed, -1))
@@ -84,7 +85,7 @@ func TestDecisionLogHasNoSecrets(t *testing.T) {
 		require.Regexp(t, uuid, e.DecisionID)
 		require.False(t, ids[e.DecisionID], "decision ids are unique")
 		ids[e.DecisionID] = true
-		require.Equal(t, grantwire.EmbeddedRevision(), e.Revision)
+		require.Equal(t, bundle.EmbeddedRevision(), e.Revision)
 		require.Empty(t, e.Bundles, "the embedded policy is not a bundle")
 		require.Equal(t, "grantwire", e.Labels["app"])
 		require.NotEmpty(t, e.Labels["id"])

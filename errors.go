@@ -56,6 +56,7 @@ var (
 	ErrUnknownAgent            = &Error{Code: "UNKNOWN_AGENT"}
 	ErrUsage                   = &Error{Code: "USAGE"}
 	ErrInternal                = &Error{Code: "INTERNAL"}
+	ErrAgentNotActive          = &Error{Code: "AGENT_NOT_ACTIVE"}
 )
 
 // newError converts a core error, with the REST status and exit code the policy publishes.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/policy"
@@ -49,13 +50,13 @@ func ExampleWithDecisionLog() {
 // A bundle built by package audit (or `grantwire policy build`) runs a client without
 // OPA: the bundle's policy.wasm on the wasm engine, its data.catalog and its built-in
 // agents (data.agents.builtin).
-func ExampleReadBundle() {
+func ExampleWithBundle() {
 	ctx := context.Background()
 	built, err := audit.Build(ctx, audit.BuildOptions{Describe: "v0.1.0"})
 	if err != nil {
 		panic(err)
 	}
-	b, err := grantwire.ReadBundle(bytes.NewReader(built.Bytes))
+	b, err := bundle.Read(bytes.NewReader(built.Bytes))
 	if err != nil {
 		panic(err)
 	}
@@ -65,13 +66,13 @@ func ExampleReadBundle() {
 		panic(err)
 	}
 	defer c.Close(ctx)
-	fmt.Println(b.WasmPath, c.Revision() == grantwire.EmbeddedRevision()+"@v0.1.0")
+	fmt.Println(b.WasmPath, c.Revision() == bundle.EmbeddedRevision()+"@v0.1.0")
 	// Output:
 	// policy.wasm true
 }
 
-// OpenBundle reads a bundle file (`grantwire --bundle FILE` runs on one).
-func ExampleOpenBundle() {
+// bundle.Open reads a bundle file (`grantwire --bundle FILE` runs on one).
+func ExampleWithBundle_file() {
 	ctx := context.Background()
 	built, err := audit.Build(ctx, audit.BuildOptions{Describe: "v0.1.0"})
 	if err != nil {
@@ -86,7 +87,7 @@ func ExampleOpenBundle() {
 	if err := os.WriteFile(path, built.Bytes, 0o600); err != nil {
 		panic(err)
 	}
-	b, err := grantwire.OpenBundle(path)
+	b, err := bundle.Open(path)
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +98,7 @@ func ExampleOpenBundle() {
 	fmt.Println(b.Revision == built.Revision, b.WasmSHA256 == built.WasmSHA256, agents[0].ID)
 	fmt.Println(slices.Contains(b.Entrypoints, "grantwire/decide"), slices.Contains(b.Entrypoints, "grantwire/manifest"))
 
-	_, err = grantwire.OpenBundle(filepath.Join(dir, "absent.tar.gz"))
+	_, err = bundle.Open(filepath.Join(dir, "absent.tar.gz"))
 	fmt.Println(errors.Is(err, fs.ErrNotExist))
 	// Output:
 	// true true builtin:chat
@@ -107,8 +108,8 @@ func ExampleOpenBundle() {
 
 // A policy's revision names its policy.wasm: decision logs and bundles carry it.
 func ExampleRevisionOf() {
-	fmt.Println(grantwire.RevisionOf([]byte("\x00asm\x01\x00\x00\x00")))
-	fmt.Println(grantwire.RevisionOf(policy.Wasm) == grantwire.EmbeddedRevision())
+	fmt.Println(bundle.RevisionOf([]byte("\x00asm\x01\x00\x00\x00")))
+	fmt.Println(bundle.RevisionOf(policy.Wasm) == bundle.EmbeddedRevision())
 	// Output:
 	// sha256:93a44bbb96c75121
 	// true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
@@ -88,9 +89,9 @@ func ExampleNew() {
 	}
 	defer c.Close(ctx)
 	fmt.Println(c.Engine().Name(), len(c.Catalog().IDs()))
-	fmt.Println(c.Revision() == grantwire.EmbeddedRevision())
+	fmt.Println(c.Revision() == bundle.EmbeddedRevision())
 	// Output:
-	// wasm 30
+	// native 30
 	// true
 }
 
@@ -326,6 +327,17 @@ func ExampleClient_Revoke() {
 	// Output:
 	// true <nil>
 	// false <nil>
+}
+
+func ExampleClient_RevokeGrant() {
+	ctx := context.Background()
+	c, _ := example()
+	_, err := c.Grant(ctx, "google", "builtin:chat", []string{gmail})
+	must(err)
+	r, err := c.RevokeGrant(ctx, "google", "builtin:chat")
+	fmt.Println(r.Changed, r.Warnings, err)
+	// Output:
+	// true [] <nil>
 }
 
 func ExampleClient_ListGrants() {

@@ -2,14 +2,14 @@
 // scopes, and keeps every secret in the operating system's credential store.
 //
 // A [Client] runs each operation through grantwire's side-effect-free core (the Rego
-// policy, compiled to WebAssembly by default) and a shell that supplies the keyring, the
-// ledger files, the locks, HTTP and the OAuth loopback as primitive capabilities (package
-// hostabi; package host performs the core's needs and effects over them). Errors are
-// *[Error] values with the stable codes of docs/behaviour.md#errors; use errors.Is with the
-// sentinels (ErrAgentNotGranted, ErrBusy, ...).
+// policy, compiled to Go by default: core/nativeengine) and a shell that supplies the
+// keyring, the ledger files, the locks, HTTP and the OAuth loopback as primitive
+// capabilities (package hostabi; package host performs the core's needs and effects over
+// them). Errors are *[Error] values with the stable codes of docs/behaviour.md#errors; use
+// errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
 //
-// This package imports the Wasm engine, not OPA's Go packages: pass a rego engine with
-// [WithEngine] to evaluate the Rego source directly.
+// This package imports the native, Wasm and OPA-server engines, not OPA's Go packages:
+// pass a rego engine with [WithEngine] to evaluate the Rego source directly.
 package grantwire
 
 import (
@@ -21,8 +21,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 )
@@ -37,8 +39,12 @@ type config struct {
 	observe     func(Decision)
 	errs        []error
 	// bundle.go and decisionlog.go
-	bundle    *Bundle
+	bundle    *bundle.Bundle
 	observers []func(Decision)
+	// engines.go
+	engineName string
+	opaURL     string
+	opaOpts    []opaserver.Option
 }
 
 // Option configures a [Client]; options never fail, New reports errors.
@@ -131,27 +137,43 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if err := c.checkEngine(); err != nil {
+		c.errs = append(c.errs, err)
+	}
 	if err := c.useBundle(); err != nil {
 		c.errs = append(c.errs, err)
 	}
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
-	cat, err := c.loadCatalog()
-	if err != nil {
-		return nil, err
-	}
 	if c.caps == nil {
 		return nil, errors.New("grantwire: no shell: pass WithCapabilities, or use grantwire.Open for the OS shell")
 	}
+	var server *opaserver.Engine
+	if c.engine == nil && c.engineName == EngineOPAServer {
+		var err error
+		if server, err = c.serverEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cat, err := c.loadCatalog()
+	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
+		return nil, err
+	}
 	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
+	if r, ok := c.engine.(interface{ Revision() string }); ok {
+		cl.revision = r.Revision() // an OPA server's bundle
+	}
 	if cl.engine == nil {
-		if cl.engine, cl.revision, err = c.newWasmEngine(ctx, cat); err != nil {
+		if cl.engine, cl.revision, err = c.builtEngine(ctx, cat, server, ""); err != nil {
 			return nil, err
 		}
 		cl.owns = true
 		if c.bundle != nil {
-			cl.bundle = BundleName
+			cl.bundle = bundle.Name
 		}
 	}
 	cl.host = host.New(*c.caps)
@@ -310,12 +332,29 @@ func (c *Client) Grant(ctx context.Context, connector, agent string, scopes []st
 }
 
 // Revoke removes agent's grant on connector and its activation; revoking nothing succeeds.
+// RevokeGrant says more.
 func (c *Client) Revoke(ctx context.Context, connector, agent string) (changed bool, err error) {
-	var r struct {
-		Changed bool `json:"changed"`
-	}
-	_, err = c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	r, err := c.RevokeGrant(ctx, connector, agent)
 	return r.Changed, err
+}
+
+// RevokeResult says what RevokeGrant changed.
+type RevokeResult struct {
+	Connector string `json:"connector"`
+	Agent     string `json:"agent"`
+	Changed   bool   `json:"changed"`
+	// Warnings name a ledger that could not be read, and so was left as it was, with the
+	// command that moves it aside: revoking goes through it (docs/behaviour.md#grants).
+	Warnings []string `json:"warnings"`
+}
+
+// RevokeGrant removes agent's grant on connector and its activation; revoking nothing
+// succeeds. An unreadable ledger never stops it: the other is still cleaned and the
+// result's Warnings name it.
+func (c *Client) RevokeGrant(ctx context.Context, connector, agent string) (*RevokeResult, error) {
+	var r RevokeResult
+	_, err := c.run(ctx, "revoke", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	return &r, err
 }
 
 // ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.

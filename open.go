@@ -4,47 +4,61 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
 // Open returns a client on the OS shell with everything wired the way the grantwire
-// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the Wasm
-// engine on it, and the OS shell (opts: home, keyring service, browser, …), whose watcher
-// reports activations other processes change through the policy. The engine caches
-// compiled code in the user's cache directory (grantwire/wazero). Close the client to
-// release the shell.
+// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the engine
+// on it ([DefaultEngine], or the one WithEngineName, WithOPAServer or WithEngine chooses),
+// and the OS shell (opts: home, keyring service, browser, …), whose watcher reports
+// activations other processes change through the policy. The wasm engine caches compiled
+// code in the user's cache directory (grantwire/wazero). Close the client to release the
+// shell.
 //
-// No OPA package is linked: this is grantwire's Wasm shell for Go programs.
+// No OPA package is linked.
 func Open(ctx context.Context, opts native.Options, options ...Option) (*Client, error) {
 	var c config
 	for _, o := range options {
 		o(&c)
 	}
+	if err := errors.Join(append(c.errs, c.checkEngine())...); err != nil {
+		return nil, err
+	}
+	if c.bundle != nil {
+		return nil, errors.New("grantwire: Open runs the embedded policy; build a client on a bundle with New(WithBundle, WithCapabilities)")
+	}
+	var server *opaserver.Engine
+	if c.engine == nil && c.engineName == EngineOPAServer {
+		var err error
+		if server, err = c.serverEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
 	cat, err := c.loadCatalog()
 	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
 		return nil, err
 	}
 	engine := c.engine
 	owns := false
-	if engine == nil && c.bundle == nil {
-		eopts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-		if dir, err := os.UserCacheDir(); err == nil {
-			// Compiled code is cached per user: a process after the first starts in
-			// milliseconds instead of compiling policy.wasm again (BENCHMARKS.md).
-			eopts = append(eopts, wasmengine.WithCompilationCacheDir(filepath.Join(dir, "grantwire", "wazero")))
-		}
-		if engine, err = wasmengine.New(ctx, eopts...); err != nil {
+	revision := ""
+	if engine == nil {
+		if engine, revision, err = c.builtEngine(ctx, cat, server, wasmCacheDir()); err != nil {
 			return nil, err
 		}
 		owns = true
-		options = append(options, WithEngine(engine))
 	}
+	// New takes the engine built here and the catalog it decides with (an OPA server's).
+	options = append(options, func(nc *config) {
+		nc.engineName, nc.opaURL, nc.opaOpts = "", "", nil
+		nc.catalog, nc.catalogFile, nc.loaded = nil, "", cat
+	}, WithEngine(engine))
 	var client atomic.Pointer[Client]
 	if opts.ActivationChanges == nil {
 		opts.ActivationChanges = func(before, after json.RawMessage) {
@@ -72,6 +86,9 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		return nil, err
 	}
 	cl.owns = cl.owns || owns
+	if owns {
+		cl.revision = revision
+	}
 	cl.closers = append(cl.closers, shell.Close)
 	client.Store(cl)
 	return cl, nil

@@ -25,7 +25,7 @@ func TestOpenOnTheOSShell(t *testing.T) {
 	c, err := grantwire.Open(ctx, native.Options{Home: home, Service: "grantwire.open-test." + filepath.Base(home), NoWatch: true})
 	require.NoError(t, err)
 	defer c.Close(ctx)
-	require.Equal(t, "wasm", c.Engine().Name())
+	require.Equal(t, "native", c.Engine().Name())
 
 	// The registry of the home feeds one-click activation: "use" for an MCP consumer.
 	require.NoError(t, c.ConfigureMCP(ctx, "mcp-memory", map[string]string{}))

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/policy"
@@ -76,7 +76,7 @@ func TestDocsDeriveOperations(t *testing.T) {
 	}
 	sort.Strings(ops)
 	require.Equal(t, []string{"activate", "activation_changes", "agent_id", "configure_client", "configure_mcp", "connect",
-		"connections", "credential", "deactivate", "disconnect", "get_access_token", "grant", "import_forwarded",
+		"connections", "credential", "deactivate", "disconnect", "get_access_token", "grant", "import_forwarded", "launch",
 		"list_activations", "list_agents", "list_grants", "mcp_list", "revoke", "status", "test_connector",
 		"validate_catalog", "visible_servers"}, ops)
 
@@ -179,7 +179,7 @@ func TestBuildEmbedded(t *testing.T) {
 	b, err := audit.Build(ctx, audit.BuildOptions{})
 	require.NoError(t, err)
 	require.Equal(t, a.Bytes, b.Bytes, "builds are deterministic")
-	require.Equal(t, grantwire.EmbeddedRevision(), a.Revision)
+	require.Equal(t, bundle.EmbeddedRevision(), a.Revision)
 	require.Equal(t, strings.Fields(policy.WasmSHA256)[0], a.WasmSHA256)
 
 	files := tarFiles(t, a.Bytes)
@@ -218,7 +218,7 @@ func TestBuildEmbedded(t *testing.T) {
 	require.Contains(t, rego, "policy/grantwire/decide.rego")
 
 	// grantwire reads it without OPA.
-	rb, err := grantwire.ReadBundle(bytes.NewReader(a.Bytes))
+	rb, err := bundle.Read(bytes.NewReader(a.Bytes))
 	require.NoError(t, err)
 	require.Equal(t, a.Revision, rb.Revision)
 }

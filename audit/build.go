@@ -6,8 +6,8 @@
 //
 // It imports OPA (compile, bundle, ast, tester) and so must never be imported by the
 // runtime: the root package, core/wasmengine and the shells stay OPA-free (a test checks
-// the root package's dependencies). Reading a bundle without OPA is the root package's
-// job (grantwire.ReadBundle); replaying a decision log is package decisionlog's.
+// the root package's dependencies). It compiles the policy; package bundle reads and
+// writes the file without OPA; replaying a decision log is package decisionlog's.
 package audit
 
 import (
@@ -27,11 +27,10 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/compile"
 	"github.com/open-policy-agent/opa/v1/version"
 
-	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
@@ -115,11 +114,11 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err := c.Build(ctx); err != nil {
 		return nil, fmt.Errorf("audit: compile %s: %w", root, err)
 	}
-	b := c.Bundle()
-	if len(b.WasmModules) != 1 {
-		return nil, fmt.Errorf("audit: the compiler produced %d wasm modules, want 1", len(b.WasmModules))
+	compiled := c.Bundle()
+	if len(compiled.WasmModules) != 1 {
+		return nil, fmt.Errorf("audit: the compiler produced %d wasm modules, want 1", len(compiled.WasmModules))
 	}
-	wasm := b.WasmModules[0].Raw
+	wasm := compiled.WasmModules[0].Raw
 	if o.PolicyDir == "" && !bytes.Equal(wasm, policy.Wasm) {
 		return nil, errors.New("audit: the embedded policy.wasm differs from a fresh compile of the embedded Rego: run `make wasm`")
 	}
@@ -129,37 +128,31 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	sum := sha256.Sum256(wasm)
 	out := &Built{WasmSHA256: hex.EncodeToString(sum[:]), Revision: o.Revision}
 	if out.Revision == "" {
-		out.Revision = grantwire.RevisionOf(wasm)
+		out.Revision = bundle.RevisionOf(wasm)
 		if o.Describe != "" {
 			out.Revision += "@" + o.Describe
 		}
 	}
-	for _, w := range b.Manifest.WasmResolvers {
+	for _, w := range compiled.Manifest.WasmResolvers {
 		out.Entrypoints = append(out.Entrypoints, w.Entrypoint)
 	}
 
-	roots := append([]string(nil), grantwire.BundleRoots...)
-	b.Data = data
-	b.Manifest.Revision = out.Revision
-	b.Manifest.Roots = &roots
-	b.Manifest.Metadata = map[string]any{grantwire.BundleMetadataKey: map[string]any{
-		grantwire.BundleWasmSHA256: out.WasmSHA256,
-		"opa_version":              version.Version,
-		"catalog_connectors":       cat.IDs(),
-	}}
+	meta := map[string]any{"opa_version": version.Version, "catalog_connectors": cat.IDs()}
+	contents := bundle.Contents{Revision: out.Revision, Data: data, Wasm: wasm, Entrypoints: out.Entrypoints,
+		Metadata: map[string]any{bundle.MetadataKey: meta}}
 	if o.RegoOnly {
-		b.WasmModules, b.Manifest.WasmResolvers, out.Entrypoints = nil, nil, nil
-		b.Manifest.Metadata = map[string]any{grantwire.BundleMetadataKey: map[string]any{
-			"opa_version": version.Version, "catalog_connectors": cat.IDs(), "rego_only": true,
-		}}
+		contents.Wasm, contents.Entrypoints, out.Entrypoints = nil, nil, nil
+		meta["rego_only"] = true
+	} else {
+		meta[bundle.WasmSHA256Key] = out.WasmSHA256
 	}
 	// The compiler leaves out of its modules the rules it compiled to wasm entrypoints;
 	// ship the sources as written instead, so OPA's evaluator (and a reader) has them all.
-	if b.Modules, err = sourceModules(fsys, root); err != nil {
+	if contents.Modules, err = sourceModules(fsys, root); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := bundle.NewWriter(&buf).Write(*b); err != nil {
+	if err := bundle.Write(&buf, contents); err != nil {
 		return nil, fmt.Errorf("audit: write bundle: %w", err)
 	}
 	out.Bytes = buf.Bytes()
@@ -190,9 +183,10 @@ func validateCatalog(ctx context.Context, wasm, data []byte) error {
 	return nil
 }
 
-// sourceModules reads the Rego modules under root, tests excluded, sorted by path.
-func sourceModules(fsys fs.FS, root string) ([]bundle.ModuleFile, error) {
-	var out []bundle.ModuleFile
+// sourceModules reads the Rego modules under root, tests excluded, each parsed (a module
+// OPA cannot parse is not shipped), sorted by path.
+func sourceModules(fsys fs.FS, root string) ([]bundle.File, error) {
+	var out []bundle.File
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || strings.HasSuffix(p, "_test.rego") {
 			return err
@@ -201,11 +195,10 @@ func sourceModules(fsys fs.FS, root string) ([]bundle.ModuleFile, error) {
 		if err != nil {
 			return err
 		}
-		m, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
+		if _, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1}); err != nil {
 			return err
 		}
-		out = append(out, bundle.ModuleFile{URL: "/" + p, Path: "/" + p, Raw: src, Parsed: m})
+		out = append(out, bundle.File{Path: p, Raw: src})
 		return nil
 	})
 	if err != nil {

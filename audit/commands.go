@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
@@ -56,7 +57,7 @@ func ReplayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (cor
 		return nil, "", ErrCombined
 	}
 	if bundleFile != "" {
-		b, err := grantwire.OpenBundle(bundleFile)
+		b, err := bundle.Open(bundleFile)
 		if err != nil {
 			return nil, "", err
 		}
@@ -96,7 +97,7 @@ func ReplayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (cor
 	if err != nil {
 		return nil, "", err
 	}
-	return e, fmt.Sprintf("the embedded policy (revision %s)", grantwire.EmbeddedRevision()), nil
+	return e, fmt.Sprintf("the embedded policy (revision %s)", bundle.EmbeddedRevision()), nil
 }
 
 // WriteReplay writes a replay report as text.

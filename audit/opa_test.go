@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
+	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
@@ -200,7 +200,7 @@ func TestBundleServedByOPA(t *testing.T) {
 	bundle := embeddedBundle(t, false)
 	raw, err := os.ReadFile(bundle)
 	require.NoError(t, err)
-	rb, err := grantwire.ReadBundle(bytes.NewReader(raw))
+	rb, err := gwbundle.Read(bytes.NewReader(raw))
 	require.NoError(t, err)
 
 	direct, _ := opaServer(t, "-b", bundle)
@@ -288,5 +288,5 @@ decision_logs:
 	require.NoError(t, err)
 	require.Equal(t, n, rep.Replayed)
 	require.Empty(t, rep.Changes)
-	require.True(t, strings.HasPrefix(rb.Revision, grantwire.EmbeddedRevision()))
+	require.True(t, strings.HasPrefix(rb.Revision, gwbundle.EmbeddedRevision()))
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
@@ -44,7 +44,7 @@ func changedBundle(t *testing.T) string {
 
 // bundleData is a bundle's data document as an OPA server running it has it: data.catalog
 // and data.agents.builtin.
-func bundleData(t *testing.T, b *grantwire.Bundle) []byte {
+func bundleData(t *testing.T, b *bundle.Bundle) []byte {
 	t.Helper()
 	cat, err := catalog.Load(b.Catalog)
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestReplayFindsExactlyTheChangedDecisions(t *testing.T) {
 	logPath := scenarioLog(t)
 	raw, err := os.ReadFile(logPath)
 	require.NoError(t, err)
-	b, err := grantwire.OpenBundle(changedBundle(t))
+	b, err := bundle.Open(changedBundle(t))
 	require.NoError(t, err)
 	require.Equal(t, "changed-1", b.Revision)
 	data := bundleData(t, b)
@@ -74,7 +74,7 @@ func TestReplayFindsExactlyTheChangedDecisions(t *testing.T) {
 	// error fact, and decides the same from the logged one.
 	require.Equal(t, len(steps), rep.Replayed)
 	require.Equal(t, len(steps)-2, rep.Unchanged)
-	require.Equal(t, map[string]int{grantwire.EmbeddedRevision(): len(steps)}, rep.Revisions)
+	require.Equal(t, map[string]int{bundle.EmbeddedRevision(): len(steps)}, rep.Revisions)
 	require.Empty(t, rep.Skipped)
 
 	require.Len(t, rep.Changes, 2, "exactly the two affected decisions, none of the others")
@@ -119,7 +119,7 @@ func TestOPAAgreesWithReplay(t *testing.T) {
 	ctx := context.Background()
 	events := readEvents(t, scenarioLog(t))
 	changedPath := changedBundle(t)
-	b, err := grantwire.OpenBundle(changedPath)
+	b, err := bundle.Open(changedPath)
 	require.NoError(t, err)
 	eng, err := wasmengine.New(ctx, wasmengine.WithModule(b.Wasm), wasmengine.WithData(bundleData(t, b)), wasmengine.WithPoolSize(1))
 	require.NoError(t, err)

@@ -20,9 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
+
+	"github.com/grantwire/grantwire/internal/safefile"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 //go:embed catalog.json
@@ -44,8 +45,8 @@ const (
 // Tiers of the embedded catalog, in display order.
 var Tiers = []string{"core", "productivity", "dev", "search"}
 
-// MaxFileBytes bounds a catalog file.
-const MaxFileBytes = 4 << 20
+// MaxFileBytes bounds a catalog file (8 MiB; the embedded catalog is about 24 KiB).
+const MaxFileBytes = 8 << 20
 
 // EnvKey is one environment value an MCP server takes.
 type EnvKey struct {
@@ -156,24 +157,12 @@ func Load(raw []byte) (*Catalog, error) {
 // MaxFileBytes), with the built-in agents. It is validated strictly (Strict): unknown
 // fields are refused and what a working connector needs is required.
 func LoadFile(path string) (*Catalog, error) {
-	f, err := os.Open(path)
+	raw, _, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("catalog: %s is not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	if len(raw) > MaxFileBytes {
-		return nil, fmt.Errorf("catalog: %s is larger than %d bytes", path, MaxFileBytes)
+	if err := strictjson.Check(raw); err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", path, err)
 	}
 	c, err := Load(raw)
 	if err != nil {

@@ -260,9 +260,9 @@ func TestLoadFileErrorsNameTheFile(t *testing.T) {
 	cases := []struct {
 		name, doc, want string
 	}{
-		{"not json", `{"connectors": `, "unexpected end"},
+		{"not json", `{"connectors": `, "not valid JSON"},
 		{"not an object", `["connectors"]`, "cannot unmarshal array"},
-		{"duplicate id", `{"connectors": {"a": {"type": "mcp_server"}, "a": {"type": "mcp_server"}}}`, `"a" appears twice`},
+		{"duplicate id", `{"connectors": {"a": {"type": "mcp_server"}, "a": {"type": "mcp_server"}}}`, `duplicate member name "a"`},
 		{"entry not an object", `{"connectors": {"a": ["mcp_server"]}}`, `connector "a"`},
 		{"connectors not an object", `{"connectors": ["a"]}`, "cannot unmarshal array"},
 	}
@@ -281,7 +281,7 @@ func TestLoadFileErrorsNameTheFile(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	_, err = catalog.LoadFile(dir)
-	require.ErrorContains(t, err, dir+" is not a regular file")
+	require.ErrorContains(t, err, dir+" is a directory, not a regular file")
 
 	big := filepath.Join(dir, "big.json")
 	require.NoError(t, os.WriteFile(big, []byte(`{"connectors": {}, "pad": "`+strings.Repeat("x", catalog.MaxFileBytes)+`"}`), 0o600))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/memshell"
@@ -17,6 +18,14 @@ func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {
 
 func regoEngine(ctx context.Context, data []byte) (core.Engine, error) {
 	return regoengine.New(ctx, regoengine.WithData(data))
+}
+
+func nativeEngine(ctx context.Context, data []byte) (core.Engine, error) {
+	return nativeengine.New(ctx, nativeengine.WithData(data))
+}
+
+func TestNativeMemhost(t *testing.T) {
+	conformance.Run(t, memshell.New("native", nativeEngine))
 }
 
 func TestWasmMemhost(t *testing.T) {

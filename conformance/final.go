@@ -91,9 +91,28 @@ func (r *runner) final() {
 			r.failf("final: keyring holds %q, want %q", have, want)
 		}
 	}
-	if f.TokenServer != nil && f.TokenServer.Requests != nil {
-		if got := r.w.TokenServer().Requests(); got != *f.TokenServer.Requests {
-			r.failf("final: the token endpoint got %d refresh requests, want %d", got, *f.TokenServer.Requests)
+	if ts := f.TokenServer; ts != nil {
+		srv := r.w.TokenServer()
+		for _, c := range []struct {
+			want *int
+			got  func() int
+			what string
+		}{
+			{ts.Requests, srv.Requests, "the token endpoint got %d refresh requests, want %d"},
+			{ts.Exchanges, srv.Exchanges, "the token endpoint got %d code exchanges, want %d"},
+			{ts.Revocations, srv.Revocations, "the revocation endpoint got %d requests, want %d"},
+			{ts.Revoked, srv.Revoked, "the revocation endpoint revoked %d tokens, want %d"},
+		} {
+			if c.want != nil {
+				if got := c.got(); got != *c.want {
+					r.failf("final: "+c.what, got, *c.want)
+				}
+			}
+		}
+		if ts.ClientAuth != nil {
+			if got := srv.ClientAuth(); !reflect.DeepEqual(nonNilStrings(got), ts.ClientAuth) {
+				r.failf("final: the token endpoint saw the client authenticate with %q, want %q", got, ts.ClientAuth)
+			}
 		}
 	}
 	got := r.w.Events()

@@ -26,6 +26,8 @@ var goldens = []string{
 	"forwarded/failure-writing-the-connection-restores-both",
 	"activations/declared-scopes-come-second",
 	"device/slow-down-twice",
+	"connect/an-issuer-that-differs-is-refused-before-the-code-is-exchanged",
+	"disconnect/disconnect-revokes-at-the-provider",
 }
 
 // transcript runs a scenario and renders every host call of every process.

@@ -122,6 +122,16 @@ type TokenServerSpec struct {
 	ExpiresIn int64                        `json:"expires_in,omitempty"`
 	Refresh   map[string][]TokenResponse   `json:"refresh,omitempty"`
 	Authorize map[string][]AuthorizeResult `json:"authorize,omitempty"`
+	// Revoke scripts the revocation endpoint's next answers (status and error only; status
+	// 0 is no answer): the token is then not revoked.
+	Revoke map[string][]TokenResponse `json:"revoke,omitempty"`
+	// ClientAuth is how the provider registered its client to authenticate at the token and
+	// revocation endpoints, when it differs from what the catalog says
+	// (client_secret_basic, client_secret_post or none). Without it the server expects the
+	// catalog's token_endpoint_auth_method, else client_secret_basic when the catalog
+	// requires a secret, else RFC 8414's default (HTTP Basic for a client with a secret, none
+	// without). A request authenticated otherwise is answered 401 invalid_client.
+	ClientAuth map[string]string `json:"client_auth,omitempty"`
 }
 
 // TokenResponse is a scripted answer of the token endpoint to a refresh. Status 0 is no
@@ -149,10 +159,14 @@ type AuthorizeResult struct {
 	ExpiresIn    int64    `json:"expires_in,omitempty"`
 	Scopes       []string `json:"scopes,omitempty"`
 	Account      string   `json:"account,omitempty"`
-	// Iss is sent as the callback's iss parameter (RFC 9207).
-	Iss *string `json:"iss,omitempty"`
+	// Iss is sent as the callback's iss parameter (RFC 9207), instead of the catalog's
+	// issuer; NoIss sends none at all.
+	Iss   *string `json:"iss,omitempty"`
+	NoIss bool    `json:"no_iss,omitempty"`
 	// NoRefresh: the code exchange issues no refresh token.
 	NoRefresh bool `json:"no_refresh,omitempty"`
+	// NotJSON: the code exchange answers 200 with a page that is not JSON.
+	NotJSON bool `json:"not_json,omitempty"`
 	// Polls (device flow) are the token endpoint's answers to the device code's first
 	// polls, before the outcome: authorization_pending, slow_down, or timeout (no answer).
 	// The outcome: ok (tokens), denied (access_denied, or Error), timeout (pending until
@@ -249,12 +263,27 @@ type Final struct {
 	Keyring []string `json:"keyring,omitempty"`
 	// KeyringValues: the raw values of some entries (MCP environment values).
 	KeyringValues map[string]string `json:"keyring_values,omitempty"`
-	// TokenServer: the number of token-endpoint refresh requests made.
-	TokenServer *struct {
-		Requests *int `json:"requests,omitempty"`
-	} `json:"token_server,omitempty"`
+	// TokenServer: what the authorization server received.
+	TokenServer *FinalTokenServer `json:"token_server,omitempty"`
 	// Events is every event emitted during the steps, in order (required; [] for none).
 	Events *[]Event `json:"events"`
+}
+
+// FinalTokenServer is what the authorization server received during the steps.
+type FinalTokenServer struct {
+	// Requests is the number of refresh requests; Exchanges of authorization-code
+	// requests (a code exchanged, or refused).
+	Requests  *int `json:"requests,omitempty"`
+	Exchanges *int `json:"exchanges,omitempty"`
+	// Revocations is the number of requests at the revocation endpoint (RFC 7009); Revoked
+	// the number of refresh tokens it revoked (a request authenticated as the server
+	// expects and not scripted to fail).
+	Revocations *int `json:"revocations,omitempty"`
+	Revoked     *int `json:"revoked,omitempty"`
+	// ClientAuth is how every token-endpoint request authenticated the client, in order:
+	// client_secret_basic (HTTP Basic), client_secret_post (the secret in the form), none,
+	// or mixed (both).
+	ClientAuth []string `json:"client_auth,omitempty"`
 }
 
 // Event is an emitted event.

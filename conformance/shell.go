@@ -78,6 +78,20 @@ type TokenServer interface {
 	ScriptAuthorize(provider string, r AuthorizeResult)
 	// Requests is the number of refresh requests received.
 	Requests() int
+	// Exchanges is the number of authorization-code requests received.
+	Exchanges() int
+	// Revocations is the number of revocation requests received; Revoked the number of
+	// refresh tokens revoked.
+	Revocations() int
+	Revoked() int
+	// ClientAuth is how every token-endpoint request authenticated the client, in order
+	// (client_secret_basic, client_secret_post, none or mixed).
+	ClientAuth() []string
+	// RequireClientAuth makes the provider's endpoints require a client authentication
+	// method ("" for RFC 8414's default), and a secret when secretRequired.
+	RequireClientAuth(provider, method string, secretRequired bool)
+	// ScriptRevoke queues the answer to the provider's next revocation request.
+	ScriptRevoke(provider string, r TokenResponse)
 }
 
 // KeyringLister is optionally implemented by a World that can list its whole keyring; the

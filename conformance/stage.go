@@ -34,6 +34,15 @@ func (r *runner) stage() error {
 			exp = 3600
 		}
 		r.w.TokenServer().Configure(rotate, exp)
+		for _, p := range sortedKeys(ts.ClientAuth) {
+			e, _ := r.cat.Entry(p)
+			r.w.TokenServer().RequireClientAuth(p, ts.ClientAuth[p], e.ClientSecretRequired)
+		}
+		for _, p := range sortedKeys(ts.Revoke) {
+			for _, x := range ts.Revoke[p] {
+				r.w.TokenServer().ScriptRevoke(p, x)
+			}
+		}
 		for _, p := range sortedKeys(ts.Issued) {
 			for _, rt := range ts.Issued[p] {
 				r.secret(rt)

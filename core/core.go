@@ -263,7 +263,7 @@ type Engine interface {
 	DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error)
 	// Manifest returns what the policy publishes about its operations.
 	Manifest() *Manifest
-	// Name is "wasm" or "rego".
+	// Name is "native", "wasm", "rego" or "opa-server".
 	Name() string
 	// Close releases the engine's resources.
 	Close(ctx context.Context) error

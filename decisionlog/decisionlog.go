@@ -270,15 +270,42 @@ func Outcome(decision json.RawMessage) string {
 
 // Reader reads events from a decision log: JSON objects, one per line (other whitespace
 // between objects is accepted too). Unknown fields, such as those an OPA console logger
-// adds, are ignored.
+// adds, are ignored. An entry larger than MaxEntryBytes is an error, so a hostile log costs
+// bounded memory.
 type Reader struct {
 	dec  *json.Decoder
 	line int
 }
 
+// MaxEntryBytes is the largest decision-log entry a Reader reads: 16 MiB, hundreds of
+// times a real entry (a few KiB: the redacted input and result of one decision).
+const MaxEntryBytes = 16 << 20
+
+// errEntryTooLarge is reported, with the entry's number, for an entry over MaxEntryBytes.
+var errEntryTooLarge = fmt.Errorf("a decision-log entry is larger than %d MiB", MaxEntryBytes>>20)
+
+// cappedReader fails once the decoder has buffered more than MaxEntryBytes of the entry
+// it is reading (what it has read minus where that entry started).
+type cappedReader struct {
+	r    io.Reader
+	dec  *json.Decoder
+	read int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.read-c.dec.InputOffset() > MaxEntryBytes {
+		return 0, errEntryTooLarge
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
 // NewReader reads events from r.
 func NewReader(r io.Reader) *Reader {
-	dec := json.NewDecoder(bufio.NewReader(r))
+	c := &cappedReader{r: bufio.NewReader(r)}
+	dec := json.NewDecoder(c)
+	c.dec = dec
 	dec.UseNumber()
 	return &Reader{dec: dec}
 }

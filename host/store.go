@@ -162,16 +162,21 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 	}
 	files := o.h.caps.Files
 	raw, version, err := files.Read(ctx, name)
+	if path == nil {
+		path = []string{}
+	}
+	fact := map[string]any{"ledger": name, "path": path, "file": files.Path(name)}
+	var refused *hostabi.FileRefused
+	if errors.As(err, &refused) {
+		fact["found"], fact["corrupt"] = true, refused.Reason
+		return fact, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return hostError(err)
 	}
-	if path == nil {
-		path = []string{}
-	}
-	fact := map[string]any{"ledger": name, "path": path, "file": files.Path(name)}
 	if raw == nil {
 		fact["found"] = false
 		return fact, nil

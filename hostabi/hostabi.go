@@ -49,6 +49,25 @@ type HostError struct {
 
 func (e *HostError) Error() string { return e.Detail }
 
+// Reasons a host will not read a file as a ledger (FileRefused): part of the fixed
+// vocabulary of ledger.read's corrupt answer (README.md).
+const (
+	RefusedSymlink    = "a symbolic link"
+	RefusedBrokenLink = "a symbolic link to no regular file"
+	RefusedNotRegular = "not a regular file"
+	RefusedTooLarge   = "larger than 16 MiB"
+)
+
+// FileRefused is a file a host will not read as a ledger (a symbolic link, a FIFO or
+// device, a file over the size cap). The host answers ledger.read with corrupt: Reason,
+// the policy says what to do, and the file is left as it is.
+type FileRefused struct {
+	Path   string
+	Reason string // one of the Refused… reasons
+}
+
+func (e *FileRefused) Error() string { return e.Path + " is " + e.Reason }
+
 // Keyring stores secrets in the OS credential store. Every method is bounded by ctx.
 //
 //   - Get returns an error wrapping ErrNotFound when nothing is stored.

@@ -261,7 +261,7 @@ func beyondTheCorpus(t *testing.T, factory memshell.EngineFactory) {
 	out, err = d.Run(ctx, "agent_id", map[string]any{"source": "~/agents/missing.py"}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, out.Error)
-	require.Equal(t, "CONFIGURATION", out.Error.Code)
+	require.Equal(t, "USAGE", out.Error.Code)
 	require.Contains(t, out.Error.Message, "no such file")
 }
 

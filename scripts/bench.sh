@@ -27,9 +27,10 @@ run ./core/internal/nodiff engines
 run ./core/wasmengine wasmengine
 run ./internal/canon canon
 run ./cmd/grantwire cli # the built binary as a process (BenchmarkBinaryGrantsList) and whole commands in-process
+run ./core/opaserver opaserver
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
 cat "$out/machine.txt"
-for f in engines wasmengine canon cli; do
+for f in engines wasmengine canon cli opaserver; do
 	go tool benchstat "$out/$f.txt" | tee "$out/$f.benchstat"
 done
 # Engines side by side: one column per engine.

@@ -17,8 +17,11 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	trap keyring_stop EXIT
 	export GRANTWIRE_REAL_KEYRING=1
 fi
-go test -count=1 ./...
-# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts).
+# One package may take minutes on two busy cores (the e2e tests start many processes).
+go test -count=1 -timeout 25m ./...
+# The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts,
+# cancellations), and the native engine's shared state (its cache of data-only rules, its
+# pool of evaluations).
 # The race detector needs a C compiler: gcc is installed with apt-get when missing and
 # possible, as gnome-keyring is.
 if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -28,7 +31,7 @@ if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
 		echo "test: apt-get could not install gcc" >&2
 fi
 if command -v gcc >/dev/null; then
-	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort' ./core/wasmengine
+	CGO_ENABLED=1 go test -race -count=1 -run 'TestConcurrent|TestAbort|TestCancel' ./core/wasmengine ./core/nativeengine
 else
 	echo "test: no C compiler, so the race detector cannot run (Debian/Ubuntu: apt-get install gcc)" >&2
 	exit 1

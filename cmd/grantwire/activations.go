@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) activationsCmd() *cobra.Command {
@@ -132,7 +134,7 @@ func (a *app) activationsListCmd() *cobra.Command {
 						fmt.Fprintln(tw, "CONNECTOR\tAGENT")
 					}
 					rows++
-					fmt.Fprintf(tw, "%s\t%s\n", conn, agent)
+					safetext.Fprintf(tw, "%s\t%s\n", conn, agent)
 				}
 			}
 			if rows == 0 {

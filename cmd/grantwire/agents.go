@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) agentsCmd() *cobra.Command {
@@ -67,7 +69,7 @@ stderr (and under "problems" with --json).`,
 					decl = append(decl, fmt.Sprintf("%s(%d)", r.Connector, len(r.Scopes)))
 				}
 				sort.Strings(decl)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.ID, ag.Origin, mcp, orDash(decl))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\n", ag.ID, ag.Origin, mcp, orDash(decl))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,11 +18,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/core/nativeengine"
+	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -112,11 +116,13 @@ type app struct {
 	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
 
-	cat    *catalog.Catalog
-	engine core.Engine
+	cat       *catalog.Catalog
+	engine    core.Engine
+	serverURL string            // --engine opa-server=URL
+	srv       *opaserver.Engine // its engine, connected to on first use
 	// ownEngine: the app built engine (else the client did, and closes it).
 	ownEngine bool
-	bundle    *grantwire.Bundle
+	bundle    *bundle.Bundle
 	dlog      *decisionlog.Logger
 	shell     Shell
 	client    *grantwire.Client
@@ -151,10 +157,17 @@ func (a *app) setup() error {
 	if a.engineName == "" {
 		a.engineName = a.Getenv(envEngine)
 	}
+	explicitEngine := a.engineName != ""
 	if a.engineName == "" {
 		a.engineName = defaultEngine
 	}
-	if err := checkEngine(a.engineName); err != nil {
+	if strings.HasPrefix(a.engineName, grantwire.EngineOPAServer+"=") {
+		u, err := opaserver.Parse(a.engineName)
+		if err != nil {
+			return usagef("--engine opa-server=URL needs the URL of an OPA server serving grantwire's bundle")
+		}
+		a.serverURL = u
+	} else if err := checkEngine(a.engineName); err != nil {
 		return err
 	}
 	if a.catalogPath == "" {
@@ -171,9 +184,13 @@ func (a *app) setup() error {
 		if a.catalogPath != "" {
 			return usagef("--bundle carries its own catalog: drop --catalog (or unset %s)", envCatalog)
 		}
-		if a.engineName != "wasm" {
-			return usagef("--bundle runs the bundle's policy.wasm: drop --engine %s (or unset %s)", a.engineName, envEngine)
+		if explicitEngine && a.engineName != grantwire.EngineWasm {
+			return usagef("--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine %s (or unset %s)", a.engineName, envEngine)
 		}
+		a.engineName = grantwire.EngineWasm
+	}
+	if a.serverURL != "" && a.catalogPath != "" {
+		return usagef("--engine opa-server decides with the server's catalog: drop --catalog (or unset %s)", envCatalog)
 	}
 	if a.decisionLogPath == "" {
 		a.decisionLogPath = a.Getenv(envDecisionLog)
@@ -185,20 +202,21 @@ func (a *app) setup() error {
 }
 
 // clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
-// (WithBundle), and for a decision log on the wasm engine, so that every entry names the
-// policy's revision. Otherwise the CLI builds an interpreting engine, which starts faster.
+// (WithBundle), and for a decision log on the native or wasm engine, so that every entry
+// names the policy's revision. Otherwise the CLI builds the engine (the wasm engine
+// interpreting, which starts faster; an OPA server's engine, whose catalog it needs first).
 func (a *app) clientBuildsEngine() bool {
-	return a.bundlePath != "" || (a.decisionLogPath != "" && a.engineName == "wasm")
+	return a.bundlePath != "" || (a.decisionLogPath != "" && (a.engineName == grantwire.EngineWasm || a.engineName == grantwire.EngineNative))
 }
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
 // grantwire.ErrBundle.
-func (a *app) Bundle() (*grantwire.Bundle, error) {
+func (a *app) Bundle() (*bundle.Bundle, error) {
 	if a.bundlePath == "" || a.bundle != nil {
 		return a.bundle, nil
 	}
-	b, err := grantwire.OpenBundle(a.bundlePath)
+	b, err := bundle.Open(a.bundlePath)
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +236,8 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the bundle's (--bundle), the file given by --catalog /
-// $GRANTWIRE_CATALOG, else the embedded one.
+// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
+// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
 func (a *app) Catalog() (*catalog.Catalog, error) {
 	if a.cat != nil {
 		return a.cat, nil
@@ -227,6 +245,16 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	b, err := a.Bundle()
 	if err != nil {
 		return nil, err
+	}
+	if a.serverURL != "" {
+		srv, err := a.server()
+		if err != nil {
+			return nil, err
+		}
+		if a.cat, err = catalog.Load(srv.Catalog()); err != nil {
+			return nil, fmt.Errorf("the OPA server at %s: data.catalog: %w", srv.URL(), err)
+		}
+		return a.cat, nil
 	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
@@ -241,6 +269,22 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 		a.cat = catalog.Default()
 	}
 	return a.cat, nil
+}
+
+// server connects to the OPA server of --engine opa-server=URL (once).
+func (a *app) server() (*opaserver.Engine, error) {
+	if a.srv != nil {
+		return a.srv, nil
+	}
+	srv, err := opaserver.New(context.Background(), a.serverURL)
+	if err != nil {
+		return nil, &grantwire.Error{
+			Code: "CONFIGURATION", Fix: "start an OPA server on grantwire's bundle (docs/fleet.md), or drop --engine opa-server (unset " + envEngine + ")",
+			Message: "configuration error: " + err.Error(),
+		}
+	}
+	a.srv = srv
+	return srv, nil
 }
 
 // Engine returns the policy engine chosen by --engine, loaded with the catalog (with
@@ -259,7 +303,11 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.engine, err = engines[a.engineName](ctx, a, cat.Data())
+	if a.serverURL != "" {
+		a.engine = a.srv // connected to by Catalog
+	} else {
+		a.engine, err = engines[a.engineName](ctx, a, cat.Data())
+	}
 	if err != nil {
 		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
@@ -317,6 +365,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		// One command needs no watcher of other processes' activations (it would also
 		// create the home's directory for a read-only command such as status).
 		NoWatch: !a.LongRunning,
+		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
@@ -354,6 +403,8 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	return a.client, nil
 }
 
+// close releases the client, the OS shell, the engine and the decision log; closing
+// twice is fine (mcp run closes them while its server runs).
 func (a *app) close(ctx context.Context) {
 	if a.progress != nil {
 		a.progress.Stop()
@@ -372,20 +423,29 @@ func (a *app) close(ctx context.Context) {
 			a.warnf("the decision log %s is incomplete: %v", a.decisionLogPath, err)
 		}
 	}
+	a.client, a.shell, a.engine, a.dlog = nil, nil, nil, nil
 }
 
 // --- output ---------------------------------------------------------------------------
 
 // printJSON writes v as indented JSON on stdout. A listing is an object with a named
 // array ({"grants": [...]}), never a bare array or map, so fields can be added later.
+// Strings that could act on a terminal are escaped as JSON (the same value for a parser).
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.Stdout)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := a.Stdout.Write(safetext.JSON(buf.Bytes()))
+	return err
 }
 
-func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.Stdout, format, args...) }
+// printf and warnf print with every string argument escaped (safetext): arguments may
+// come from a provider, a ledger or a file; the format is grantwire's own.
+func (a *app) printf(format string, args ...any) { safetext.Fprintf(a.Stdout, format, args...) }
 
 // warnf prints a warning on stderr: "grantwire: warning: …", or with --json one object
 // {"warning": {"message": …}} on a line, so that stderr holds nothing but JSON.
@@ -393,10 +453,10 @@ func (a *app) warnf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if a.jsonOut {
 		b, _ := json.Marshal(map[string]any{"warning": map[string]string{"message": msg}})
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
+	safetext.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
 }
 
 // --- errors ---------------------------------------------------------------------------
@@ -426,8 +486,8 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 }
 
 // errorTable is the policy's error table (code → REST status and CLI exit). Without an
-// engine yet (a usage error, a broken catalog file), the embedded Wasm policy is asked:
-// the table does not depend on the catalog.
+// engine yet (a usage error, a broken catalog file), the embedded policy is asked (the
+// native engine, which starts at once): the table does not depend on the catalog.
 func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	if a.table != nil {
 		return a.table
@@ -436,7 +496,7 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 		a.table = a.engine.Manifest().Errors
 		return a.table
 	}
-	e, err := wasmengine.New(context.WithoutCancel(ctx), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(1))
+	e, err := nativeengine.New(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil
 	}
@@ -483,6 +543,14 @@ const (
 func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return 0
+	}
+	// A status of the command's own (mcp run: its server's) needs no error table.
+	var status *exitStatus
+	if errors.As(err, &status) {
+		if status.msg != "" {
+			a.report(status.name, status.msg, status.fix, nil, status.code)
+		}
+		return status.code
 	}
 	table := a.errorTable(ctx)
 	exitOf := func(code string, fallback int) int {
@@ -585,15 +653,16 @@ func (a *app) report(code, msg, fix string, fields map[string]json.RawMessage, e
 			out["fix"] = fix
 		}
 		b, _ := json.MarshalIndent(map[string]any{"error": out}, "", "  ")
-		fmt.Fprintf(a.Stderr, "%s\n", b)
+		fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 		return
 	}
-	fmt.Fprintf(a.Stderr, "grantwire: %s\n", msg)
+	// Messages quote ids, accounts and paths from outside: each prints as one line.
+	safetext.Fprintf(a.Stderr, "grantwire: %s\n", msg)
 	if fix != "" {
 		if code == "USAGE" && strings.HasSuffix(fix, " --help") {
-			fmt.Fprintf(a.Stderr, "see: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "see: %s\n", fix)
 		} else {
-			fmt.Fprintf(a.Stderr, "fix: %s\n", fix)
+			safetext.Fprintf(a.Stderr, "fix: %s\n", fix)
 		}
 	}
 }

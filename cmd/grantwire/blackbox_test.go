@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/fixes"
 )
 
 var (
@@ -59,6 +61,15 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if testing.Verbose() {
+		fmt.Printf("fixes the tests saw printed, by kind: %v\n", fixes.Recorded())
+	}
+	// Every fix a test saw printed must be of a kind TestEveryFixRuns runs.
+	if unknown := fixes.Unknown(); len(unknown) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the CLI printed %d fix(es) of no kind internal/fixes lists; add the kind and a run to TestEveryFixRuns:\n  %s\n",
+			len(unknown), strings.Join(unknown, "\n  "))
+		code = 1
+	}
 	os.Exit(code)
 }
 
@@ -114,6 +125,7 @@ func (w *bbWorld) run(stdin string, args ...string) bbResult {
 	} else {
 		require.NoError(w.t, err)
 	}
+	fixes.Record(w.t.Name(), out.String()+"\n"+errb.String())
 	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
@@ -141,14 +153,14 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"connect"}, "grantwire connect: missing <provider>"},
 		{[]string{"grants", "grant", "google"}, "grantwire grants grant: missing <agent>"},
-		{[]string{"--engine", "lua", "catalog"}, "--engine must be wasm"},
+		{[]string{"--engine", "lua", "catalog"}, "--engine must be native, wasm or opa-server=URL"},
 		{[]string{"--engine", "rego", "catalog"}, "--engine rego needs the OPA build of grantwire"},
 		{[]string{"policy", "audit", "--threshold", "0"}, "grantwire policy needs the OPA build"},
 		{[]string{"catalog", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},
 		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
-		{[]string{"mcp"}, "grantwire mcp needs a command: list"},
+		{[]string{"mcp"}, "grantwire mcp needs a command: config, list, run"},
 		{[]string{"mcp", "list", "extra"}, `grantwire mcp list takes no arguments: unexpected "extra"`},
 		{[]string{"mcp", "logout", "x"}, "grantwire mcp logout: remote MCP servers behind OAuth 2.1 (mcp auth, mcp logout) are not supported yet"},
 		{[]string{"--bundle", "b.tar.gz", "--catalog", "c.json", "status"}, "--bundle carries its own catalog"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) catalogCmd() *cobra.Command {
@@ -82,7 +83,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tTIER\tNAME")
 			for _, e := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Type, e.Tier, e.Name())
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Type, e.Tier, e.Name())
 			}
 			return tw.Flush()
 		}),
@@ -107,7 +108,7 @@ func (a *app) showEntry(e catalog.Entry) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			safetext.Fprintf(tw, "%s:\t%s\n", k, v)
 		}
 	}
 	row("id", e.ID)

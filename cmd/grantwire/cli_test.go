@@ -60,8 +60,11 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"missing second argument", invocation{}, []string{"grants", "grant", "google"}, []string{"grantwire grants grant: missing <agent> (grantwire grants grant <connector> <agent>)"}},
 		{"extra argument", invocation{}, []string{"disconnect", "a", "b"}, []string{`grantwire disconnect: unexpected "b" (grantwire disconnect <connector>)`}},
 		{"argument to a command without any", invocation{}, []string{"agents", "list", "x"}, []string{`grantwire agents list takes no arguments: unexpected "x"`}},
-		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{`--engine must be wasm (rego in the OPA build), not "lua"`}},
+		{"bad engine", invocation{}, []string{"--engine", "lua", "status"}, []string{`--engine must be native, wasm or opa-server=URL (rego in the OPA build), not "lua"`}},
 		{"rego engine in the default build", invocation{}, []string{"--engine", "rego", "status"}, []string{"--engine rego needs the OPA build", "go build -tags opa"}},
+		{"opa-server without a URL", invocation{}, []string{"--engine", "opa-server=", "status"}, []string{"--engine opa-server=URL needs the URL"}},
+		{"opa-server with a catalog", invocation{}, []string{"--engine", "opa-server=http://127.0.0.1:1", "--catalog", "c.json", "status"}, []string{"decides with the server's catalog: drop --catalog"}},
+		{"native engine on a bundle", invocation{}, []string{"--engine", "native", "--bundle", "b.tar.gz", "status"}, []string{"--bundle runs the bundle's policy.wasm on the wasm engine: drop --engine native"}},
 		{"oauth without client id", invocation{}, []string{"configure", "google"}, []string{"configure google needs --client-id"}},
 		{"oauth with mcp flags", invocation{}, []string{"configure", "google", "--set", "A=b"}, []string{"is an OAuth provider"}},
 		{"mcp with client flags", invocation{}, []string{"configure", "mcp-github", "--client-id", "x"}, []string{"is an MCP server"}},
@@ -73,7 +76,7 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"token to a terminal", invocation{stdoutTTY: true}, []string{"token", "google", "--agent", "builtin:email"}, []string{"refusing to print an access token to a terminal", "--force-tty"}},
 		{"import without input", invocation{}, []string{"import", "google", "--client-id", "x"}, []string{"--from-stdin or --from-file"}},
 		{"import without refresh token", invocation{stdin: `{"client_id": "x", "scopes": ["a"]}`}, []string{"import", "google", "--from-stdin"}, []string{"needs refresh_token"}},
-		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"unknown key refresh"}},
+		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"stdin line 2 is not KEY=VALUE with a key that a forwarded connection takes", "the line is not shown"}},
 		{"test scopes without agent", invocation{}, []string{"test", "google", "--scopes", "openid"}, []string{"--scopes needs --agent"}},
 		{"zero timeout", invocation{}, []string{"connect", "google", "--timeout", "0s"}, []string{"--timeout must be positive"}},
 		{"agents id of nothing", invocation{}, []string{"agents", "id", "/nonexistent/agent.py"}, []string{"the agent source cannot be read"}},
@@ -626,8 +629,15 @@ func TestGlobalSettingsReachTheShell(t *testing.T) {
 	require.Equal(t, "/other", tw.lastOptions().Home, "flags win over the environment")
 
 	// The engine of the environment (the rego engine is in the OPA build: the black-box
-	// tests run it).
+	// tests run it); the native and wasm engines decide the same.
+	for _, engine := range []string{"native", "wasm"} {
+		r = tw.gw("--engine", engine, "grants", "list", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.JSONEq(t, `{}`, r.stdout)
+	}
 	tw.setenv(envEngine, "wasm")
+	require.Equal(t, 0, tw.gw("status").code)
+	tw.setenv(envEngine, "native")
 	require.Equal(t, 0, tw.gw("status").code)
 	tw.setenv(envEngine, "rego")
 	require.Equal(t, 2, tw.gw("status").code)

@@ -167,13 +167,17 @@ func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile
 		values[k] = v
 	}
 	var read map[string]string
+	var known []string
+	for _, k := range e.Env {
+		known = append(known, k.Key)
+	}
 	switch {
 	case fromFile != "":
 		b, err := a.readSecretFile(fromFile)
 		if err != nil {
 			return nil, err
 		}
-		if read, _, err = parseKeyValues(b, fromFile); err != nil {
+		if read, _, err = parseKeyValues(b, fromFile, known, e.ID); err != nil {
 			return nil, err
 		}
 	case fromStdin && a.StdinTTY && a.ReadPassword != nil:
@@ -186,7 +190,7 @@ func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile
 		if err != nil {
 			return nil, err
 		}
-		if read, _, err = parseKeyValues(b, "stdin"); err != nil {
+		if read, _, err = parseKeyValues(b, "stdin", known, e.ID); err != nil {
 			return nil, err
 		}
 	}

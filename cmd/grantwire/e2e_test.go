@@ -36,10 +36,11 @@ import (
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire"
+	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testenv"
 )
 
@@ -361,6 +362,7 @@ func (s *started) wait(t *testing.T) bbResult {
 	}
 	// Let the stderr reader drain.
 	time.Sleep(20 * time.Millisecond)
+	fixes.Record(t.Name(), s.stdout.String()+"\n"+s.errText())
 	return bbResult{code: s.code, stdout: s.stdout.String(), stderr: s.errText()}
 }
 
@@ -952,7 +954,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	bundle := filepath.Join(w.home, "bundle.tar.gz")
 	r := w.gw("", "policy", "build", "-o", bundle, "--catalog", w.catalog)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "revision "+grantwire.EmbeddedRevision())
+	require.Contains(t, r.stdout, "revision "+gwbundle.EmbeddedRevision())
 
 	log := filepath.Join(w.home, "decisions.jsonl")
 	// The bundle carries the catalog: --catalog (here from the environment) is refused.
@@ -989,8 +991,8 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	ops := map[string]bool{}
 	for _, ev := range events {
 		require.Equal(t, decisionlog.Path, ev.Path)
-		require.Equal(t, grantwire.EmbeddedRevision(), ev.Revision, "the bundle's revision")
-		require.Equal(t, grantwire.EmbeddedRevision(), ev.Bundles["grantwire"].Revision)
+		require.Equal(t, gwbundle.EmbeddedRevision(), ev.Revision, "the bundle's revision")
+		require.Equal(t, gwbundle.EmbeddedRevision(), ev.Bundles["grantwire"].Revision)
 		ops[ev.Custom["op"].(string)] = true
 	}
 	require.True(t, ops["status"] && ops["get_access_token"] && ops["configure_mcp"], "%v", ops)
@@ -1018,7 +1020,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	w.gwJSON("", 0, nil, "--decision-log", log2, "grants", "list")
 	b, err := os.ReadFile(log2)
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"revision":"`+grantwire.EmbeddedRevision()+`"`)
+	require.Contains(t, string(b), `"revision":"`+gwbundle.EmbeddedRevision()+`"`)
 	r = w.gw("", "--decision-log", filepath.Join(w.home, "no", "such", "dir.jsonl"), "grants", "list")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "cannot open it")

@@ -9,22 +9,32 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
 // The CLI's policy engines, in one place. --engine (or $GRANTWIRE_ENGINE) names one of
-// engines; defaultEngine is used otherwise. The default build links the Wasm engine only
-// (no OPA package: TestBinaryLinksNoOPA); the OPA build (go build -tags opa) adds rego
-// (engine_rego.go). Making another engine the default is a one-line change here.
-const defaultEngine = "wasm"
+// engines, or is opa-server=URL (an OPA server serving grantwire's bundle); defaultEngine
+// (grantwire.DefaultEngine, native) is used otherwise. The default build links the native
+// and Wasm engines and no OPA package (TestBinaryLinksNoOPA); the OPA build (go build
+// -tags opa) adds rego (engine_rego.go).
+const defaultEngine = grantwire.DefaultEngine
 
 // engineFactory builds an engine on the catalog's data (data.catalog).
 type engineFactory func(ctx context.Context, a *app, data []byte) (core.Engine, error)
 
 // engines are the engines this build can run, by name.
 var engines = map[string]engineFactory{
-	"wasm": newWasmEngine,
+	"native": newNativeEngine,
+	"wasm":   newWasmEngine,
+}
+
+// newNativeEngine runs the policy compiled to Go (core/nativeengine): no compilation or
+// instantiation at start, the fastest decisions.
+func newNativeEngine(ctx context.Context, _ *app, data []byte) (core.Engine, error) {
+	return nativeengine.New(ctx, nativeengine.WithData(data))
 }
 
 func engineNames() []string {
@@ -44,7 +54,7 @@ func checkEngine(name string) error {
 	if slices.Contains(opaBuildEngines, name) {
 		return &needsOPABuild{"--engine " + name}
 	}
-	known := strings.Join(engineNames(), " or ")
+	known := strings.Join(engineNames(), ", ") + " or opa-server=URL"
 	for _, n := range opaBuildEngines {
 		if _, ok := engines[n]; !ok {
 			known += " (" + n + " in the OPA build)"

@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) grantsCmd() *cobra.Command {
@@ -115,7 +117,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 			fmt.Fprintln(tw, "CONNECTOR\tAGENT\tSCOPES")
 			for _, conn := range sortedKeys(grants) {
 				for _, agent := range sortedKeys(grants[conn]) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
+					safetext.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
 				}
 			}
 			return tw.Flush()
@@ -137,17 +139,23 @@ Revoking what is not granted succeeds and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			changed, err := c.Revoke(ctx, args[0], args[1])
+			res, err := c.RevokeGrant(ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": changed})
+			if res.Warnings == nil {
+				res.Warnings = []string{}
 			}
-			if changed {
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": res.Changed, "warnings": res.Warnings})
+			}
+			if res.Changed {
 				a.printf("Revoked %s's grant on %s.\n", args[1], args[0])
 			} else {
 				a.printf("%s held no grant on %s; nothing to revoke.\n", args[1], args[0])
+			}
+			for _, w := range res.Warnings {
+				a.warnf("%s", w)
 			}
 			return nil
 		}),

@@ -16,6 +16,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/memshell"
 	"github.com/grantwire/grantwire/shells/native"
@@ -180,6 +181,7 @@ func (tw *testWorld) run(inv invocation, args ...string) result {
 		ctx = context.Background()
 	}
 	code := run(ctx, args, e)
+	fixes.Record(tw.t.Name(), stdout.String()+"\n"+stderr.String())
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 // forwardedInput is a forwarded connection as read from stdin or a file: the body of
@@ -24,13 +27,27 @@ type forwardedInput struct {
 	GrantAgents  []string `json:"grant_agents"`
 }
 
+// fieldName is what an unknown field must look like to be named in an error.
+var fieldName = regexp.MustCompile(`^"[a-z][a-z_]{0,31}"$`)
+
 var forwardedKeys = []string{"client_id", "client_secret", "refresh_token", "scopes", "account_email", "account_type", "grant_agents"}
 
 // parseForwarded reads a JSON object or KEY=VALUE lines (scopes and grant_agents separated
-// by spaces or commas). Errors name keys, never values.
+// by spaces or commas). Errors name known fields and byte offsets, never values, nor a
+// field name that is not one of forwardedKeys (a secret pasted in a key's place). The JSON
+// must be strict (internal/strictjson): a duplicated refresh_token or invalid UTF-8 in a
+// secret would otherwise be silently resolved by encoding/json.
 func parseForwarded(b []byte, source string) (forwardedInput, error) {
 	var in forwardedInput
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		if err := strictjson.Check(t); err != nil {
+			var se *strictjson.Error
+			if errors.As(err, &se) && se.Key != "" && !slices.Contains(forwardedKeys, se.Key) {
+				se.Key = "" // not a field name: it may be a secret
+				se.Reason = "a duplicated name that is not a known field"
+			}
+			return in, usagef("%s: not valid JSON (%v)", source, err)
+		}
 		dec := json.NewDecoder(bytes.NewReader(t))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
@@ -39,16 +56,25 @@ func parseForwarded(b []byte, source string) (forwardedInput, error) {
 			switch {
 			case errors.As(err, &se):
 				return in, usagef("%s: not valid JSON (at byte %d)", source, se.Offset)
-			case errors.As(err, &te):
+			case errors.As(err, &te) && slices.Contains(forwardedKeys, te.Field):
 				return in, usagef("%s: %q has the wrong type (want %s)", source, te.Field, te.Type)
 			default:
-				// An unknown field: the message names the field only.
-				return in, usagef("%s: %s (known fields: %s)", source, err.Error(), strings.Join(forwardedKeys, ", "))
+				// An unknown field (json: unknown field "x"): named only when it looks like
+				// a field name.
+				f, unknown := strings.CutPrefix(err.Error(), "json: unknown field ")
+				if !unknown {
+					return in, usagef("%s: not a forwarded connection (a JSON object of %s)", source, strings.Join(forwardedKeys, ", "))
+				}
+				field := "a field"
+				if fieldName.MatchString(f) {
+					field = "the field " + f
+				}
+				return in, usagef("%s: %s is not one of the known fields (%s)", source, field, strings.Join(forwardedKeys, ", "))
 			}
 		}
 		return in, nil
 	}
-	kv, _, err := parseKeyValues(b, source)
+	kv, _, err := parseKeyValues(b, source, forwardedKeys, "a forwarded connection")
 	if err != nil {
 		return in, err
 	}
@@ -68,8 +94,6 @@ func parseForwarded(b []byte, source string) (forwardedInput, error) {
 			in.Scopes = splitList(v)
 		case "grant_agents":
 			in.GrantAgents = splitList(v)
-		default:
-			return in, usagef("%s: unknown key %s (known: %s)", source, k, strings.Join(forwardedKeys, ", "))
 		}
 	}
 	return in, nil

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 // mcpRemoteMissing says what the CLI does not do (docs/behaviour.md#mcp: remote MCP servers are not built).
@@ -34,6 +36,7 @@ Not available yet: ` + mcpRemoteMissing + `.`,
 		},
 	}
 	cmd.AddCommand(a.mcpListCmd())
+	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
 	return cmd
 }
 
@@ -104,7 +107,7 @@ is active for.`,
 					id += " (not in the catalog)"
 				}
 				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
 			}
 			return tw.Flush()
 		}),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -82,9 +83,17 @@ func (a *app) secretLine(path, label string) (string, error) {
 	return oneLine(b, label+" on stdin")
 }
 
-// parseKeyValues reads KEY=VALUE lines. Blank lines and lines starting with # are
-// skipped; the value is everything after the first "=" (a trailing \r is dropped).
-func parseKeyValues(b []byte, source string) (map[string]string, []string, error) {
+// parseKeyValues reads KEY=VALUE lines whose KEY is one of known. Blank lines and lines
+// starting with # are skipped; the value is everything after the first "=" (a trailing \r
+// is dropped). A line that is not KEY=VALUE with a known key is refused without showing
+// any part of it: a secret piped without "KEY=" but holding "=" (base64 padding, a URL
+// query) would otherwise be echoed as a key name. whose names what takes the keys
+// ("mcp-brave-search"). Only known keys are ever named (a key given twice).
+func parseKeyValues(b []byte, source string, known []string, whose string) (map[string]string, []string, error) {
+	list := "none"
+	if len(known) > 0 {
+		list = strings.Join(known, ", ")
+	}
 	out := map[string]string{}
 	var order []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -97,8 +106,8 @@ func parseKeyValues(b []byte, source string) (map[string]string, []string, error
 		}
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, nil, usagef("%s line %d: expected KEY=VALUE", source, n)
+		if !ok || !slices.Contains(known, k) {
+			return nil, nil, usagef("%s line %d is not KEY=VALUE with a key that %s takes (%s); the line is not shown, in case it is a secret", source, n, whose, list)
 		}
 		if _, dup := out[k]; dup {
 			return nil, nil, usagef("%s line %d: %s is given twice", source, n, k)

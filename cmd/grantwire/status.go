@@ -12,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) statusCmd() *cobra.Command {
@@ -45,7 +46,7 @@ stale and nothing is cleared. Secrets are never shown, with or without --json.`,
 			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tDETAIL\tGRANTED\tACTIVE")
 			for _, r := range rows {
 				state, detail := describeStatus(r)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(sortedKeys(r.Grants)), orDash(r.Activations))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(sortedKeys(r.Grants)), orDash(r.Activations))
 			}
 			return tw.Flush()
 		}),

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -80,7 +80,7 @@ func versionOf(wasm []byte, engine string) versionInfo {
 	}
 	return versionInfo{
 		Version: v, Commit: c, Build: build, Go: runtime.Version(),
-		PolicySHA256: hex.EncodeToString(sum[:]), PolicyRevision: grantwire.RevisionOf(wasm),
+		PolicySHA256: hex.EncodeToString(sum[:]), PolicyRevision: bundle.RevisionOf(wasm),
 		Engine: engine, Engines: engineNames(),
 	}
 }

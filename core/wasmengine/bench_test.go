@@ -91,3 +91,43 @@ func BenchmarkNew(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkContext measures what cancellation costs: the gate's allow decision (real
+// policy, 10-connector catalog) under a context that cannot end (the plain variant) and
+// under one that can (the variant compiled WithCloseOnContextDone), on the compiler and
+// on the interpreter.
+func BenchmarkContext(b *testing.B) {
+	allow := nodiff.GateAllow().Query
+	data := nodiff.Scaled(10).Data
+	for _, interp := range []bool{false, true} {
+		opts := []wasmengine.Option{wasmengine.WithData(data), wasmengine.WithPoolSize(1)}
+		mode := "compiler"
+		if interp {
+			opts, mode = append(opts, wasmengine.WithInterpreter()), "interpreter"
+		}
+		e, err := wasmengine.New(context.Background(), opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cancellable, cancel := context.WithCancel(context.Background())
+		for _, c := range []struct {
+			name string
+			ctx  context.Context
+		}{{"background", context.Background()}, {"cancellable", cancellable}} {
+			b.Run("engine="+mode+"/ctx="+c.name, func(b *testing.B) {
+				buf := make([]byte, 0, 4096)
+				if _, err := e.DecideJSON(c.ctx, buf, allow); err != nil { // builds the variant
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if buf, err = e.DecideJSON(c.ctx, buf[:0], allow); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		cancel()
+		e.Close(context.Background())
+	}
+}

@@ -6,6 +6,20 @@
 // allocation on the bytes path, sandboxed, and able to load a different (audited)
 // policy.wasm at run time.
 //
+// # Cancellation
+//
+// A decision stops when its context ends: wazero closes the instance (the runtime is
+// configured WithCloseOnContextDone), DecideJSON returns an error wrapping ctx.Err(), and
+// the closed instance is replaced in its pool by a fresh clone of the loaded image. wazero
+// pays for this on every evaluation (native code leaves for Go at every loop header to
+// check, and each call starts a goroutine: several times the time of a decision, and
+// three allocations; BENCHMARKS.md), so the engine keeps two variants of the compiled
+// policy, each on its own runtime with its own pool: decisions whose context can end
+// (ctx.Done() != nil) run on the checked variant; decisions whose context cannot
+// (context.Background, context.WithoutCancel) run on the plain one, which allocates
+// nothing. New builds the variant its own context calls for, the other is built on first
+// use (a second compilation, from the cache when one is configured).
+//
 // This package must not import any github.com/open-policy-agent/opa package; a test
 // checks it with `go list -deps`.
 //
@@ -20,6 +34,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -106,19 +121,49 @@ func WithPoolSize(n int) Option {
 func WithInterpreter() Option { return func(c *config) { c.interp = true } }
 
 // Engine is the Wasm engine. It is safe for concurrent use: each evaluation borrows one
-// instance from a fixed pool.
+// instance from a fixed pool of the variant its context calls for.
 type Engine struct {
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache // opened by WithCompilationCacheDir, closed with the engine
-	policy   wazero.CompiledModule
-	glue     wazero.CompiledModule
-	pool     chan *instance
+	cfg   config
+	cache wazero.CompilationCache // opened by WithCompilationCacheDir, closed with the engine
+
+	// variants[plain] evaluates without termination checks (contexts that cannot end),
+	// variants[checked] with them (WithCloseOnContextDone). New builds the one its context
+	// calls for; the other is built on first use, under once.
+	variants [2]*variant
+	once     [2]sync.Once
+	errs     [2]error
+	mu       sync.Mutex // orders Close after the building of a variant
+	closed   bool
+
 	image    []byte // linear memory after the data was parsed: cloned into every instance
 	pages    uint32
 	dataAddr uint32
 	dataHeap uint32
 	decideEP uint64
 	manifest *core.Manifest
+}
+
+// Variants of the compiled policy.
+const (
+	plain   = 0 // no termination checks: for contexts whose Done() is nil
+	checked = 1 // wazero's WithCloseOnContextDone: for contexts that can end
+)
+
+// variantOf is the variant a context calls for.
+func variantOf(ctx context.Context) int {
+	if ctx.Done() == nil {
+		return plain
+	}
+	return checked
+}
+
+// variant is the policy compiled on one wazero runtime, with its pool of instances. A nil
+// in the pool stands for an instance that could not be replaced; it is made on next use.
+type variant struct {
+	rt     wazero.Runtime
+	policy wazero.CompiledModule
+	glue   wazero.CompiledModule
+	pool   chan *instance
 }
 
 type instance struct {
@@ -138,7 +183,8 @@ type instance struct {
 	sorter    canon.Sorter
 }
 
-// New compiles the policy and prepares a pool of instances with the data loaded once.
+// New compiles the policy and prepares a pool of instances with the data loaded once, on
+// the variant ctx calls for (see Cancellation).
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	c := config{module: policy.Wasm, data: []byte(`{}`), pool: runtime.GOMAXPROCS(0)}
 	for _, o := range opts {
@@ -150,52 +196,63 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if !json.Valid(c.data) {
 		return nil, errors.New("wasmengine: data is not valid JSON")
 	}
-	rc := wazero.NewRuntimeConfig()
-	if c.interp {
-		rc = wazero.NewRuntimeConfigInterpreter()
-	}
-	rc = rc.WithMemoryLimitPages(maxPages)
-	var owned wazero.CompilationCache
+	e := &Engine{}
 	if c.cache == nil && c.cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(c.cacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("wasmengine: compilation cache: %w", err)
 		}
-		c.cache, owned = cache, cache
+		c.cache, e.cache = cache, cache
 	}
-	if c.cache != nil {
-		rc = rc.WithCompilationCache(c.cache)
+	e.cfg = c
+	k := variantOf(ctx)
+	e.once[k].Do(func() {}) // built here, not on first use
+	v, err := e.compile(ctx, k)
+	e.variants[k] = v
+	if err == nil {
+		err = e.init(ctx, v, c.data)
 	}
-	e := &Engine{rt: wazero.NewRuntimeWithConfig(ctx, rc), cache: owned}
-	if err := e.init(ctx, &c); err != nil {
+	if err != nil {
 		_ = e.Close(ctx)
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Engine) init(ctx context.Context, c *config) error {
-	var err error
-	if e.policy, err = e.rt.CompileModule(ctx, c.module); err != nil {
-		return fmt.Errorf("%w: %v", ErrNotPolicy, err)
+// compile makes a runtime for variant k, compiles the policy and the glue module on it and
+// instantiates the host module. It returns the variant with any error, for Close.
+func (e *Engine) compile(ctx context.Context, k int) (*variant, error) {
+	c := &e.cfg
+	rc := wazero.NewRuntimeConfig()
+	if c.interp {
+		rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	mems := e.policy.ImportedMemories()
+	rc = rc.WithMemoryLimitPages(maxPages).WithCloseOnContextDone(k == checked)
+	if c.cache != nil {
+		rc = rc.WithCompilationCache(c.cache)
+	}
+	v := &variant{rt: wazero.NewRuntimeWithConfig(ctx, rc), pool: make(chan *instance, c.pool)}
+	var err error
+	if v.policy, err = v.rt.CompileModule(ctx, c.module); err != nil {
+		return v, fmt.Errorf("%w: %v", ErrNotPolicy, err)
+	}
+	mems := v.policy.ImportedMemories()
 	if len(mems) != 1 {
-		return fmt.Errorf("%w: imports %d memories, want 1", ErrNotPolicy, len(mems))
+		return v, fmt.Errorf("%w: imports %d memories, want 1", ErrNotPolicy, len(mems))
 	}
 	if mod, nm, _ := mems[0].Import(); mod != "env" || nm != "memory" {
-		return fmt.Errorf("%w: memory imported as %s.%s, want env.memory", ErrNotPolicy, mod, nm)
+		return v, fmt.Errorf("%w: memory imported as %s.%s, want env.memory", ErrNotPolicy, mod, nm)
 	}
-	for _, f := range e.policy.ImportedFunctions() {
+	for _, f := range v.policy.ImportedFunctions() {
 		if mod, _, _ := f.Import(); mod != "env" {
-			return fmt.Errorf("%w: imports from module %q", ErrNotPolicy, mod)
+			return v, fmt.Errorf("%w: imports from module %q", ErrNotPolicy, mod)
 		}
 	}
 	max, hasMax := mems[0].Max()
-	if e.glue, err = e.rt.CompileModule(ctx, glueModule(mems[0].Min(), max, hasMax)); err != nil {
-		return fmt.Errorf("wasmengine: glue module: %w", err)
+	if v.glue, err = v.rt.CompileModule(ctx, glueModule(mems[0].Min(), max, hasMax)); err != nil {
+		return v, fmt.Errorf("wasmengine: glue module: %w", err)
 	}
-	hb := e.rt.NewHostModuleBuilder(hostModule)
+	hb := v.rt.NewHostModuleBuilder(hostModule)
 	i32 := api.ValueTypeI32
 	for _, f := range hostFuncs {
 		params := make([]api.ValueType, f.params)
@@ -218,27 +275,63 @@ func (e *Engine) init(ctx context.Context, c *config) error {
 		hb.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).Export(f.name)
 	}
 	if _, err := hb.Instantiate(ctx); err != nil {
-		return fmt.Errorf("wasmengine: host module: %w", err)
+		return v, fmt.Errorf("wasmengine: host module: %w", err)
 	}
+	return v, nil
+}
 
-	first, err := e.newInstance(ctx)
+// init loads the data into the first instance of v, evaluates the manifest and fills v's
+// pool with clones of the loaded image.
+func (e *Engine) init(ctx context.Context, v *variant, data []byte) error {
+	first, err := v.newInstance(ctx)
 	if err != nil {
 		return err
 	}
-	if err := e.load(ctx, first, c.data); err != nil {
+	if err := e.load(ctx, first, data); err != nil {
 		_ = first.close(ctx)
 		return err
 	}
-	e.pool = make(chan *instance, c.pool)
-	e.pool <- first
-	for i := 1; i < c.pool; i++ {
-		in, err := e.clone(ctx)
+	v.pool <- first
+	for i := 1; i < e.cfg.pool; i++ {
+		in, err := e.clone(ctx, v)
 		if err != nil {
 			return err // New closes the engine
 		}
-		e.pool <- in
+		v.pool <- in
 	}
 	return nil
+}
+
+// variantFor returns the variant ctx calls for, building it on first use: the policy is
+// compiled on a second runtime and its pool filled with clones of the loaded image.
+func (e *Engine) variantFor(ctx context.Context) (*variant, error) {
+	k := variantOf(ctx)
+	e.once[k].Do(func() {
+		bctx := context.WithoutCancel(ctx)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			e.errs[k] = errors.New("wasmengine: the engine is closed")
+			return
+		}
+		v, err := e.compile(bctx, k)
+		for i := 0; err == nil && i < e.cfg.pool; i++ {
+			var in *instance
+			if in, err = e.clone(bctx, v); err == nil {
+				v.pool <- in
+			}
+		}
+		if err != nil {
+			_ = closeVariant(bctx, v)
+			e.errs[k] = err
+			return
+		}
+		e.variants[k] = v
+	})
+	if e.errs[k] != nil {
+		return nil, e.errs[k]
+	}
+	return e.variants[k], nil
 }
 
 // hostAbort is OPA's opa_abort(addr): the policy hit an unrecoverable error.
@@ -261,9 +354,9 @@ func hostBuiltin(context.Context, api.Module, []uint64) {
 	panic(&AbortError{Message: "host builtins are not provided by grantwire"})
 }
 
-func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
+func (v *variant) newInstance(ctx context.Context) (*instance, error) {
 	anon := wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	glue, err := e.rt.InstantiateModule(ctx, e.glue, anon)
+	glue, err := v.rt.InstantiateModule(ctx, v.glue, anon)
 	if err != nil {
 		return nil, fmt.Errorf("wasmengine: instantiate glue: %w", err)
 	}
@@ -273,7 +366,7 @@ func (e *Engine) newInstance(ctx context.Context) (*instance, error) {
 		}
 		return nil
 	})
-	mod, err := e.rt.InstantiateModule(rctx, e.policy, anon)
+	mod, err := v.rt.InstantiateModule(rctx, v.policy, anon)
 	if err != nil {
 		_ = glue.Close(ctx)
 		return nil, fmt.Errorf("%w: instantiate: %v", ErrNotPolicy, err)
@@ -425,9 +518,9 @@ func (e *Engine) load(ctx context.Context, in *instance, data []byte) error {
 	return nil
 }
 
-// clone makes a new instance whose memory is the loaded image.
-func (e *Engine) clone(ctx context.Context) (*instance, error) {
-	in, err := e.newInstance(ctx)
+// clone makes a new instance of v whose memory is the loaded image.
+func (e *Engine) clone(ctx context.Context, v *variant) (*instance, error) {
+	in, err := v.newInstance(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -482,23 +575,53 @@ func (e *Engine) eval(ctx context.Context, in *instance, ep uint64, input, dst [
 }
 
 // DecideJSON evaluates a query given as JSON and appends the canonical decision to dst.
-// It does not allocate once the engine is warm.
+// It does not allocate once the engine is warm, for a context that cannot end. When ctx
+// ends first, the decision stops and the error wraps ctx.Err() (see Cancellation).
 func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
 	if err := core.CheckQuery(query); err != nil {
 		return dst, err
 	}
-	in := <-e.pool
-	out, err := e.eval(ctx, in, e.decideEP, query, dst)
-	if err != nil && isAbort(err) {
-		// An abort may leave the instance's shadow stack unwound; replace the instance.
-		_ = in.close(ctx)
-		if fresh, cerr := e.clone(ctx); cerr == nil {
-			in = fresh
-		} else {
-			err = errors.Join(err, cerr)
+	if err := ctx.Err(); err != nil {
+		return dst, fmt.Errorf("wasmengine: decision not started: %w", err)
+	}
+	v, err := e.variantFor(ctx)
+	if err != nil {
+		return dst, err
+	}
+	var in *instance
+	select {
+	case in = <-v.pool:
+	case <-ctx.Done(): // a nil channel for the plain variant: never chosen
+		return dst, fmt.Errorf("wasmengine: decision not started: %w", ctx.Err())
+	}
+	if in == nil || in.mod.IsClosed() {
+		// A placeholder, or an instance wazero closed just after its last call returned
+		// (its context ended in that instant): make a fresh one.
+		if in != nil {
+			_ = in.close(context.WithoutCancel(ctx))
+		}
+		if in, err = e.clone(context.WithoutCancel(ctx), v); err != nil {
+			v.pool <- nil
+			return dst, err
 		}
 	}
-	e.pool <- in
+	out, err := e.eval(ctx, in, e.decideEP, query, dst)
+	if (err != nil && isAbort(err)) || in.mod.IsClosed() {
+		// An abort may leave the instance's shadow stack unwound, and wazero closes the
+		// instance whose context ended mid-call: replace it by a fresh clone (or by nil,
+		// made on next use, if that fails now).
+		bctx := context.WithoutCancel(ctx)
+		_ = in.close(bctx)
+		fresh, cerr := e.clone(bctx, v)
+		if cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		in = fresh
+	}
+	v.pool <- in
+	if err != nil && ctx.Err() != nil && !isAbort(err) {
+		return out, fmt.Errorf("wasmengine: decision stopped: %w", ctx.Err())
+	}
 	return out, err
 }
 
@@ -518,17 +641,29 @@ func (e *Engine) Manifest() *core.Manifest { return e.manifest }
 // Name returns "wasm".
 func (e *Engine) Name() string { return "wasm" }
 
-// Close releases every instance and the runtime.
+// Close releases every instance and both runtimes.
 func (e *Engine) Close(ctx context.Context) error {
-	if e.pool != nil {
-		for len(e.pool) > 0 {
-			in := <-e.pool
-			_ = in.close(ctx)
-		}
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	var err error
+	for _, v := range e.variants {
+		err = errors.Join(err, closeVariant(ctx, v))
 	}
-	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
 	}
 	return err
+}
+
+func closeVariant(ctx context.Context, v *variant) error {
+	if v == nil {
+		return nil
+	}
+	for len(v.pool) > 0 {
+		if in := <-v.pool; in != nil {
+			_ = in.close(ctx)
+		}
+	}
+	return v.rt.Close(ctx)
 }

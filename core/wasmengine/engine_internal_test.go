@@ -20,7 +20,11 @@ func TestAbortReplacesInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	peek := func() *instance { in := <-e.pool; e.pool <- in; return in }
+	v, err := e.variantFor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peek := func() *instance { in := <-v.pool; v.pool <- in; return in }
 	before := peek()
 	if _, err := e.DecideJSON(ctx, nil, []byte(`{"a":true}`)); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,12 @@ type AuthorizeAnswer struct {
 	Scopes       []string
 	Account      string
 	Iss          *string
-	NoRefresh    bool
+	// NoIss sends no iss at all, not even the provider's issuer.
+	NoIss bool
+	// NoRefresh: the code exchange issues no refresh token.
+	NoRefresh bool
+	// NotJSON: the code exchange answers 200 with a page that is not JSON.
+	NotJSON bool
 	// Polls are the token endpoint's answers to a device code's first polls, before the
 	// outcome: "authorization_pending", "slow_down", or "timeout" (no answer in time).
 	Polls []string
@@ -71,24 +76,44 @@ type deviceCode struct {
 	polls    int
 }
 
+// RevokeAnswer is a scripted answer of the revocation endpoint: Status 0 is no answer at
+// all (Error "timeout" or "refused"), any other status is answered with Error as the body's
+// error; the token is then not revoked.
+type RevokeAnswer struct {
+	Status int
+	Error  string
+}
+
+// Client authentication methods at the token and revocation endpoints (RFC 8414
+// token_endpoint_auth_method), as the server sees a request.
+const (
+	AuthBasic = "client_secret_basic"
+	AuthPost  = "client_secret_post"
+	AuthNone  = "none"
+	// AuthMixed is a request that presents a secret both ways (refused: RFC 6749 §2.3).
+	AuthMixed = "mixed"
+)
+
 // Server is the scripted authorization server: refresh tokens rotate on every use, a
 // reused refresh token is invalid_grant (reuse detection), and scripted answers replace
 // the next ones. It is the world's HTTP capability (an http.RoundTripper): requests reach
 // it at the catalog's endpoint URLs.
 type Server struct {
-	w         *World
-	endpoints []endpoint
-	live      map[string]string // refresh token → provider
-	used      map[string]bool
-	next      map[string][]TokenAnswer // provider → scripted refresh answers
-	auth      map[string][]AuthorizeAnswer
-	codes     map[string]*grantCode
-	accounts  map[string]string // access token → account
-	issuers   map[string]string // provider → issuer sent as iss
-	devices   map[string]*deviceCode
-	latest    map[string]*deviceCode // provider → its last device code
-	Rotate    bool
-	ExpiresIn int64
+	w          *World
+	endpoints  []endpoint
+	live       map[string]string // refresh token → provider
+	used       map[string]bool
+	next       map[string][]TokenAnswer // provider → scripted refresh answers
+	auth       map[string][]AuthorizeAnswer
+	codes      map[string]*grantCode
+	accounts   map[string]string // access token → account
+	issuers    map[string]string // provider → issuer sent as iss
+	clientAuth map[string]clientAuth
+	revokes    map[string][]RevokeAnswer
+	devices    map[string]*deviceCode
+	latest     map[string]*deviceCode // provider → its last device code
+	Rotate     bool
+	ExpiresIn  int64
 	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
 	// world's lock: a test uses it to let another process act while a request is in flight.
 	BeforeRefresh func(provider string)
@@ -98,6 +123,17 @@ type Server struct {
 	sent          []string // refresh tokens presented, in order
 	reused        int
 	revoked       []string
+	exchanges     int      // authorization_code requests
+	revocations   int      // revocation requests
+	authSeen      []string // how each token request authenticated, in order
+}
+
+// clientAuth is how a provider's clients must authenticate: Method, or when it is empty
+// RFC 8414's default (client_secret_basic for a client that presents a secret, none for
+// one that does not); SecretRequired refuses a client without a secret.
+type clientAuth struct {
+	Method         string
+	SecretRequired bool
 }
 
 type endpoint struct {
@@ -115,8 +151,8 @@ func newServer(w *World) *Server {
 	return &Server{w: w, live: map[string]string{}, used: map[string]bool{},
 		next: map[string][]TokenAnswer{}, auth: map[string][]AuthorizeAnswer{},
 		codes: map[string]*grantCode{}, accounts: map[string]string{}, issuers: map[string]string{},
-		devices: map[string]*deviceCode{}, latest: map[string]*deviceCode{},
-		Rotate: true, ExpiresIn: 3600}
+		clientAuth: map[string]clientAuth{}, revokes: map[string][]RevokeAnswer{},
+		devices: map[string]*deviceCode{}, latest: map[string]*deviceCode{}, Rotate: true, ExpiresIn: 3600}
 }
 
 // Serve makes the server answer a provider's endpoints (URLs may hold "{tenant}"); an
@@ -135,6 +171,91 @@ func (s *Server) Serve(provider string, urls map[string]string) {
 		pattern := "^" + strings.ReplaceAll(regexp.QuoteMeta(u), regexp.QuoteMeta("{tenant}"), "[^/]+") + "$"
 		s.endpoints = append(s.endpoints, endpoint{provider, kind, regexp.MustCompile(pattern)})
 	}
+}
+
+// ClientAuth sets how a provider's clients must authenticate at the token and revocation
+// endpoints: method ("client_secret_basic", "client_secret_post" or "none"), or "" for
+// RFC 8414's default (HTTP Basic for a client that presents a secret, none for one that
+// does not); secretRequired refuses a client that presents no secret. A request that
+// authenticates otherwise is answered 401 invalid_client and changes nothing.
+func (s *Server) ClientAuth(provider, method string, secretRequired bool) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	s.clientAuth[provider] = clientAuth{Method: method, SecretRequired: secretRequired}
+}
+
+// ScriptRevoke queues answers for the next revocation requests of a provider.
+func (s *Server) ScriptRevoke(provider string, rs ...RevokeAnswer) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	s.revokes[provider] = append(s.revokes[provider], rs...)
+}
+
+// Exchanges is the number of authorization_code requests received.
+func (s *Server) Exchanges() int {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.exchanges
+}
+
+// Revocations is the number of revocation requests received.
+func (s *Server) Revocations() int {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.revocations
+}
+
+// AuthSeen returns how every token request authenticated the client, in order
+// (client_secret_basic, client_secret_post, none or mixed).
+func (s *Server) AuthSeen() []string {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return append([]string(nil), s.authSeen...)
+}
+
+// authMethod says how a request authenticates the client: the method, the client id and
+// whether a secret was presented. HTTP Basic credentials are form-encoded (RFC 6749 §2.3.1).
+func authMethod(req *http.Request, form url.Values) (method, id string, secret bool) {
+	user, pass, basic := req.BasicAuth()
+	if basic {
+		if u, err := url.QueryUnescape(user); err == nil {
+			user = u
+		}
+		if p, err := url.QueryUnescape(pass); err == nil {
+			pass = p
+		}
+	}
+	_, posted := form["client_secret"]
+	switch {
+	case basic && posted:
+		return AuthMixed, user, true
+	case basic:
+		return AuthBasic, user, pass != ""
+	case posted:
+		return AuthPost, form.Get("client_id"), form.Get("client_secret") != ""
+	}
+	return AuthNone, form.Get("client_id"), false
+}
+
+// authRefusal is why a request's client authentication is refused ("" when accepted);
+// called with the world's lock held.
+func (s *Server) authRefusal(provider, method, id string, secret bool) string {
+	want := s.clientAuth[provider]
+	switch {
+	case id == "":
+		return "no client id"
+	case method == AuthMixed:
+		return "a secret sent two ways"
+	case want.SecretRequired && !secret:
+		return "no client secret"
+	case want.Method != "" && method != want.Method:
+		return "authenticated with " + method + ", registered for " + want.Method
+	case want.Method == "" && method == AuthPost:
+		return "a secret in the form, registered for client_secret_basic (RFC 8414's default)"
+	case method != AuthNone && !secret:
+		return "an empty secret"
+	}
+	return ""
 }
 
 // Issue registers a refresh token as valid for a provider (as a past authorization would).
@@ -234,6 +355,9 @@ func (s *Server) authorize(provider, authURL, redirect string) (map[string]strin
 	if a.Iss != nil {
 		out["iss"] = *a.Iss
 	}
+	if a.NoIss {
+		delete(out, "iss")
+	}
 	switch a.Status {
 	case "timeout":
 		return nil, nil
@@ -303,6 +427,23 @@ func (s *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 			writeJSON(rec, 400, map[string]any{"error": "invalid_request"})
 			break
 		}
+		method, id, secret := authMethod(req, form)
+		s.w.mu.Lock()
+		s.authSeen = append(s.authSeen, method)
+		refused := s.authRefusal(provider, method, id, secret)
+		if form.Get("grant_type") == "authorization_code" {
+			s.exchanges++
+		}
+		s.w.mu.Unlock()
+		if refused != "" {
+			if form.Get("grant_type") == "refresh_token" {
+				s.w.mu.Lock()
+				s.requests++
+				s.w.mu.Unlock()
+			}
+			writeJSON(rec, 401, map[string]any{"error": "invalid_client"})
+			break
+		}
 		if ans, fail := s.tokenEndpoint(provider, form); fail != nil {
 			return nil, fail
 		} else {
@@ -326,12 +467,34 @@ func (s *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		s.deviceAuthorization(provider, req.URL, form)(rec)
 	case "revocation_url":
-		form, _ := url.ParseQuery(string(body))
+		form, err := url.ParseQuery(string(body))
+		if err != nil || req.Method != http.MethodPost {
+			writeJSON(rec, 400, map[string]any{"error": "invalid_request"})
+			break
+		}
+		method, id, secret := authMethod(req, form)
 		s.w.mu.Lock()
-		s.revoked = append(s.revoked, form.Get("token"))
-		delete(s.live, form.Get("token"))
+		s.revocations++
+		var scripted *RevokeAnswer
+		if q := s.revokes[provider]; len(q) > 0 {
+			scripted, s.revokes[provider] = &q[0], q[1:]
+		}
+		refused := s.authRefusal(provider, method, id, secret)
+		if scripted == nil && refused == "" {
+			s.revoked = append(s.revoked, form.Get("token"))
+			delete(s.live, form.Get("token"))
+		}
 		s.w.mu.Unlock()
-		rec.WriteHeader(200)
+		switch {
+		case scripted != nil && scripted.Status == 0:
+			return nil, netError{timeout: scripted.Error == "timeout"}
+		case scripted != nil:
+			writeJSON(rec, scripted.Status, map[string]any{"error": scripted.Error})
+		case refused != "":
+			writeJSON(rec, 401, map[string]any{"error": "invalid_client"})
+		default:
+			rec.WriteHeader(200)
+		}
 	default:
 		return nil, &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: syscall.ECONNREFUSED}
 	}
@@ -454,6 +617,13 @@ func (s *Server) exchange(provider string, form url.Values) func(http.ResponseWr
 // NoRefresh, the scopes; the access token names the account at userinfo.
 func (s *Server) tokens(g *grantCode) func(http.ResponseWriter) {
 	a, provider := g.answer, g.provider
+	if a.NotJSON {
+		return func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(200)
+			_, _ = io.WriteString(w, "<html>sign in</html>")
+		}
+	}
 	access := a.AccessToken
 	if access == "" {
 		access = s.token("access-" + provider)

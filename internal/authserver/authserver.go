@@ -63,8 +63,19 @@ type Config struct {
 	// conformance corpus's names. Codes stay random.
 	SequentialNames bool
 	// Issuer, when set, is sent as the iss parameter of every authorization response
-	// (RFC 9207).
-	Issuer string
+	// (RFC 9207); Issuers sets it per provider (ProviderURL), overriding it.
+	Issuer  string
+	Issuers map[string]string
+	// ClientAuth is how clients must authenticate at the token and revocation endpoints
+	// (RFC 8414's token_endpoint_auth_method): AuthBasic (HTTP Basic, the form-encoded id
+	// and secret, RFC 6749 §2.3.1), AuthPost (client_id and client_secret in the form),
+	// AuthNone (the client_id in the form, no secret), or AuthDefault (RFC 8414's default:
+	// HTTP Basic for a client that presents a secret, none for one that does not). ""
+	// accepts any of them. A request authenticated otherwise, or with a secret sent two
+	// ways, is answered 401 invalid_client and changes nothing. ProviderClientAuth sets it
+	// per provider, overriding it.
+	ClientAuth         string
+	ProviderClientAuth map[string]string
 	// Now tells the time (default time.Now).
 	Now func() time.Time
 	// DeviceExpiresIn and DeviceInterval are the lifetime and polling interval of device
@@ -103,7 +114,24 @@ type Stats struct {
 	// The device authorization grant (device.go): codes issued, polls received, decisions,
 	// tokens issued for a device code, and polls sooner than the interval.
 	DeviceCodes, DevicePolls, DeviceApprovals, DeviceDenials, DeviceExchanges, TooFast int
+	// ExchangeRequests counts every authorization_code grant request, answered or refused.
+	ExchangeRequests int
+	// RevokedTokens counts refresh tokens revoked at the revocation endpoint.
+	RevokedTokens int
+	// InvalidClients counts requests refused for their client authentication.
+	InvalidClients int
 }
+
+// Client authentication methods (Config.ClientAuth), as a request presents them
+// (ClientAuthSeen).
+const (
+	AuthBasic   = "client_secret_basic"
+	AuthPost    = "client_secret_post"
+	AuthNone    = "none"
+	AuthDefault = "default"
+	// AuthMixed is a request that presents a secret both ways (always refused).
+	AuthMixed = "mixed"
+)
 
 type code struct {
 	clientID, redirectURI, challenge string
@@ -147,6 +175,8 @@ type Server struct {
 	// device.go
 	devices     map[string]*deviceCode
 	deviceUsers map[string][]DeviceUser // provider → scripted device users
+	revokes     map[string][]Answer     // provider → scripted revocation answers
+	authSeen    []string                // how each token request authenticated
 
 	ln   net.Listener
 	srv  *http.Server
@@ -175,7 +205,8 @@ func New(cfg Config) *Server {
 	}
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
-		consents: map[string][]Consent{}, devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{}}
+		consents: map[string][]Consent{}, revokes: map[string][]Answer{},
+		devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -347,8 +378,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 		consent, s.consents[provider] = &cq[0], cq[1:]
 	}
 	switch {
+	case consent != nil && consent.NoIss:
 	case consent != nil && consent.Iss != nil:
 		v.Set("iss", *consent.Iss)
+	case s.cfg.Issuers[provider] != "":
+		v.Set("iss", s.cfg.Issuers[provider])
 	case s.cfg.Issuer != "":
 		v.Set("iss", s.cfg.Issuer)
 	}
@@ -434,9 +468,14 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	grant := r.PostForm.Get("grant_type")
 	s.mu.Lock()
 	s.stats.TokenRequests++
-	if grant == "refresh_token" {
+	switch grant {
+	case "refresh_token":
 		s.stats.RefreshRequests++
+	case "authorization_code":
+		s.stats.ExchangeRequests++
 	}
+	method, _, _ := clientAuthOf(r)
+	s.authSeen = append(s.authSeen, method)
 	f, scripted := s.nextFailure(grant)
 	var answer *Answer
 	if aq := s.answers[provider]; !scripted && grant == "refresh_token" && len(aq) > 0 {
@@ -475,12 +514,8 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 			return
 		}
 	}
-	id, secret, basic := r.BasicAuth()
-	if !basic {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	if (s.cfg.ClientID != "" && subtle.ConstantTimeCompare([]byte(id), []byte(s.cfg.ClientID)) != 1) ||
-		(s.cfg.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.cfg.ClientSecret)) != 1) {
+	id, ok := s.authenticate(r, provider)
+	if !ok {
 		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
@@ -494,6 +529,73 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	default:
 		s.oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 	}
+}
+
+// clientAuthOf says how a request authenticates its client: the method (AuthBasic,
+// AuthPost, AuthNone or AuthMixed), the client id and the secret. HTTP Basic credentials
+// are form-encoded (RFC 6749 §2.3.1). The request's form must be parsed.
+func clientAuthOf(r *http.Request) (method, id, secret string) {
+	user, pass, basic := r.BasicAuth()
+	if basic {
+		if u, err := url.QueryUnescape(user); err == nil {
+			user = u
+		}
+		if p, err := url.QueryUnescape(pass); err == nil {
+			pass = p
+		}
+	}
+	_, posted := r.PostForm["client_secret"]
+	switch {
+	case basic && posted:
+		return AuthMixed, user, pass
+	case basic:
+		return AuthBasic, user, pass
+	case posted:
+		return AuthPost, r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	return AuthNone, r.PostForm.Get("client_id"), ""
+}
+
+// authenticate checks a token or revocation request's client authentication against the
+// configuration (ClientID, ClientSecret, ClientAuth); it answers the client id. Called
+// with the lock held.
+func (s *Server) authenticate(r *http.Request, provider string) (string, bool) {
+	method, id, secret := clientAuthOf(r)
+	want := s.cfg.ClientAuth
+	if m, ok := s.cfg.ProviderClientAuth[provider]; ok {
+		want = m
+	}
+	ok := method != AuthMixed && (method == AuthNone) == (secret == "")
+	switch want {
+	case AuthBasic, AuthPost, AuthNone:
+		ok = ok && method == want
+	case AuthDefault:
+		ok = ok && method != AuthPost
+	}
+	if (s.cfg.ClientID != "" && subtle.ConstantTimeCompare([]byte(id), []byte(s.cfg.ClientID)) != 1) ||
+		(s.cfg.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.cfg.ClientSecret)) != 1) {
+		ok = false
+	}
+	if !ok {
+		s.stats.InvalidClients++
+	}
+	return id, ok
+}
+
+// ClientAuthSeen returns how every token request authenticated its client, in order
+// (AuthBasic, AuthPost, AuthNone or AuthMixed).
+func (s *Server) ClientAuthSeen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.authSeen)
+}
+
+// ScriptRevoke queues answers for a provider's next revocation requests ("" for the root
+// endpoint): Status and Error, or Drop; the token is then not revoked.
+func (s *Server) ScriptRevoke(provider string, a ...Answer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revokes[provider] = append(s.revokes[provider], a...)
 }
 
 func s256(verifier string) string {
@@ -525,6 +627,13 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 	}
 	if cs := c.consent; cs != nil && cs.Error != "" {
 		s.oauthError(w, cs.Status, cs.Error)
+		return
+	}
+	if cs := c.consent; cs != nil && cs.NotJSON {
+		s.stats.CodeExchanges++
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("<!doctype html><title>authserver</title><p>Sign in.</p>\n"))
 		return
 	}
 	s.families++
@@ -630,9 +739,26 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, provider string)
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stats.Revocations++
+	var scripted *Answer
+	if q := s.revokes[provider]; len(q) > 0 {
+		scripted, s.revokes[provider] = &q[0], q[1:]
+	}
+	if scripted != nil {
+		s.mu.Unlock()
+		s.answer(w, *scripted)
+		return
+	}
+	defer s.mu.Unlock()
+	// RFC 7009 §2.1: the client authenticates as at the token endpoint.
+	if _, ok := s.authenticate(r, provider); !ok {
+		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
+		return
+	}
 	if rt, ok := s.refresh[r.PostForm.Get("token")]; ok && rt.provider == provider {
+		if !s.revoked[rt.family] {
+			s.stats.RevokedTokens++
+		}
 		s.revoked[rt.family] = true
 	}
 	w.WriteHeader(http.StatusOK)

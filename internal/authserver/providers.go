@@ -153,10 +153,13 @@ type Consent struct {
 	// configured account).
 	Account string
 	// Iss, when set, is sent as the authorization response's iss parameter (RFC 9207),
-	// instead of the configured Issuer.
-	Iss *string
+	// instead of the configured Issuer; NoIss sends none at all.
+	Iss   *string
+	NoIss bool
 	// NoRefresh: the code exchange issues no refresh token.
 	NoRefresh bool
+	// NotJSON: the code exchange answers 200 with a page that is not JSON.
+	NotJSON bool
 }
 
 // ScriptConsent queues outcomes for a provider's next authorizations, in order.

@@ -114,7 +114,21 @@ func Serve(w *memhost.World, cat *catalog.Catalog) {
 			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer,
 			"device_authorization_url": e.DeviceAuthorizationURL,
 		})
+		w.Server.ClientAuth(e.ID, ClientAuthMethod(e), e.ClientSecretRequired)
 	}
+}
+
+// ClientAuthMethod is how a catalog entry's clients are registered to authenticate at the
+// provider: its token_endpoint_auth_method, client_secret_basic when it requires a secret,
+// else "" (RFC 8414's default: HTTP Basic for a client with a secret, none without).
+func ClientAuthMethod(e catalog.Entry) string {
+	switch {
+	case e.TokenEndpointAuthMethod != "":
+		return e.TokenEndpointAuthMethod
+	case e.ClientSecretRequired:
+		return "client_secret_basic"
+	}
+	return ""
 }
 
 func (w *World) beforeRefresh(provider string) {
@@ -192,6 +206,20 @@ func (t tokenServer) Configure(rotate bool, expiresIn int64) {
 }
 func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
 func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
+func (t tokenServer) Exchanges() int     { return t.w.W.Server.Exchanges() }
+func (t tokenServer) Revocations() int   { return t.w.W.Server.Revocations() }
+func (t tokenServer) Revoked() int       { return len(t.w.W.Server.Revoked()) }
+func (t tokenServer) ClientAuth() []string {
+	return t.w.W.Server.AuthSeen()
+}
+
+func (t tokenServer) RequireClientAuth(p, method string, secretRequired bool) {
+	t.w.W.Server.ClientAuth(p, method, secretRequired)
+}
+
+func (t tokenServer) ScriptRevoke(p string, r conformance.TokenResponse) {
+	t.w.W.Server.ScriptRevoke(p, memhost.RevokeAnswer{Status: r.Status, Error: r.Error})
+}
 
 func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
 	t.w.W.Server.ScriptAuthorize(p, AuthorizeAnswer(r))
@@ -217,7 +245,7 @@ func TokenAnswer(r conformance.TokenResponse) memhost.TokenAnswer {
 func AuthorizeAnswer(r conformance.AuthorizeResult) memhost.AuthorizeAnswer {
 	a := memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
 		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn,
-		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoRefresh: r.NoRefresh, Polls: r.Polls}
+		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON, Polls: r.Polls}
 	if d := r.Device; d != nil {
 		a.Device = &memhost.DeviceAnswer{ExpiresIn: d.ExpiresIn, Interval: d.Interval, Error: d.Error, HTTPStatus: d.HTTPStatus}
 	}

@@ -25,6 +25,8 @@
 //     shells' catalog alike) point there. Refresh scripts are whole HTTP answers, a
 //     scripted "during" runs while the request is in flight; scripted authorizations are
 //     what the automatic browser's user decides (interactive_required: no browser opens).
+//     Each provider names itself with the catalog's issuer (RFC 9207) and checks how its
+//     clients authenticate at the token and revocation endpoints, as memhost does.
 //
 // # What differs from memhost, and why
 //
@@ -38,7 +40,8 @@
 //     outcomes).
 //
 // It imports conformance, hostabi, core, catalog, agents, shells/native, the root package
-// (for the transport rule), internal/authserver and go-keyring; never an engine (tests
+// (for the transport rule), internal/authserver, internal/memshell (the rule saying how a
+// catalog entry's clients authenticate) and go-keyring; never an engine (tests
 // choose one). Nothing in grantwire's product imports it.
 package nativeshell
 

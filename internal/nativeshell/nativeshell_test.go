@@ -7,6 +7,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/nativeshell"
@@ -19,6 +20,10 @@ func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {
 
 func regoEngine(ctx context.Context, data []byte) (core.Engine, error) {
 	return regoengine.New(ctx, regoengine.WithData(data))
+}
+
+func nativeEngine(ctx context.Context, data []byte) (core.Engine, error) {
+	return nativeengine.New(ctx, nativeengine.WithData(data))
 }
 
 // policyWaitsEnv=1 runs the corpus with every lock wait the policy's (about 80 s more per
@@ -47,6 +52,11 @@ func TestWasmNative(t *testing.T) {
 func TestRegoNative(t *testing.T) {
 	requireKeyring(t)
 	conformance.Run(t, shell(t, "rego", regoEngine))
+}
+
+func TestNativeNative(t *testing.T) {
+	requireKeyring(t)
+	conformance.Run(t, shell(t, "native", nativeEngine))
 }
 
 // BenchmarkScenario measures one scenario on the OS shell end to end: a fresh home and

@@ -27,6 +27,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -96,7 +97,23 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 		env: map[string]string{}, holds: map[string]func(){}, unattended: map[string]bool{},
 		authorize: map[string][]conformance.AuthorizeResult{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
 	}
-	w.srv = authserver.New(authserver.Config{SequentialNames: true, KeepFamilyOnReuse: true, Now: w.clock.Now})
+	// Each provider names itself as the catalog says (RFC 9207) and expects its clients to
+	// authenticate as the catalog says (memshell.ClientAuthMethod's rule).
+	issuers, auth := map[string]string{}, map[string]string{}
+	for _, e := range setup.Catalog.Entries() {
+		if e.Type != catalog.TypeOAuth {
+			continue
+		}
+		if e.Issuer != "" {
+			issuers[e.ID] = e.Issuer
+		}
+		auth[e.ID] = memshell.ClientAuthMethod(e)
+		if auth[e.ID] == "" {
+			auth[e.ID] = authserver.AuthDefault
+		}
+	}
+	w.srv = authserver.New(authserver.Config{SequentialNames: true, KeepFamilyOnReuse: true, Now: w.clock.Now,
+		Issuers: issuers, ProviderClientAuth: auth})
 	if err := sh.attach(w.srv.Handler()); err != nil {
 		return nil, err
 	}
@@ -123,6 +140,9 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 		Entropy:     w.rng,
 		NoWatch:     true, // events are the steps' own; the watcher has its own tests
 		Getenv:      w.getenv,
+		// The service locks of this world, beside its home: worlds share a service name
+		// (grantwire.connections) but never a lock.
+		LockDir: filepath.Join(filepath.Dir(w.home), "locks"),
 	}
 	if browser {
 		opts.Browser = w.browser
@@ -664,10 +684,15 @@ func (w *World) consent(authURL string) error {
 	if r != nil {
 		switch r.Status {
 		case "denied":
-			w.srv.ScriptConsent(provider, authserver.Consent{Deny: true, Iss: r.Iss})
+			c := authserver.Consent{Deny: true, Iss: r.Iss, NoIss: r.NoIss}
+			if r.Error != "" && r.Error != "access_denied" {
+				c.Deny, c.Error = false, r.Error
+			}
+			w.srv.ScriptConsent(provider, c)
 		case "ok":
 			w.srv.ScriptConsent(provider, authserver.Consent{Scopes: r.Scopes, AccessToken: r.AccessToken,
-				RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Account: r.Account, Iss: r.Iss, NoRefresh: r.NoRefresh})
+				RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss,
+				NoRefresh: r.NoRefresh, NotJSON: r.NotJSON})
 		default:
 			code := r.Error
 			if code == "" {
@@ -677,7 +702,7 @@ func (w *World) consent(authURL string) error {
 			if status == 0 {
 				status = http.StatusBadRequest
 			}
-			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: status, Iss: r.Iss})
+			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: status, Iss: r.Iss, NoIss: r.NoIss})
 		}
 	}
 	return nil
@@ -715,6 +740,32 @@ func (t tokenServer) ScriptAuthorize(provider string, r conformance.AuthorizeRes
 }
 
 func (t tokenServer) Requests() int { return t.w.srv.Stats().RefreshRequests }
+
+func (t tokenServer) Exchanges() int { return t.w.srv.Stats().ExchangeRequests }
+
+func (t tokenServer) Revocations() int { return t.w.srv.Stats().Revocations }
+
+func (t tokenServer) Revoked() int { return t.w.srv.Stats().RevokedTokens }
+
+func (t tokenServer) ClientAuth() []string { return t.w.srv.ClientAuthSeen() }
+
+func (t tokenServer) RequireClientAuth(provider, method string, _ bool) {
+	if method == "" {
+		method = authserver.AuthDefault
+	}
+	t.w.srv.Configure(func(c *authserver.Config) {
+		m := make(map[string]string, len(c.ProviderClientAuth)+1)
+		for k, v := range c.ProviderClientAuth {
+			m[k] = v
+		}
+		m[provider] = method
+		c.ProviderClientAuth = m
+	})
+}
+
+func (t tokenServer) ScriptRevoke(provider string, r conformance.TokenResponse) {
+	t.w.srv.ScriptRevoke(provider, authserver.Answer{Status: r.Status, Error: r.Error, Drop: r.Status == 0})
+}
 
 // --- small parts -------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import data.grantwire.facts
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
+import data.grantwire.launch
 import data.grantwire.mcp
 import data.grantwire.scopes
 import data.grantwire.status
@@ -79,6 +80,8 @@ _decision := gate.decision if {
 	_op == "agent_id"
 } else := catalog.validate if {
 	_op == "validate_catalog"
+} else := launch.decision if {
+	_op == "launch"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -96,7 +99,7 @@ _facts := object.get(input, "facts", {})
 #   a host failure in any fact ends the operation with its error; an unreadable or
 #   misshapen ledger read ends it with CORRUPT_LEDGER (except connectors/state.json, a
 #   mirror the operations handle, agents.json, which the agent registry reports, and any
-#   ledger during disconnect, which must always be possible); args must be an object
+#   ledger during disconnect and revoke, which must always be possible); args must be an object
 #   without double quotes, backslashes or control characters, agent ids (agent,
 #   grant_agents) valid and scopes valid (USAGE otherwise; checked on an operation's first
 #   question, round 0); more than max_attempts restarts give BUSY.
@@ -106,7 +109,7 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 } else := step.fail(errors.host_failure(he), []) if {
 	he := facts.host_errors(_facts)[0]
 } else := step.fail(errors.corrupt_ledger(store.ledger_name(f.ledger), f.file, store.problem(f)), []) if {
-	_op != "disconnect"
+	not _op in _revoking_ops
 	some f in _ledger_facts
 	store.problem(f)
 } else := step.fail(errors.usage(_arg_problem), []) if {
@@ -119,6 +122,10 @@ decide := step.fail(errors.usage("the query needs an object of args"), []) if {
 } else := step.fail(errors.usage(concat("", ["unknown operation ", _op_name])), []) if {
 	not _known_op
 } else := step.fail(errors.internal(_op_name), [])
+
+# Revoking access is always possible: these operations judge unreadable ledgers themselves
+# (they clean what they can and name the rest in warnings).
+_revoking_ops := {"disconnect", "revoke"}
 
 # Ledger facts the central check judges (the hot path reads one or two).
 _ledger_facts := [f |
@@ -223,4 +230,9 @@ manifest := {"errors": errors.table, "ops": {
 	"list_agents": {"prefetch": []},
 	"agent_id": {"prefetch": []},
 	"validate_catalog": {"prefetch": []},
+	"launch": {"prefetch": [
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
+		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
+	]},
 }}

@@ -28,6 +28,7 @@ _ops := {
 	"list_agents": {},
 	"agent_id": {"source": "/src/agent.py"},
 	"validate_catalog": {},
+	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
 }
 
 # The secret arguments of the operations that take some.
@@ -84,7 +85,7 @@ test_prefetch_templates if {
 # A prefetch instantiated with an operation's arguments is exactly what its first question
 # asks for, so a host that prefetches saves that question.
 test_prefetch_matches_the_first_needs if {
-	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential"] {
+	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential", "launch"] {
 		d := fx.decide(fx.q(op, _ops[op], {}))
 		d.needs == [_instantiate(n, _ops[op]) | some n in grantwire.manifest.ops[op].prefetch]
 	}

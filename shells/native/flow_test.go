@@ -346,17 +346,20 @@ func TestTokenEndpointRedirectIsNeverFollowed(t *testing.T) {
 func TestTransportRuleBeforeEveryRequest(t *testing.T) {
 	ctx := context.Background()
 	t.Run("plain http to a remote host", func(t *testing.T) {
-		srv, err := authserver.Start(authserver.Config{ClientID: "cid"}, "")
+		// Refused when the catalog is read, before any shell is asked anything.
+		sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = srv.Close() })
-		w := newWorld(t, worldOpts{options: []grantwire.Option{grantwire.WithCatalog(catalogWith(srv, map[string]any{"token_url": "http://192.0.2.1/token"}))}})
-		configure(t, w, "cid", "")
-		_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, nil)
+		t.Cleanup(func() { _ = sh.Close() })
+		var sent urlLog
+		caps := sh.Capabilities()
+		caps.HTTP = logTransport{&sent, caps.HTTP}
+		_, err = grantwire.New(ctx, grantwire.WithCapabilities(caps),
+			grantwire.WithCatalog(catalogWith(nil, map[string]any{"token_url": "http://192.0.2.1/token"})))
 		var ge *grantwire.Error
 		require.ErrorAs(t, err, &ge)
-		require.Equal(t, "INSECURE_TRANSPORT", ge.Code)
+		require.Equal(t, "CONFIGURATION", ge.Code)
 		require.Contains(t, ge.Message, "plain HTTP is allowed only to a loopback IP address")
-		require.Empty(t, w.checked.all(), "nothing was sent")
+		require.Empty(t, sent.all(), "nothing was sent")
 	})
 	t.Run("userinfo redirect to a link-local address", func(t *testing.T) {
 		redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -29,6 +30,19 @@ const childEnv = "GRANTWIRE_NATIVE_CHILD"
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
+	}
+	// The service locks of every test (and of the children it starts, which inherit the
+	// variable) go to a directory of this run, not to the user's cache directory.
+	if os.Getenv("GRANTWIRE_LOCK_DIR") == "" {
+		dir, err := os.MkdirTemp("", "grantwire-locks-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("GRANTWIRE_LOCK_DIR", dir)
+		code := m.Run()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -171,7 +185,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	var client *grantwire.Client
 	opts := native.Options{
 		Home: w.home, Service: w.service, Browser: browser, Prompt: w.prompt, NoWatch: o.noWatch,
-		Getenv: func(string) string { return "" },
+		Getenv: func(string) string { return "" }, LockDir: os.Getenv("GRANTWIRE_LOCK_DIR"),
 	}
 	if !o.noWatch {
 		opts.ActivationChanges = func(before, after json.RawMessage) {

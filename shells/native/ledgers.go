@@ -19,7 +19,13 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/safefile"
 )
+
+// MaxLedgerBytes is the largest ledger file the shell reads: 16 MiB, a thousand times
+// what a heavy user's ledgers hold. A larger file is refused before it is read, so a
+// runaway or hostile file costs no memory.
+const MaxLedgerBytes = 16 << 20
 
 // ledgerLockWait bounds how long a write waits for another process's write of the same
 // ledger (a write holds that lock for one read, patch, write, fsync and rename).
@@ -37,6 +43,8 @@ type fileLedgers struct {
 	// holds the file's lock, around the rename (the activation watcher uses it to tell this
 	// process's writes from other processes').
 	written func(name string, before, after []byte, rename func() error) error
+	// warn reports a file whose mode was corrected (nil: say nothing).
+	warn func(string)
 }
 
 var _ hostabi.Files = (*fileLedgers)(nil)
@@ -68,17 +76,63 @@ func (l *fileLedgers) Read(_ context.Context, name string) ([]byte, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	doc, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
-	}
-	if err != nil {
-		return nil, "", readError(p, err)
+	doc, err := l.load(p)
+	if err != nil || doc == nil {
+		return nil, "", err
 	}
 	return doc, contentVersion(doc), nil
 }
 
+// load reads the file at p: nil when it does not exist; a *hostabi.FileRefused (the file
+// left as it is) when it is a symbolic link, not a regular file or larger than
+// MaxLedgerBytes. A file other users may read or write is set to 0600 and reported
+// through warn.
+func (l *fileLedgers) load(p string) ([]byte, error) {
+	doc, fi, err := readLedgerFile(p)
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		msg := fmt.Sprintf("%s was mode %#o, so other users could read or change it; grantwire set it to 0600 (check that nobody changed your grants: grantwire status)", p, perm)
+		if err := os.Chmod(p, 0o600); err != nil {
+			msg = fmt.Sprintf("%s is mode %#o, so other users can read or change it, and grantwire could not set it to 0600 (%v): chmod 600 %s", p, perm, errors.Unwrap(err), p)
+		}
+		if l.warn != nil {
+			l.warn(msg)
+		}
+	}
+	return doc, nil
+}
+
+// readLedgerFile reads a file as a regular file of at most MaxLedgerBytes, never through
+// a symbolic link and never blocking on a FIFO: (nil, nil, nil) when it does not exist.
+func readLedgerFile(p string) ([]byte, fs.FileInfo, error) {
+	doc, fi, err := safefile.ReadFileNoFollow(p, MaxLedgerBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, readError(p, err)
+	}
+	return doc, fi, nil
+}
+
+// readError is a file refused for what it is (the policy says what to do), else a
+// failure of the host.
 func readError(p string, err error) error {
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, safefile.ErrSymlink):
+		if fi, serr := os.Stat(p); serr != nil || !fi.Mode().IsRegular() {
+			return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedBrokenLink}
+		}
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedSymlink}
+	case errors.As(err, &nr):
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedNotRegular}
+	case errors.As(err, &tl):
+		return &hostabi.FileRefused{Path: p, Reason: hostabi.RefusedTooLarge}
+	}
 	return &hostabi.HostError{Code: hostabi.HostErrIO,
 		Detail: fmt.Sprintf("could not read %s (%v); nothing was changed", p, err),
 		Fix:    fmt.Sprintf("ls -l %s", p)}
@@ -109,14 +163,12 @@ func (l *fileLedgers) Update(ctx context.Context, name string, fn func(doc []byt
 	}
 	defer lk.Unlock()
 
-	cur, err := os.ReadFile(p)
+	cur, err := l.load(p)
+	if err != nil {
+		return err
+	}
 	version := ""
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cur = nil
-	case err != nil:
-		return readError(p, err)
-	default:
+	if cur != nil {
 		version = contentVersion(cur)
 	}
 	doc, err := fn(cur, version)

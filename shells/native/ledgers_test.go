@@ -190,18 +190,18 @@ func TestCorruptLedgerIsNeverRewritten(t *testing.T) {
 	require.Equal(t, bad, got)
 }
 
-// An unreadable ledger (here a directory where the file should be, which even root
-// cannot read as a file) is reported with its path, not treated as empty.
+// A directory where a ledger should be (which even root cannot read as a file) is refused
+// with its path and the fix, not treated as empty.
 func TestUnreadableLedgerIsReported(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true})
 	grants := filepath.Join(w.home, "connectors", "grants.json")
 	require.NoError(t, os.MkdirAll(grants, 0o700))
 	_, err := w.client.ListGrants(ctx, "")
-	require.ErrorIs(t, err, grantwire.ErrIO)
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
 	require.Contains(t, err.Error(), grants)
 	_, err = w.client.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
-	require.ErrorIs(t, err, grantwire.ErrIO)
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
 	fi, err := os.Stat(grants)
 	require.NoError(t, err)
 	require.True(t, fi.IsDir(), "nothing replaced it")

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,8 +126,18 @@ func page(w http.ResponseWriter, status int, body string) {
 
 // ServeHTTP answers the loopback. Refusals (wrong path, method, Host or state) consume
 // nothing and the wait goes on; the first callback with the right state ends it.
+//
+// Only origin-form request lines ("GET /callback?…", what a browser sends to a server
+// that is not a proxy) are accepted: for an absolute-form line ("GET
+// http://127.0.0.1:PORT/callback") net/http reports the line's authority as r.Host and
+// drops the Host header, so a request sent with "Host: evil.example" would pass the Host
+// check. With origin form, r.Host is the Host header exactly as sent.
 func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case !strings.HasPrefix(r.RequestURI, "/"):
+		page(w, http.StatusBadRequest, pageRefused)
+		cb.refused("wrong Host header (absolute-form request)")
+		return
 	case r.URL.Path != "/callback":
 		page(w, http.StatusNotFound, pageNotFound)
 		return

@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,8 @@ func childRefresher() int {
 	ctx := context.Background()
 	rounds, _ := strconv.Atoi(os.Getenv("GW_ROUNDS"))
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"), NoWatch: true,
-		Getenv: func(string) string { return "" }})
+		LockDir: cmp.Or(os.Getenv("GW_LOCK_DIR"), os.Getenv("GRANTWIRE_LOCK_DIR")),
+		Getenv:  func(string) string { return "" }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -107,6 +109,8 @@ func TestMultiProcessRefresh(t *testing.T) {
 	t.Logf("%d processes, %d refreshes in %s (%.1f ms per refresh); server: %+v",
 		procs, total, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/total, st)
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func runRefreshers(t *testing.T, w *world, procs, total int, env ...string) []refreshReport {
 	t.Helper()

@@ -14,11 +14,17 @@
 //   - Files: JSON files under the home named by the policy (connectors/grants.json, ...);
 //     a content hash is the version; every patch is atomic across processes (per-file
 //     lock file, temp file, fsync, rename, fsync of the directory; 0600 files in 0700
-//     directories, re-asserted on every write). Files are never reset on their own.
-//   - Locks: connectors/<provider>.lock (gofrs/flock), queued within the process.
-//   - Loopback: a one-shot 127.0.0.1 listener, the browser and the prompt while waiting;
-//     in paste mode, the redirect address the user pastes (Options.Paste), checked as a
-//     callback is.
+//     directories, re-asserted on every write). Files are never reset on their own. A file
+//     is read only as a regular file of at most MaxLedgerBytes, never through a symbolic
+//     link and never blocking on a FIFO (internal/safefile: such a file is answered
+//     hostabi.FileRefused); one other users may read is set to 0600 and reported through
+//     Options.Warn.
+//   - Locks: per provider, a lock of the keyring service (under Options.LockDir, by default
+//     the user's cache directory) then the home's connectors/<provider>.lock (gofrs/flock),
+//     queued within the process: two homes sharing a service share the lock.
+//   - Loopback: a one-shot 127.0.0.1 listener (origin-form requests only, so the Host
+//     header checked is the one sent), the browser and the prompt while waiting; in paste
+//     mode, the redirect address the user pastes (Options.Paste), checked as a callback is.
 //   - Prompt: the device code and where to enter it (the device authorization grant).
 //   - HTTP: an http.Transport (a RoundTripper never follows redirects).
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
@@ -87,6 +93,14 @@ type Options struct {
 	ActivationChanges func(before, after json.RawMessage)
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
+	// LockDir is where the provider locks shared by every home of a keyring service live:
+	// LockDir/<service>-<hash>/<provider>.lock (default $GRANTWIRE_LOCK_DIR, else
+	// <user cache dir>/grantwire/locks).
+	LockDir string
+	// Warn receives what the user should know but that does not stop an operation (a
+	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
+	// lines to Prompt.
+	Warn func(string)
 }
 
 // Shell is the OS shell.
@@ -158,8 +172,22 @@ func New(opts Options) (*Shell, error) {
 		s.transport = http.DefaultTransport
 	}
 	s.keyring = &keyringStore{b: goKeyring{}, timeout: opts.KeyringTimeout, layout: opts.KeyLayout, getenv: os.Getenv}
-	s.ledgers = &fileLedgers{home: home}
-	s.locks = &fileLocks{home: home, sems: map[string]chan struct{}{}}
+	if opts.Warn == nil {
+		prompt := opts.Prompt
+		opts.Warn = func(msg string) { fmt.Fprintf(prompt, "grantwire: warning: %s\n", msg) }
+	}
+	s.opts.Warn = opts.Warn
+	s.ledgers = &fileLedgers{home: home, warn: opts.Warn}
+	if opts.LockDir == "" {
+		opts.LockDir = defaultLockDir(opts.Getenv)
+	} else if abs, err := filepath.Abs(opts.LockDir); err == nil {
+		opts.LockDir = abs
+	}
+	s.opts.LockDir = opts.LockDir
+	s.locks = &fileLocks{home: home}
+	if opts.LockDir != "" {
+		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
+	}
 	if !opts.NoWatch && opts.ActivationChanges != nil {
 		s.watcher = startWatcher(s.ledgers.Path(activationsFile), opts.ActivationChanges)
 		s.ledgers.written = func(name string, before, after []byte, rename func() error) error {
@@ -251,8 +279,12 @@ func (s *Shell) Home() string { return s.home }
 // activations other processes changed.
 func (s *Shell) Events() *Bus { return s.bus }
 
-// LockPath is the file of a provider's lock.
+// LockPath is the home's file of a provider's lock (connectors/<provider>.lock).
 func (s *Shell) LockPath(name string) string { return s.locks.Path(name) }
+
+// ServiceLockPath is the file of a provider's lock shared by every home of the keyring
+// service, taken before the home's ("" when no lock directory is known).
+func (s *Shell) ServiceLockPath(name string) string { return s.locks.ServicePath(name) }
 
 // Close releases the shell's resources (watchers, listeners).
 func (s *Shell) Close() error {

@@ -2,8 +2,6 @@ package native
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,7 +31,7 @@ const pollEvery = 500 * time.Millisecond
 
 func startWatcher(path string, changes func(before, after json.RawMessage)) *activationWatcher {
 	w := &activationWatcher{path: path, changes: changes, stop: make(chan struct{})}
-	if doc, err := os.ReadFile(path); err == nil {
+	if doc, _, err := readLedgerFile(path); err == nil && doc != nil {
 		w.snap, _ = activationsOf(doc)
 	}
 	if w.snap == nil {
@@ -98,10 +96,7 @@ func (w *activationWatcher) poll() {
 func (w *activationWatcher) check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	doc, err := os.ReadFile(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		doc, err = nil, nil
-	}
+	doc, _, err := readLedgerFile(w.path)
 	if err != nil {
 		return
 	}

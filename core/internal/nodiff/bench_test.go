@@ -1,10 +1,11 @@
 package nodiff_test
 
 // Benchmarks of grantwire's decisions on every engine in the same run, so their ratios are
-// measured under the same conditions: the Wasm engine on bytes (DecideJSON) and on types
-// (Decide: encoding/json both ways), the rego engine, and the hand-written Go gate (the
-// floor: go-logic on a decoded query, go-json with encoding/json around it). See
-// BENCHMARKS.md and scripts/bench.sh.
+// measured under the same conditions: the native engine (Go generated from the policy) and
+// the Wasm engine on bytes (DecideJSON), the Wasm engine on types (Decide: encoding/json
+// both ways), the rego engine, and the hand-written Go gate (the floor: go-logic on a
+// decoded query, go-json with encoding/json around it). See BENCHMARKS.md and
+// scripts/bench.sh.
 
 import (
 	"context"
@@ -14,15 +15,17 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
 type benchSet struct {
-	size nodiff.Size
-	wasm *wasmengine.Engine
-	rego *regoengine.Engine
-	gate *goGate
+	size   nodiff.Size
+	wasm   *wasmengine.Engine
+	rego   *regoengine.Engine
+	native *nativeengine.Engine
+	gate   *goGate
 }
 
 var (
@@ -47,7 +50,11 @@ func engines(b *testing.B, size nodiff.Size) *benchSet {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &benchSet{size: size, wasm: w, rego: r, gate: newGoGate(cat.Data)}
+	n, err := nativeengine.New(ctx, nativeengine.WithData(cat.Data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &benchSet{size: size, wasm: w, rego: r, native: n, gate: newGoGate(cat.Data)}
 	benchSets[size.Name()] = s
 	return s
 }
@@ -136,6 +143,7 @@ func benchEngines(b *testing.B, s *benchSet, scs []nodiff.Scenario, gate bool) {
 		b.Run("engine=go-logic", func(b *testing.B) { benchGoLogic(b, s.gate, scs) })
 		b.Run("engine=go-json", func(b *testing.B) { benchGoJSON(b, s.gate, s.wasm, scs) })
 	}
+	b.Run("engine=native", func(b *testing.B) { benchBytes(b, s.native, scs) })
 	b.Run("engine=wasm-bytes", func(b *testing.B) { benchBytes(b, s.wasm, scs) })
 	b.Run("engine=wasm-typed", func(b *testing.B) { benchTyped(b, s.wasm, scs) })
 	b.Run("engine=rego", func(b *testing.B) { benchBytes(b, s.rego, scs) })
@@ -198,14 +206,15 @@ func BenchmarkListing(b *testing.B) {
 }
 
 // BenchmarkParallel: gate decisions from GOMAXPROCS goroutines (b.RunParallel); the Wasm
-// engine has one instance per P. decisions/s is the throughput of the whole process.
+// engine has one instance per P, the native engine one evaluation state per goroutine in
+// flight. decisions/s is the throughput of the whole process.
 func BenchmarkParallel(b *testing.B) {
 	s := engines(b, nodiff.Sizes[0])
 	for _, tc := range []struct {
 		name string
 		scs  []nodiff.Scenario
 	}{{"allow", []nodiff.Scenario{nodiff.GateAllow()}}, {"mix", nodiff.GateMix()}} {
-		for _, e := range []core.Engine{s.wasm, s.rego} {
+		for _, e := range []core.Engine{s.native, s.wasm, s.rego} {
 			b.Run("case="+tc.name+"/engine="+e.Name(), func(b *testing.B) {
 				check(b, e, tc.scs)
 				ctx := context.Background()

@@ -56,6 +56,19 @@ func Diff(ctx context.Context, q []byte, a, b core.Engine) ([]byte, error, *Dive
 	return outA, errA, nil
 }
 
+// DiffWith asks engine e and compares its answer with another engine's (out, err, named
+// name), without asking that engine again.
+func DiffWith(ctx context.Context, q []byte, e core.Engine, name string, out []byte, err error) *Divergence {
+	got, gotErr := e.DecideJSON(ctx, nil, q)
+	if !bytes.Equal(got, out) || errText(gotErr) != errText(err) {
+		return &Divergence{
+			Query: bytes.Clone(q), Names: [2]string{e.Name(), name},
+			Outs: [2][]byte{got, out}, Errs: [2]error{gotErr, err},
+		}
+	}
+	return nil
+}
+
 // Outcome names what a decision was, for coverage statistics: "need:KIND,..." or
 // "done:result" or "done:CODE", with the effect kinds.
 func Outcome(out []byte, err error) string {

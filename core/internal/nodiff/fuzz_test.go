@@ -33,8 +33,8 @@ func fuzzSeeds(ctx context.Context, p *pair) [][]byte {
 	return out
 }
 
-// FuzzEngines feeds arbitrary bytes to both engines (on the synthetic catalog and on the
-// embedded one) and demands the same decision, byte for byte, or the same error. Run it
+// FuzzEngines feeds arbitrary bytes to the three engines (on the synthetic catalog and on
+// the embedded one) and demands the same decision, byte for byte, or the same error. Run it
 // with: go test ./core/internal/nodiff -run '^$' -fuzz FuzzEngines -fuzztime 10m
 func FuzzEngines(f *testing.F) {
 	ctx := context.Background()
@@ -53,7 +53,11 @@ func FuzzEngines(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, q []byte) {
 		for _, p := range ps[:2] {
-			if _, _, div := nodiff.Diff(ctx, q, p.wasm, p.rego); div != nil {
+			out, err, div := nodiff.Diff(ctx, q, p.wasm, p.rego)
+			if div == nil {
+				div = nodiff.DiffWith(ctx, q, p.native, "rego", out, err)
+			}
+			if div != nil {
 				div.Family = "catalog " + p.cat.Name
 				t.Fatal(div)
 			}

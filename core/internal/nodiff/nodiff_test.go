@@ -13,6 +13,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
@@ -23,11 +24,11 @@ var (
 	baseline = flag.String("baseline", "", "a policy.wasm (say, the previous commit's) whose decisions must not change either: for refactors of the policy")
 )
 
-// pair is both engines on one catalog.
+// pair is the engines on one catalog.
 type pair struct {
-	cat        *nodiff.Catalog
-	wasm, rego core.Engine
-	base       core.Engine // the -baseline policy, or nil
+	cat                *nodiff.Catalog
+	wasm, rego, native core.Engine
+	base               core.Engine // the -baseline policy, or nil
 }
 
 var (
@@ -61,7 +62,12 @@ func enginePairs(t testing.TB) []*pair {
 				pairsErr = err
 				return
 			}
-			p := &pair{cat: cat, wasm: w, rego: r}
+			n, err := nativeengine.New(ctx, nativeengine.WithData(cat.Data))
+			if err != nil {
+				pairsErr = err
+				return
+			}
+			p := &pair{cat: cat, wasm: w, rego: r, native: n}
 			if *baseline != "" {
 				mod, err := os.ReadFile(*baseline)
 				if err != nil {
@@ -112,9 +118,9 @@ func perOp() int {
 	return 10000
 }
 
-// TestNoDiff runs random episodes of every operation against both engines, on two
-// catalogs, until each operation has been decided perOp() times, and demands
-// byte-identical decisions and identical errors for every query.
+// TestNoDiff runs random episodes of every operation against the three engines (wasm, rego,
+// native), on three catalogs, until each operation has been decided perOp() times, and
+// demands byte-identical decisions and identical errors for every query.
 func TestNoDiff(t *testing.T) {
 	ps := enginePairs(t)
 	s := seed(t)
@@ -137,6 +143,9 @@ func TestNoDiff(t *testing.T) {
 				for {
 					q := ep.Query()
 					out, err, div := nodiff.Diff(ctx, q, p.wasm, p.rego)
+					if div == nil { // wasm's answer is rego's: the native engine must give it too
+						div = nodiff.DiffWith(ctx, q, p.native, "rego", out, err)
+					}
 					if p.base != nil && div == nil {
 						if _, _, div = nodiff.Diff(ctx, q, p.wasm, p.base); div != nil {
 							div.Names[1] = "baseline"

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for name in floor minimal abort noentry hostbuiltin; do
+for name in floor minimal abort noentry hostbuiltin slow; do
 	go tool opa build -t wasm -o "$tmp/$name.tar.gz" "core/wasmengine/testdata/$name"
 	tar -xzf "$tmp/$name.tar.gz" -C "$tmp" policy.wasm 2>/dev/null || tar -xzf "$tmp/$name.tar.gz" -C "$tmp" /policy.wasm
 	mv "$tmp/policy.wasm" "core/wasmengine/testdata/$name.wasm"

@@ -26,6 +26,7 @@ import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.grants
+import data.grantwire.mcp
 import data.grantwire.oauth
 import data.grantwire.scopes
 import data.grantwire.step
@@ -98,6 +99,7 @@ _timeout_ok if not input.args.timeout_ms
 
 _timeout_ok if {
 	is_number(input.args.timeout_ms)
+	input.args.timeout_ms == floor(input.args.timeout_ms)
 	input.args.timeout_ms >= 1000
 	input.args.timeout_ms <= 1800000
 }
@@ -151,6 +153,19 @@ _authorize_scopes := _explicit if {
 ) if {
 	count(_agents) > 0
 } else := scopes.sorted(catalog.default_scopes(_c))
+
+# The command that asks for this connection again as it was asked: the same scopes (without
+# scopes or agents, the ones asked for: the catalog's defaults) and the same agents.
+_again := concat("", [
+	"grantwire connect ", _c, scopes.flag(_again_scopes),
+	concat("", [concat("", [" --grant-agent ", scopes.quote(a)]) | some a in _agents]),
+])
+
+_again_scopes := _explicit if {
+	count(_explicit) > 0
+} else := [] if {
+	count(_agents) > 0
+} else := _authorize_scopes
 
 _wanted(a) := _explicit if count(_explicit) > 0
 
@@ -284,22 +299,14 @@ _effects := array.concat(
 
 _no_client := errors.configuration(
 	concat("", ["no OAuth client is configured for ", _c]),
-	concat("", ["grantwire configure ", _c, " --client-id <id>"]),
+	store.configure_client_cmd(_c),
 	{"connector": _c},
 )
 
-_token_error := errors.configuration(
-	concat("", ["the ", _c, " token endpoint refused the OAuth client (invalid_client)", _secret_hint]),
-	concat("", ["grantwire configure ", _c, " --client-id <id> --client-secret-stdin"]),
-	{"connector": _c},
-) if {
+_token_error := oauth.invalid_client(_c, _client) if {
 	_r.kind == "oauth"
 	_r.error == "invalid_client"
 } else := errors.token_failure(_c, _r)
-
-_secret_hint := " and no client secret is configured; this provider needs the client's secret" if {
-	not _client.has_secret == true
-} else := ""
 
 # METADATA
 # title: connect decision
@@ -310,7 +317,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(
-	errors.configuration(concat("", [_c, " is not an OAuth provider; configure it instead"]), concat("", ["grantwire configure ", _c]), {"connector": _c}),
+	errors.configuration(concat("", [_c, " is not an OAuth provider; configure it instead"]), mcp.configure_fix(_c), {"connector": _c}),
 	[],
 ) if {
 	not catalog.oauth(_c)
@@ -362,14 +369,7 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	_endpoint_problem
 } else := d if {
 	d := _authorize
-} else := step.fail(
-	errors.provider_problem(
-		_c,
-		concat("", ["the token endpoint issued no refresh token, so the connection could not outlive this access token; ", _offline_hint]),
-		"",
-	),
-	[],
-) if {
+} else := step.fail(_no_refresh, []) if {
 	not _has_refresh
 } else := step.need(m) if {
 	m := facts.missing(_f, _userinfo_needs)
@@ -391,25 +391,46 @@ decision := step.fail(errors.usage("connect needs connector, scopes and grant_ag
 	_effects,
 )
 
-# What makes a provider issue a refresh token: OpenID providers want offline_access,
-# Google wants access_type=offline with prompt=consent (its catalog entry sets both).
-_offline_hint := concat("", [
-	"ask the provider for offline access: add the offline_access scope where the provider ",
-	"has one (OpenID providers such as Microsoft), or set access_type=offline and ",
-	"prompt=consent in the catalog's auth_params (Google)",
-])
+# No refresh token: say what makes this provider issue one. OpenID providers that list the
+# offline_access scope want it asked for (the fix asks for it); Google wants
+# access_type=offline with prompt=consent in the authorization request (its catalog entry
+# sets both); when either was asked for, the provider's client settings are the cause.
+_no_refresh_text := "the token endpoint issued no refresh token, so the connection could not outlive this access token; nothing was stored; "
+
+_no_refresh := errors.provider_problem(
+	_c,
+	concat("", [_no_refresh_text, "ask for the offline_access scope, which ", _c, " offers"]),
+	scopes.connect_cmd(_c, scopes.union(_authorize_scopes, ["offline_access"])),
+) if {
+	"offline_access" in object.get(catalog.connectors[_c], "available_scopes", [])
+	not "offline_access" in _authorize_scopes
+} else := errors.provider_problem(
+	_c,
+	concat("", [
+		_no_refresh_text, "offline access was asked for (", _offline_asked,
+		"), so check the OAuth client's settings at ", _c,
+	]),
+	"",
+) if {
+	_offline_asked
+} else := errors.provider_problem(
+	_c,
+	concat("", [
+		_no_refresh_text, "the catalog entry of ", _c, " must ask for offline access: the offline_access scope ",
+		"(OpenID providers), or auth_params access_type=offline and prompt=consent (Google)",
+	]),
+	"",
+)
+
+_offline_asked := "the offline_access scope" if {
+	"offline_access" in _authorize_scopes
+} else := "access_type=offline and prompt=consent" if {
+	object.get(catalog.connectors[_c], "auth_params", {}).access_type == "offline"
+	object.get(catalog.connectors[_c], "auth_params", {}).prompt == "consent"
+}
 
 # ---------------------------------------------------------------------------------------
 # the user's part: until the token endpoint answers with tokens
-
-# What to run again: the same scopes and agents (with agents and no explicit scopes, the
-# agents' declarations give the same scopes again).
-_again := scopes.connect_cmd(_c, _authorize_scopes) if {
-	count(_agents) == 0
-} else := concat("", [
-	"grantwire connect ", _c, scopes.flag(_explicit),
-	concat("", [concat("", [" --grant-agent ", scopes.quote(a)]) | some a in _agents]),
-])
 
 _device_cmd := concat("", [_again, " --device"])
 
@@ -444,7 +465,7 @@ _browser_step := step.need([facts.loopback_mode("loopback", _c, _mode)]) if {
 	not facts.has(_f, "callback")
 } else := step.fail(_nothing_came, []) if {
 	_cb.status == "unavailable"
-} else := step.fail(errors.authorization_timeout(_c, _timeout / 60000, _authorize_scopes), []) if {
+} else := step.fail(errors.authorization_timeout(_c, _timeout, _again), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p), []) if {
 	p := oauth.issuer_problem(_c, _client, _params)
@@ -609,11 +630,7 @@ _device_step := step.need([
 	not _r.ok == true
 }
 
-_not_in_time := concat("", ["the ", _c, " device code was not approved within ", _duration(_window)])
-
-_duration(ms) := concat("", [format_int(ms / 60000, 10), "m"]) if {
-	ms >= 60000
-} else := concat("", [format_int(ms / 1000, 10), "s"])
+_not_in_time := concat("", ["the ", _c, " device code was not approved within ", errors.duration(_window)])
 
 _device_failure := errors.configuration(
 	concat("", ["the ", _c, " device authorization endpoint refused the OAuth client (invalid_client)"]),

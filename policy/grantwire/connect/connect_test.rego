@@ -63,14 +63,16 @@ test_usage if {
 		{"connector": "google", "scopes": [], "grant_agents": [], "timeout_ms": 1800001},
 		{"connector": "google", "scopes": [], "grant_agents": [], "timeout_ms": "60000"},
 		{"connector": "google", "scopes": [], "grant_agents": [], "timeout_ms": 0},
+		{"connector": "google", "scopes": [], "grant_agents": [], "timeout_ms": 1500.5},
 	] {
 		_connect(args, {}) == fx.failed(fx.usage(msg), [])
 	}
 	_connect({"connector": "nope", "scopes": [], "grant_agents": []}, {}).error.code == "UNKNOWN_CONNECTOR"
 	_connect({"connector": "mcp-github", "scopes": [], "grant_agents": []}, {}) == fx.failed(
-		fx.err("CONFIGURATION", "configuration error: mcp-github is not an OAuth provider; configure it instead", "grantwire configure mcp-github", {"connector": "mcp-github"}),
+		fx.err("CONFIGURATION", "configuration error: mcp-github is not an OAuth provider; configure it instead", "grantwire configure mcp-github --from-stdin", {"connector": "mcp-github"}),
 		[],
 	)
+	_connect({"connector": "mcp-memory", "scopes": [], "grant_agents": []}, {}).error.fix == "grantwire configure mcp-memory"
 }
 
 test_the_first_reads if {
@@ -103,7 +105,7 @@ test_no_client if {
 	_connect(_args, fx.patch(_base, fx.no_client("client"))) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: no OAuth client is configured for google",
-			"grantwire configure google --client-id <id>", {"connector": "google"},
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
 		),
 		[],
 	)
@@ -254,6 +256,15 @@ test_no_browser_while_waiting if {
 	)
 }
 
+# The fix asks again as the user asked: agents listed without scopes keep their declared
+# scopes (no --scopes); with neither, the catalog's defaults that were asked for.
+test_the_fix_asks_again_as_asked if {
+	f := object.union(_base, {"loopback": {"unavailable": "no display and no terminal"}})
+	_connect(fx.patch(_args, {"scopes": []}), f).error.fix == "grantwire connect google --grant-agent builtin:chat --no-browser"
+	g := fx.patch(f, {"grants": fx.no_file(fx.grants_file, ["google"]), "conn": fx.absent})
+	_connect({"connector": "google", "scopes": [], "grant_agents": []}, g).error.fix == "grantwire connect google --scopes email,openid --no-browser"
+}
+
 test_a_loopback_answer_that_is_not_a_url if {
 	f := object.union(_base, {"loopback": {"redirect_uri": 8080}})
 	_connect(_args, f) == fx.failed(
@@ -271,13 +282,15 @@ test_timeout if {
 		_connect(_args, fx.patch(_until_callback(_base, {}), {"callback": cb})) == fx.failed(
 			fx.err(
 				"AUTHORIZATION_TIMEOUT", "no answer from the browser in 5m; nothing was stored",
-				"grantwire connect google --scopes gmail.readonly", {"connector": "google"},
+				"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat", {"connector": "google", "timeout_ms": 300000},
 			),
 			[],
 		)
 	}
 	f := fx.patch(_until_callback(_base, {}), {"callback": {"status": "timeout"}})
-	_connect(fx.patch(_args, {"timeout_ms": 120000}), f).error.message == "no answer from the browser in 2m; nothing was stored; fix: grantwire connect google --scopes gmail.readonly"
+	_connect(fx.patch(_args, {"timeout_ms": 120000}), f).error.message == "no answer from the browser in 2m; nothing was stored; fix: grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat"
+	_connect(fx.patch(_args, {"timeout_ms": 90000}), f).error.summary == "no answer from the browser in 90s; nothing was stored"
+	_connect(fx.patch(_args, {"timeout_ms": 1500}), f).error.summary == "no answer from the browser in 1500ms; nothing was stored"
 }
 
 _exchange_need := {
@@ -357,27 +370,46 @@ test_token_errors if {
 	)
 	_connect(_args, fx.patch(_until_token(_base, {}), {"token": fx.http(401, {"error": "invalid_client"})})) == fx.failed(
 		fx.err(
-			"CONFIGURATION", "configuration error: the google token endpoint refused the OAuth client (invalid_client)",
-			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
+			"CONFIGURATION", "configuration error: the google token endpoint refused the OAuth client's credentials (invalid_client; they were sent as client_secret_basic): check the client id and secret",
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google", "client_auth": "client_secret_basic"},
 		),
 		[],
 	)
 	nosecret := object.union(fx.env_client("client", fx.id_a, false), {"conn": fx.absent, "grants": fx.no_file(fx.grants_file, ["google"]), "agents": fx.no_agents})
-	_connect(_args, fx.patch(_until_token(nosecret, {}), {"token": fx.http(400, {"error": "invalid_client"})})).error.message == "configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured; this provider needs the client's secret; fix: grantwire configure google --client-id <id> --client-secret-stdin"
+	_connect(_args, fx.patch(_until_token(nosecret, {}), {"token": fx.http(400, {"error": "invalid_client"})})).error.message == "configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); this provider needs the client's secret; fix: grantwire configure google --client-id <id> --client-secret-stdin"
 	_connect(_args, fx.patch(_until_token(_base, {}), {"token": {"status": 0, "error": "refused"}})).error.message == "the google token endpoint could not be reached (the connection was refused)"
 	_connect(_args, fx.patch(_until_token(_base, {}), {"token": fx.http(502, null)})).error.message == "the google token endpoint failed (status 502)"
 }
 
 test_no_refresh_token if {
+	# Google's way (the catalog asks for access_type=offline and prompt=consent): the
+	# provider's client settings are the cause
 	_connect(_args, _until_token(_base, fx.token_json("token", {}))) == fx.failed(
 		fx.err(
 			"PROVIDER_ERROR",
-			"google: the token endpoint issued no refresh token, so the connection could not outlive this access token; ask the provider for offline access: add the offline_access scope where the provider has one (OpenID providers such as Microsoft), or set access_type=offline and prompt=consent in the catalog's auth_params (Google)",
+			"google: the token endpoint issued no refresh token, so the connection could not outlive this access token; nothing was stored; offline access was asked for (access_type=offline and prompt=consent), so check the OAuth client's settings at google",
 			"", {"connector": "google"},
 		),
 		[],
 	)
+
+	# an entry that asks for no offline access is told how to
+	f := fx.patch(_until_token(_base, fx.token_json("token", {})), {})
+	d := fx.decide_with(fx.q1("connect", _args, f), _google_with({"auth_params": {}}))
+	d.error.summary == "google: the token endpoint issued no refresh token, so the connection could not outlive this access token; nothing was stored; the catalog entry of google must ask for offline access: the offline_access scope (OpenID providers), or auth_params access_type=offline and prompt=consent (Google)"
+	d.error.fix == ""
+
+	# a provider offering offline_access: the fix asks for it
+	o := fx.decide_with(fx.q1("connect", _args, f), _google_with({"available_scopes": ["gmail.readonly", "offline_access"]}))
+	o.error.fix == "grantwire connect google --scopes gmail.readonly,offline_access"
+	startswith(o.error.summary, "google: the token endpoint issued no refresh token")
+	endswith(o.error.summary, "ask for the offline_access scope, which google offers")
 }
+
+# The fixture catalog with some fields of google's entry replaced.
+_google_with(patch) := {"connectors": object.union(object.remove(fx.catalog.connectors, ["google"]), {
+	"google": object.union(object.remove(fx.catalog.connectors.google, object.keys(patch)), patch),
+})}
 
 test_userinfo_then_the_lock if {
 	_connect(_args, _until_token(_base, _granted)) == fx.need([{
@@ -809,7 +841,7 @@ test_an_approved_device_code_connects_as_the_loopback_does if {
 
 	# without a refresh token, the same refusal as the loopback's
 	n := _polled(_shown(_base, _device_answer({})), [fx.http(200, fx.token_json("poll@1", {}))])
-	_dconnect(_dargs, n).error.summary == "google: the token endpoint issued no refresh token, so the connection could not outlive this access token; ask the provider for offline access: add the offline_access scope where the provider has one (OpenID providers such as Microsoft), or set access_type=offline and prompt=consent in the catalog's auth_params (Google)"
+	_dconnect(_dargs, n).error.summary == "google: the token endpoint issued no refresh token, so the connection could not outlive this access token; nothing was stored; offline access was asked for (access_type=offline and prompt=consent), so check the OAuth client's settings at google"
 }
 
 # Two connects of one provider: the one that stores first wins; the other finds its

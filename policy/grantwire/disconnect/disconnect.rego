@@ -5,7 +5,9 @@
 #   connecting the same id again inherits nothing. The OAuth client configuration is kept (it
 #   is the application's registration, not the user's connection). Idempotent. Revoking
 #   access must always be possible: a ledger that cannot be read is left as it is (the
-#   result says which, and how to move it aside) and everything else is still wiped. When
+#   result says which, and how to move it aside) and everything else is still wiped; an
+#   MCP server whose mcp_servers.json is unreadable has every key its catalog entry names
+#   deleted. When
 #   the catalog names a revocation endpoint, the refresh token is also revoked at the
 #   provider (RFC 7009), best effort, after the local wipe.
 package grantwire.disconnect
@@ -61,9 +63,12 @@ _conn := store.connection(_f.conn)
 
 _client := store.client(_f, "client", _c)
 
+# The stored values to delete: the keys the server's mcp_servers.json entry lists, or,
+# when that file cannot be read, every key the catalog says the server takes (deleting an
+# absent slot is fine), so its secrets are deleted all the same.
 _mcp_keys := mcp.keys(_f.mcp, _c) if _usable("mcp")
 
-else := []
+else := sort([e.key | some e in mcp.env_spec(_c)])
 
 _removed if _conn.found == true
 

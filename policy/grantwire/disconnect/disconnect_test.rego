@@ -196,8 +196,14 @@ test_an_unconfigured_or_unreadable_mcp_server if {
 		{"connector": "mcp-github", "removed": false, "revoked_grants": [], "deactivated": [], "revoked_at_provider": false, "warnings": []},
 		[_disconnected("mcp-github")],
 	)
+
+	# an unreadable mcp_servers.json: every key the catalog names is deleted all the same
 	d := _disconnect("mcp-github", object.union(base, {"mcp": fx.corrupt(fx.mcp_file, [], "duplicate key")}))
-	d.effects == [_disconnected("mcp-github")]
+	d.effects == [
+		{"kind": "keyring.delete", "user": "mcp-github:GITHUB_HOST"},
+		{"kind": "keyring.delete", "user": "mcp-github:GITHUB_TOKEN"},
+		_disconnected("mcp-github"),
+	]
 	d.result.removed == false
 	d.result.warnings == ["could not clean /home/u/.grantwire/mcp_servers.json (duplicate key); everything else was removed; move it aside: mv /home/u/.grantwire/mcp_servers.json /home/u/.grantwire/mcp_servers.json.corrupt"]
 }

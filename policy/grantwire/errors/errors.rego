@@ -35,6 +35,7 @@ table := {
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
+	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
 }
 
 # METADATA
@@ -260,11 +261,13 @@ _failure_text(r) := concat("", ["could not be reached (", r.detail, ")"]) if {
 
 # METADATA
 # title: interactive auth required
-# description: Authorization needs a browser and none is available.
-interactive_required(c, list) := error(
+# description: |
+#   Authorization needs a browser and none is available; the fix is the connect command
+#   (again) with --no-browser, which prints the URL and waits.
+interactive_required(c, again) := error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", c, " needs a browser and this session has none"]),
-	concat("", [scopes.connect_cmd(c, list), " --no-browser"]),
+	concat("", [again, " --no-browser"]),
 	{"connector": c},
 )
 
@@ -291,9 +294,19 @@ insecure_transport(reason) := error("INSECURE_TRANSPORT", concat("", ["refused U
 corrupt_ledger(name, file, reason) := error(
 	"CORRUPT_LEDGER",
 	concat("", ["the ", name, " ledger at ", file, " is unreadable (", reason, "); nothing was changed"]),
-	move_aside(file),
+	_corrupt_fix(file, reason),
 	{"ledger": name, "path": file},
 )
+
+# A symbolic link is replaced by a copy of its target (the ledger keeps its content; a
+# write would otherwise replace the link and leave the target stale); anything else is
+# moved aside.
+_corrupt_fix(file, "a symbolic link") := concat("", [
+	"cp -p -- \"$(readlink -f -- ", scopes.quote(file), ")\" ", scopes.quote(concat("", [file, ".copy"])),
+	" && mv -f -- ", scopes.quote(concat("", [file, ".copy"])), " ", scopes.quote(file),
+])
+
+_corrupt_fix(file, reason) := move_aside(file) if reason != "a symbolic link"
 
 # METADATA
 # title: move aside
@@ -329,13 +342,27 @@ issuer_mismatch(c, cause) := error(
 
 # METADATA
 # title: authorization timeout
-# description: Nobody completed the authorization in the browser in time; nothing was stored.
-authorization_timeout(c, minutes, list) := error(
+# description: |
+#   Nobody completed the authorization in the browser in time (ms); nothing was stored. The
+#   fix is the connect command again.
+authorization_timeout(c, ms, again) := error(
 	"AUTHORIZATION_TIMEOUT",
-	concat("", ["no answer from the browser in ", _decimal(minutes), "m; nothing was stored"]),
-	scopes.connect_cmd(c, list),
-	{"connector": c},
+	concat("", ["no answer from the browser in ", duration(ms), "; nothing was stored"]),
+	again,
+	{"connector": c, "timeout_ms": ms},
 )
+
+# METADATA
+# title: duration
+# description: |
+#   A number of milliseconds as a person reads it, in the largest unit that divides it:
+#   5m, 90s, 1500ms (as the CLI's --timeout takes it).
+duration(ms) := concat("", [_decimal(ms / 60000), "m"]) if {
+	ms > 0
+	ms % 60000 == 0
+} else := concat("", [_decimal(ms / 1000), "s"]) if {
+	ms % 1000 == 0
+} else := concat("", [_decimal(ms), "ms"])
 
 # METADATA
 # title: internal
@@ -375,3 +402,25 @@ connect_superseded(c, account) := error(
 _as(account) := concat("", [" (", account, ")"]) if account != ""
 
 else := ""
+
+# METADATA
+# title: MCP server not granted
+# description: |
+#   An agent without a grant for an MCP server it wants to use. The fix grants and activates
+#   in one step (revoking removes both, so a pair without a grant has no activation either).
+mcp_not_granted(c, a) := error(
+	"AGENT_NOT_GRANTED",
+	concat("", ["agent ", scopes.quote(a), " holds no grant for ", c]),
+	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a), " --scopes use"]),
+	{"connector": c, "agent": a, "missing_scopes": ["use"], "full_scopes": ["use"]},
+)
+
+# METADATA
+# title: agent not active
+# description: An agent granted an MCP server that is not active for it (its tools are hidden from it).
+agent_not_active(c, a) := error(
+	"AGENT_NOT_ACTIVE",
+	concat("", ["agent ", scopes.quote(a), " is granted ", c, " but it is not active for it"]),
+	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
+	{"connector": c, "agent": a},
+)

@@ -25,20 +25,22 @@ _all := [
 	errors.provider_problem("google", "no code", ""),
 	errors.provider_problem("google", "no code", "grantwire connect google"),
 	errors.token_failure("google", {"kind": "status", "status": 500, "error": "http_error"}),
-	errors.interactive_required("google", ["gmail"]),
+	errors.interactive_required("google", "grantwire connect google --scopes gmail"),
 	errors.consent_denied("google", "access_denied"),
 	errors.insecure_transport("credentials in URLs are refused"),
 	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON"),
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
 	errors.issuer_mismatch("github", "names another issuer"),
-	errors.authorization_timeout("google", 5, ["gmail"]),
+	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail"),
 	errors.internal("grant"),
 	errors.headless("google", "authorizing google needs a browser", "grantwire connect google --device"),
 	errors.headless("google", "nobody can see the code", ""),
 	errors.device_timeout("google", "the google device code expired", "grantwire connect google --device"),
 	errors.connect_superseded("google", "a@example.com"),
 	errors.connect_superseded("local", ""),
+	errors.mcp_not_granted("mcp-github", "builtin:chat"),
+	errors.agent_not_active("mcp-github", "it's"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
@@ -189,7 +191,7 @@ test_token_failure_texts if {
 }
 
 test_connect_errors if {
-	errors.interactive_required("google", ["gmail"]) == {
+	errors.interactive_required("google", "grantwire connect google --scopes gmail") == {
 		"code": "INTERACTIVE_AUTH_REQUIRED", "connector": "google",
 		"fix": "grantwire connect google --scopes gmail --no-browser",
 		"summary": "authorizing google needs a browser and this session has none", "message": "authorizing google needs a browser and this session has none; fix: grantwire connect google --scopes gmail --no-browser",
@@ -202,10 +204,18 @@ test_connect_errors if {
 		"code": "ISSUER_MISMATCH", "connector": "github", "fix": "",
 		"summary": "the github authorization response names another issuer; the code was not exchanged and nothing was stored", "message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
 	}
-	errors.authorization_timeout("google", 5, ["gmail"]) == {
-		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "fix": "grantwire connect google --scopes gmail",
+	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail") == {
+		"code": "AUTHORIZATION_TIMEOUT", "connector": "google", "timeout_ms": 300000, "fix": "grantwire connect google --scopes gmail",
 		"summary": "no answer from the browser in 5m; nothing was stored", "message": "no answer from the browser in 5m; nothing was stored; fix: grantwire connect google --scopes gmail",
 	}
+}
+
+test_durations if {
+	errors.duration(300000) == "5m"
+	errors.duration(1800000) == "30m"
+	errors.duration(90000) == "90s"
+	errors.duration(1000) == "1s"
+	errors.duration(1500) == "1500ms"
 }
 
 test_transport_and_ledgers if {
@@ -242,4 +252,21 @@ test_internal if {
 		"code": "CONFIGURATION", "connector": "google", "fix": "grantwire configure google --client-id <id>",
 		"summary": "configuration error: no client", "message": "configuration error: no client; fix: grantwire configure google --client-id <id>",
 	}
+}
+
+test_mcp_gate_errors if {
+	errors.mcp_not_granted("mcp-github", "builtin:chat") == {
+		"code": "AGENT_NOT_GRANTED", "connector": "mcp-github", "agent": "builtin:chat",
+		"missing_scopes": ["use"], "full_scopes": ["use"],
+		"fix": "grantwire activations activate mcp-github builtin:chat --scopes use",
+		"summary": "agent builtin:chat holds no grant for mcp-github",
+		"message": "agent builtin:chat holds no grant for mcp-github; fix: grantwire activations activate mcp-github builtin:chat --scopes use",
+	}
+	errors.agent_not_active("mcp-github", "it's") == {
+		"code": "AGENT_NOT_ACTIVE", "connector": "mcp-github", "agent": "it's",
+		"fix": `grantwire activations activate mcp-github 'it'\''s'`,
+		"summary": `agent 'it'\''s' is granted mcp-github but it is not active for it`,
+		"message": `agent 'it'\''s' is granted mcp-github but it is not active for it; fix: grantwire activations activate mcp-github 'it'\''s'`,
+	}
+	errors.table.AGENT_NOT_ACTIVE == {"status": 403, "exit": 4}
 }

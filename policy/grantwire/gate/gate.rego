@@ -161,7 +161,7 @@ _phase_a_ok := step.fail(errors.connection_missing_scopes(_p, _a, _req, _conn.sc
 
 _no_client := errors.configuration(
 	concat("", ["no OAuth client is configured for ", _p]),
-	concat("", ["grantwire configure ", _p, " --client-id <id>"]),
+	store.configure_client_cmd(_p),
 	{"connector": _p},
 )
 
@@ -310,7 +310,7 @@ _refreshed(r) := step.fail(
 ) if {
 	r.kind == "oauth"
 	r.error == "invalid_grant"
-} else := step.fail(_invalid_client, []) if {
+} else := step.fail(oauth.invalid_client(_p, _lclient), []) if {
 	r.kind == "oauth"
 	r.error == "invalid_client"
 } else := step.fail(
@@ -319,18 +319,3 @@ _refreshed(r) := step.fail(
 ) if {
 	r.status == 401
 } else := step.fail(errors.token_failure(_p, r), [])
-
-_invalid_client := errors.configuration(
-	concat("", [
-		"the ", _p, " token endpoint refused the OAuth client (invalid_client) and no client secret is configured; ",
-		"this provider needs the client's secret",
-	]),
-	concat("", ["grantwire configure ", _p, " --client-id <id> --client-secret-stdin"]),
-	{"connector": _p, "missing": "client_secret"},
-) if {
-	not _lclient.has_secret == true
-} else := errors.configuration(
-	concat("", ["the ", _p, " token endpoint refused the OAuth client's credentials (invalid_client)"]),
-	concat("", ["grantwire configure ", _p, " --client-id <id> --client-secret-stdin"]),
-	{"connector": _p},
-)

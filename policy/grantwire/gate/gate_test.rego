@@ -369,8 +369,8 @@ test_invalid_client if {
 	d == fx.failed(
 		fx.err(
 			"CONFIGURATION",
-			"configuration error: the google token endpoint refused the OAuth client's credentials (invalid_client)",
-			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
+			"configuration error: the google token endpoint refused the OAuth client's credentials (invalid_client; they were sent as client_secret_basic): check the client id and secret",
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google", "client_auth": "client_secret_basic"},
 		),
 		[],
 	)
@@ -380,7 +380,7 @@ test_invalid_client if {
 	_gat(f) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
-			"configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured; this provider needs the client's secret",
+			"configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); this provider needs the client's secret",
 			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google", "missing": "client_secret"},
 		),
 		[],
@@ -462,7 +462,7 @@ test_no_client_anywhere if {
 	_gat(f) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: no OAuth client is configured for google",
-			"grantwire configure google --client-id <id>", {"connector": "google"},
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
 		),
 		[],
 	)
@@ -492,7 +492,7 @@ test_a_stale_client_that_matches_under_the_lock if {
 
 test_no_client_under_the_lock if {
 	g := _locked(fx.conn("conn@lock", fx.hash_a, _scopes), fx.no_client("client@lock"), fx.client("client@fresh", fx.id_b))
-	_gat(g).error.message == "configuration error: no OAuth client is configured for google; fix: grantwire configure google --client-id <id>"
+	_gat(g).error.message == "configuration error: no OAuth client is configured for google; fix: grantwire configure google --client-id <id> --client-secret-stdin"
 	_gat(g).effects == []
 }
 

@@ -131,7 +131,10 @@ _grant_result(changed) := {"connector": _c, "agent": _a, "scopes": _new, "change
 # title: revoke decision
 # description: |
 #   Remove the pair's grant and its activation (so a later grant never resurrects tool
-#   visibility). Revoking nothing succeeds and changes nothing.
+#   visibility). Revoking nothing succeeds and changes nothing. Revoking access is always
+#   possible: a ledger that cannot be read is left as it is and named in a warning with
+#   the command that moves it aside, and the other is still cleaned (an unreadable grants
+#   ledger already refuses every agent, see decide).
 # entrypoint: true
 revoke := step.fail(errors.usage("revoke needs connector and agent"), []) if {
 	not _pair_args
@@ -141,16 +144,19 @@ revoke := step.fail(errors.usage("revoke needs connector and agent"), []) if {
 	m := facts.missing(_f, [grant_need("grant", _c, _a), active_need("active", _c, _a)])
 	count(m) > 0
 } else := step.done(
-	{"connector": _c, "agent": _a, "changed": count(_revoke_effects) > 0},
+	{"connector": _c, "agent": _a, "changed": count(_revoke_effects) > 0, "warnings": _revoke_warnings},
 	_revoke_effects,
 )
 
 _revoke_effects := array.concat(_revoke_grant, _revoke_activation)
 
+_usable(k) if not store.problem(_f[k])
+
 _revoke_grant := [
 	store.write(store.grants_file, [{"path": [_c, _a], "delete": true, "prune": true, "expect": store.expect(_f.grant)}]),
 	changed_event(_c, _a, []),
 ] if {
+	_usable("grant")
 	_f.grant.exists == true
 } else := []
 
@@ -161,8 +167,22 @@ _revoke_activation := [
 	}]),
 	activation_event(_c, _a, false),
 ] if {
+	_usable("active")
 	_f.active.exists == true
 } else := []
+
+_unusable_text := {
+	"grant": "no agent gets any credential while it is unreadable",
+	"active": "everything else was removed",
+}
+
+_revoke_warnings := [concat("", [
+	"could not clean ", _f[k].file, " (", store.problem(_f[k]), "); ", _unusable_text[k],
+	"; move it aside: ", errors.move_aside(_f[k].file),
+]) |
+	some k in ["grant", "active"]
+	store.problem(_f[k])
+]
 
 # METADATA
 # title: list_grants decision

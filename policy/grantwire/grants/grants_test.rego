@@ -123,7 +123,7 @@ test_revoke_reads_the_grant_and_the_activation if {
 
 test_revoking_nothing_changes_nothing if {
 	f := {"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:chat"]), "active": fx.no_entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"])}
-	_revoke(_pair, f) == fx.done({"connector": "mcp-github", "agent": "builtin:chat", "changed": false}, [])
+	_revoke(_pair, f) == fx.done({"connector": "mcp-github", "agent": "builtin:chat", "changed": false, "warnings": []}, [])
 }
 
 test_revoke_removes_the_grant_and_the_activation if {
@@ -132,7 +132,7 @@ test_revoke_removes_the_grant_and_the_activation if {
 		"active": fx.entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"], true),
 	}
 	_revoke(_pair, f) == fx.done(
-		{"connector": "mcp-github", "agent": "builtin:chat", "changed": true},
+		{"connector": "mcp-github", "agent": "builtin:chat", "changed": true, "warnings": []},
 		[
 			{"kind": "ledger.write", "ledger": "connectors/grants.json", "ops": [{"path": ["mcp-github", "builtin:chat"], "delete": true, "prune": true, "expect": {"value": ["use"]}}]},
 			_event("mcp-github", "builtin:chat", []),
@@ -145,6 +145,29 @@ test_revoke_removes_the_grant_and_the_activation if {
 	g := fx.patch(f, {"grant": fx.no_entry(fx.grants_file, ["mcp-github", "builtin:chat"])})
 	fx.kinds(_revoke(_pair, g)) == ["ledger.write", "event.emit"]
 	_revoke(_pair, g).effects[0].ledger == "connectors/activations.json"
+}
+
+# Revoking access is always possible: an unreadable ledger is left as it is and named, and
+# the other is still cleaned.
+test_revoke_with_an_unreadable_ledger if {
+	grant := fx.entry(fx.grants_file, ["mcp-github", "builtin:chat"], ["use"])
+	active := fx.entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"], true)
+	bad_actives := fx.corrupt(fx.activations_file, ["activations", "mcp-github", "builtin:chat"], "invalid JSON")
+	d := _revoke(_pair, {"grant": grant, "active": bad_actives})
+	d.result.changed == true
+	fx.kinds(d) == ["ledger.write", "event.emit"]
+	d.effects[0].ledger == "connectors/grants.json"
+	d.result.warnings == ["could not clean /home/u/.grantwire/connectors/activations.json (invalid JSON); everything else was removed; move it aside: mv /home/u/.grantwire/connectors/activations.json /home/u/.grantwire/connectors/activations.json.corrupt"]
+
+	bad_grants := fx.corrupt(fx.grants_file, ["mcp-github", "builtin:chat"], "trailing data")
+	e := _revoke(_pair, {"grant": bad_grants, "active": active})
+	fx.kinds(e) == ["ledger.write", "event.emit"]
+	e.effects[0].ledger == "connectors/activations.json"
+	e.result.warnings == ["could not clean /home/u/.grantwire/connectors/grants.json (trailing data); no agent gets any credential while it is unreadable; move it aside: mv /home/u/.grantwire/connectors/grants.json /home/u/.grantwire/connectors/grants.json.corrupt"]
+
+	# decide lets revoke through (any other operation stops on the unreadable ledger)
+	fx.decide(fx.q1("revoke", _pair, {"grant": bad_grants, "active": active})).result.changed == true
+	fx.decide(fx.q1("grant", {"connector": "mcp-github", "agent": "builtin:chat", "scopes": ["use"]}, {"grant": bad_grants, "agents": fx.no_agents})).error.code == "CORRUPT_LEDGER"
 }
 
 # ---------------------------------------------------------------------------------------

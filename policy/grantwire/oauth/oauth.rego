@@ -12,8 +12,10 @@
 package grantwire.oauth
 
 import data.grantwire.catalog
+import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.scopes
+import data.grantwire.store
 import data.grantwire.transport
 
 # METADATA
@@ -82,6 +84,31 @@ _auth_form(p, client) := {"client_id": client.client_id, "client_secret": client
 	auth_method(p, client) == "client_secret_basic"
 	client.has_secret == true
 } else := {"client_id": client.client_id}
+
+# METADATA
+# title: invalid client
+# description: |
+#   What a token endpoint's invalid_client (RFC 6749 §5.2) means: a configuration error, not
+#   a reason to connect again. Without a secret the provider wants one, and the fix stores
+#   it with the client; with one, the id, the secret or the way they were sent is wrong.
+invalid_client(p, client) := errors.configuration(
+	concat("", [
+		"the ", p, " token endpoint refused the OAuth client (invalid_client) and no client secret is configured ",
+		"(neither stored with the client nor in ", store.env_name(p, "client_secret_env", "CLIENT_SECRET"),
+		"); this provider needs the client's secret",
+	]),
+	concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]),
+	{"connector": p, "missing": "client_secret"},
+) if {
+	not client.has_secret == true
+} else := errors.configuration(
+	concat("", [
+		"the ", p, " token endpoint refused the OAuth client's credentials (invalid_client; they were sent as ",
+		auth_method(p, client), "): check the client id and secret",
+	]),
+	concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]),
+	{"connector": p, "client_auth": auth_method(p, client)},
+)
 
 # METADATA
 # title: token request

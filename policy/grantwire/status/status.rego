@@ -265,7 +265,7 @@ test := step.fail(errors.usage("test_connector needs connector"), []) if {
 } else := step.fail(
 	errors.configuration(
 		concat("", ["no OAuth client is configured for ", _c]),
-		concat("", ["grantwire configure ", _c, " --client-id <id>"]),
+		store.configure_client_cmd(_c),
 		{"connector": _c},
 	),
 	[],

@@ -285,7 +285,7 @@ test_test_a_connection_without_a_client if {
 	_test("google", f) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: no OAuth client is configured for google",
-			"grantwire configure google --client-id <id>", {"connector": "google"},
+			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google"},
 		),
 		[],
 	)

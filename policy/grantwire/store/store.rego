@@ -62,6 +62,15 @@ client_needs(k, p, fresh) := [
 ]
 
 # METADATA
+# title: configure client command
+# description: |
+#   The command that configures a provider's OAuth client, asking for the secret on stdin
+#   where the catalog entry requires one (without it, configure refuses the client).
+configure_client_cmd(p) := concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]) if {
+	catalog.connectors[p].client_secret_required == true
+} else := concat("", ["grantwire configure ", p, " --client-id <id>"])
+
+# METADATA
 # title: client environment variable
 # description: The environment variable a provider's client id or secret comes from.
 env_name(p, field, suffix) := catalog.connectors[p][field] if {

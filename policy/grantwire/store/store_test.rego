@@ -369,3 +369,8 @@ test_misshapen_ledger_entries if {
 		store.problem(fact) == _shape
 	}
 }
+
+test_configure_client_cmd if {
+	store.configure_client_cmd("google") == "grantwire configure google --client-id <id> --client-secret-stdin" with data.catalog as fx.catalog
+	store.configure_client_cmd("microsoft") == "grantwire configure microsoft --client-id <id>" with data.catalog as fx.catalog
+}

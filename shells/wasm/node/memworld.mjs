@@ -133,12 +133,17 @@ class Server {
     Object.assign(this, { auth: new Map(), codes: new Map(), accounts: new Map(), rotate: true, expiresIn: 3600 });
     Object.assign(this, { devices: new Map(), latest: new Map() });
     Object.assign(this, { issued: 0, codesIssued: 0, requests: 0, sent: [], reused: 0, revoked: [] });
+    Object.assign(this, { issuers: new Map(), clientAuth: new Map(), revokes: new Map(), exchanges: 0, revocations: 0, authSeen: [] });
   }
 
-  /** Answers a provider's endpoints (URLs may hold "{tenant}"). */
+  /** Answers a provider's endpoints (URLs may hold "{tenant}"); an "issuer" is sent as every authorization response's iss. */
   serve(provider, urls) {
     for (const [kind, u] of Object.entries(urls)) {
       if (!u) continue;
+      if (kind === "issuer") {
+        this.issuers.set(provider, u);
+        continue;
+      }
       const pattern = u.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll("\\{tenant\\}", "[^/]+");
       this.endpoints.push({ provider, kind, re: new RegExp(`^${pattern}$`) });
     }
@@ -167,6 +172,38 @@ class Server {
     this.queue(this.auth, provider, answer);
   }
 
+  /** How a provider's clients must authenticate (memhost.Server.ClientAuth): method, or "" for RFC 8414's default. */
+  requireClientAuth(provider, method, secretRequired) {
+    this.clientAuth.set(provider, { method, secretRequired });
+  }
+
+  scriptRevoke(provider, answer) {
+    this.queue(this.revokes, provider, answer);
+  }
+
+  // authOf says how a request authenticates its client (memhost's authMethod).
+  authOf(init, form) {
+    const m = /^basic (.*)$/i.exec(new Headers(init.headers).get("authorization") ?? "");
+    const [user, pass] = m ? Buffer.from(m[1], "base64").toString().split(/:(.*)/s).map((x) => decodeURIComponent((x ?? "").replaceAll("+", " "))) : [];
+    const posted = form.has("client_secret");
+    if (m && posted) return { method: "mixed", id: user, secret: true };
+    if (m) return { method: "client_secret_basic", id: user, secret: pass !== "" };
+    if (posted) return { method: "client_secret_post", id: form.get("client_id") ?? "", secret: form.get("client_secret") !== "" };
+    return { method: "none", id: form.get("client_id") ?? "", secret: false };
+  }
+
+  // refused is why a client authentication is refused, "" when accepted (memhost's authRefusal).
+  refused(provider, { method, id, secret }) {
+    const want = this.clientAuth.get(provider) ?? { method: "", secretRequired: false };
+    if (id === "") return "no client id";
+    if (method === "mixed") return "a secret sent two ways";
+    if (want.secretRequired && !secret) return "no client secret";
+    if (want.method !== "" && method !== want.method) return `authenticated with ${method}`;
+    if (want.method === "" && method === "client_secret_post") return "a secret in the form";
+    if (method !== "none" && !secret) return "an empty secret";
+    return "";
+  }
+
   token(prefix) {
     return `${prefix}-${String(++this.issued).padStart(4, "0")}`;
   }
@@ -181,12 +218,20 @@ class Server {
     const { provider, kind } = this.route(url.split("?")[0]);
     const form = new URLSearchParams(typeof init.body === "string" ? init.body : "");
     switch (kind) {
-      case "token_url":
+      case "token_url": {
         if (init.method !== "POST") return json(400, { error: "invalid_request" });
+        const auth = this.authOf(init, form);
+        this.authSeen.push(auth.method);
+        if (form.get("grant_type") === "authorization_code") this.exchanges++;
+        if (this.refused(provider, auth)) {
+          if (form.get("grant_type") === "refresh_token") this.requests++;
+          return json(401, { error: "invalid_client" });
+        }
         if (form.get("grant_type") === "refresh_token") return this.refresh(provider, form.get("refresh_token") ?? "");
         if (form.get("grant_type") === "authorization_code") return this.exchange(provider, form);
         if (form.get("grant_type") === DEVICE_GRANT) return this.devicePoll(provider, form.get("device_code") ?? "");
         return json(400, { error: "unsupported_grant_type" });
+      }
       case "device_authorization_url":
         if (init.method !== "POST") return json(400, { error: "invalid_request" });
         return this.deviceAuthorization(provider, u, form);
@@ -196,10 +241,17 @@ class Server {
         if (!/^bearer /i.test(auth) || account === undefined) return json(401, { error: "invalid_token" });
         return json(200, { email: account, sub: "subject-1" });
       }
-      case "revocation_url":
+      case "revocation_url": {
+        if (init.method !== "POST") return json(400, { error: "invalid_request" });
+        this.revocations++;
+        const a = this.revokes.get(provider)?.shift();
+        if (a && !a.status) throw a.error === "timeout" ? new DOMException("no answer", "TimeoutError") : new TypeError("fetch failed");
+        if (a) return json(a.status, { error: a.error });
+        if (this.refused(provider, this.authOf(init, form))) return json(401, { error: "invalid_client" });
         this.revoked.push(form.get("token"));
         this.live.delete(form.get("token"));
         return new Response(null, { status: 200 });
+      }
     }
     throw new TypeError("fetch failed", { cause: { code: "ECONNREFUSED", host: u.host } });
   }
@@ -264,7 +316,9 @@ class Server {
     if (at.provider !== provider || at.kind !== "authorization_url") throw new Error(`memhost: not ${provider}'s authorization endpoint`);
     const a = this.auth.get(provider)?.shift() ?? { status: "ok" };
     const out = { state: q.get("state") ?? "" };
+    if (this.issuers.has(provider)) out.iss = this.issuers.get(provider);
     if (a.iss !== undefined && a.iss !== null) out.iss = a.iss;
+    if (a.no_iss) delete out.iss;
     if (a.status === "timeout") return null;
     if (a.status === "denied") return { ...out, error: a.error || "access_denied" };
     if (q.get("response_type") !== "code" || q.get("code_challenge_method") !== "S256" || !q.get("code_challenge") || q.get("redirect_uri") !== REDIRECT) {
@@ -289,6 +343,7 @@ class Server {
   // tokens answers a granted authorization (memhost's Server.tokens).
   tokens(g) {
     const [a, provider] = [g.a, g.provider];
+    if (a.not_json) return new Response("<html>sign in</html>", { status: 200, headers: { "content-type": "text/html" } });
     const access = a.access_token || this.token(`access-${provider}`);
     const refresh = a.refresh_token || (a.no_refresh ? "" : this.token(`refresh-${provider}`));
     const r = { access_token: access, expires_in: a.expires_in || this.expiresIn, token_type: "Bearer", scope: [...g.scopes].sort().join(" ") };

@@ -162,8 +162,9 @@ export class Runner {
     this.caps = this.world.capabilities(SERVICE);
     for (const [id, c] of Object.entries(catalog.connectors)) {
       if (c.type === "oauth_pkce") {
-        const { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url } = c;
-        this.world.server.serve(id, { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url });
+        const { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer } = c;
+        this.world.server.serve(id, { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer });
+        this.world.server.requireClientAuth(id, c.token_endpoint_auth_method || (c.client_secret_required ? "client_secret_basic" : ""), c.client_secret_required === true);
       }
     }
     Object.assign(this, { procs: new Map(), agents: {}, secrets: new Set(), users: new Set(), texts: [], failures: [] });
@@ -227,6 +228,8 @@ export class Runner {
     const ts = ws.token_server;
     if (ts) {
       this.world.server.configure(ts.rotate !== false, ts.expires_in || 3600);
+      for (const p of sortedKeys(ts.client_auth)) this.world.server.requireClientAuth(p, ts.client_auth[p], this.catalog.connectors[p]?.client_secret_required === true);
+      for (const p of sortedKeys(ts.revoke)) for (const x of ts.revoke[p]) this.world.server.scriptRevoke(p, x);
       for (const p of sortedKeys(ts.issued)) {
         for (const rt of ts.issued[p]) {
           this.secret(rt);
@@ -458,8 +461,18 @@ export class Runner {
       const want = [...f.keyring].sort();
       if (!deepEqual(have, want)) this.failf(`final: keyring holds ${JSON.stringify(have)}, want ${JSON.stringify(want)}`);
     }
-    if (f.token_server?.requests !== undefined && this.world.server.requests !== f.token_server.requests) {
-      this.failf(`final: the token endpoint got ${this.world.server.requests} refresh requests, want ${f.token_server.requests}`);
+    const srv = this.world.server;
+    for (const [field, got, what] of [
+      ["requests", srv.requests, "the token endpoint got %d refresh requests"],
+      ["exchanges", srv.exchanges, "the token endpoint got %d code exchanges"],
+      ["revocations", srv.revocations, "the revocation endpoint got %d requests"],
+      ["revoked", srv.revoked.length, "the revocation endpoint revoked %d tokens"],
+    ]) {
+      const want = f.token_server?.[field];
+      if (want !== undefined && got !== want) this.failf(`final: ${what.replace("%d", got)}, want ${want}`);
+    }
+    if (f.token_server?.client_auth !== undefined && !deepEqual(srv.authSeen, f.token_server.client_auth)) {
+      this.failf(`final: the token endpoint saw the client authenticate with ${JSON.stringify(srv.authSeen)}, want ${JSON.stringify(f.token_server.client_auth)}`);
     }
     const got = this.world.events.map((e) => ({ type: e.type, payload: e.payload }));
     this.texts.push(JSON.stringify(got));
@@ -572,7 +585,7 @@ async function checkBeyond() {
   out = await run(engine, host, "agent_id", { source: "~/agents/helper.py", name: "helper" });
   expect(`agent_id of a source: ${canonical(out.result ?? out.error)}`, /^custom:[0-9a-f]{16}:helper$/.test(out.result?.id));
   out = await run(engine, host, "agent_id", { source: "~/agents/missing.py" });
-  expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "CONFIGURATION" && out.error.message.includes("no such file"));
+  expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "USAGE" && out.error.message.includes("no such file"));
   return failures;
 }
 

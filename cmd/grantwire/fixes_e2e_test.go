@@ -1,0 +1,578 @@
+package main_test
+
+// Every fix grantwire prints is a command that works (issue 10, item 10). internal/fixes
+// lists the kinds of fix; conformance's TestEveryCorpusFixIsKnown requires every fix the
+// corpus produces to be of one of them, and TestMain every fix any test of this package saw
+// printed. TestEveryFixRuns takes each kind in turn on the real parts (the built binary, the
+// private Secret Service, the local authorization server, the stand-in browser): it builds
+// the state that makes grantwire print such a fix, checks the fix printed is of that kind,
+// runs it as printed (placeholders such as <id> and <scopes> filled in, the secrets it asks
+// for on stdin), requires that it was accepted (no usage error, no unknown command or
+// flag), and that the state moved on: the command that failed then succeeds, or what the
+// fix was for is done.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/fixes"
+)
+
+// fixWorld is an e2e world for one kind of fix.
+type fixWorld struct {
+	*e2e
+	kind     string
+	clientID string
+	secret   string
+}
+
+func newFixWorld(t *testing.T, kind string) *fixWorld {
+	t.Helper()
+	return newFixWorldSecret(t, kind, "bb-client-secret-"+randHex(8))
+}
+
+// newFixWorldSecret is a fixWorld whose server's client has that secret ("": a public
+// client, which authenticates with none).
+func newFixWorldSecret(t *testing.T, kind, secret string) *fixWorld {
+	t.Helper()
+	cfg := authserver.Config{ClientID: "bb-fix-client", ClientSecret: secret, ClientAuth: authserver.AuthDefault}
+	return &fixWorld{e2e: newE2E(t, cfg), kind: kind, clientID: cfg.ClientID, secret: secret}
+}
+
+// withBrowser makes connect open the stand-in browser, which consents.
+func (w *fixWorld) withBrowser() { w.env = append(w.env, "BROWSER="+browserBinary(w.t)) }
+
+// connected configures the client and connects google with scopes, granting agents.
+func (w *fixWorld) connected(scopes string, agents ...string) {
+	w.t.Helper()
+	w.configureClient(w.clientID, w.secret)
+	args := []string{"google", "--scopes", scopes}
+	for _, a := range agents {
+		args = append(args, "--grant-agent", a)
+	}
+	r := w.connectNoBrowser(args...)
+	require.Equal(w.t, 0, r.code, r.stderr)
+}
+
+// failing runs a command that fails (--json) and returns its fix, which must be of the
+// world's kind.
+func (w *fixWorld) failing(exit int, stdin string, args ...string) string {
+	w.t.Helper()
+	var e cliError
+	w.gwJSON(stdin, exit, &e, args...)
+	return w.ofKind(e.Error.Fix)
+}
+
+// ofKind requires a fix to be of the world's kind and returns it.
+func (w *fixWorld) ofKind(fix string) string {
+	w.t.Helper()
+	k, ok := fixes.Match(fix)
+	require.True(w.t, ok, "a fix of no known kind: %q", fix)
+	require.Equal(w.t, w.kind, k.Name, "the fix %q", fix)
+	return fix
+}
+
+// run runs a fix as printed, with placeholders replaced, and requires that it was
+// accepted: not a usage error, no unknown command or flag.
+func (w *fixWorld) run(fix, stdin string, fill map[string]string) bbResult {
+	w.t.Helper()
+	words := fixes.Words(fix)
+	for i, word := range words {
+		if v, ok := fill[word]; ok {
+			words[i] = v
+		}
+	}
+	for _, word := range words {
+		require.False(w.t, strings.HasPrefix(word, "<") && strings.HasSuffix(word, ">"), "%q: placeholder %s left unfilled", fix, word)
+	}
+	var r bbResult
+	switch words[0] {
+	case "grantwire":
+		args := words[1:]
+		if len(args) > 0 && args[0] == "connect" && contains(args, "--no-browser") {
+			s := w.start(nil, append(args, "--timeout", "60s")...)
+			consent(w.t, s.waitURL(w.t))
+			r = s.wait(w.t)
+			w.record(r.stdout, r.stderr)
+		} else {
+			r = w.gw(stdin, args...)
+		}
+	default:
+		cmd := exec.Command(words[0], words[1:]...)
+		cmd.Dir = w.home
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		r = bbResult{code: exitCode(cmd.Run()), stdout: out.String(), stderr: errb.String()}
+		w.record(r.stdout, r.stderr)
+	}
+	require.NotEqual(w.t, 2, r.code, "the fix %q is a usage error:\n%s", fix, r.stderr)
+	for _, bad := range []string{"unknown command", "unknown flag", "unknown shorthand"} {
+		require.NotContains(w.t, r.stderr, bad, "the fix %q", fix)
+	}
+	return r
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ok requires a command to succeed.
+func (w *fixWorld) ok(stdin string, args ...string) bbResult {
+	w.t.Helper()
+	var r bbResult
+	if args[0] == "token" {
+		r = w.token(args[1:]...) // its stdout holds the token
+	} else {
+		r = w.gw(stdin, args...)
+	}
+	require.Equal(w.t, 0, r.code, "%v after the fix:\n%s", args, r.stderr)
+	return r
+}
+
+func (w *fixWorld) ledger(name string) string {
+	return filepath.Join(w.home, ".grantwire", filepath.FromSlash(name))
+}
+
+// onPath puts a do-nothing executable of that name on the binary's PATH.
+func (w *fixWorld) onPath(name string) {
+	w.t.Helper()
+	dir := filepath.Join(w.home, "bin")
+	require.NoError(w.t, os.MkdirAll(dir, 0o700))
+	require.NoError(w.t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 0\n"), 0o700))
+	for i, e := range w.env {
+		if p, ok := strings.CutPrefix(e, "PATH="); ok {
+			w.env[i] = "PATH=" + dir + string(os.PathListSeparator) + p
+		}
+	}
+}
+
+// writeAgents writes the home's agents.json.
+func (w *fixWorld) writeAgents(doc string) {
+	w.t.Helper()
+	require.NoError(w.t, os.MkdirAll(filepath.Join(w.home, ".grantwire"), 0o700))
+	require.NoError(w.t, os.WriteFile(w.ledger("agents.json"), []byte(doc), 0o600))
+}
+
+// fixRuns runs each kind of fix; see TestEveryFixRuns.
+var fixRuns = map[string]func(t *testing.T){
+	"grants-grant": func(t *testing.T) {
+		w := newFixWorld(t, "grants-grant")
+		w.connected(gmailRead)
+		fix := w.failing(4, "", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Equal(t, "grantwire grants grant google builtin:email --scopes "+gmailRead, fix)
+		require.Equal(t, 0, w.run(fix, "", nil).code)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		// No scope asked and no grant held: the fix grants the empty list of scopes.
+		fix = w.failing(4, "", "token", "google", "--agent", "builtin:chat")
+		require.Equal(t, "grantwire grants grant google builtin:chat --scopes ''", fix)
+		require.Equal(t, 0, w.run(fix, "", nil).code)
+		w.ok("", "token", "google", "--agent", "builtin:chat")
+	},
+	"connect": func(t *testing.T) {
+		w := newFixWorld(t, "connect")
+		w.withBrowser()
+		w.configureClient(w.clientID, w.secret)
+		w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
+		// Not connected yet.
+		fix := w.failing(4, "", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Equal(t, "grantwire connect google --scopes "+gmailRead, fix)
+		w.run(fix, "", nil)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		// The connection lacks a scope the agent was granted.
+		w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", gmailRead+","+gmailSend)
+		fix = w.failing(4, "", "token", "google", "--agent", "builtin:email", "--scopes", gmailSend)
+		require.Equal(t, "grantwire connect google --scopes "+gmailRead+","+gmailSend, fix)
+		w.run(fix, "", nil)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailSend)
+		// The client was rotated: the stale connection is cleared, and the fix reconnects.
+		id, secret := w.clientID+"-2", w.secret+"-2"
+		w.srv.Configure(func(c *authserver.Config) { c.ClientID, c.ClientSecret = id, secret })
+		w.configureClient(id, secret)
+		fix = w.failing(4, "", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Equal(t, "grantwire connect google --scopes "+gmailRead+","+gmailSend, fix)
+		w.run(fix, "", nil)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	},
+	"connect-no-browser": func(t *testing.T) {
+		w := newFixWorld(t, "connect-no-browser")
+		w.configureClient(w.clientID, w.secret)
+		// No browser, no terminal: nobody can complete an authorization here.
+		fix := w.failing(4, "", "connect", "google", "--scopes", gmailRead, "--grant-agent", "builtin:email")
+		require.Equal(t, "grantwire connect google --scopes "+gmailRead+" --grant-agent builtin:email --no-browser", fix)
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	},
+	"connect-device": func(t *testing.T) {
+		// The local server's device codes ask for a poll a second.
+		cfg := authserver.Config{ClientID: "bb-fix-client", ClientSecret: "bb-client-secret-" + randHex(8),
+			ClientAuth: authserver.AuthDefault, DeviceInterval: 1, DeviceExpiresIn: 60}
+		w := &fixWorld{e2e: newE2E(t, cfg), kind: "connect-device", clientID: cfg.ClientID, secret: cfg.ClientSecret}
+		w.configureClient(w.clientID, w.secret)
+		// No browser, no terminal, scopes the provider's device authorization allows.
+		fix := w.failing(4, "", "connect", "google", "--scopes", "openid", "--grant-agent", "builtin:email")
+		require.Equal(t, "grantwire connect google --scopes openid --grant-agent builtin:email --device", fix)
+		w.srv.ScriptDevice("", authserver.DeviceUser{Polls: []string{"authorization_pending"}, Decision: authserver.DeviceApprove})
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, 1, w.srv.Stats().DeviceExchanges)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", "openid")
+	},
+	"connect-with-scopes-for-agents": func(t *testing.T) {
+		w := newFixWorld(t, "connect-with-scopes-for-agents")
+		w.withBrowser()
+		w.writeAgents(`{"version": 1, "agents": [{"id": "installed:helper", "name": "Helper"}]}`)
+		w.configureClient(w.clientID, w.secret)
+		fix := w.failing(3, "", "connect", "google", "--grant-agent", "installed:helper")
+		require.Equal(t, "grantwire connect google --scopes <scopes> --grant-agent installed:helper", fix)
+		r := w.run(fix, "", map[string]string{"<scopes>": gmailRead})
+		require.Equal(t, 0, r.code, r.stderr)
+		w.ok("", "token", "google", "--agent", "installed:helper", "--scopes", gmailRead)
+	},
+	"configure-client": func(t *testing.T) {
+		// A provider whose catalog entry takes a client without a secret.
+		w := newFixWorldSecret(t, "configure-client", "")
+		w.patchGoogle(map[string]any{"client_secret_required": false})
+		w.withBrowser()
+		fix := w.failing(3, "", "connect", "google", "--scopes", gmailRead)
+		require.Equal(t, "grantwire configure google --client-id <id>", fix)
+		w.run(fix, "", map[string]string{"<id>": w.clientID})
+		w.ok("", "connect", "google", "--scopes", gmailRead)
+		require.Equal(t, []string{authserver.AuthNone}, w.srv.ClientAuthSeen(), "a client without a secret sends none")
+	},
+	"configure-client-with-secret": func(t *testing.T) {
+		w := newFixWorld(t, "configure-client-with-secret")
+		w.withBrowser()
+		w.plant(w.secret)
+		// No client at all; google requires a secret.
+		fix := w.failing(3, "", "connect", "google", "--scopes", gmailRead)
+		require.Equal(t, "grantwire configure google --client-id <id> --client-secret-stdin", fix)
+		w.run(fix, w.secret+"\n", map[string]string{"<id>": w.clientID})
+		w.ok("", "connect", "google", "--scopes", gmailRead)
+
+		// A client id from the environment and no secret: the provider answers
+		// invalid_client, which names the missing secret; the same fix stores it.
+		v := newFixWorld(t, "configure-client-with-secret")
+		v.withBrowser()
+		v.plant(v.secret)
+		v.env = append(v.env, "GRANTWIRE_GOOGLE_CLIENT_ID="+v.clientID)
+		r := v.gw("", "--json", "connect", "google", "--scopes", gmailRead) // the browser consents, then the exchange fails
+		require.Equal(t, 3, r.code, r.stderr)
+		var e cliError
+		require.NoError(t, json.Unmarshal([]byte(r.stderr[strings.Index(r.stderr, "\n{")+1:]), &e), r.stderr)
+		require.Equal(t, "CONFIGURATION", e.Error.Code)
+		require.Contains(t, e.Error.Message, "invalid_client")
+		require.Contains(t, e.Error.Message, "no client secret is configured (neither stored with the client nor in GRANTWIRE_GOOGLE_CLIENT_SECRET)")
+		v.run(v.ofKind(e.Error.Fix), v.secret+"\n", map[string]string{"<id>": v.clientID})
+		v.ok("", "connect", "google", "--scopes", gmailRead)
+	},
+	"configure-mcp": func(t *testing.T) {
+		w := newFixWorld(t, "configure-mcp")
+		w.onPath("uvx") // mcp-fetch's command: test checks it is there
+		fix := w.failing(3, "", "connect", "mcp-fetch")
+		require.Equal(t, "grantwire configure mcp-fetch", fix)
+		var tres struct {
+			OK  bool   `json:"ok"`
+			Fix string `json:"fix"`
+		}
+		w.gwTest(4, &tres, "mcp-fetch")
+		require.Equal(t, fix, tres.Fix, "test says the same")
+		w.run(fix, "", nil)
+		w.gwTest(0, &tres, "mcp-fetch")
+		require.True(t, tres.OK)
+	},
+	"configure-mcp-from-stdin": func(t *testing.T) {
+		w := newFixWorld(t, "configure-mcp-from-stdin")
+		key := "bb-brave-key-" + randHex(8)
+		w.plant(key)
+		var tres struct {
+			OK  bool   `json:"ok"`
+			Fix string `json:"fix"`
+		}
+		w.gwTest(4, &tres, "mcp-brave-search")
+		fix := w.ofKind(tres.Fix)
+		require.Equal(t, "grantwire configure mcp-brave-search --from-stdin", fix)
+		w.run(fix, "BRAVE_API_KEY="+key+"\n", nil)
+		w.gwTest(0, &tres, "mcp-brave-search")
+		require.True(t, tres.OK)
+		// connect names it too, for a server that takes keys
+		require.Equal(t, fix, w.failing(3, "", "connect", "mcp-brave-search"))
+	},
+	"activate": func(t *testing.T) {
+		// mcp run refuses a granted agent the user has not activated (the gate refuses
+		// before anything is launched, so the server's command need not exist here).
+		w := newFixWorld(t, "activate")
+		w.ok("", "configure", "mcp-fetch")
+		w.ok("", "grants", "grant", "mcp-fetch", "builtin:coder", "--scopes", "use")
+		fix := w.failing(4, "", "mcp", "run", "mcp-fetch", "--agent", "builtin:coder")
+		require.Equal(t, "grantwire activations activate mcp-fetch builtin:coder", fix)
+		w.run(fix, "", nil)
+		var doc activationsDoc
+		w.gwJSON("", 0, &doc, "activations", "list", "mcp-fetch")
+		require.Equal(t, []activationRow{{Connector: "mcp-fetch", Agent: "builtin:coder"}}, doc.Activations)
+	},
+	"activate-with-scopes": func(t *testing.T) {
+		w := newFixWorld(t, "activate-with-scopes")
+		w.ok("", "configure", "mcp-fetch")
+		fix := w.failing(3, "", "activations", "activate", "mcp-fetch", "installed:stranger")
+		require.Equal(t, "grantwire activations activate mcp-fetch installed:stranger --scopes use", fix)
+		w.run(fix, "", nil)
+		var doc activationsDoc
+		w.gwJSON("", 0, &doc, "activations", "list", "mcp-fetch")
+		require.Equal(t, []activationRow{{Connector: "mcp-fetch", Agent: "installed:stranger"}}, doc.Activations)
+	},
+	"catalog": func(t *testing.T) {
+		w := newFixWorld(t, "catalog")
+		fix := w.failing(1, "", "status", "gogle")
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code)
+		require.Contains(t, r.stdout, "google", "the catalog shows the ids there are")
+		w.ok("", "status", "google")
+	},
+	"catalog-entry": func(t *testing.T) {
+		w := newFixWorld(t, "catalog-entry")
+		r := w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", "gmail.readonly")
+		var fix string
+		for _, f := range fixes.Printed(r.stderr) {
+			if k, _ := fixes.Match(f); k.Name == "catalog-entry" {
+				fix = f
+			}
+		}
+		require.Equal(t, "grantwire catalog google", fix, "the warning names the command: %s", r.stderr)
+		r = w.run(fix, "", nil)
+		require.Equal(t, 0, r.code)
+		require.Contains(t, r.stdout, gmailRead, "the catalog shows the exact scope")
+		r = w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
+		require.NotContains(t, r.stderr, "warning")
+	},
+	"agents-list": func(t *testing.T) {
+		w := newFixWorld(t, "agents-list")
+		w.configureClient(w.clientID, w.secret)
+		fix := w.failing(1, "", "connect", "google", "--scopes", gmailRead, "--grant-agent", "builtin:emial")
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code)
+		require.Contains(t, r.stdout, "builtin:email", "the list shows the ids there are")
+	},
+	"import-from-stdin": func(t *testing.T) {
+		w := newFixWorld(t, "import-from-stdin")
+		rt := w.srv.Issue([]string{gmailModify, gmailSend})
+		w.plant(w.secret, rt)
+		forwarded := map[string]any{"client_id": w.clientID, "refresh_token": rt, "scopes": []string{gmailModify, gmailSend},
+			"account_email": "host@example.com", "grant_agents": []string{"builtin:email"}}
+		body, _ := json.Marshal(forwarded)
+		fix := w.failing(3, string(body), "import", "google", "--from-stdin")
+		require.Equal(t, "grantwire import google --from-stdin", fix)
+		forwarded["client_secret"] = w.secret
+		body, _ = json.Marshal(forwarded)
+		require.Equal(t, 0, w.run(fix, string(body), nil).code)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailSend)
+	},
+	"mcp-list": func(t *testing.T) {
+		w := newFixWorld(t, "mcp-list")
+		raw, err := os.ReadFile(w.catalog)
+		require.NoError(t, err)
+		var doc map[string]map[string]any
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		doc["connectors"]["remote-docs"] = map[string]any{"type": "mcp_remote", "display_name": "Docs", "tier": "community",
+			"category": "docs", "url": "https://mcp.example.com/mcp"}
+		raw, _ = json.Marshal(doc)
+		require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
+		var tres struct {
+			Fix string `json:"fix"`
+		}
+		w.gwTest(3, &tres, "remote-docs")
+		r := w.run(w.ofKind(tres.Fix), "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+	},
+	"move-aside": func(t *testing.T) {
+		w := newFixWorld(t, "move-aside")
+		w.withBrowser()
+		w.configureClient(w.clientID, w.secret)
+		for _, c := range []struct {
+			ledger string
+			cmd    []string
+		}{
+			{"connectors/grants.json", []string{"grants", "list"}},
+			{"connectors/activations.json", []string{"activations", "list"}},
+			{"mcp_servers.json", []string{"mcp", "list"}},
+			{"agents.json", []string{"agents", "list"}},
+		} {
+			p := w.ledger(c.ledger)
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+			require.NoError(t, os.WriteFile(p, []byte(`{"torn": `), 0o600))
+			fix := w.failing(5, "", c.cmd...)
+			require.Equal(t, "mv "+p+" "+p+".corrupt", fix)
+			w.run(fix, "", nil)
+			w.ok("", c.cmd...)
+			require.FileExists(t, p+".corrupt", "moved aside, not deleted")
+		}
+		// state.json is only a mirror: connect goes through and its warning names the fix.
+		p := w.ledger("connectors/state.json")
+		require.NoError(t, os.WriteFile(p, []byte(`{"google": 3`), 0o600))
+		r := w.ok("", "connect", "google", "--scopes", gmailRead)
+		var fix string
+		for _, f := range fixes.Printed(r.stderr) {
+			fix = w.ofKind(f)
+		}
+		require.Equal(t, "mv "+p+" "+p+".corrupt", fix)
+		w.run(fix, "", nil)
+		r = w.ok("", "connect", "google", "--scopes", gmailRead)
+		require.NotContains(t, r.stderr, "warning")
+		// disconnect and revoke go through an unreadable ledger and name the fix.
+		w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
+		p = w.ledger("connectors/activations.json")
+		require.NoError(t, os.WriteFile(p, []byte(`[]`), 0o600))
+		for _, cmd := range [][]string{{"grants", "revoke", "google", "builtin:email"}, {"disconnect", "google"}} {
+			r = w.ok("", cmd...)
+			fix = ""
+			for _, f := range fixes.Printed(r.stderr) {
+				fix = w.ofKind(f)
+			}
+			require.Equal(t, "mv "+p+" "+p+".corrupt", fix, "%v", cmd)
+		}
+		require.Empty(t, w.keyring("google:default"), "disconnect deleted the secret")
+		w.run(fix, "", nil)
+		w.ok("", "activations", "list")
+
+		// A directory where a ledger belongs is moved aside the same way.
+		w2 := newFixWorld(t, "move-aside")
+		d := w2.ledger("connectors/grants.json")
+		require.NoError(t, os.MkdirAll(d, 0o700))
+		fix = w2.failing(5, "", "grants", "list")
+		require.Equal(t, "mv "+d+" "+d+".corrupt", fix)
+		w2.run(fix, "", nil)
+		w2.ok("", "grants", "list")
+	},
+	"help": func(t *testing.T) {
+		w := newFixWorld(t, "help")
+		var e cliError
+		w.gwJSON("", 2, &e, "grants", "grant", "google")
+		require.Equal(t, "grantwire grants grant --help", w.ofKind(e.Error.Fix))
+		r := w.gw("", "grants", "grant", "google")
+		require.Contains(t, r.stderr, "see: grantwire grants grant --help")
+		// Every command's --help works, as every usage error of the command names it.
+		paths := [][]string{{}}
+		for len(paths) > 0 {
+			path := paths[0]
+			paths = paths[1:]
+			fix := strings.Join(append(append([]string{"grantwire"}, path...), "--help"), " ")
+			r := w.run(w.ofKind(fix), "", nil)
+			require.Equal(t, 0, r.code, fix)
+			for _, sub := range subcommands(r.stdout) {
+				if sub != "help" && sub != "completion" {
+					paths = append(paths, append(append([]string(nil), path...), sub))
+				}
+			}
+		}
+	},
+	"opa-build": func(t *testing.T) {
+		w := newFixWorld(t, "opa-build")
+		var e cliError
+		w.gwJSON("", 2, &e, "--engine", "rego", "catalog")
+		fix := w.ofKind(e.Error.Fix)
+		// The build writes ./grantwire where it is run: here into a directory of the test.
+		out := filepath.Join(t.TempDir(), "grantwire")
+		words := fixes.Words(fix)
+		require.Equal(t, "grantwire", words[5])
+		words[5] = out
+		cmd := exec.Command(words[0], words[1:]...)
+		cmd.Dir = repoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", fix, b)
+		w.bin = out
+		w.ok("", "--engine", "rego", "catalog")
+	},
+	"bundle": func(t *testing.T) {
+		w := newFixWorld(t, "bundle")
+		w.env = slices.DeleteFunc(w.env, func(e string) bool { return strings.HasPrefix(e, "GRANTWIRE_CATALOG=") }) // a bundle carries its catalog
+		good := filepath.Join(w.home, "good.tar.gz")
+		opa := &fixWorld{e2e: &e2e{bbWorld: &bbWorld{t: t, bin: opaBinary(t), home: w.home, env: w.env}}, kind: "bundle"}
+		require.Equal(t, 0, opa.bbWorld.run("", "policy", "build", "-o", good).code)
+		bad := filepath.Join(w.home, "tampered.tar.gz")
+		require.NoError(t, os.WriteFile(bad, tamperBundle(t, good), 0o600))
+		var e cliError
+		w.gwJSON("", 5, &e, "--bundle", bad, "catalog")
+		fix := w.ofKind(e.Error.Fix)
+		// The fix is prose around a command of the OPA build: run that command.
+		cmd, _, ok := strings.Cut(strings.TrimPrefix(fix, "build the bundle with "), ", or run without --bundle")
+		require.True(t, ok, fix)
+		rebuilt := filepath.Join(w.home, "rebuilt.tar.gz")
+		r := opa.run(cmd, "", map[string]string{"FILE": rebuilt})
+		require.Equal(t, 0, r.code, r.stderr)
+		w.ok("", "--bundle", rebuilt, "catalog")
+		w.ok("", "catalog") // or without --bundle
+	},
+}
+
+// subcommands lists the "Available Commands" of a help text.
+func subcommands(help string) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "Available Commands:") || strings.HasSuffix(line, "Commands:"):
+			in = true
+		case in && strings.HasPrefix(line, "  "):
+			if f := strings.Fields(line); len(f) > 0 {
+				out = append(out, f[0])
+			}
+		case in && strings.TrimSpace(line) == "":
+		default:
+			in = false
+		}
+	}
+	return out
+}
+
+// repoRoot is the module's root (the fixes that build grantwire run there).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TestEveryFixRuns runs every kind of fix internal/fixes lists (see the file's comment).
+func TestEveryFixRuns(t *testing.T) {
+	requireKeyring(t)
+	start := time.Now()
+	for _, k := range fixes.Kinds {
+		run, ok := fixRuns[k.Name]
+		switch {
+		case k.Unrunnable != "" && ok:
+			t.Errorf("%s is listed as unrunnable and has a run", k.Name)
+		case k.Unrunnable != "":
+			t.Logf("not run: %s: %s", k.Name, k.Unrunnable)
+		case !ok:
+			t.Errorf("no run for the fixes of kind %s (%s)", k.Name, k.Pattern)
+		default:
+			t.Run(k.Name, run)
+		}
+	}
+	for name := range fixRuns {
+		found := false
+		for _, k := range fixes.Kinds {
+			found = found || k.Name == name
+		}
+		if !found {
+			t.Errorf("a run for %s, a kind internal/fixes does not list", name)
+		}
+	}
+	t.Logf("%d kinds of fix run in %s", len(fixRuns), time.Since(start).Round(time.Millisecond))
+}

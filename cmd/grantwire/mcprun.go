@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+// forwardedSignals are passed on to the MCP server `mcp run` started; grantwire itself
+// outlives them and exits with the server's status.
+var forwardedSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// Exit statuses of `mcp run` when the server cannot be started, as POSIX shells and exec
+// wrappers (env, timeout, nohup) report them: every other status is the server's.
+const (
+	exitCannotRun = 126 // found, but cannot be executed
+	exitNotFound  = 127 // not found
+)
+
+// exitStatus ends the command with its own status: a server's (mcp run passes it on; 128 +
+// the signal that killed it), or a failure reported with a message and a code of its own.
+type exitStatus struct {
+	code           int
+	name, msg, fix string // printed when msg is set
+}
+
+func (e *exitStatus) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+func (a *app) mcpRunCmd() *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "run <name> --agent <agent> [-- <extra args>…]",
+		Short: "Start a local MCP server with its API keys in its environment, for an agent granted and active for it",
+		Long: `Start the local MCP server <name> (an mcp_server connector) for <agent>, with the API keys
+configured for it (grantwire configure <name> --from-stdin) put into its environment from the
+credential store. An MCP client starts this command instead of the server itself, so its
+configuration holds no secret (grantwire mcp config <name> --agent <agent> prints the entry).
+
+The launch gate decides first (docs/behaviour.md#local-mcp-servers): the agent must hold a
+grant for the server AND be active for it, and the server must be configured with every
+required key; otherwise nothing starts and the error says which command fixes it. The
+command and its arguments are those of mcp_servers.json (the catalog's unless you edited
+them); arguments after -- are appended.
+
+The server gets grantwire's stdin, stdout and stderr as they are, so an MCP client talks to
+it directly, and grantwire prints nothing on stdout. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+passed on to the server; grantwire exits with the server's status (128 + the signal's number
+when a signal ended it), 127 when the command is not found and 126 when it cannot be run.
+The keys are in no argument, file, log or output: only in the server's environment.`,
+		Example: `  grantwire mcp run mcp-brave-search --agent builtin:chat
+  grantwire mcp run mcp-filesystem --agent builtin:code -- ~/projects
+  grantwire mcp config mcp-brave-search --agent builtin:chat   # the entry an MCP client needs`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			before := len(args)
+			if at := cmd.ArgsLenAtDash(); at >= 0 {
+				before = at
+			}
+			switch {
+			case before == 0:
+				return usagef("mcp run needs the name of an MCP server (grantwire mcp list)")
+			case before > 1:
+				return usagef("mcp run starts one server: pass the server's own arguments after -- (grantwire mcp run %s --agent %s -- %s)", args[0], orAgent(agent), strings.Join(args[1:before], " "))
+			}
+			return nil
+		},
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			extra := []string{}
+			if at := cmd.ArgsLenAtDash(); at >= 0 {
+				extra = args[at:]
+			}
+			return a.mcpRun(cmd.Context(), args[0], agent, extra)
+		}),
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is started for (required)")
+	_ = cmd.MarkFlagRequired("agent")
+	return cmd
+}
+
+func orAgent(agent string) string {
+	if agent == "" {
+		return "<agent>"
+	}
+	return agent
+}
+
+// mcpRun asks the launch gate, starts the server with its environment and waits for it,
+// passing signals on.
+func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) error {
+	if cat, err := a.Catalog(); err == nil {
+		if e, ok := cat.Entry(name); ok && e.Type == catalog.TypeMCPRemote {
+			return usagef("%s is a remote MCP server: grantwire mcp proxy %s --agent %s bridges it to stdio", name, name, agent)
+		}
+	}
+	c, err := a.Client(ctx)
+	if err != nil {
+		return err
+	}
+	l, err := c.LaunchMCP(ctx, name, agent)
+	if err != nil {
+		return err
+	}
+	if l.Type != catalog.TypeMCPServer {
+		return usagef("%s is not a local MCP server (type %s)", name, l.Type)
+	}
+	path, err := a.LookPath(l.Command)
+	if err != nil {
+		code := exitNotFound
+		if !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, os.ErrNotExist) {
+			code = exitCannotRun
+		}
+		return &exitStatus{code: code, name: "COMMAND_NOT_FOUND",
+			msg: fmt.Sprintf("cannot start %s: the command %q is not on PATH or cannot be run (%v); install it, or set the server's command in %s",
+				name, l.Command, unwrapPath(err), filepath.Join(a.home, "mcp_servers.json")),
+			fix: "grantwire mcp list"}
+	}
+
+	// Signals are caught before the server starts, so none is lost in between.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	srv := exec.Command(path, append(append([]string{}, l.Args...), extra...)...)
+	srv.Env = l.Environ(os.Environ())
+	srv.Stdin, srv.Stdout, srv.Stderr = a.Stdin, a.Stdout, a.Stderr
+	err = srv.Start()
+	clear(l.Env)
+	srv.Env = nil
+	if err != nil {
+		return &exitStatus{code: exitCannotRun, name: "COMMAND_NOT_FOUND",
+			msg: fmt.Sprintf("cannot start %s: %s: %v", name, path, unwrapPath(err)), fix: "grantwire mcp list"}
+	}
+	// The server runs for as long as the client keeps it: give back the policy engine,
+	// the credential store's connection and the values' memory now.
+	a.close(context.WithoutCancel(ctx))
+	debug.FreeOSMemory()
+
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	for {
+		select {
+		case s := <-sigs:
+			_ = srv.Process.Signal(s)
+		case err := <-done:
+			return serverStatus(err)
+		}
+	}
+}
+
+// serverStatus is the exit status that passes the server's on: its own, or 128 + the
+// number of the signal that ended it.
+func serverStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return &exitStatus{code: 128 + int(ws.Signal())}
+		}
+		return &exitStatus{code: ee.ExitCode()}
+	}
+	return err // copying a stream that is not a file failed
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// mcpEntry is one server of an MCP client's configuration (Claude Desktop, Cursor, …).
+type mcpEntry struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+func (a *app) mcpConfigCmd() *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "config <name>… --agent <agent> [--json]",
+		Short: "Print the mcpServers entries an MCP client needs to use servers through grantwire (no secret)",
+		Long: `Print the "mcpServers" JSON that MCP clients such as Claude Desktop and Cursor read, with
+one entry per server named: a local server (mcp_server) runs through grantwire mcp run <name>
+--agent <agent>, a remote one (mcp_remote) through grantwire mcp proxy <name> --agent <agent>,
+each with the absolute path of this grantwire binary and the --home, --keyring-service,
+--catalog, --bundle and --engine this command was given (when not the defaults). The
+configuration therefore holds no secret: grantwire reads the keys from the credential store
+each time the client starts the server, and the launch gate decides each time.
+
+An agent that may not use a server yet (no grant, not active, not configured) gets its entry
+anyway, with a warning on stderr that says what to run first. --json prints the same JSON,
+and warnings as JSON lines on stderr.`,
+		Example: `  grantwire mcp config mcp-brave-search --agent builtin:chat
+  grantwire mcp config mcp-brave-search mcp-github --agent builtin:chat > mcp.json
+  jq -s '.[0] * .[1]' ~/.cursor/mcp.json <(grantwire mcp config mcp-github --agent builtin:code)`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("mcp config needs the name of at least one MCP server (grantwire mcp list)")
+			}
+			return nil
+		},
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			return a.mcpConfig(cmd.Context(), args, agent)
+		}),
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
+	_ = cmd.MarkFlagRequired("agent")
+	return cmd
+}
+
+func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
+	}
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	c, err := a.Client(ctx)
+	if err != nil {
+		return err
+	}
+	servers := map[string]mcpEntry{}
+	var warnings []string
+	for _, name := range names {
+		r, err := c.CheckMCPLaunch(ctx, name, agent)
+		if err != nil {
+			return err
+		}
+		bridge := "run"
+		if r.Type == catalog.TypeMCPRemote {
+			bridge = "proxy"
+		}
+		servers[name] = mcpEntry{Command: exe, Args: append(a.globalArgs(), "mcp", bridge, name, "--agent", agent)}
+		if !r.Ready && r.Refusal != nil {
+			warnings = append(warnings, readinessWarning(name, agent, r.Refusal))
+		}
+	}
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
+		warnings = append(warnings, fmt.Sprintf("%s is a temporary build of go run and will be gone; install grantwire (go build -o ~/bin/grantwire ./cmd/grantwire) and run mcp config with it", exe))
+	}
+	sort.Strings(warnings)
+	if err := a.printJSON(map[string]any{"mcpServers": servers}); err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		a.warnf("%s", w)
+	}
+	if !a.jsonOut && a.StdoutTTY {
+		fmt.Fprintln(a.Stderr, "Merge this into your MCP client's configuration (Claude Desktop: claude_desktop_config.json; Cursor: ~/.cursor/mcp.json).")
+	}
+	return nil
+}
+
+func readinessWarning(name, agent string, e *grantwire.Error) string {
+	msg := fmt.Sprintf("%s will refuse to start for %s until you run: %s (%s)", name, agent, e.Fix, e.Summary)
+	if e.Fix == "" {
+		msg = fmt.Sprintf("%s will refuse to start for %s: %s", name, agent, e.Summary)
+	}
+	return msg
+}
+
+// globalArgs are the global flags that make a later grantwire find this one's home,
+// credential-store service, catalog, bundle and engine, when they are not the defaults.
+func (a *app) globalArgs() []string {
+	var out []string
+	home := a.userHome()
+	if home == "" || a.home != filepath.Join(home, native.HomeDirName) {
+		out = append(out, "--home", a.home)
+	}
+	if a.service != native.ServiceFor(a.home, home) {
+		out = append(out, "--keyring-service", a.service)
+	}
+	if a.catalogPath != "" {
+		out = append(out, "--catalog", absPath(a.catalogPath))
+	}
+	if a.bundlePath != "" {
+		out = append(out, "--bundle", absPath(a.bundlePath))
+	}
+	if a.engineName != defaultEngine {
+		out = append(out, "--engine", a.engineName)
+	}
+	return out
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}

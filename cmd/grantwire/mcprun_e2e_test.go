@@ -1,0 +1,390 @@
+package main_test
+
+// End-to-end tests of `grantwire mcp run` and `mcp config` (docs/behaviour.md#local-mcp-servers)
+// on the real keyring: a stdio MCP server built with the MCP Go SDK
+// (internal/cmd/mcp-keyprobe) is started through the built binary by a Go SDK client over
+// stdio, and reports whether it received its key (compared by SHA-256; the key is never
+// echoed). The planted key must reach the server's environment and nothing else: no
+// argument (/proc/<pid>/cmdline), no environment of grantwire's own, no file under the
+// home, no output.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/grantwire/grantwire/internal/authserver"
+)
+
+var (
+	probeOnce sync.Once
+	probePath string
+	probeErr  error
+)
+
+// probeBinary builds the MCP test server (internal/cmd/mcp-keyprobe) once.
+func probeBinary(t *testing.T) string {
+	t.Helper()
+	probeOnce.Do(func() {
+		probePath = filepath.Join(binDir, "mcp-keyprobe")
+		cmd := exec.Command("go", "build", "-o", probePath, "github.com/grantwire/grantwire/internal/cmd/mcp-keyprobe")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			probeErr = fmt.Errorf("go build mcp-keyprobe: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, probeErr)
+	return probePath
+}
+
+// mcpWorld is an e2e world whose catalog adds mcp-probe (the key probe, which exits 42 on
+// SIGTERM) and mcp-missing (a server whose command does not exist), with a planted key.
+type mcpWorld struct {
+	*e2e
+	key string
+}
+
+const (
+	probeAgent = "builtin:chat"
+	probeSlot  = "mcp-probe:PROBE_API_KEY"
+)
+
+func newMCPWorld(t *testing.T) *mcpWorld {
+	t.Helper()
+	w := &mcpWorld{e2e: newE2E(t, authserver.Config{}), key: "sk-probe-" + randHex(16)}
+	w.plant(w.key)
+	sum := sha256.Sum256([]byte(w.key))
+	raw, err := os.ReadFile(w.catalog)
+	require.NoError(t, err)
+	var doc map[string]map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	doc["connectors"]["mcp-probe"] = map[string]any{
+		"type": "mcp_server", "display_name": "Key probe", "tier": "test", "category": "test",
+		"command": probeBinary(t),
+		"args":    []string{"--key-env", "PROBE_API_KEY", "--want-sha256", hex.EncodeToString(sum[:]), "--term-exit", "42"},
+		"env":     []map[string]any{{"key": "PROBE_API_KEY", "required": true, "secret": true, "description": "the probe's key"}},
+	}
+	doc["connectors"]["mcp-missing"] = map[string]any{
+		"type": "mcp_server", "display_name": "Missing", "tier": "test", "category": "test",
+		"command": "grantwire-test-no-such-server-" + randHex(4),
+	}
+	doc["connectors"]["mcp-notes"] = map[string]any{
+		"type": "mcp_remote", "display_name": "Notes", "tier": "test", "category": "test",
+		"url": "https://notes.example.com/mcp",
+	}
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
+	return w
+}
+
+// probeStatus is key_status's answer.
+type probeStatus struct {
+	Present bool     `json:"present"`
+	Matches bool     `json:"matches"`
+	PID     int      `json:"pid"`
+	Args    []string `json:"args"`
+}
+
+// session is an MCP client session with a server started by command (argv), whose stderr
+// is kept.
+type session struct {
+	cmd    *exec.Cmd
+	cs     *mcp.ClientSession
+	stderr bytes.Buffer
+}
+
+// connect starts argv[0] with argv[1:] as an MCP client would (the Go SDK's
+// CommandTransport) and initializes the session.
+func (w *mcpWorld) connect(t *testing.T, argv ...string) *session {
+	t.Helper()
+	s := &session{cmd: exec.Command(argv[0], argv[1:]...)}
+	s.cmd.Env, s.cmd.Dir, s.cmd.Stderr = w.env, w.home, &s.stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "grantwire-test", Version: "v1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 10 * time.Second}, nil)
+	require.NoError(t, err, "stderr: %s", s.stderr.String())
+	s.cs = cs
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			_ = s.cs.Close()
+		}
+	})
+	return s
+}
+
+func (w *mcpWorld) run(t *testing.T, extra ...string) *session {
+	t.Helper()
+	return w.connect(t, append([]string{w.bin, "mcp", "run", "mcp-probe", "--agent", probeAgent}, extra...)...)
+}
+
+func (s *session) status(t *testing.T) probeStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "key_status"})
+	require.NoError(t, err, "stderr: %s", s.stderr.String())
+	require.False(t, res.IsError)
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var st probeStatus
+	require.NoError(t, json.Unmarshal(raw, &st))
+	require.NotZero(t, st.PID)
+	return st
+}
+
+// close ends the session as an MCP client does (stdin closed, then SIGTERM after a while)
+// and returns grantwire's exit status.
+func (s *session) close(w *mcpWorld) int {
+	_ = s.cs.Close()
+	w.record(s.stderr.String())
+	require.NotNil(w.t, s.cmd.ProcessState, "the command was waited for")
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// fixes runs a printed fix, which must be a grantwire command.
+func (w *mcpWorld) fixes(stdin, fix string) {
+	w.t.Helper()
+	args, ok := strings.CutPrefix(fix, "grantwire ")
+	require.True(w.t, ok, "the fix %q is a grantwire command", fix)
+	require.NotContains(w.t, args, "'", "the fix needs no shell quoting here")
+	r := w.gw(stdin, strings.Fields(args)...)
+	require.Equal(w.t, 0, r.code, "%s: %s", fix, r.stderr)
+}
+
+// The gate refuses with the fixing command until the agent is granted, active and the
+// server configured; each printed fix, run as printed, moves on; then a Go SDK client
+// starts the server through grantwire and the server has its key, which is in no argv, in
+// grantwire's own environment, in a file or in an output.
+func TestE2EMCPRunThroughTheGate(t *testing.T) {
+	w := newMCPWorld(t)
+	run := []string{"mcp", "run", "mcp-probe", "--agent", probeAgent}
+
+	e := w.fail(4, "AGENT_NOT_GRANTED", run...)
+	require.Equal(t, "grantwire activations activate mcp-probe builtin:chat --scopes use", e.Error.Fix)
+	w.fixes("", e.Error.Fix)
+
+	e = w.fail(4, "NOT_CONNECTED", run...)
+	require.Equal(t, "grantwire configure mcp-probe --from-stdin", e.Error.Fix)
+	w.fixes("PROBE_API_KEY="+w.key+"\n", e.Error.Fix)
+
+	s := w.run(t, "--", "extra-arg")
+	st := s.status(t)
+	require.True(t, st.Present, "the server received its key")
+	require.True(t, st.Matches, "the server received exactly the key configured")
+	require.Equal(t, []string{"extra-arg"}, st.Args, "arguments after -- are appended")
+
+	// The key is in the server's environment, and nowhere else in either process.
+	gwPID := s.cmd.Process.Pid
+	require.NotEqual(t, gwPID, st.PID, "grantwire runs the server as a child process")
+	requireProcHolds(t, st.PID, "environ", w.key, true)
+	requireProcHolds(t, st.PID, "cmdline", w.key, false)
+	requireProcHolds(t, gwPID, "cmdline", w.key, false)
+	requireProcHolds(t, gwPID, "environ", w.key, false)
+	ppid := procPPID(t, st.PID)
+	require.Equal(t, gwPID, ppid, "the server is grantwire's child")
+
+	require.Equal(t, 0, s.close(w), "grantwire exits with the server's status: %s", s.stderr.String())
+	require.Empty(t, s.stderr.String(), "nothing on stderr when all goes well")
+
+	// Deactivated: refused with the activation command; activating fixes it.
+	require.Equal(t, 0, w.gw("", "activations", "deactivate", "mcp-probe", probeAgent).code)
+	e = w.fail(4, "AGENT_NOT_ACTIVE", run...)
+	require.Equal(t, "grantwire activations activate mcp-probe builtin:chat", e.Error.Fix)
+	w.fixes("", e.Error.Fix)
+	require.True(t, w.run(t).status(t).Matches)
+
+	// The key removed from the credential store elsewhere: it fails closed, and
+	// configuring it again fixes it.
+	require.NoError(t, gokeyring.Delete(w.service, probeSlot))
+	e = w.fail(4, "NOT_CONNECTED", run...)
+	w.fixes("PROBE_API_KEY="+w.key+"\n", e.Error.Fix)
+
+	// Revoked: refused again, and the server never starts.
+	require.Equal(t, 0, w.gw("", "grants", "revoke", "mcp-probe", probeAgent).code)
+	w.fail(4, "AGENT_NOT_GRANTED", run...)
+
+	// A decision log of a launch holds references only (the leak check searches it, under
+	// the home, like every file).
+	w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
+	logFile := filepath.Join(w.home, "decisions.jsonl")
+	s = w.connect(t, w.bin, "--decision-log", logFile, "mcp", "run", "mcp-probe", "--agent", probeAgent)
+	require.True(t, s.status(t).Matches)
+	require.Equal(t, 0, s.close(w))
+	log, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	require.Contains(t, string(log), `"op":"launch"`)
+}
+
+// requireProcHolds says whether /proc/<pid>/<file> contains needle (Linux).
+func requireProcHolds(t *testing.T, pid int, file, needle string, want bool) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
+	require.Equal(t, want, bytes.Contains(b, []byte(needle)), "/proc/%d/%s holds the key: %v", pid, file, !want)
+}
+
+func procPPID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	// pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var ppid int
+	_, err = fmt.Sscan(fields[1], &ppid)
+	require.NoError(t, err)
+	return ppid
+}
+
+// SIGTERM and SIGINT sent to grantwire reach the server; grantwire exits with the server's
+// status (42: the probe's answer to SIGTERM), or 128 + the signal that killed it.
+func TestE2EMCPRunPassesSignals(t *testing.T) {
+	w := newMCPWorld(t)
+	w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
+	w.fixes("PROBE_API_KEY="+w.key+"\n", "grantwire configure mcp-probe --from-stdin")
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		exit int
+	}{
+		{syscall.SIGTERM, 42},
+		{syscall.SIGINT, 128 + int(syscall.SIGINT)},
+	} {
+		s := w.run(t)
+		st := s.status(t)
+		require.NoError(t, s.cmd.Process.Signal(tc.sig))
+		// The server ends of the signal alone: stdin is still open.
+		require.NoError(t, waitGone(st.PID), "%v ends the server", tc.sig)
+		require.Equal(t, tc.exit, s.close(w), "%v: %s", tc.sig, s.stderr.String())
+	}
+}
+
+// waitGone waits until pid no longer runs (it may have been reaped already).
+func waitGone(pid int) error {
+	for i := 0; i < 100; i++ {
+		if err := syscall.Kill(pid, 0); err != nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("process %d still runs", pid)
+}
+
+// A server whose command is not found exits 127 with a message, as a shell would.
+func TestE2EMCPRunCommandNotFound(t *testing.T) {
+	w := newMCPWorld(t)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "mcp-missing", probeAgent, "--scopes", "use").code)
+	require.Equal(t, 0, w.gw("", "configure", "mcp-missing").code)
+	r := w.gw("", "mcp", "run", "mcp-missing", "--agent", probeAgent)
+	require.Equal(t, 127, r.code, r.stderr)
+	require.Contains(t, r.stderr, "is not on PATH")
+	require.Empty(t, r.stdout, "nothing on the MCP channel")
+}
+
+// mcp config prints entries that point at this binary with this home and catalog, hold no
+// secret, warn about what is not ready yet, and work as printed: a Go SDK client started
+// from the printed entry reaches the server with its key.
+func TestE2EMCPConfig(t *testing.T) {
+	w := newMCPWorld(t)
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	r := w.gwJSON("", 0, &cfg, "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	bin, err := filepath.EvalSymlinks(w.bin)
+	require.NoError(t, err)
+	entry := cfg.MCPServers["mcp-probe"]
+	require.Equal(t, bin, entry.Command, "the absolute path of the binary")
+	// The world's home is the default one (~/.grantwire), its keyring service is not.
+	require.Equal(t, []string{"--keyring-service", w.service, "--catalog", w.catalog,
+		"mcp", "run", "mcp-probe", "--agent", probeAgent}, entry.Args)
+	require.Contains(t, r.stderr, `"warning"`, "not granted yet: a warning")
+	require.Contains(t, r.stderr, "grantwire activations activate mcp-probe builtin:chat --scopes use")
+
+	w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
+	w.fixes("PROBE_API_KEY="+w.key+"\n", "grantwire configure mcp-probe --from-stdin")
+	r = w.gw("", "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "ready: no warning")
+
+	// The printed entry, started as an MCP client would: with an environment that names
+	// no grantwire setting.
+	env := w.env
+	w.env = withoutVars(env, "GRANTWIRE_HOME", "GRANTWIRE_CATALOG", "GRANTWIRE_KEYRING_SERVICE")
+	sess := w.connect(t, append([]string{entry.Command}, entry.Args...)...)
+	require.True(t, sess.status(t).Matches)
+	require.Equal(t, 0, sess.close(w))
+	w.env = env
+
+	// Another home is named by --home.
+	other := filepath.Join(w.home, "other-home")
+	r = w.gwJSON("", 0, &cfg, "--home", other, "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, []string{"--home", other, "--keyring-service", w.service, "--catalog", w.catalog,
+		"mcp", "run", "mcp-probe", "--agent", probeAgent}, cfg.MCPServers["mcp-probe"].Args)
+
+	// A remote server goes through mcp proxy; mcp run refuses it with that command.
+	r = w.gwJSON("", 0, &cfg, "mcp", "config", "mcp-notes", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, []string{"--keyring-service", w.service, "--catalog", w.catalog,
+		"mcp", "proxy", "mcp-notes", "--agent", probeAgent}, cfg.MCPServers["mcp-notes"].Args)
+	require.Len(t, cfg.MCPServers, 2)
+	require.Contains(t, r.stderr, "grantwire activations activate mcp-notes builtin:chat --scopes use")
+	e := w.fail(2, "USAGE", "mcp", "run", "mcp-notes", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "grantwire mcp proxy mcp-notes --agent builtin:chat")
+
+	// Errors before the gate are errors.
+	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "config", "mcp-nothing", "--agent", probeAgent)
+	w.fail(3, "CONFIGURATION", "mcp", "config", "google", "--agent", probeAgent)
+	w.fail(2, "USAGE", "mcp", "config", "mcp-probe")
+}
+
+func withoutVars(env []string, names ...string) []string {
+	var out []string
+next:
+	for _, kv := range env {
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Usage errors of mcp run and mcp config are found before anything is read (no keyring).
+func TestBinaryMCPRunUsage(t *testing.T) {
+	w := newBB(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "run"}, "mcp run needs the name of an MCP server"},
+		{[]string{"mcp", "run", "mcp-github"}, `required flag(s) "agent" not set`},
+		{[]string{"mcp", "run", "mcp-github", "--stdio", "--agent", "builtin:chat"}, "unknown flag: --stdio"},
+		{[]string{"mcp", "run", "mcp-github", "extra", "--agent", "builtin:chat"}, "grantwire mcp run mcp-github --agent builtin:chat -- extra"},
+		{[]string{"mcp", "config", "--agent", "builtin:chat"}, "mcp config needs the name of at least one MCP server"},
+	} {
+		r := w.run("", tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, tc.args)
+		require.Empty(t, r.stdout, "%v: nothing on stdout, the MCP channel", tc.args)
+	}
+}

@@ -1,0 +1,80 @@
+//go:build linux
+
+package main_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cpuTime is the CPU time a process has used so far (utime + stime of /proc/PID/stat).
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// SIGINT in the middle of a slow decision (a grant of 4000 scopes: the policy is
+// quadratic in them, seconds of CPU) stops it: exit 130 at once, "cancelled", and nothing
+// written (issue 10, item 17). Without cancellation the decision runs to its end and the
+// grant is written with exit 0.
+func TestBinarySIGINTDuringASlowDecision(t *testing.T) {
+	w := newBB(t)
+	scopes := make([]string, 4000)
+	for i := range scopes {
+		scopes[i] = "s" + strconv.Itoa(i)
+	}
+	cmd := exec.Command(w.bin, "grants", "grant", "mcp-memory", "builtin:chat", "--scopes", strings.Join(scopes, ","))
+	cmd.Env = w.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// Wait until the process has spent a second of CPU: start-up takes a fraction of that,
+	// so it is deciding.
+	deadline := time.Now().Add(60 * time.Second)
+	for cpuTime(t, cmd.Process.Pid) < time.Second {
+		select {
+		case err := <-exited:
+			t.Fatalf("the command ended before the signal (%v): %s%s", err, stdout.String(), stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the command used no CPU")
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the command did not stop within 10 s of SIGINT")
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "%v", err)
+	require.Equal(t, 130, ee.ExitCode(), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	require.Contains(t, stderr.String(), "cancelled")
+	require.Empty(t, stdout.String())
+	require.NoFileExists(t, filepath.Join(w.home, ".grantwire", "connectors", "grants.json"), "nothing was written")
+	r := w.run("", "grants", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "No grants.")
+}

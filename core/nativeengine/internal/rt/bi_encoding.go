@@ -1,0 +1,275 @@
+package rt
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+//rego:builtin json.marshal
+func (ev *Eval) BiJSONMarshal(a *V) *V {
+	if a == nil {
+		return nil
+	}
+	if !goJSONNumbersValid(a) {
+		return nil
+	}
+	ev.scr = AppendGoJSON(ev.scr[:0], a)
+	return ev.stringOf(ev.scr)
+}
+
+// goJSONNumbersValid reports whether encoding/json would accept every number of v (it
+// refuses json.Number text that is not a JSON number).
+func goJSONNumbersValid(v *V) bool {
+	switch v.k {
+	case KNum:
+		if v.s == "" {
+			return true
+		}
+		return validJSONNumber(v.s)
+	case KArr, KSet:
+		for _, x := range v.a {
+			if !goJSONNumbersValid(x) {
+				return false
+			}
+		}
+	case KObj:
+		for i, k := range v.a {
+			if !goJSONNumbersValid(k) || !goJSONNumbersValid(v.o[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validJSONNumber(s string) bool {
+	p := parser{s: s, ev: &Eval{heap: true}}
+	p.num()
+	return p.err == nil && p.i == len(s)
+}
+
+//rego:builtin json.unmarshal
+func (ev *Eval) BiJSONUnmarshal(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	v, err := ev.parse(s)
+	if err != nil || !numbersChecked(v) {
+		return nil
+	}
+	return v
+}
+
+// numbersChecked applies ast.NumberChecked to every number of v.
+func numbersChecked(v *V) bool {
+	switch v.k {
+	case KNum:
+		return v.s == "" || numberChecked(v.s)
+	case KArr:
+		for _, x := range v.a {
+			if !numbersChecked(x) {
+				return false
+			}
+		}
+	case KObj:
+		for _, x := range v.o {
+			if !numbersChecked(x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+//rego:builtin json.is_valid
+func (ev *Eval) BiJSONIsValid(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return False
+	}
+	return Bool(json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))))
+}
+
+func bytesOf(s string) []byte { return []byte(s) }
+
+//rego:builtin base64.encode
+func (ev *Eval) BiBase64Encode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	return ev.String(base64.StdEncoding.EncodeToString(bytesOf(s)))
+}
+
+//rego:builtin base64.decode
+func (ev *Eval) BiBase64Decode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	return ev.String(string(b))
+}
+
+//rego:builtin base64.is_valid
+func (ev *Eval) BiBase64IsValid(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return False
+	}
+	_, err := base64.StdEncoding.DecodeString(s)
+	return Bool(err == nil)
+}
+
+//rego:builtin base64url.encode
+func (ev *Eval) BiBase64URLEncode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	return ev.String(base64.URLEncoding.EncodeToString(bytesOf(s)))
+}
+
+//rego:builtin base64url.encode_no_pad
+func (ev *Eval) BiBase64URLEncodeNoPad(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	return ev.String(base64.RawURLEncoding.EncodeToString(bytesOf(s)))
+}
+
+//rego:builtin base64url.decode
+func (ev *Eval) BiBase64URLDecode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	if !strings.HasSuffix(s, "=") {
+		switch len(s) % 4 {
+		case 0:
+		case 2:
+			s += "=="
+		case 3:
+			s += "="
+		default:
+			return nil
+		}
+	}
+	b, err := base64.URLEncoding.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	return ev.String(string(b))
+}
+
+//rego:builtin hex.encode
+func (ev *Eval) BiHexEncode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	return ev.String(hex.EncodeToString(bytesOf(s)))
+}
+
+//rego:builtin hex.decode
+func (ev *Eval) BiHexDecode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil
+	}
+	return ev.String(string(b))
+}
+
+//rego:builtin urlquery.encode
+func (ev *Eval) BiURLQueryEncode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	return ev.String(url.QueryEscape(s))
+}
+
+//rego:builtin urlquery.decode
+func (ev *Eval) BiURLQueryDecode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	r, err := url.QueryUnescape(s)
+	if err != nil {
+		return nil
+	}
+	return ev.String(r)
+}
+
+//rego:builtin urlquery.encode_object
+func (ev *Eval) BiURLQueryEncodeObject(a *V) *V {
+	if a.Kind() != KObj {
+		return nil
+	}
+	// OPA turns the object into JSON first: non-string keys become their JSON text, sets
+	// become arrays.
+	q := url.Values{}
+	for i, k := range a.a {
+		ks := k.s
+		if k.k != KStr {
+			ks = string(AppendGoJSON(nil, k))
+		}
+		switch v := a.o[i]; v.k {
+		case KStr:
+			q.Set(ks, v.s)
+		case KArr, KSet:
+			vals := make([]string, 0, len(v.a))
+			for _, x := range v.a {
+				if x.k != KStr {
+					return nil
+				}
+				vals = append(vals, x.s)
+			}
+			q[ks] = append(q[ks], vals...)
+		default:
+			return nil
+		}
+	}
+	return ev.String(q.Encode())
+}
+
+//rego:builtin urlquery.decode_object
+func (ev *Eval) BiURLQueryDecodeObject(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	vals, err := url.ParseQuery(s)
+	if err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ev.Object(len(keys))
+	for _, k := range keys {
+		arr := ev.Array(len(vals[k]))
+		for _, x := range vals[k] {
+			arr.a = append(arr.a, ev.String(x))
+		}
+		out.a, out.o = append(out.a, ev.String(k)), append(out.o, arr)
+	}
+	return out
+}

@@ -1,0 +1,557 @@
+package rt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/grantwire/grantwire/internal/canon"
+)
+
+// ErrSyntax reports JSON that is not one valid JSON value.
+var ErrSyntax = errors.New("malformed JSON")
+
+// ParseQuery parses a query (which core.CheckQuery has accepted) into the evaluation's
+// arena. Its strings point into a copy of query the evaluation keeps until it is
+// returned, so the caller may reuse query at once.
+func (ev *Eval) ParseQuery(query []byte) (*V, error) {
+	ev.buf = append(ev.buf[:0], query...)
+	if len(ev.buf) == 0 {
+		return nil, ErrSyntax
+	}
+	return ev.parse(unsafe.String(&ev.buf[0], len(ev.buf)))
+}
+
+// ParseData parses a data document (any JSON) onto the heap, as OPA's Go evaluator reads
+// data: invalid UTF-8 and lone surrogates become U+FFFD, the last of duplicate keys wins,
+// numbers keep their text.
+func ParseData(data []byte) (*V, error) {
+	ev := &Eval{heap: true}
+	return ev.parse(string(data))
+}
+
+// ParseValue parses JSON into the evaluation's arena (its strings are copied).
+func (ev *Eval) ParseValue(s string) (*V, error) { return ev.parse(strings.Clone(s)) }
+
+func (ev *Eval) parse(s string) (*V, error) {
+	p := parser{s: s, ev: ev}
+	p.ws()
+	v := p.value(0)
+	if p.err != nil {
+		return nil, p.err
+	}
+	p.ws()
+	if p.i != len(s) {
+		return nil, fmt.Errorf("%w: data after the value at byte %d", ErrSyntax, p.i)
+	}
+	return v, nil
+}
+
+type parser struct {
+	s   string
+	i   int
+	ev  *Eval
+	err error
+}
+
+const maxDepth = 10000
+
+func (p *parser) fail(msg string) *V {
+	if p.err == nil {
+		p.err = fmt.Errorf("%w: %s at byte %d", ErrSyntax, msg, p.i)
+	}
+	p.i = len(p.s)
+	return nil
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) *V {
+	if p.i >= len(p.s) {
+		return p.fail("unexpected end of input")
+	}
+	if depth > maxDepth {
+		return p.fail("nesting too deep")
+	}
+	switch c := p.s[p.i]; c {
+	case '{':
+		p.i++
+		obj := p.ev.Object(0)
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			return obj
+		}
+		for {
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				return p.fail("expected an object key")
+			}
+			k := p.str()
+			if p.err != nil {
+				return nil
+			}
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return p.fail("expected ':'")
+			}
+			p.i++
+			p.ws()
+			v := p.value(depth + 1)
+			if p.err != nil {
+				return nil
+			}
+			ObjectInsert(obj, k, v)
+			p.ws()
+			if p.i >= len(p.s) {
+				return p.fail("unexpected end of input")
+			}
+			if p.s[p.i] == '}' {
+				p.i++
+				return obj
+			}
+			if p.s[p.i] != ',' {
+				return p.fail("expected ',' or '}'")
+			}
+			p.i++
+			p.ws()
+		}
+	case '[':
+		p.i++
+		arr := p.ev.Array(0)
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			return arr
+		}
+		for {
+			v := p.value(depth + 1)
+			if p.err != nil {
+				return nil
+			}
+			arr.a = append(arr.a, v)
+			p.ws()
+			if p.i >= len(p.s) {
+				return p.fail("unexpected end of input")
+			}
+			if p.s[p.i] == ']' {
+				p.i++
+				return arr
+			}
+			if p.s[p.i] != ',' {
+				return p.fail("expected ',' or ']'")
+			}
+			p.i++
+			p.ws()
+		}
+	case '"':
+		return p.str()
+	case 't':
+		return p.lit("true", True)
+	case 'f':
+		return p.lit("false", False)
+	case 'n':
+		return p.lit("null", Null)
+	default:
+		return p.num()
+	}
+}
+
+func (p *parser) lit(word string, v *V) *V {
+	if !strings.HasPrefix(p.s[p.i:], word) {
+		return p.fail("invalid literal")
+	}
+	p.i += len(word)
+	return v
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (p *parser) num() *V {
+	s, start := p.s, p.i
+	i := start
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && isDigit(s[i]):
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	default:
+		return p.fail("invalid value")
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || !isDigit(s[i]) {
+			return p.fail("invalid number")
+		}
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || !isDigit(s[i]) {
+			return p.fail("invalid number")
+		}
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	p.i = i
+	return p.ev.numText(s[start:i])
+}
+
+// str parses the string at p.i (its opening quote).
+func (p *parser) str() *V {
+	s := p.s
+	i := p.i + 1
+	start := i
+	for i < len(s) {
+		c := s[i]
+		if c == '"' {
+			p.i = i + 1
+			return p.ev.String(s[start:i])
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		i++
+	}
+	// the slow path: escapes, control characters, non-ASCII
+	b := p.ev.scr[:0]
+	b = append(b, s[start:i]...)
+	plainSoFar := true
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			p.i = i + 1
+			p.ev.scr = b
+			if plainSoFar {
+				return p.ev.String(s[start:i])
+			}
+			return p.ev.stringOf(b)
+		case c == '\\':
+			plainSoFar = false
+			if i+1 >= len(s) {
+				return p.fail("unexpected end of input")
+			}
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+				i += 2
+			case 'b':
+				b = append(b, '\b')
+				i += 2
+			case 'f':
+				b = append(b, '\f')
+				i += 2
+			case 'n':
+				b = append(b, '\n')
+				i += 2
+			case 'r':
+				b = append(b, '\r')
+				i += 2
+			case 't':
+				b = append(b, '\t')
+				i += 2
+			case 'u':
+				r, ok := hex4(s[i+2:])
+				if !ok {
+					return p.fail("invalid \\u escape")
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					r2, ok2 := rune(-1), false
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						r2, ok2 = hex4(s[i+2:])
+					}
+					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				return p.fail("invalid escape")
+			}
+		case c < 0x20:
+			return p.fail("control character in a string")
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				plainSoFar = false
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return p.fail("unterminated string")
+}
+
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// AppendCanonical appends the canonical JSON form of v (see internal/canon) as the rego
+// engine writes a result: sets as arrays in order, objects with non-string keys keyed by
+// those keys' JSON.
+func AppendCanonical(dst []byte, v *V) []byte {
+	switch v.k {
+	case KNull:
+		return append(dst, "null"...)
+	case KBool:
+		if v.n != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case KNum:
+		return appendNum(dst, v)
+	case KStr:
+		return canon.AppendString(dst, v.s)
+	case KArr, KSet:
+		dst = append(dst, '[')
+		for i, x := range v.a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendCanonical(dst, x)
+		}
+		return append(dst, ']')
+	case KObj:
+		if !stringKeys(v) {
+			return appendObjectStringified(dst, v, AppendCanonical, canon.AppendString)
+		}
+		dst = append(dst, '{')
+		for i, k := range v.a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = canon.AppendString(dst, k.s)
+			dst = append(dst, ':')
+			dst = AppendCanonical(dst, v.o[i])
+		}
+		return append(dst, '}')
+	}
+	return append(dst, "null"...)
+}
+
+func stringKeys(v *V) bool {
+	for _, k := range v.a {
+		if k.k != KStr {
+			return false
+		}
+	}
+	return true
+}
+
+// appendObjectStringified writes an object whose keys are not all strings as OPA turns
+// it into JSON: every key becomes its JSON text (the last of equal texts, in key order,
+// wins), members sorted by those texts.
+func appendObjectStringified(dst []byte, v *V, val func([]byte, *V) []byte, key func([]byte, string) []byte) []byte {
+	type member struct {
+		k string
+		v *V
+	}
+	ms := make([]member, 0, len(v.a))
+	for i, k := range v.a {
+		ks := k.s
+		if k.k != KStr {
+			ks = string(AppendGoJSON(nil, k))
+		}
+		ms = append(ms, member{ks, v.o[i]})
+	}
+	slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.k, b.k) })
+	out := ms[:0]
+	for _, m := range ms {
+		if len(out) > 0 && out[len(out)-1].k == m.k {
+			out[len(out)-1] = m
+			continue
+		}
+		out = append(out, m)
+	}
+	dst = append(dst, '{')
+	for i, m := range out {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = key(dst, m.k)
+		dst = append(dst, ':')
+		dst = val(dst, m.v)
+	}
+	return append(dst, '}')
+}
+
+// AppendGoJSON appends v as encoding/json marshals OPA's JSON form of it (json.marshal):
+// HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
+func AppendGoJSON(dst []byte, v *V) []byte {
+	switch v.k {
+	case KStr:
+		return appendGoString(dst, v.s)
+	case KArr, KSet:
+		dst = append(dst, '[')
+		for i, x := range v.a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendGoJSON(dst, x)
+		}
+		return append(dst, ']')
+	case KObj:
+		if !stringKeys(v) {
+			return appendObjectStringified(dst, v, AppendGoJSON, appendGoString)
+		}
+		dst = append(dst, '{')
+		for i, k := range v.a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendGoString(dst, k.s)
+			dst = append(dst, ':')
+			dst = AppendGoJSON(dst, v.o[i])
+		}
+		return append(dst, '}')
+	}
+	return AppendCanonical(dst, v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendGoString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendRego appends v in Rego's syntax, as OPA's ast writes a value (sprintf's %v,
+// messages): strings quoted by strconv.Quote, ", " and ": " between members, set() for
+// the empty set.
+func AppendRego(dst []byte, v *V) []byte {
+	switch v.k {
+	case KStr:
+		return strconv.AppendQuote(dst, v.s)
+	case KArr:
+		dst = append(dst, '[')
+		for i, x := range v.a {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = AppendRego(dst, x)
+		}
+		return append(dst, ']')
+	case KSet:
+		if len(v.a) == 0 {
+			return append(dst, "set()"...)
+		}
+		dst = append(dst, '{')
+		for i, x := range v.a {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = AppendRego(dst, x)
+		}
+		return append(dst, '}')
+	case KObj:
+		dst = append(dst, '{')
+		for i, k := range v.a {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = AppendRego(dst, k)
+			dst = append(dst, ": "...)
+			dst = AppendRego(dst, v.o[i])
+		}
+		return append(dst, '}')
+	}
+	return AppendCanonical(dst, v)
+}

@@ -1,0 +1,141 @@
+package wasmengine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/wasmengine"
+)
+
+// slowQuery is a query of testdata/slow whose decision takes about 10 s on wazero's
+// compiler (a minute on its interpreter): far longer than any test waits.
+var slowQuery = []byte(`{"n": 800}`)
+
+// returnsWithin runs f and fails the test unless it returns within d. It is not a timing
+// test: the decisions interrupted here would run for ten seconds or more.
+func returnsWithin(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("did not return within %s of the cancellation", d)
+	}
+}
+
+// A decision stops when its context ends (deadline or cancel), on the compiler and on the
+// interpreter, and the engine (its only instance replaced) answers the next query.
+// Issue 10, item 17.
+func TestCancellationStopsASlowDecision(t *testing.T) {
+	for _, interp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interpreter=%v", interp), func(t *testing.T) {
+			opts := []wasmengine.Option{wasmengine.WithModule(testModule(t, "slow")), wasmengine.WithPoolSize(1)}
+			if interp {
+				opts = append(opts, wasmengine.WithInterpreter())
+			}
+			e, err := wasmengine.New(context.Background(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(context.Background())
+
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			returnsWithin(t, 5*time.Second, func() {
+				_, err = e.DecideJSON(ctx, nil, slowQuery)
+			})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("deadline: got %v, want an error wrapping context.DeadlineExceeded", err)
+			}
+
+			ctx, cancel = context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			returnsWithin(t, 5*time.Second, func() {
+				_, err = e.DecideJSON(ctx, nil, slowQuery)
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancel: got %v, want an error wrapping context.Canceled", err)
+			}
+
+			// Already cancelled: nothing runs.
+			if _, err = e.DecideJSON(ctx, nil, []byte(`{"n": 3}`)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled before: %v", err)
+			}
+
+			// The engine goes on, with a cancellable context and without one.
+			live, stop := context.WithCancel(context.Background())
+			defer stop()
+			for _, c := range []context.Context{live, context.Background()} {
+				out, err := e.DecideJSON(c, nil, []byte(`{"n": 3}`))
+				if err != nil || string(out) != `{"effects":[],"result":6,"status":"done"}` {
+					t.Fatalf("after the cancellation: %s, %v", out, err)
+				}
+			}
+		})
+	}
+}
+
+// Cancellations in the middle of concurrent decisions on a small pool (run with -race):
+// every decision that is not cancelled gives the answer it gives alone, and every
+// cancelled one reports its context's error.
+func TestConcurrentCancellation(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), 11, 0)
+	var queries, want [][]byte
+	for _, op := range nodiff.Ops {
+		q := g.Episode(op).Query()
+		out, err := e.DecideJSON(ctx, nil, q)
+		if err == nil {
+			queries, want = append(queries, q), append(want, out)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := range 60 {
+				k := (w*17 + i) % len(queries)
+				c, cancel := context.WithCancel(ctx)
+				if (w+i)%3 == 0 {
+					cancel() // cancelled before or while deciding
+				}
+				var err error
+				buf, err = e.DecideJSON(c, buf[:0], queries[k])
+				cancel()
+				switch {
+				case err == nil && !bytes.Equal(buf, want[k]):
+					errs <- fmt.Errorf("decision differs for %s", queries[k])
+					return
+				case err != nil && !errors.Is(err, context.Canceled):
+					errs <- fmt.Errorf("%s: %v", queries[k], err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,90 @@
+package grantwire_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/bundle"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/opatest"
+)
+
+// gate runs the gate's main path on a client: not granted, granted, a token.
+func gate(t *testing.T, c *grantwire.Client) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
+	require.NoError(t, err)
+	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
+	require.NoError(t, err)
+	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
+	require.True(t, errors.Is(err, grantwire.ErrAgentNotGranted), "%v", err)
+	_, err = c.Grant(ctx, "google", "builtin:chat", []string{gmail})
+	require.NoError(t, err)
+	tok, err := c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
+	require.NoError(t, err)
+	require.NotEmpty(t, tok.AccessToken)
+}
+
+func world() *memhost.World { return memhost.New(time.Unix(1_790_000_000, 0), 7) }
+
+// Every engine grantwire builds by name decides the gate, and names the policy.
+func TestEngineByName(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{grantwire.EngineNative, grantwire.EngineWasm} {
+		t.Run(name, func(t *testing.T) {
+			c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")), grantwire.WithEngineName(name))
+			require.NoError(t, err)
+			defer c.Close(ctx)
+			require.Equal(t, name, c.Engine().Name())
+			require.Equal(t, bundle.EmbeddedRevision(), c.Revision())
+			gate(t, c)
+		})
+	}
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")))
+	require.NoError(t, err)
+	require.Equal(t, grantwire.DefaultEngine, c.Engine().Name())
+	require.NoError(t, c.Close(ctx))
+
+	for _, tc := range []struct {
+		opts []grantwire.Option
+		want string
+	}{
+		{[]grantwire.Option{grantwire.WithEngineName("rego")}, "links OPA"},
+		{[]grantwire.Option{grantwire.WithEngineName("lua")}, `unknown engine "lua"`},
+		{[]grantwire.Option{grantwire.WithEngineName("native"), grantwire.WithOPAServer("http://127.0.0.1:1")}, ""},
+		{[]grantwire.Option{grantwire.WithOPAServer("http://127.0.0.1:1"), grantwire.WithCatalog([]byte(`{"connectors":{}}`))}, "do not combine WithOPAServer with WithCatalog"},
+		{[]grantwire.Option{grantwire.WithOPAServer("ftp://x")}, "not an http(s) URL"},
+		{[]grantwire.Option{grantwire.WithOPAServer("http://127.0.0.1:1")}, "connection refused"},
+	} {
+		_, err := grantwire.New(ctx, append(tc.opts, grantwire.WithCapabilities(world().Capabilities("")))...)
+		if tc.want == "" {
+			require.Error(t, err) // the last engine option wins: the server is unreachable
+			continue
+		}
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// A client on an OPA server: the server's catalog and bundle revision, the same decisions.
+func TestOPAServerClient(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Load([]byte(`{"connectors": {"google": {"type": "oauth_pkce", "display_name": "Google only",
+	  "authorization_url": "https://accounts.google.com/o/oauth2/v2/auth", "token_url": "https://oauth2.googleapis.com/token",
+	  "available_scopes": ["` + gmail + `"], "default_scopes": ["` + gmail + `"]}}}`))
+	require.NoError(t, err)
+	url, revision := opatest.Serve(t, cat.Data())
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(world().Capabilities("")), grantwire.WithOPAServer(url))
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	require.Equal(t, "opa-server", c.Engine().Name())
+	require.Equal(t, revision, c.Revision())
+	require.Equal(t, []string{"google"}, c.Catalog().IDs(), "the server's catalog")
+	gate(t, c)
+}

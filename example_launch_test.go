@@ -1,0 +1,67 @@
+package grantwire_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire"
+)
+
+func ExampleClient_LaunchMCP() {
+	ctx := context.Background()
+	c, _ := example()
+	_, err := c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	var ge *grantwire.Error
+	if errors.As(err, &ge) {
+		fmt.Println(ge.Code, "fix:", ge.Fix)
+	}
+	_, err = c.Activate(ctx, "mcp-github", "builtin:chat", []string{"use"})
+	must(err)
+	_, err = c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	if errors.As(err, &ge) {
+		fmt.Println(ge.Code, "fix:", ge.Fix)
+	}
+	must(c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}))
+	l, err := c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	must(err)
+	fmt.Println(l.Command, l.Args, l.EnvKeys)
+	// Environ hands the values to exec.Cmd.Env; they are nowhere else.
+	fmt.Println(l.Environ([]string{"PATH=/usr/bin"})[1] == "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_example")
+	// Output:
+	// AGENT_NOT_GRANTED fix: grantwire activations activate mcp-github builtin:chat --scopes use
+	// NOT_CONNECTED fix: grantwire configure mcp-github --from-stdin
+	// npx [-y @modelcontextprotocol/server-github] [GITHUB_PERSONAL_ACCESS_TOKEN]
+	// true
+}
+
+func ExampleClient_CheckMCPLaunch() {
+	ctx := context.Background()
+	c, _ := example()
+	_, err := c.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
+	must(err)
+	r, err := c.CheckMCPLaunch(ctx, "mcp-github", "builtin:chat")
+	must(err)
+	fmt.Println(r.Type, r.Ready, r.Refusal.Code, r.Refusal.Fix)
+	// Output:
+	// mcp_server false AGENT_NOT_ACTIVE grantwire activations activate mcp-github builtin:chat
+}
+
+// Environ replaces a variable of the same name and keeps the rest; String and GoString
+// name the keys, never a value.
+func TestMCPLaunchEnvironAndPrinting(t *testing.T) {
+	l := &grantwire.MCPLaunch{Connector: "mcp-x", Agent: "builtin:chat", Type: "mcp_server", Command: "srv",
+		Args: []string{"--stdio"}, EnvKeys: []string{"A_KEY", "B_KEY"}, Env: map[string]string{"B_KEY": "sk-b-secret", "A_KEY": "sk-a-secret"}}
+	require.Equal(t, []string{"PATH=/bin", "HOME=/h", "A_KEY=sk-a-secret", "B_KEY=sk-b-secret"},
+		l.Environ([]string{"PATH=/bin", "A_KEY=old", "HOME=/h", "B_KEY="}))
+	for _, s := range []string{fmt.Sprint(l), fmt.Sprint(*l), fmt.Sprintf("%v %+v %#v %s %+v %#v", l, l, l, l, *l, *l)} {
+		require.NotContains(t, s, "sk-")
+		require.True(t, strings.Contains(s, "A_KEY, B_KEY"), s)
+	}
+	r := &grantwire.MCPLaunch{Connector: "mcp-r", Agent: "builtin:chat", Type: "mcp_remote", URL: "https://r.example/mcp"}
+	require.Equal(t, "mcp_remote mcp-r for builtin:chat at https://r.example/mcp", r.String())
+}

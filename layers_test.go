@@ -1,0 +1,88 @@
+package grantwire_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/grantwire/grantwire"
+
+// layers ranks grantwire's packages (DESIGN: surfaces → shells → host ABI → core →
+// policy): a package may import only packages of a lower rank. A key ending in "/" ranks
+// every package under it that has no entry of its own; the longest key wins.
+var layers = map[string]int{
+	// Leaves: the policy, data and helpers that import no grantwire package.
+	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
+	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
+	// The core: queries and decisions, then the engines.
+	"core": 1, "core/": 2,
+	// The host ABI contract, and what needs only the core's types.
+	"hostabi": 3, "decisionlog": 3,
+	// Hosts: the Go host and the in-memory reference host.
+	"host": 4, "hostabi/memhost": 4,
+	// Shells, the bundle file, the conformance runner.
+	"shells/": 5, "bundle": 5, "conformance": 5,
+	// The Go API (the root package: grantwire.Open runs the OS shell).
+	"": 6,
+	// Surfaces and tools over the Go API.
+	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 7, "internal/audittest": 8,
+	"cmd/": 9, "internal/cmd/": 9, "internal/tools/": 9,
+}
+
+func rank(t *testing.T, rel string) int {
+	t.Helper()
+	if r, ok := layers[rel]; ok {
+		return r
+	}
+	best, found := -1, ""
+	for k, r := range layers {
+		if strings.HasSuffix(k, "/") && strings.HasPrefix(rel, k) && len(k) > len(found) {
+			best, found = r, k
+		}
+	}
+	require.NotEqual(t, -1, best, "package %q has no layer: add it to layers in layers_test.go", rel)
+	return best
+}
+
+// TestImportsPointDownward checks every non-test import between grantwire's packages
+// against the layers.
+func TestImportsPointDownward(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	require.NoError(t, err)
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		from := rank(t, rel)
+		for _, imp := range p.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			require.Less(t, rank(t, to), from, "%s (layer %d) imports %s (layer %d): imports point downward", orRoot(rel), from, orRoot(to), rank(t, to))
+			checked++
+		}
+	}
+	require.Greater(t, checked, 40, "the import graph was read")
+}
+
+func orRoot(rel string) string {
+	if rel == "" {
+		return "grantwire (root)"
+	}
+	return rel
+}
