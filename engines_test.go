@@ -12,6 +12,7 @@ import (
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/memshell"
 	"github.com/grantwire/grantwire/internal/opatest"
 )
 
@@ -32,7 +33,12 @@ func gate(t *testing.T, c *grantwire.Client) {
 	require.NotEmpty(t, tok.AccessToken)
 }
 
-func world() *memhost.World { return memhost.New(time.Unix(1_790_000_000, 0), 7) }
+// world is an in-memory world whose OAuth server plays the embedded catalog's providers.
+func world() *memhost.World {
+	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
+	memshell.Serve(w, catalog.Default())
+	return w
+}
 
 // Every engine grantwire builds by name decides the gate, and names the policy.
 func TestEngineByName(t *testing.T) {

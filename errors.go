@@ -57,6 +57,7 @@ var (
 	ErrUsage                   = &Error{Code: "USAGE"}
 	ErrInternal                = &Error{Code: "INTERNAL"}
 	ErrAgentNotActive          = &Error{Code: "AGENT_NOT_ACTIVE"}
+	ErrFlowInProgress          = &Error{Code: "FLOW_IN_PROGRESS"}
 )
 
 // newError converts a core error, with the REST status and exit code the policy publishes.

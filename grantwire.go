@@ -544,6 +544,10 @@ type ConnectOptions struct {
 	// on). It is called once, before the polling starts, and must not block. The device
 	// code itself (a secret) never leaves the host.
 	OnDeviceCode func(DeviceCode)
+	// Browser, when set, is given the authorization URL instead of the shell's browser (a
+	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
+	// error when it cannot show the URL.
+	Browser func(url string) error
 }
 
 // DeviceCode is what a user needs to authorize a connection on another device (RFC 8628
@@ -578,6 +582,9 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 					VerificationURIComplete: p.VerificationURIComplete, UserCode: p.UserCode, ExpiresIn: p.ExpiresIn})
 				return nil
 			}))
+		}
+		if o.Browser != nil {
+			ctx = hostabi.WithBrowser(ctx, o.Browser)
 		}
 	}
 	var r ConnectResult

@@ -20,7 +20,7 @@ var layers = map[string]int{
 	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
 	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
-	"core": 1, "core/": 2,
+	"core": 1, "core/nativeengine/internal/rt": 1, "core/": 2,
 	// The host ABI contract, and what needs only the core's types.
 	"hostabi": 3, "decisionlog": 3,
 	// Hosts: the Go host and the in-memory reference host.
@@ -30,7 +30,7 @@ var layers = map[string]int{
 	// The Go API (the root package: grantwire.Open runs the OS shell).
 	"": 6,
 	// Surfaces and tools over the Go API.
-	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 7, "internal/audittest": 8,
+	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 8, "internal/audittest": 8, "internal/opatest": 8,
 	"cmd/": 9, "internal/cmd/": 9, "internal/tools/": 9,
 }
 

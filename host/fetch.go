@@ -93,6 +93,7 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 			return hostError(err)
 		}
 		o.locks[name] = release
+		o.gen = generationSnapshot{} // what the memory answers from now on is judged anew
 		return hostabi.Held, nil
 	case hostabi.NeedHTTPRequest:
 		return o.httpRequest(ctx, n.Key, n.Params)

@@ -6,6 +6,11 @@
 // token or scope. hostabi/README.md is its specification; shells/wasm/node implements the
 // same in JavaScript.
 //
+// Capabilities that can stamp files or tell a keyring generation (FileStamps,
+// KeyringGenerations in cache.go, implemented by shells/native) let it keep parsed
+// ledgers and its memory of keyring slots only while they are current; the facts are
+// those a read would give.
+//
 // It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
 // challenge), never an engine.
 package host
@@ -33,6 +38,9 @@ type Host struct {
 	mu     sync.Mutex
 	memory map[string]slot // keyring user → last value seen or written by this process
 
+	ledgers ledgerCache    // parsed ledgers, when the Files capability stamps files (cache.go)
+	parsed  map[string]any // keyring value → its JSON parse (cache.go)
+
 	// Trace, when set, receives one line per host call and its answer (facts and effects
 	// carry no secret, so transcripts are safe to print and to commit as golden files).
 	Trace func(line string)
@@ -44,6 +52,9 @@ type Host struct {
 type slot struct {
 	value string
 	found bool
+	// gen is the keyring's generation when the slot was remembered ("" when the
+	// capability cannot tell: the memory then lasts, as for every shell without one).
+	gen string
 }
 
 var _ hostabi.Host = (*Host)(nil)
@@ -56,7 +67,7 @@ func New(c hostabi.Capabilities) *Host {
 	if c.Getenv == nil {
 		c.Getenv = func(string) string { return "" }
 	}
-	return &Host{caps: c, memory: map[string]slot{}}
+	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]parsedLedger{}}, parsed: map[string]any{}}
 }
 
 // Capabilities returns what the host was built with.
@@ -66,9 +77,8 @@ func (h *Host) Capabilities() hostabi.Capabilities { return h.caps }
 // conformance corpus uses it to stage another process's stale view); found false forgets
 // that the slot holds anything.
 func (h *Host) Remember(user, value string, found bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.memory[user] = slot{value, found}
+	gen, _ := h.generation()
+	h.remember(user, value, found, gen)
 }
 
 // Forget drops the process's memory of every keyring slot.
@@ -78,16 +88,24 @@ func (h *Host) Forget() {
 	clear(h.memory)
 }
 
-func (h *Host) remember(user, value string, found bool) {
+func (h *Host) remember(user, value string, found bool, gen string) {
 	h.mu.Lock()
-	h.memory[user] = slot{value, found}
+	h.memory[user] = slot{value, found, gen}
 	h.mu.Unlock()
 }
 
-func (h *Host) recall(user string) (slot, bool) {
+// recall returns the memory of a slot, unless the keyring's generation (as the operation
+// first saw it, current()) has moved since it was remembered: another process, or this
+// one through another Host, changed the store.
+func (h *Host) recall(user string, current func() (string, bool)) (slot, bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.memory[user]
+	h.mu.Unlock()
+	if ok && s.gen != "" {
+		if gen, known := current(); !known || gen != s.gen {
+			return slot{}, false
+		}
+	}
 	return s, ok
 }
 
@@ -104,6 +122,8 @@ type Op struct {
 	refs     map[string]string
 	locks    map[string]func()
 	callback hostabi.Callback
+	// gen is the keyring's generation as this operation first judged its memory (cache.go).
+	gen generationSnapshot
 }
 
 var _ hostabi.Performer = (*Op)(nil)

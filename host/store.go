@@ -14,20 +14,21 @@ import (
 // readSlot reads a keyring slot, through the process's memory unless fresh.
 func (o *Op) readSlot(ctx context.Context, user string, fresh bool) (string, bool, error) {
 	if !fresh {
-		if s, ok := o.h.recall(user); ok {
+		if s, ok := o.h.recall(user, o.generation); ok {
 			return s.value, s.found, nil
 		}
 	}
 	c := o.h.caps
+	gen, _ := o.h.generation() // before the read: a change during it moves the generation
 	v, err := c.Keyring.Get(ctx, c.Service, user)
 	if errors.Is(err, hostabi.ErrNotFound) {
-		o.h.remember(user, "", false)
+		o.h.remember(user, "", false, gen)
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, err
 	}
-	o.h.remember(user, v, true)
+	o.h.remember(user, v, true, gen)
 	return v, true, nil
 }
 
@@ -54,7 +55,7 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 	}
 	fact := map[string]any{"found": true, "version": Version(v), "value": o.register(n.Key, "value", v)}
 	if fields != nil {
-		fact["json"] = o.redact(n.Key, []byte(v), fields)
+		fact["json"] = o.redactDoc(n.Key, o.h.parseValue(v), fields)
 	}
 	return fact, nil
 }
@@ -66,6 +67,11 @@ func (o *Op) redact(key string, b []byte, fields []string) any {
 	if err != nil {
 		return nil
 	}
+	return o.redactDoc(key, v, fields)
+}
+
+// redactDoc is redact of a parsed document (nil: not JSON).
+func (o *Op) redactDoc(key string, v any, fields []string) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil
@@ -113,7 +119,8 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 		if err := c.Keyring.Delete(ctx, c.Service, user); err != nil {
 			return err
 		}
-		o.h.remember(user, "", false)
+		gen, _ := o.h.generation()
+		o.h.remember(user, "", false, gen)
 		return nil
 	}
 	v, err := o.resolve(e.Params["value"])
@@ -136,7 +143,8 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 	if err := c.Keyring.Set(ctx, c.Service, user, value); err != nil {
 		return err
 	}
-	o.h.remember(user, value, true)
+	gen, _ := o.h.generation()
+	o.h.remember(user, value, true, gen)
 	return nil
 }
 
@@ -161,7 +169,7 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 		}
 	}
 	files := o.h.caps.Files
-	raw, version, err := files.Read(ctx, name)
+	led, err := o.readLedger(ctx, name)
 	if path == nil {
 		path = []string{}
 	}
@@ -177,16 +185,16 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 		}
 		return hostError(err)
 	}
-	if raw == nil {
+	if !led.found {
 		fact["found"] = false
 		return fact, nil
 	}
-	fact["found"], fact["version"] = true, version
-	doc, err := decodeStrict(raw)
-	if err != nil {
-		fact["corrupt"] = err.Error()
+	fact["found"], fact["version"] = true, led.version
+	if led.corrupt != nil {
+		fact["corrupt"] = led.corrupt.Error()
 		return fact, nil
 	}
+	doc := led.doc
 	v, ok := at(doc, path)
 	fact["exists"] = ok
 	if ok {

@@ -262,3 +262,21 @@ type Performer interface {
 type Host interface {
 	Begin(op string) Performer
 }
+
+// browserKey carries an operation's own way of showing an authorization URL.
+type browserKey struct{}
+
+// WithBrowser returns a context whose operation shows the authorization URL of its
+// loopback.wait with show instead of the shell's browser: a server hands the URL to the
+// page that asked for the authorization (a call per operation, where the shell's browser is
+// one per process). show returns an error when it could not show the URL; a shell then
+// behaves as without a browser. Shells that honour it: shells/native.
+func WithBrowser(ctx context.Context, show func(url string) error) context.Context {
+	return context.WithValue(ctx, browserKey{}, show)
+}
+
+// BrowserFrom returns the function given with WithBrowser, or nil.
+func BrowserFrom(ctx context.Context) func(url string) error {
+	f, _ := ctx.Value(browserKey{}).(func(url string) error)
+	return f
+}

@@ -17,7 +17,12 @@ cd "$(dirname "$0")/.."
 
 DEMO_TMP=$(mktemp -d -t grantwire-demo.XXXXXX) || exit 1
 AUTH_PID=''
+SERVE_PID=''
 cleanup() {
+	if [ -n "$SERVE_PID" ]; then
+		kill "$SERVE_PID" 2>/dev/null
+		wait "$SERVE_PID" 2>/dev/null
+	fi
 	if [ -n "$AUTH_PID" ]; then
 		kill "$AUTH_PID" 2>/dev/null
 		wait "$AUTH_PID" 2>/dev/null
@@ -254,8 +259,30 @@ run 0 "printf '%s\n' \"\$CLIENT_SECRET\" | grantwire configure google --client-i
 device_connect "grantwire connect google --device --scopes openid,email --timeout 60s" \
 	"To authorize google, open $ISSUER/device on any device and enter the code:" "Connected google as ada@example.com with email openid"
 run 0 "grantwire status google" "connected" "ada@example.com, 2 scope(s)"
+say "13. The same operations over HTTP: grantwire serve prints its URL (open it for Settings → Connectors;"
+out "#     every change made there or by the CLI shows live). It binds 127.0.0.1 only, and every POST, PUT"
+out "#     and DELETE needs the header X-Grantwire-UI: 1, so another web site cannot act through it."
+out "\$ grantwire serve &"
+"$DEMO_TMP/bin/grantwire" serve >"$DEMO_TMP/serve.json" 2>"$DEMO_TMP/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 200); do
+	[ -s "$DEMO_TMP/serve.json" ] && break
+	sleep 0.05
+done
+SERVE_URL=$(sed -nE 's/.*"url":"([^"]+)".*/\1/p' "$DEMO_TMP/serve.json")
+[ -n "$SERVE_URL" ] || fail "grantwire serve did not start: $(cat "$DEMO_TMP/serve.log")"
+out "$(cat "$DEMO_TMP/serve.json")"
+out "Settings → Connectors: $SERVE_URL"
+if command -v curl >/dev/null; then
+	run 0 "curl -s \"\$SERVE_URL/api/connectors/mcp-brave-search\"" '"id":"mcp-brave-search"' '"configured":false'
+	run 0 "curl -s -X PUT -d '{\"scopes\": [\"use\"]}' \"\$SERVE_URL/api/connectors/mcp-brave-search/grants/builtin:chat\"" '"code":"UI_HEADER_REQUIRED"'
+fi
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || fail "grantwire serve did not stop cleanly on SIGTERM: $(cat "$DEMO_TMP/serve.log")"
+cat "$DEMO_TMP/serve.log" >>"$TRANSCRIPT"
+out "(stopped with SIGTERM)"
 
-say "13. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
+say "14. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
 run 0 "cd \"\$GRANTWIRE_HOME\" && stat -c '%A  %n' . * connectors/*" "drwx------  connectors" "-rw-------  mcp_servers.json" \
 	"-rw-------  connectors/grants.json" "-rw-------  connectors/state.json"
 leaks=0

@@ -17,6 +17,14 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	trap keyring_stop EXIT
 	export GRANTWIRE_REAL_KEYRING=1
 fi
+# The Connectors page's browser test (surfaces/rest) drives a real headless Chromium:
+# Debian's chromium is installed with apt-get when missing and possible, as gnome-keyring is.
+. scripts/chromium-lib.sh
+chromium_ensure_installed || {
+	echo "test: no Chromium for the page's browser test (see above)" >&2
+	exit 1
+}
+export GRANTWIRE_REQUIRE_BROWSER=1
 # One package may take minutes on two busy cores (the e2e tests start many processes).
 go test -count=1 -timeout 25m ./...
 # The Wasm engine's pool under the race detector (16 goroutines on 3 instances, aborts,

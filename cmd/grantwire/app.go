@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,6 +116,11 @@ type app struct {
 	// LongRunning sizes the engine for many concurrent decisions and keeps the OS
 	// shell's activation watcher; `serve` sets it before asking for the client.
 	LongRunning bool
+	// prompt, when set by a long-running command, receives what the OS shell tells the
+	// user while an authorization waits (serve: nothing, the page shows it).
+	prompt io.Writer
+	// watched is the client the activation watcher reports to (set once it is built).
+	watched atomic.Pointer[grantwire.Client]
 
 	cat       *catalog.Catalog
 	engine    core.Engine
@@ -367,6 +373,20 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		NoWatch: !a.LongRunning,
 		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
+	if a.LongRunning {
+		// The watcher hands what other processes changed in activations.json to the
+		// policy (activation_changes), which emits the events (grantwire.Open does the same).
+		opts.ActivationChanges = func(before, after json.RawMessage) {
+			if c := a.watched.Load(); c != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = c.ActivationChanges(ctx, before, after)
+			}
+		}
+		if a.prompt != nil {
+			opts.Prompt = a.prompt
+		}
+	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
@@ -397,6 +417,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.watched.Store(a.client)
 	if a.engine == nil {
 		a.engine = a.client.Engine() // the client's: it closes it
 	}

@@ -272,7 +272,7 @@ func TestBinaryVersion(t *testing.T) {
 	w := newBB(t)
 	r := w.run("", "--version")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `^grantwire \S+ \(commit \S+, default build, policy sha256 `+sum+`, engine wasm, go1\.\d+`, r.stdout)
+	require.Regexp(t, `^grantwire \S+ \(commit \S+, default build, policy sha256 `+sum+`, engine native, go1\.\d+`, r.stdout)
 
 	type info struct {
 		Version, Commit, Build, Go, Engine string
@@ -292,8 +292,8 @@ func TestBinaryVersion(t *testing.T) {
 	require.Equal(t, sum, v.PolicySHA256)
 	require.Equal(t, "sha256:"+sum[:16], v.PolicyRevision)
 	require.Equal(t, "default", v.Build)
-	require.Equal(t, "wasm", v.Engine)
-	require.Equal(t, []string{"wasm"}, v.Engines)
+	require.Equal(t, "native", v.Engine)
+	require.Equal(t, []string{"native", "wasm"}, v.Engines)
 	require.NotEmpty(t, v.Version)
 	require.NotEmpty(t, v.Commit)
 	r = w.run("", "version")
@@ -318,7 +318,7 @@ func TestBinaryVersion(t *testing.T) {
 	v = version(w, "--engine", "rego")
 	require.Equal(t, "opa", v.Build)
 	require.Equal(t, "rego", v.Engine)
-	require.Equal(t, []string{"rego", "wasm"}, v.Engines)
+	require.Equal(t, []string{"native", "rego", "wasm"}, v.Engines)
 	bundle := filepath.Join(w.home, "b.tar.gz")
 	r = w.run("", "policy", "build", "-o", bundle)
 	require.Equal(t, 0, r.code, r.stderr)

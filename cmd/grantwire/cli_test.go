@@ -633,7 +633,7 @@ func TestGlobalSettingsReachTheShell(t *testing.T) {
 	for _, engine := range []string{"native", "wasm"} {
 		r = tw.gw("--engine", engine, "grants", "list", "--json")
 		require.Equal(t, 0, r.code, r.stderr)
-		require.JSONEq(t, `{}`, r.stdout)
+		require.JSONEq(t, `{"grants": []}`, r.stdout)
 	}
 	tw.setenv(envEngine, "wasm")
 	require.Equal(t, 0, tw.gw("status").code)

@@ -62,6 +62,13 @@ var Kinds = []Kind{
 			"to log in to, a keyring to unlock): the tests run on a private Secret Service that make test starts, " +
 			"and cmd/grantwire's TestBinaryWithoutASecretServiceRefusesToStoreSecrets checks the message names gnome-keyring",
 	},
+	{
+		Name:    "opa-server",
+		Pattern: regexp.MustCompile(`^start an OPA server on grantwire's bundle \(docs/fleet\.md\), or drop --engine opa-server`),
+		Unrunnable: "it starts a service the team operates (docs/fleet.md): core/opaserver's and conformance's " +
+			"TestOPAServer start the pinned OPA on the bundle as that page says, and cmd/grantwire's " +
+			"TestOPAServerEngine checks the command decides through it",
+	},
 }
 
 // Match returns the kind of a fix (false when it is of no known kind). A move-aside fix

@@ -19,6 +19,7 @@ import data.grantwire.connect
 import data.grantwire.disconnect
 import data.grantwire.errors
 import data.grantwire.facts
+import data.grantwire.flows
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
@@ -82,6 +83,10 @@ _decision := gate.decision if {
 	_op == "validate_catalog"
 } else := launch.decision if {
 	_op == "launch"
+} else := status.view if {
+	_op == "connector_view"
+} else := flows.start if {
+	_op == "start_flow"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -235,4 +240,6 @@ manifest := {"errors": errors.table, "ops": {
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
 	]},
+	"connector_view": {"prefetch": []},
+	"start_flow": {"prefetch": []},
 }}

@@ -29,6 +29,8 @@ _ops := {
 	"agent_id": {"source": "/src/agent.py"},
 	"validate_catalog": {},
 	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
+	"connector_view": {},
+	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
 }
 
 # The secret arguments of the operations that take some.

@@ -18,16 +18,17 @@ type loopbackCap struct{ s *Shell }
 
 var _ hostabi.Loopback = loopbackCap{}
 
-// Open implements hostabi.Loopback. Without a browser and without a person at a terminal,
-// nobody can complete an authorization: it says so before anything is started. In paste
-// mode it needs something to read the pasted redirect from (Options.Paste); it listens as
-// well, so a browser on this machine completes the authorization directly.
-func (l loopbackCap) Open(_ context.Context, connector, mode string) (hostabi.Callback, error) {
+// Open implements hostabi.Loopback. Without a browser (the shell's, or the operation's own
+// given with hostabi.WithBrowser) and without a person at a terminal, nobody can complete
+// an authorization: it says so before anything is started. In paste mode it needs
+// something to read the pasted redirect from (Options.Paste); it listens as well, so a
+// browser on this machine completes the authorization directly.
+func (l loopbackCap) Open(ctx context.Context, connector, mode string) (hostabi.Callback, error) {
 	paste := mode == hostabi.ModePaste
 	switch {
 	case paste && l.s.opts.Paste == nil:
 		return nil, fmt.Errorf("native: there is no input to paste the redirect address into: %w", hostabi.ErrUnavailable)
-	case !paste && l.s.opts.Browser == nil && !l.s.opts.Interactive:
+	case !paste && l.s.opts.Browser == nil && hostabi.BrowserFrom(ctx) == nil && !l.s.opts.Interactive:
 		return nil, fmt.Errorf("native: no browser can be opened and nobody is at a terminal to open the URL: %w", hostabi.ErrUnavailable)
 	}
 	cb, err := listenCallback()
@@ -72,7 +73,11 @@ func (w *waiter) Wait(ctx context.Context, a hostabi.Authorization) (map[string]
 		}
 		ended = w.s.pastes().feed(ctx, w.cb, prompt, stop)
 	default:
-		opened := opts.Browser != nil && opts.Browser(a.URL) == nil
+		browser := opts.Browser
+		if show := hostabi.BrowserFrom(ctx); show != nil {
+			browser = show // the caller's own (a server hands the URL to its page)
+		}
+		opened := browser != nil && browser(a.URL) == nil
 		if !opened && !opts.Interactive {
 			return nil, fmt.Errorf("native: the browser could not be opened and nobody is at a terminal: %w", hostabi.ErrUnavailable)
 		}

@@ -11,9 +11,13 @@ import (
 	"github.com/grantwire/grantwire/shells/native"
 )
 
-func benchShell(b *testing.B) *native.Shell {
+func benchShell(b *testing.B, tweak ...func(*native.Options)) *native.Shell {
 	b.Helper()
-	sh, err := native.New(native.Options{Home: b.TempDir(), Service: testService(b), NoWatch: true})
+	o := native.Options{Home: b.TempDir(), Service: testService(b), NoWatch: true}
+	for _, f := range tweak {
+		f(&o)
+	}
+	sh, err := native.New(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,11 +86,12 @@ func BenchmarkBusEmit(b *testing.B) {
 	}
 }
 
-// BenchmarkKeyring measures the real Secret Service (GRANTWIRE_REAL_KEYRING=1).
+// BenchmarkKeyring measures the real Secret Service (GRANTWIRE_REAL_KEYRING=1), with the
+// read cache off (BenchmarkCacheCheck measures it on).
 func BenchmarkKeyring(b *testing.B) {
 	requireKeyring(b)
 	ctx := context.Background()
-	sh := benchShell(b)
+	sh := benchShell(b, func(o *native.Options) { o.NoCache = true })
 	kr, svc := sh.Capabilities().Keyring, sh.Capabilities().Service
 	for _, size := range []int{100, 3000} {
 		value := fmt.Sprintf("%0*d", size, 7)

@@ -18,6 +18,8 @@ func runChild(role string) int {
 		return childOps()
 	case "lock-holder":
 		return childLockHolder()
+	case "changer":
+		return childChanger()
 	case "keyring-nostore":
 		return childKeyringNoStore()
 	}

@@ -53,12 +53,21 @@ type keyringStore struct {
 	timeout time.Duration
 	layout  func(user string) string
 	getenv  func(string) string
+	// gen bumps the service's generation on every write (nil: never); cache answers reads
+	// while it is unchanged (nil: off). cache.go.
+	gen   *generations
+	cache *keyringCache
 }
 
 var _ hostabi.Keyring = (*keyringStore)(nil)
 
-// Get implements hostabi.Keyring.
+// Get implements hostabi.Keyring, through the cache when it is on.
 func (k *keyringStore) Get(ctx context.Context, service, user string) (string, error) {
+	return k.cachedGet(ctx, service, user)
+}
+
+// get reads the store.
+func (k *keyringStore) get(ctx context.Context, service, user string) (string, error) {
 	if err := k.preflight(); err != nil {
 		return "", err
 	}
@@ -68,7 +77,7 @@ func (k *keyringStore) Get(ctx context.Context, service, user string) (string, e
 		return "", err
 	}
 	if !found {
-		return "", fmt.Errorf("native: keyring %s/%s: %w", service, user, hostabi.ErrNotFound)
+		return "", notFound(service, user)
 	}
 	if !strings.HasPrefix(raw, chunkSentinel) {
 		return raw, nil
@@ -101,6 +110,10 @@ func (k *keyringStore) Set(ctx context.Context, service, user, value string) err
 	if err := k.preflight(); err != nil {
 		return err
 	}
+	return k.changing(service, func() error { return k.set(ctx, service, user, value) })
+}
+
+func (k *keyringStore) set(ctx context.Context, service, user, value string) error {
 	u := k.layout(user)
 	parts := split(value)
 	// A value that starts like a manifest is stored as one part behind a manifest, so it
@@ -127,6 +140,10 @@ func (k *keyringStore) Delete(ctx context.Context, service, user string) error {
 	if err := k.preflight(); err != nil {
 		return err
 	}
+	return k.changing(service, func() error { return k.delete(ctx, service, user) })
+}
+
+func (k *keyringStore) delete(ctx context.Context, service, user string) error {
 	u := k.layout(user)
 	raw, found, err := k.rawGet(ctx, service, u)
 	if err != nil {

@@ -45,6 +45,8 @@ type fileLedgers struct {
 	written func(name string, before, after []byte, rename func() error) error
 	// warn reports a file whose mode was corrected (nil: say nothing).
 	warn func(string)
+	// noCache turns off Stamp (package host then parses every read).
+	noCache bool
 }
 
 var _ hostabi.Files = (*fileLedgers)(nil)

@@ -27,6 +27,10 @@
 //     mode, the redirect address the user pastes (Options.Paste), checked as a callback is.
 //   - Prompt: the device code and where to enter it (the device authorization grant).
 //   - HTTP: an http.Transport (a RoundTripper never follows redirects).
+//   - Read caches (cache.go): ledger stamps (one lstat) for package host's parsed-ledger
+//     cache, and keyring values cached behind per-service generation files that every
+//     keyring write of every grantwire process bumps (README "Performance: a token
+//     hand-out without I/O"); off with Options.NoCache or GRANTWIRE_NO_CACHE=1.
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
 //     event [Bus], and a watcher that reports activations changed by other processes.
 //
@@ -97,6 +101,11 @@ type Options struct {
 	// LockDir/<service>-<hash>/<provider>.lock (default $GRANTWIRE_LOCK_DIR, else
 	// <user cache dir>/grantwire/locks).
 	LockDir string
+	// NoCache turns off the read caches (cache.go; README "Performance"): every keyring
+	// read goes to the store and every ledger read parses the file. GRANTWIRE_NO_CACHE=1
+	// does the same. Writes bump the keyring generation either way, so that other
+	// processes' caches see them.
+	NoCache bool
 	// Warn receives what the user should know but that does not stop an operation (a
 	// ledger other users could read, now set to 0600); nil writes "grantwire: warning: …"
 	// lines to Prompt.
@@ -187,6 +196,12 @@ func New(opts Options) (*Shell, error) {
 	s.locks = &fileLocks{home: home}
 	if opts.LockDir != "" {
 		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
+	}
+	s.keyring.gen = newGenerations(home, opts.LockDir, opts.Service)
+	if cacheEnabled(opts) {
+		s.keyring.cache = newKeyringCache(s.keyring.gen)
+	} else {
+		s.ledgers.noCache = true
 	}
 	if !opts.NoWatch && opts.ActivationChanges != nil {
 		s.watcher = startWatcher(s.ledgers.Path(activationsFile), opts.ActivationChanges)

@@ -853,7 +853,7 @@ test_a_connect_that_lost_the_race if {
 		fx.err(
 			"BUSY",
 			"another connect of google stored a connection (first@example.com) while this one waited for the authorization; it was kept and this authorization was discarded",
-			"grantwire status google", {"connector": "google", "retry_after_ms": 500},
+			"", {"connector": "google", "retry_after_ms": 500},
 		),
 		[{
 			"kind": "http.send", "method": "POST", "url": "https://oauth2.googleapis.com/revoke",
@@ -879,7 +879,7 @@ test_a_connect_that_lost_the_race if {
 		fx.err(
 			"BUSY",
 			"another connect of local stored a connection (first@example.com) while this one waited for the authorization; it was kept and this authorization was discarded",
-			"grantwire status local", {"connector": "local", "retry_after_ms": 500},
+			"", {"connector": "local", "retry_after_ms": 500},
 		),
 		[],
 	)

@@ -36,6 +36,7 @@ table := {
 	"USAGE": {"status": 400, "exit": 2},
 	"INTERNAL": {"status": 500, "exit": 5},
 	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
+	"FLOW_IN_PROGRESS": {"status": 409, "exit": 75},
 }
 
 # METADATA
@@ -388,14 +389,15 @@ device_timeout(c, message, fix) := error("AUTHORIZATION_TIMEOUT", concat("", [me
 # description: |
 #   Another connect of the same provider stored its connection while this one waited for
 #   the user: that connection is kept, this authorization is discarded (and revoked at the
-#   provider where it can be). Nothing of this operation was stored.
+#   provider where it can be). Nothing of this operation was stored and there is nothing to
+#   fix: the connection the user wanted exists.
 connect_superseded(c, account) := error(
 	"BUSY",
 	concat("", [
 		"another connect of ", c, " stored a connection", _as(account),
 		" while this one waited for the authorization; it was kept and this authorization was discarded",
 	]),
-	concat("", ["grantwire status ", c]),
+	"",
 	{"connector": c, "retry_after_ms": 500},
 )
 
@@ -423,4 +425,17 @@ agent_not_active(c, a) := error(
 	concat("", ["agent ", scopes.quote(a), " is granted ", c, " but it is not active for it"]),
 	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
 	{"connector": c, "agent": a},
+)
+
+# METADATA
+# title: flow in progress
+# description: |
+#   A browser authorization of the connector is already waiting (grantwire serve starts one
+#   per connector at a time); the page cancels it, or it ends with its timeout. No command
+#   fixes it.
+flow_in_progress(c, flow_id) := error(
+	"FLOW_IN_PROGRESS",
+	concat("", ["an authorization of ", c, " is already waiting for the browser (flow ", flow_id, "); finish or cancel it first"]),
+	"",
+	{"connector": c, "flow_id": flow_id},
 )

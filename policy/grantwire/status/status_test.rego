@@ -331,3 +331,89 @@ test_test_a_remote_mcp_server if {
 		[],
 	)
 }
+
+# ---------------------------------------------------------------------------------------
+# connector_view (the page of grantwire serve)
+
+_view(args, f) := fx.decide(fx.q1("connector_view", args, f))
+
+_agents_need := {"key": "agents", "kind": "ledger.read", "ledger": "agents.json", "path": []}
+
+_view_facts(agents_fact) := object.union(
+	_round1(_conn("google", fx.hash_a, ["openid", "email"]), _client("google", fx.id_a)),
+	{"agents": agents_fact},
+)
+
+_vrow(d, id) := r if {
+	some r in d.result.connectors
+	r.id == id
+}
+
+test_view_needs_the_status_facts_and_the_agent_registry if {
+	_view({"connector": "mcp-github"}, {}) == fx.need(array.concat(_ledger_needs, [_agents_need]))
+	_view({"connector": "nope"}, {}).error.code == "UNKNOWN_CONNECTOR"
+	f := _round1(_conn("google", fx.hash_a, ["openid"]), _client("google", fx.id_b))
+	_view({}, object.union(f, {"agents": fx.no_agents})) == fx.need(_client_needs("client@fresh|google", "google", true))
+}
+
+test_view_shows_the_client_without_its_id_or_secret if {
+	d := _view({}, _view_facts(fx.no_agents))
+	d.status == "done"
+	d.effects == []
+	d.result.agents_problem == null
+	g := _vrow(d, "google")
+	g.client == {"configured": true, "has_secret": true, "tenant": null, "source": "keyring"}
+	g.configured == true
+	g.account == "user@example.com"
+	_vrow(d, "github").client == {"configured": false, "has_secret": false, "tenant": null, "source": null}
+	_vrow(d, "microsoft").client.tenant == "common"
+	_vrow(d, "mcp-github").client == null
+	not contains(json.marshal(d.result), "#client_id")
+}
+
+test_view_lists_the_agents_that_concern_a_connector if {
+	d := _view({}, _view_facts(fx.no_agents))
+
+	# google: declared by chat (which also holds a grant)
+	_vrow(d, "google").agents == [{
+		"id": "builtin:chat", "name": "Chat", "registered": true, "declared_scopes": ["gmail.readonly"],
+		"reason": "mail", "consumes_mcp_servers": false, "granted_scopes": ["openid"], "active": false,
+	}]
+
+	# mcp-github: declared by chat, consumed by coder (granted and active)
+	_vrow(d, "mcp-github").agents == [
+		{
+			"id": "builtin:chat", "name": "Chat", "registered": true, "declared_scopes": ["repo:read"],
+			"reason": "", "consumes_mcp_servers": false, "granted_scopes": null, "active": false,
+		},
+		{
+			"id": "builtin:coder", "name": "Coder", "registered": true, "declared_scopes": null,
+			"reason": "", "consumes_mcp_servers": true, "granted_scopes": ["use"], "active": true,
+		},
+	]
+
+	# a provider nobody declares: the MCP consumer is not offered it
+	_vrow(d, "github").agents == []
+	[a.id | some a in _vrow(d, "mcp-memory").agents] == ["builtin:coder"]
+}
+
+test_view_shows_agents_the_registry_does_not_know if {
+	f := fx.patch(_view_facts(fx.no_agents), {"grants": fx.entry(fx.grants_file, [], {"github": {"installed:gone": ["repo"]}})})
+	_vrow(_view({"connector": "github"}, f), "github").agents == [{
+		"id": "installed:gone", "name": "", "registered": false, "declared_scopes": null, "reason": "",
+		"consumes_mcp_servers": false, "granted_scopes": ["repo"], "active": false,
+	}]
+}
+
+test_view_reads_agents_json_and_survives_a_broken_one if {
+	file := fx.entry(fx.agents_file, [], {"version": 1, "agents": [{"id": "installed:triage", "name": "Triage", "required_connectors": [{"connector": "github", "scopes": ["repo"]}]}]})
+	d := _view({"connector": "github"}, _view_facts(file))
+	[a.id | some a in _vrow(d, "github").agents] == ["installed:triage"]
+	d.result.agents_problem == null
+
+	broken := fx.corrupt(fx.agents_file, [], "not JSON")
+	e := _view({"connector": "google"}, _view_facts(broken))
+	e.status == "done"
+	e.result.agents_problem.code == "CORRUPT_LEDGER"
+	[a.id | some a in _vrow(e, "google").agents] == ["builtin:chat"]
+}

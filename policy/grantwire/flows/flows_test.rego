@@ -1,0 +1,48 @@
+package grantwire.flows_test
+
+import data.grantwire.fixtures_test as fx
+
+_start(args) := fx.decide(fx.q("start_flow", args, {}))
+
+_pkce(c, pending) := _start({"connector": c, "kind": "pkce", "pending": pending})
+
+test_a_first_flow_starts if {
+	_pkce("google", []) == fx.done({"connector": "google", "kind": "pkce"}, [])
+
+	# flows of other connectors do not matter
+	_pkce("google", [{"flow_id": "f1", "connector": "github", "kind": "pkce"}]).result.connector == "google"
+}
+
+test_one_flow_per_connector if {
+	d := _pkce("google", [
+		{"flow_id": "f1", "connector": "github", "kind": "pkce"},
+		{"flow_id": "f2", "connector": "google", "kind": "pkce"},
+	])
+	d == fx.failed(
+		fx.err(
+			"FLOW_IN_PROGRESS",
+			"an authorization of google is already waiting for the browser (flow f2); finish or cancel it first",
+			"",
+			{"connector": "google", "flow_id": "f2"},
+		),
+		[],
+	)
+}
+
+test_only_oauth_providers_have_flows if {
+	d := _pkce("mcp-github", [])
+	d.error.code == "CONFIGURATION"
+	d.error.fix == "grantwire configure mcp-github"
+	_pkce("mcp-remote", []).error.code == "CONFIGURATION"
+	_pkce("nope", []).error.code == "UNKNOWN_CONNECTOR"
+}
+
+test_malformed_arguments_are_usage_errors if {
+	_start({"kind": "pkce", "pending": []}).error.code == "USAGE"
+	_start({"connector": "google", "pending": []}).error.code == "USAGE"
+	_start({"connector": "google", "kind": "pkce"}).error.code == "USAGE"
+	_start({"connector": "google", "kind": "pkce", "pending": [{"flow_id": 1, "connector": "google", "kind": "pkce"}]}).error.code == "USAGE"
+	_start({"connector": "google", "kind": "pkce", "pending": ["f1"]}).error.code == "USAGE"
+	d := _start({"connector": "google", "kind": "device", "pending": []})
+	d.error == fx.usage("a flow's kind is one of pkce")
+}

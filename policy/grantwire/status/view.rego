@@ -1,0 +1,114 @@
+# The connectors page's view
+#
+# `connector_view`: what the Settings → Connectors page of grantwire serve shows, read-only.
+# Every catalog connector (or one) as `status` sees it, plus its OAuth client as the page
+# may show it (configured, has_secret, tenant, source; never the id or the secret) and the
+# agents that concern it: those that declare it, for an MCP server those that consume MCP
+# servers, and those that hold a grant or an activation on it, each with its declared,
+# granted and active state. An unreadable agents.json leaves the built-in agents and is
+# reported in `agents_problem`.
+# (A second file of package grantwire.status: status.rego holds the package METADATA.)
+package grantwire.status
+
+import data.grantwire.agents
+import data.grantwire.catalog
+import data.grantwire.errors
+import data.grantwire.facts
+import data.grantwire.step
+import data.grantwire.store
+
+_view_needs := array.concat(facts.missing(_f, _status_needs), agents.needs(_f, "agents"))
+
+_agents_problem := agents.unusable(_f, "agents")
+
+_registry := agents.registry({"agents": {"found": false}}, "agents") if {
+	_agents_problem
+} else := agents.registry(_f, "agents")
+
+_client_view(c) := {
+	"configured": true, "has_secret": cl.has_secret,
+	"tenant": cl.tenant, "source": cl.source,
+} if {
+	catalog.oauth(c)
+	cl := _client(c)
+	cl.found == true
+} else := {"configured": false, "has_secret": false, "tenant": store.catalog_tenant(c), "source": null} if {
+	catalog.oauth(c)
+} else := null
+
+_declares(a, c) if agents.declared(a, c)
+
+_concerned(c) := (({id |
+	some id, a in _registry
+	_declares(a, c)
+} | {id |
+	some id, a in _registry
+	_consumer_true(a, c)
+}) | {id | some id, _ in object.get(_all_grants, c, {})}) | {id |
+	some id, v in object.get(_all_actives, c, {})
+	v == true
+}
+
+_declared_or_null(id, c) := s if {
+	s := agents.declared(_registry[id], c)
+} else := null
+
+_reason(id, c) := r.reason if {
+	some r in _registry[id].required_connectors
+	r.connector == c
+	is_string(r.reason)
+} else := ""
+
+_agent_row(id, c) := {
+	"id": id,
+	"name": object.get(object.get(_registry, id, {}), "name", ""),
+	"registered": true,
+	"declared_scopes": _declared_or_null(id, c),
+	"reason": _reason(id, c),
+	"consumes_mcp_servers": _consumer(_registry[id], c),
+	"granted_scopes": object.get(object.get(_all_grants, c, {}), id, null),
+	"active": object.get(object.get(_all_actives, c, {}), id, false) == true,
+} if {
+	id in object.keys(_registry)
+} else := {
+	"id": id, "name": "", "registered": false, "declared_scopes": null, "reason": "",
+	"consumes_mcp_servers": false,
+	"granted_scopes": object.get(object.get(_all_grants, c, {}), id, null),
+	"active": object.get(object.get(_all_actives, c, {}), id, false) == true,
+}
+
+_consumer(a, c) if {
+	_consumer_true(a, c)
+} else := false
+
+_consumer_true(a, c) if {
+	catalog.mcp(c)
+	a.consumes_mcp_servers == true
+}
+
+_view(c) := object.union(_entry(c), {
+	"client": _client_view(c),
+	"agents": [_agent_row(id, c) | some id in sort(_concerned(c))],
+})
+
+_problem_or_null := _agents_problem if _agents_problem
+
+else := null
+
+# METADATA
+# title: connector_view decision
+# description: |
+#   Every catalog connector (or one) with its state (as `status`), its OAuth client as the
+#   page may show it, and the agents that concern it; read-only (the same facts as status,
+#   plus the agent registry).
+# entrypoint: true
+view := step.fail(errors.unknown_connector(_c), []) if {
+	is_string(_c)
+	not catalog.known(_c)
+} else := step.need(m) if {
+	m := _view_needs
+	count(m) > 0
+} else := step.need(m) if {
+	m := facts.missing(_f, _status_fresh)
+	count(m) > 0
+} else := step.done({"connectors": [_view(c) | some c in _ids], "agents_problem": _problem_or_null}, [])

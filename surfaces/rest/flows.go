@@ -1,0 +1,203 @@
+package rest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/grantwire/grantwire"
+)
+
+// Flow kinds. A kind is a way of completing an authorization in the user's browser: the
+// policy's start_flow operation says whether one may start (one per connector at a time).
+//
+// The seam for a device flow (RFC 8628): add its kind to the policy's flows.kinds, a
+// starter beside startPKCE that runs the device operation in a goroutine the same way
+// (register, run with the flow's context, report the outcome with emitOutcome) and
+// returns {flow_id, user_code, verification_uri, expires_in, interval} instead of an
+// authorization URL, and the route POST /api/connectors/{id}/authorize-device. Cancelling
+// (DELETE /api/connectors/_flows/{flow_id}), listing and shutdown work for every kind.
+const (
+	kindPKCE = "pkce"
+)
+
+// flow is one authorization waiting for the user.
+type flow struct {
+	ID        string    `json:"flow_id"`
+	Kind      string    `json:"kind"`
+	Connector string    `json:"connector_id"`
+	Started   time.Time `json:"started_at"`
+	// AuthorizationURL is where the user consents (pkce): the page opens it.
+	AuthorizationURL string `json:"authorization_url,omitempty"`
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// flowRegistry holds the flows of a server, in memory.
+type flowRegistry struct {
+	mu sync.Mutex
+	m  map[string]*flow
+	wg sync.WaitGroup
+}
+
+func newFlowRegistry() *flowRegistry { return &flowRegistry{m: map[string]*flow{}} }
+
+// pending lists the flows as start_flow takes them. Callers hold mu.
+func (r *flowRegistry) pending() []map[string]string {
+	out := []map[string]string{}
+	for _, f := range r.m {
+		out = append(out, map[string]string{"flow_id": f.ID, "connector": f.Connector, "kind": f.Kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["flow_id"] < out[j]["flow_id"] })
+	return out
+}
+
+// list returns a copy of every flow that reached the user, oldest first.
+func (r *flowRegistry) list() []flow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []flow{}
+	for _, f := range r.m {
+		if f.AuthorizationURL != "" {
+			out = append(out, flow{ID: f.ID, Kind: f.Kind, Connector: f.Connector, Started: f.Started, AuthorizationURL: f.AuthorizationURL})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+func (r *flowRegistry) get(id string) (*flow, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.m[id]
+	return f, ok
+}
+
+func (r *flowRegistry) remove(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, id)
+}
+
+func (r *flowRegistry) cancelAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.m {
+		f.cancel()
+	}
+}
+
+// wait waits for every flow's goroutine to end, or ctx.
+func (r *flowRegistry) wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func newFlowID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// authorizeBody is the body of POST /api/connectors/{id}/authorize.
+type authorizeBody struct {
+	Scopes      []string `json:"scopes"`
+	GrantAgents []string `json:"grant_agents"`
+}
+
+// errFlowEnded: the operation ended before it showed an authorization URL.
+var errFlowEnded = errors.New("rest: the authorization ended before it reached the browser")
+
+// startPKCE asks the policy whether a flow may start (start_flow), registers it, and runs
+// the connect operation in its own goroutine with the flow's context. It returns once the
+// operation shows the authorization URL (the flow is then the page's to open), or with the
+// operation's error when it fails before that (unknown connector, no client, …).
+func (s *Server) startPKCE(ctx context.Context, connector string, body authorizeBody) (*flow, error) {
+	s.flows.mu.Lock()
+	if _, err := s.client.Do(ctx, "start_flow", map[string]any{"connector": connector, "kind": kindPKCE, "pending": s.flows.pending()}, nil); err != nil {
+		s.flows.mu.Unlock()
+		return nil, err
+	}
+	fctx, cancel := context.WithCancel(s.base)
+	f := &flow{ID: newFlowID(), Kind: kindPKCE, Connector: connector, Started: time.Now().UTC(), cancel: cancel, done: make(chan struct{})}
+	s.flows.m[f.ID] = f
+	s.flows.wg.Add(1)
+	s.flows.mu.Unlock()
+
+	shown := make(chan string, 1)
+	ended := make(chan error, 1)
+	go func() {
+		defer s.flows.wg.Done()
+		defer close(f.done)
+		defer cancel()
+		res, err := s.client.Connect(fctx, connector, body.Scopes, body.GrantAgents, grantwire.ConnectOptions{
+			Timeout: s.cfg.FlowTimeout,
+			Browser: func(u string) error {
+				s.flows.mu.Lock()
+				f.AuthorizationURL = u
+				s.flows.mu.Unlock()
+				shown <- u
+				return nil
+			},
+		})
+		s.flows.remove(f.ID)
+		s.flows.mu.Lock()
+		reached := f.AuthorizationURL != ""
+		s.flows.mu.Unlock()
+		if reached {
+			s.emitOutcome(f, res, err)
+		}
+		ended <- err
+	}()
+	select {
+	case <-shown:
+		return f, nil
+	case err := <-ended:
+		if err == nil {
+			err = errFlowEnded
+		}
+		return nil, err
+	case <-ctx.Done():
+		cancel()
+		<-f.done
+		return nil, ctx.Err()
+	}
+}
+
+// emitOutcome tells every page how a flow that reached the browser ended:
+// connector.oauth.completed {connector_id, flow_id, account_email, scopes} or
+// connector.oauth.error {connector_id, flow_id, error: {code, message, summary, fix}}.
+// (The operation's own events, connector.connected and grant changes, come from the policy.)
+func (s *Server) emitOutcome(f *flow, res *grantwire.ConnectResult, err error) {
+	if err == nil {
+		s.emit("connector.oauth.completed", map[string]any{
+			"connector_id": f.Connector, "flow_id": f.ID, "account_email": res.Account, "scopes": nonNil(res.Scopes),
+		})
+		return
+	}
+	var ge *grantwire.Error
+	body := map[string]any{"code": "CANCELLED", "message": "the authorization was cancelled; nothing was stored", "summary": "the authorization was cancelled; nothing was stored", "fix": ""}
+	if errors.As(err, &ge) {
+		body = map[string]any{"code": ge.Code, "message": ge.Message, "summary": ge.Summary, "fix": ge.Fix}
+	} else if !errors.Is(err, context.Canceled) {
+		s.log.Error("authorization failed", "connector", f.Connector, "error", err.Error())
+		body = map[string]any{"code": "INTERNAL", "message": "the authorization failed; see the server's log", "summary": "the authorization failed; see the server's log", "fix": ""}
+	}
+	s.emit("connector.oauth.error", map[string]any{"connector_id": f.Connector, "flow_id": f.ID, "error": body})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

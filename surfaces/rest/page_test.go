@@ -1,0 +1,251 @@
+package rest_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// screenshotDir holds the screenshots of the browser test (git-ignored: build/).
+const screenshotDir = "../../build/screenshots"
+
+// chromium finds Chromium or Chrome: $GRANTWIRE_CHROMIUM, else on PATH. make test installs
+// Debian's chromium when missing (scripts/chromium-lib.sh) and sets
+// GRANTWIRE_REQUIRE_BROWSER=1, so a missing browser fails there instead of skipping.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("GRANTWIRE_CHROMIUM"), "chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("GRANTWIRE_REQUIRE_BROWSER") == "1" {
+		t.Fatal("GRANTWIRE_REQUIRE_BROWSER=1 but no Chromium was found (scripts/chromium-lib.sh installs it)")
+	}
+	t.Skip("browser test: install chromium (apt-get install chromium) or run make test, which does")
+	return ""
+}
+
+// The Settings → Connectors page in a real headless Chromium, against the real binary, the
+// real keyring and the local authorization server: configure Google's client in the page,
+// connect through the real PKCE flow, grant a scope to an agent, activate an MCP server,
+// and watch an activation made by the CLI in another process appear without a reload; then
+// the page at 375 px. Screenshots of every step go to build/screenshots.
+func TestPageInARealBrowser(t *testing.T) {
+	exe := chromium(t)
+	w := newWorld(t)
+	s := w.serve()
+	require.NoError(t, os.MkdirAll(screenshotDir, 0o755))
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-popup-blocking", true), chromedp.Flag("disable-gpu", true),
+		chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+
+	// Everything the page loads must come from the server itself; no script may throw.
+	var mu sync.Mutex
+	var requests, exceptions []string
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, e.Request.URL)
+		case network.EventRequestWillBeSent:
+			requests = append(requests, e.Request.URL)
+		case *runtime.EventExceptionThrown:
+			exceptions = append(exceptions, e.ExceptionDetails.Text+" "+exceptionText(e))
+		case runtime.EventExceptionThrown:
+			exceptions = append(exceptions, e.ExceptionDetails.Text+" "+exceptionText(&e))
+		}
+	}))
+	shot := func(name string) {
+		t.Helper()
+		// The authorization's window may have come to the front: a screenshot of a tab in
+		// the background never finishes.
+		_, err := chromedp.Call(ctx, page.BringToFront, cdp.Empty{})
+		require.NoError(t, err)
+		var buf []byte
+		buf, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, name), buf, 0o644))
+	}
+	tile := func(id string) string { return `[data-connector="` + id + `"]` }
+	// shotTile saves one tile, at the size a person reads it.
+	shotTile := func(name, id string) {
+		t.Helper()
+		_, err := chromedp.Call(ctx, page.BringToFront, cdp.Empty{})
+		require.NoError(t, err)
+		buf, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(tile(id))))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, name), buf, 0o644))
+	}
+	waitText := func(sel, want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{}).textContent||""`))
+			if strings.Contains(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot("failure.png")
+				t.Fatalf("%s never showed %q (shows %q)", sel, want, got)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// 1. The page, live.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS(tile("google")))))
+	waitText("#live", "live")
+	shot("01-page.png")
+
+	// 2. Google's OAuth client, typed into the page (the secret field is a password field).
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(tile("google")+` details[data-panel="configure"] summary`)),
+		chromedp.SendKeys(chromedp.CSS("#cfg-google-client_id"), "web-client"),
+		chromedp.SendKeys(chromedp.CSS("#cfg-google-client_secret"), w.secrets[0]),
+		chromedp.Click(chromedp.CSS(tile("google")+` form.configure button[type="submit"]`)),
+	))
+	waitText(tile("google")+" .note", "Saved to the credential store")
+	typ, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#cfg-google-client_secret"), "type"))
+	require.NoError(t, err)
+	require.Equal(t, "password", typ.Value)
+	shot("02-client-configured.png")
+	shotTile("02-tile.png", "google")
+
+	// 3. Connect: the page opens the authorization in a new window; the local server
+	// consents and redirects to grantwire's loopback; the tile turns connected by itself.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect-google"))))
+	waitText(tile("google")+" .state", "Connected as ada@example.com")
+	shot("03-connected.png")
+	shotTile("03-tile.png", "google")
+
+	// 4. Grant builtin:email the Gmail read scope with a checkbox.
+	scope := `input[data-scope="` + gmail + `"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(tile("google")+` details[data-panel="grants"] summary`)),
+		chromedp.Click(chromedp.CSS(tile("google")+` [data-agent="builtin:email"] `+scope)),
+	))
+	waitFor(t, func() bool {
+		out, code := w.cli("", "grants", "list", "google", "--json")
+		return code == 0 && strings.Contains(out, `"builtin:email"`) && strings.Contains(out, gmail)
+	})
+	waitText(tile("google")+` details[data-panel="grants"] summary`, "Agent access (1)")
+	shot("04-granted.png")
+	shotTile("04-tile.png", "google")
+
+	// 4b. Reconnect: the connection must now also hold what the agent is granted; the page
+	// asks again with the scopes the policy names (held or granted), through the real flow.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect-google"))))
+	waitText(tile("google")+" .scopes", "gmail.readonly")
+	waitText(tile("google")+" .note", "Connected as ada@example.com")
+
+	// 5. Activate the memory MCP server for the chat agent ("Active for").
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(tile("mcp-memory")+` details[data-panel="active"] summary`)),
+		chromedp.Click(chromedp.CSS("#act-mcp-memory-builtin_chat")),
+	))
+	waitFor(t, func() bool {
+		out, code := w.cli("", "activations", "list", "mcp-memory", "--json")
+		return code == 0 && strings.Contains(out, `"builtin:chat"`)
+	})
+	waitText(tile("mcp-memory")+` details[data-panel="active"] summary`, "Active for (1)")
+	shot("05-activated.png")
+	shotTile("05-tile.png", "mcp-memory")
+
+	// 6. The CLI, in another process, activates mcp-git for the chat agent: the open page
+	// shows it without a reload.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(tile("mcp-git")+` details[data-panel="active"] summary`))))
+	navigations, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
+	require.NoError(t, err)
+	out, code := w.cli("", "activations", "activate", "mcp-git", "builtin:chat")
+	require.Equal(t, 0, code, out)
+	cliDone := time.Now()
+	waitFor(t, func() bool {
+		on, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(document.getElementById("act-mcp-git-builtin_chat")||{}).checked`))
+		return on
+	})
+	t.Logf("the CLI's activation showed in the page %s after the CLI exited", time.Since(cliDone).Round(time.Millisecond))
+	require.Less(t, time.Since(cliDone), 2*time.Second)
+	again, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
+	require.NoError(t, err)
+	require.Equal(t, navigations, again, "the page was not reloaded")
+	shot("06-cli-change.png")
+	shotTile("06-tile.png", "mcp-git")
+
+	// 7. An error shows its message and its fix: test a connector that is not configured.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS("#test-mcp-github")), chromedp.KeyEvent("\r")))
+	waitText(tile("mcp-github")+" .note", "Fix: grantwire configure mcp-github")
+	shot("07-error-with-fix.png")
+	shotTile("07-tile.png", "mcp-github")
+
+	// 8. 375 px wide: nothing scrolls sideways.
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(375, 812)))
+	time.Sleep(200 * time.Millisecond)
+	scrollWidth, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+	require.NoError(t, err)
+	require.LessOrEqual(t, scrollWidth, 375, "the page is wider than the screen")
+	shot("08-375px-full.png")
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.scrollTo(0, 0), true`))
+	require.NoError(t, err)
+	top, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, "08-375px.png"), top, 0o644))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, exceptions, "the page threw")
+	for _, u := range requests {
+		require.True(t, strings.HasPrefix(u, s.url+"/") || u == s.url || strings.HasPrefix(u, "about:") || strings.HasPrefix(u, "data:"),
+			"the page loaded %s, which is not the server's", u)
+	}
+	b, _ := json.Marshal(requests)
+	w.record(b)
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func exceptionText(e *runtime.EventExceptionThrown) string {
+	if e.ExceptionDetails.Exception != nil {
+		return e.ExceptionDetails.Exception.Description
+	}
+	return ""
+}

@@ -1,0 +1,106 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeProblem answers an error of HTTP itself (a missing header, a foreign Host, a body
+// that is not JSON, an unknown route or flow): {"error": {code, message, summary, fix}}, the
+// shape of the policy's errors.
+func writeProblem(w http.ResponseWriter, status int, code, msg, fix string) {
+	full := msg
+	if fix != "" {
+		full = msg + "; fix: " + fix
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": full, "summary": msg, "fix": fix, "status": status}})
+}
+
+// errorBody is an operation's error as the API shows it: every field the policy gives it,
+// and its REST status.
+func errorBody(ge *grantwire.Error) map[string]any {
+	out := map[string]any{}
+	for k, v := range ge.Fields {
+		out[k] = v
+	}
+	out["code"], out["message"], out["summary"], out["fix"], out["status"] = ge.Code, ge.Message, ge.Summary, ge.Fix, ge.Status
+	return out
+}
+
+// fail answers err: a *grantwire.Error with the status the policy publishes (BUSY with
+// Retry-After), a cancellation as 499-like 503, anything else as INTERNAL.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ge *grantwire.Error
+	if errors.As(err, &ge) {
+		if ge.RetryAfter > 0 {
+			secs := int((ge.RetryAfter + 999_999_999) / 1_000_000_000)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		s.log.Info("operation failed", "path", r.URL.Path, "code", ge.Code, "summary", ge.Summary)
+		writeJSON(w, ge.Status, map[string]any{"error": errorBody(ge)})
+		return
+	}
+	var he *hostabi.HostError
+	if errors.As(err, &he) {
+		s.log.Warn("host failure", "path", r.URL.Path, "code", he.Code, "detail", he.Detail)
+		writeProblem(w, http.StatusInternalServerError, "IO_ERROR", he.Detail, he.Fix)
+		return
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, hostabi.ErrCanceled) {
+		writeProblem(w, http.StatusServiceUnavailable, "CANCELLED", "the request was cancelled (the server is stopping, or the client went away)", "")
+		return
+	}
+	s.log.Error("internal error", "path", r.URL.Path, "error", err.Error())
+	writeProblem(w, http.StatusInternalServerError, "INTERNAL", "internal error: "+err.Error(), "")
+}
+
+// decode reads a JSON body into v: at most maxBody bytes, no unknown members, one value.
+// An empty body decodes as {} when emptyOK.
+func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeProblem(w, http.StatusRequestEntityTooLarge, "USAGE", fmt.Sprintf("usage: the body is larger than %d bytes", maxBody), "")
+		return false
+	}
+	if len(body) == 0 && emptyOK {
+		body = []byte("{}")
+	}
+	if err := strictJSON(body, v); err != nil {
+		writeProblem(w, http.StatusBadRequest, "USAGE", "usage: the body must be a JSON object: "+err.Error(), "")
+		return false
+	}
+	return true
+}
+
+func strictJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}

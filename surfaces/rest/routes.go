@@ -1,0 +1,632 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"strings"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
+)
+
+// route is one route: method and path as ServeMux patterns take them.
+type route struct {
+	method, path string
+	handler      func(*Server) http.HandlerFunc
+}
+
+// routeTable is every route of the API, the page and the OpenAPI document. The OpenAPI
+// document (openapi.json) lists exactly these (a test checks both ways).
+var routeTable = []route{
+	{"GET", "/{$}", func(s *Server) http.HandlerFunc { return s.page }},
+	{"GET", "/assets/{name}", func(s *Server) http.HandlerFunc { return s.asset }},
+	{"GET", "/api/openapi.json", func(s *Server) http.HandlerFunc { return s.openapi }},
+	{"GET", "/api/agents", func(s *Server) http.HandlerFunc { return s.listAgents }},
+	{"GET", "/api/connectors", func(s *Server) http.HandlerFunc { return s.listConnectors }},
+	{"GET", "/api/connectors/events", func(s *Server) http.HandlerFunc { return s.events }},
+	{"GET", "/api/connectors/_flows", func(s *Server) http.HandlerFunc { return s.listFlows }},
+	{"DELETE", "/api/connectors/_flows/{flow_id}", func(s *Server) http.HandlerFunc { return s.cancelFlow }},
+	{"GET", "/api/connectors/{id}", func(s *Server) http.HandlerFunc { return s.getConnector }},
+	{"DELETE", "/api/connectors/{id}", func(s *Server) http.HandlerFunc { return s.disconnect }},
+	{"POST", "/api/connectors/{id}/configure", func(s *Server) http.HandlerFunc { return s.configure }},
+	{"POST", "/api/connectors/{id}/test", func(s *Server) http.HandlerFunc { return s.test }},
+	{"POST", "/api/connectors/{id}/authorize", func(s *Server) http.HandlerFunc { return s.authorize }},
+	{"GET", "/api/connectors/{id}/grants", func(s *Server) http.HandlerFunc { return s.listGrants }},
+	{"GET", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.getGrant }},
+	{"PUT", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.putGrant }},
+	{"DELETE", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.deleteGrant }},
+	{"GET", "/api/connectors/{id}/activations", func(s *Server) http.HandlerFunc { return s.listActivations }},
+	{"GET", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.getActivation }},
+	{"PUT", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.putActivation }},
+	{"DELETE", "/api/connectors/{id}/activations/{agent}", func(s *Server) http.HandlerFunc { return s.deleteActivation }},
+	{"GET", "/v1/connections", func(s *Server) http.HandlerFunc { return s.listConnections }},
+	{"GET", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.getConnection }},
+	{"POST", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.importConnection }},
+	{"DELETE", "/v1/connections/{provider}", func(s *Server) http.HandlerFunc { return s.deleteConnection }},
+}
+
+// Routes lists every route as "METHOD /path" with OpenAPI's path templates ("/" for the
+// page), for the test that checks them against openapi.json.
+func Routes() []string {
+	out := make([]string, 0, len(routeTable))
+	for _, r := range routeTable {
+		out = append(out, r.method+" "+strings.TrimSuffix(r.path, "{$}"))
+	}
+	return out
+}
+
+// OpenAPI returns the committed OpenAPI 3.1 document this server serves.
+func OpenAPI() []byte {
+	b, _ := assets.ReadFile("openapi.json")
+	return b
+}
+
+func (s *Server) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	for _, r := range routeTable {
+		m.HandleFunc(r.method+" "+r.path, r.handler(s))
+	}
+	return m
+}
+
+// --- the page ----------------------------------------------------------------------------
+
+// pageCSP allows the page its own script, style and API, and nothing else.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	b, err := assets.ReadFile("web/index.html")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b)
+}
+
+var assetTypes = map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+
+func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	typ := ""
+	for ext, t := range assetTypes {
+		if strings.HasSuffix(name, ext) {
+			typ = t
+		}
+	}
+	b, err := fs.ReadFile(assets, "web/"+name)
+	if typ == "" || err != nil || strings.Contains(name, "/") {
+		writeProblem(w, http.StatusNotFound, "NOT_FOUND", "no such asset", "")
+		return
+	}
+	w.Header().Set("Content-Type", typ)
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	_, _ = w.Write(b)
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	b, _ := assets.ReadFile("openapi.json")
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// --- connectors --------------------------------------------------------------------------
+
+// view is one row of the policy's connector_view.
+type view struct {
+	ID          string              `json:"id"`
+	Type        string              `json:"type"`
+	DisplayName string              `json:"display_name"`
+	Category    string              `json:"category"`
+	Tier        string              `json:"tier"`
+	Configured  bool                `json:"configured"`
+	Account     string              `json:"account"`
+	Scopes      []string            `json:"scopes"`
+	ConnectedAt *int64              `json:"connected_at"`
+	Tripwire    *string             `json:"tripwire"`
+	EnvKeys     []string            `json:"env_keys"`
+	MissingKeys []string            `json:"missing_keys"`
+	Grants      map[string][]string `json:"grants"`
+	Activations []string            `json:"activations"`
+	Client      json.RawMessage     `json:"client"`
+	Agents      json.RawMessage     `json:"agents"`
+}
+
+type viewResult struct {
+	Connectors    []view          `json:"connectors"`
+	AgentsProblem json.RawMessage `json:"agents_problem"`
+}
+
+// summary is a connector as the API shows it: the policy's view, with the catalog's
+// display data. It never holds a secret: a client is shown as configured/has_secret.
+type summary struct {
+	ID                 string              `json:"id"`
+	DisplayName        string              `json:"display_name"`
+	Description        string              `json:"description"`
+	Category           string              `json:"category"`
+	Tier               string              `json:"tier"`
+	Type               string              `json:"type"`
+	DocsURL            string              `json:"docs_url"`
+	Configured         bool                `json:"configured"`
+	AccountID          string              `json:"account_id"`
+	Scopes             []string            `json:"scopes"`
+	ConnectedAt        *int64              `json:"connected_at"`
+	Tripwire           *string             `json:"tripwire"`
+	OAuthClient        json.RawMessage     `json:"oauth_client"`
+	DefaultScopes      []string            `json:"default_scopes"`
+	AvailableScopes    []string            `json:"available_scopes"`
+	SupportsDeviceCode bool                `json:"supports_device_code"`
+	SetupFields        []setupField        `json:"setup_fields"`
+	MCPEnvKeys         []string            `json:"mcp_env_keys"`
+	MissingKeys        []string            `json:"missing_keys"`
+	Command            string              `json:"command,omitempty"`
+	Grants             map[string][]string `json:"grants"`
+	Activations        map[string]bool     `json:"activations"`
+	Agents             json.RawMessage     `json:"agents"`
+}
+
+// setupField is one field of the configure form: for a provider its client id, secret
+// and tenant; for a local MCP server each environment key. Secret fields are write-only.
+type setupField struct {
+	Key         string `json:"key"`
+	Label       string `json:"label"`
+	Kind        string `json:"kind"` // text or secret
+	Required    bool   `json:"required"`
+	Configured  bool   `json:"configured"`
+	Description string `json:"description,omitempty"`
+}
+
+func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessage, error) {
+	args := map[string]any{}
+	if id != "" {
+		args["connector"] = id
+	}
+	out, err := s.client.Do(r.Context(), "connector_view", args, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var v viewResult
+	if err := json.Unmarshal(out.Result, &v); err != nil {
+		return nil, nil, fmt.Errorf("connector_view: %w", err)
+	}
+	cat := s.client.Catalog()
+	res := make([]summary, 0, len(v.Connectors))
+	for _, c := range v.Connectors {
+		e, _ := cat.Entry(c.ID)
+		sum := summary{
+			ID: c.ID, DisplayName: c.DisplayName, Description: e.Description, Category: c.Category, Tier: c.Tier,
+			Type: c.Type, DocsURL: e.DocsURL, Configured: c.Configured, AccountID: c.Account, Scopes: nonNil(c.Scopes),
+			ConnectedAt: c.ConnectedAt, Tripwire: c.Tripwire, OAuthClient: c.Client,
+			DefaultScopes: nonNil(e.DefaultScopes), AvailableScopes: nonNil(e.AvailableScopes),
+			SupportsDeviceCode: e.DeviceAuthorizationURL != "", SetupFields: []setupField{},
+			MCPEnvKeys: nonNil(c.EnvKeys), MissingKeys: nonNil(c.MissingKeys), Command: e.Command,
+			Grants: c.Grants, Activations: map[string]bool{}, Agents: c.Agents,
+		}
+		if sum.Grants == nil {
+			sum.Grants = map[string][]string{}
+		}
+		for _, a := range c.Activations {
+			sum.Activations[a] = true
+		}
+		switch c.Type {
+		case catalog.TypeOAuth:
+			var cl struct {
+				Configured bool `json:"configured"`
+				HasSecret  bool `json:"has_secret"`
+			}
+			_ = json.Unmarshal(c.Client, &cl)
+			sum.SetupFields = append(sum.SetupFields,
+				setupField{Key: "client_id", Label: "Client ID", Kind: "text", Required: true, Configured: cl.Configured},
+				setupField{Key: "client_secret", Label: "Client secret", Kind: "secret", Required: e.ClientSecretRequired, Configured: cl.HasSecret})
+			if e.Tenant != "" {
+				sum.SetupFields = append(sum.SetupFields, setupField{Key: "tenant", Label: "Tenant", Kind: "text", Description: "default " + e.Tenant})
+			}
+		case catalog.TypeMCPServer:
+			have := map[string]bool{}
+			for _, k := range c.EnvKeys {
+				have[k] = true
+			}
+			for _, k := range e.Env {
+				kind := "text"
+				if k.Secret {
+					kind = "secret"
+				}
+				sum.SetupFields = append(sum.SetupFields, setupField{Key: k.Key, Label: k.Key, Kind: kind, Required: k.Required, Configured: have[k.Key], Description: k.Description})
+			}
+		}
+		res = append(res, sum)
+	}
+	return res, v.AgentsProblem, nil
+}
+
+func (s *Server) listConnectors(w http.ResponseWriter, r *http.Request) {
+	list, problem, err := s.summaries(r, "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connectors": list, "tiers": catalog.Tiers, "agents_problem": problem})
+}
+
+func (s *Server) getConnector(w http.ResponseWriter, r *http.Request) {
+	list, _, err := s.summaries(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(list) != 1 {
+		s.fail(w, r, fmt.Errorf("connector_view returned %d connectors for one id", len(list)))
+		return
+	}
+	writeJSON(w, http.StatusOK, list[0])
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	agents, problems, err := s.client.Agents(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if problems == nil {
+		problems = []grantwire.AgentProblem{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": problems})
+}
+
+// typeOf is the catalog type of a connector, or "" for an id the catalog lacks.
+func (s *Server) typeOf(id string) string {
+	e, ok := s.client.Catalog().Entry(id)
+	if !ok {
+		return ""
+	}
+	return e.Type
+}
+
+// unknown answers the policy's error for an id the catalog lacks (status's
+// UNKNOWN_CONNECTOR, or USAGE for a malformed id).
+func (s *Server) unknown(w http.ResponseWriter, r *http.Request, id string) {
+	_, err := s.client.Status(r.Context(), id)
+	if err == nil {
+		err = fmt.Errorf("the catalog has no connector %q, yet the policy knows it", id)
+	}
+	s.fail(w, r, err)
+}
+
+// configureBody is POST /api/connectors/{id}/configure: {"config": {...}}. A provider
+// takes client_id, client_secret and tenant; a local MCP server its environment keys.
+type configureBody struct {
+	Config map[string]string `json:"config"`
+}
+
+func (s *Server) configure(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body configureBody
+	if !decode(w, r, &body, false) {
+		return
+	}
+	if body.Config == nil {
+		writeProblem(w, http.StatusBadRequest, "USAGE", `usage: the body is {"config": {...}}`, "")
+		return
+	}
+	switch s.typeOf(id) {
+	case "":
+		s.unknown(w, r, id)
+	case catalog.TypeOAuth:
+		for k := range body.Config {
+			if k != "client_id" && k != "client_secret" && k != "tenant" {
+				writeProblem(w, http.StatusBadRequest, "USAGE", "usage: an OAuth client's config takes client_id, client_secret and tenant, not "+k, "")
+				return
+			}
+		}
+		res, err := s.client.ConfigureClient(r.Context(), id, body.Config["client_id"], body.Config["client_secret"], body.Config["tenant"])
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "saved", "connector_id": id, "has_secret": res.HasSecret, "tenant": res.Tenant})
+	default:
+		if err := s.client.ConfigureMCP(r.Context(), id, body.Config); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		keys := make([]string, 0, len(body.Config))
+		for k := range body.Config {
+			keys = append(keys, k)
+		}
+		sortStrings(keys)
+		writeJSON(w, http.StatusOK, map[string]any{"configured": true, "connector_id": id, "env_keys": keys})
+	}
+}
+
+// test answers {connector_id, ok, detail} and, when the connector is not usable, the
+// error that says why with its fix (200: the test ran). A local MCP server's command must
+// also be found, as grantwire test checks.
+func (s *Server) test(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	res, err := s.client.Test(r.Context(), id)
+	if err != nil {
+		var ge *grantwire.Error
+		if !asError(err, &ge) || ge.Code == "UNKNOWN_CONNECTOR" || ge.Code == "USAGE" {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "ok": false, "detail": ge.Summary, "error": errorBody(ge)})
+		return
+	}
+	detail := res.Detail
+	if res.Type == catalog.TypeMCPServer && s.cfg.LookPath != nil {
+		path, err := s.cfg.LookPath(res.Command)
+		if err != nil {
+			msg := fmt.Sprintf("the command %q is not on PATH; install it to run %s", res.Command, id)
+			writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "ok": false, "detail": msg,
+				"error": map[string]any{"code": "COMMAND_NOT_FOUND", "message": msg, "summary": msg, "fix": ""}})
+			return
+		}
+		detail += fmt.Sprintf("; %s is %s", res.Command, path)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "ok": true, "detail": detail})
+}
+
+// disconnect answers 200 with what was removed (GAIA answers 204; the result says when an
+// unreadable ledger could not be cleaned, which must not go unseen).
+func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
+	res, err := s.client.Disconnect(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, disconnectBody(res))
+}
+
+func disconnectBody(res *grantwire.DisconnectResult) map[string]any {
+	return map[string]any{
+		"connector_id": res.Connector, "removed": res.Removed, "revoked_grants": nonNil(res.RevokedGrants),
+		"deactivated": nonNil(res.Deactivated), "revoked_at_provider": res.RevokedAtProvider, "warnings": nonNil(res.Warnings),
+	}
+}
+
+// --- authorizations ------------------------------------------------------------------------
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	var body authorizeBody
+	if !decode(w, r, &body, true) {
+		return
+	}
+	f, err := s.startPKCE(r.Context(), r.PathValue("id"), body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"flow_id": f.ID, "authorization_url": f.AuthorizationURL, "connector_id": f.Connector, "kind": f.Kind})
+}
+
+func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"flows": s.flows.list()})
+}
+
+// cancelFlow cancels a flow and waits (up to 5 s) until its operation has ended, having
+// stored nothing.
+func (s *Server) cancelFlow(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.flows.get(r.PathValue("flow_id"))
+	if !ok {
+		writeProblem(w, http.StatusNotFound, "NOT_FOUND", "no authorization is waiting under this flow id (it may have ended)", "")
+		return
+	}
+	f.cancel()
+	select {
+	case <-f.done:
+	case <-r.Context().Done():
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- grants and activations -------------------------------------------------------------
+
+// known answers the policy's error when the catalog lacks the connector (listing reads
+// only the ledgers).
+func (s *Server) known(w http.ResponseWriter, r *http.Request, id string) bool {
+	if s.typeOf(id) == "" {
+		s.unknown(w, r, id)
+		return false
+	}
+	return true
+}
+
+func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.known(w, r, id) {
+		return
+	}
+	g, err := s.client.ListGrants(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	m := g[id]
+	if m == nil {
+		m = map[string][]string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"grants": m})
+}
+
+func (s *Server) getGrant(w http.ResponseWriter, r *http.Request) {
+	id, agent := r.PathValue("id"), r.PathValue("agent")
+	if !s.known(w, r, id) {
+		return
+	}
+	g, err := s.client.ListGrants(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	scopes, granted := g[id][agent]
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "granted": granted, "scopes": nonNil(scopes)})
+}
+
+type grantBody struct {
+	Scopes *[]string `json:"scopes"`
+}
+
+func (s *Server) putGrant(w http.ResponseWriter, r *http.Request) {
+	id, agent := r.PathValue("id"), r.PathValue("agent")
+	var body grantBody
+	if !decode(w, r, &body, false) {
+		return
+	}
+	if body.Scopes == nil {
+		writeProblem(w, http.StatusBadRequest, "USAGE", `usage: the body is {"scopes": [...]}`, "")
+		return
+	}
+	res, err := s.client.Grant(r.Context(), id, agent, *body.Scopes)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "scopes": nonNil(res.Scopes), "changed": res.Changed, "warnings": nonNil(res.Warnings)})
+}
+
+func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.client.Revoke(r.Context(), r.PathValue("id"), r.PathValue("agent")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.known(w, r, id) {
+		return
+	}
+	a, err := s.client.ListActivations(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	m := a[id]
+	if m == nil {
+		m = map[string]bool{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"activations": m})
+}
+
+func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
+	id, agent := r.PathValue("id"), r.PathValue("agent")
+	if !s.known(w, r, id) {
+		return
+	}
+	a, err := s.client.ListActivations(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": a[id][agent]})
+}
+
+type activationBody struct {
+	Scopes []string `json:"scopes"`
+}
+
+func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
+	id, agent := r.PathValue("id"), r.PathValue("agent")
+	var body activationBody
+	if !decode(w, r, &body, true) {
+		return
+	}
+	res, err := s.client.Activate(r.Context(), id, agent, body.Scopes)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"connector_id": res.Connector, "agent_id": res.Agent, "active": true, "auto_granted": res.AutoGranted,
+		"grant_source": res.GrantSource, "scopes": nonNil(res.Scopes), "changed": res.Changed,
+		"missing_keys": nonNil(res.MissingKeys), "warnings": nonNil(res.Warnings),
+	})
+}
+
+func (s *Server) deleteActivation(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.client.Deactivate(r.Context(), r.PathValue("id"), r.PathValue("agent")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- forwarded connections (/v1/connections) ---------------------------------------------
+
+func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
+	conns, cleared, err := s.client.Connections(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if conns == nil {
+		conns = []grantwire.Connection{}
+	}
+	if cleared == nil {
+		cleared = []grantwire.Cleared{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connections": conns, "cleared": cleared})
+}
+
+func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("provider")
+	if !s.known(w, r, p) {
+		return
+	}
+	conns, _, err := s.client.Connections(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, c := range conns {
+		if c.Provider == p {
+			writeJSON(w, http.StatusOK, c)
+			return
+		}
+	}
+	writeProblem(w, http.StatusNotFound, "NOT_FOUND", p+" has no connection", "")
+}
+
+// forwardBody is POST /v1/connections/{provider}: a connection a host application obtained.
+type forwardBody struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	RefreshToken string   `json:"refresh_token"`
+	Scopes       []string `json:"scopes"`
+	AccountEmail string   `json:"account_email"`
+	AccountType  string   `json:"account_type"`
+	GrantAgents  []string `json:"grant_agents"`
+}
+
+func (s *Server) importConnection(w http.ResponseWriter, r *http.Request) {
+	var b forwardBody
+	if !decode(w, r, &b, false) {
+		return
+	}
+	res, err := s.client.ImportForwarded(r.Context(), grantwire.Forwarded{
+		Provider: r.PathValue("provider"), ClientID: b.ClientID, ClientSecret: b.ClientSecret, RefreshToken: b.RefreshToken,
+		Scopes: b.Scopes, AccountEmail: b.AccountEmail, AccountType: b.AccountType, GrantAgents: b.GrantAgents,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res.Scopes, res.GrantAgents, res.Warnings = nonNil(res.Scopes), nonNil(res.GrantAgents), nonNil(res.Warnings)
+	writeJSON(w, http.StatusCreated, res)
+}
+
+// deleteConnection disconnects the provider (the OAuth client is kept, as every
+// disconnect keeps it) and answers 204.
+func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.client.Disconnect(r.Context(), r.PathValue("provider")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
