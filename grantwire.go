@@ -513,23 +513,75 @@ type ConnectResult struct {
 	Warnings   []string `json:"warnings"`
 }
 
+// Flow is how the user authorizes a connection.
+type Flow string
+
+// Flows of Connect.
+const (
+	// FlowLoopback (the default): the browser opens the authorization URL and comes back
+	// to a one-shot listener on 127.0.0.1.
+	FlowLoopback Flow = "loopback"
+	// FlowPaste: the user opens the URL on any machine and pastes back the address the
+	// browser was redirected to (the shell's paste input, the CLI's standard input); it is
+	// checked as a callback is.
+	FlowPaste Flow = "paste"
+	// FlowDevice: the device authorization grant (RFC 8628). The user enters a code shown
+	// here on another device while the token endpoint is polled; for providers whose
+	// catalog entry has a device_authorization_url (and, when it lists device_scopes, for
+	// those scopes only).
+	FlowDevice Flow = "device"
+)
+
 // ConnectOptions tune Connect.
 type ConnectOptions struct {
-	// Timeout bounds the wait for the browser (default 5 minutes; 1 s to 30 minutes).
+	// Timeout bounds the wait for the user (default 5 minutes; 1 s to 30 minutes). A
+	// device code that expires sooner ends the wait sooner.
 	Timeout time.Duration
+	// Flow is how the user authorizes (default FlowLoopback).
+	Flow Flow
+	// OnDeviceCode, with FlowDevice, receives the code to show the user instead of the
+	// shell's prompt (a web server hands it to the page that asked, then lets Connect poll
+	// on). It is called once, before the polling starts, and must not block. The device
+	// code itself (a secret) never leaves the host.
+	OnDeviceCode func(DeviceCode)
 	// Browser, when set, is given the authorization URL instead of the shell's browser (a
 	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
 	// error when it cannot show the URL.
 	Browser func(url string) error
 }
 
-// Connect authorizes a provider (PKCE through a loopback redirect) and stores the
-// connection; grantAgents are granted their declared scopes (or scopes, when given).
+// DeviceCode is what a user needs to authorize a connection on another device (RFC 8628
+// §3.3): where to go and the code to enter there. It holds no secret.
+type DeviceCode struct {
+	Connector       string `json:"connector"`
+	VerificationURI string `json:"verification_uri"`
+	// VerificationURIComplete carries the code in the URI ("" when the provider gave none).
+	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
+	UserCode                string `json:"user_code"`
+	// ExpiresIn is how long Connect waits for the approval (the code's lifetime, at most
+	// the timeout).
+	ExpiresIn time.Duration `json:"-"`
+}
+
+// Connect authorizes a provider and stores the connection; grantAgents are granted their
+// declared scopes (or scopes, when given). The user authorizes in a browser that comes
+// back to a loopback listener, by pasting the redirect back, or on another device with a
+// code (ConnectOptions.Flow); what follows the authorization is the same.
 func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string, opts ...ConnectOptions) (*ConnectResult, error) {
 	args := map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}
 	for _, o := range opts {
 		if o.Timeout > 0 {
 			args["timeout_ms"] = o.Timeout.Milliseconds()
+		}
+		if o.Flow != "" {
+			args["flow"] = string(o.Flow)
+		}
+		if f := o.OnDeviceCode; f != nil {
+			ctx = hostabi.WithPrompter(ctx, hostabi.PrompterFunc(func(_ context.Context, p hostabi.DevicePrompt) error {
+				f(DeviceCode{Connector: p.Connector, VerificationURI: p.VerificationURI,
+					VerificationURIComplete: p.VerificationURIComplete, UserCode: p.UserCode, ExpiresIn: p.ExpiresIn})
+				return nil
+			}))
 		}
 		if o.Browser != nil {
 			ctx = hostabi.WithBrowser(ctx, o.Browser)

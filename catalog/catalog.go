@@ -70,6 +70,7 @@ type Entry struct {
 	UserinfoURL             string            `json:"userinfo_url,omitempty"`
 	RevocationURL           string            `json:"revocation_url,omitempty"`
 	DeviceAuthorizationURL  string            `json:"device_authorization_url,omitempty"`
+	DeviceScopes            []string          `json:"device_scopes,omitempty"`
 	Issuer                  string            `json:"issuer,omitempty"`
 	TokenEndpointAuthMethod string            `json:"token_endpoint_auth_method,omitempty"`
 	AuthParams              map[string]string `json:"auth_params,omitempty"`

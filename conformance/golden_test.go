@@ -25,6 +25,7 @@ var goldens = []string{
 	"refresh/a-late-rotation-never-overwrites-a-reconnection",
 	"forwarded/failure-writing-the-connection-restores-both",
 	"activations/declared-scopes-come-second",
+	"device/slow-down-twice",
 	"connect/an-issuer-that-differs-is-refused-before-the-code-is-exchanged",
 	"disconnect/disconnect-revokes-at-the-provider",
 }

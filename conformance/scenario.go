@@ -151,7 +151,7 @@ type TokenResponse struct {
 
 // AuthorizeResult is a scripted outcome of an interactive authorization.
 type AuthorizeResult struct {
-	Status       string   `json:"status"` // ok, denied, interactive_required, error
+	Status       string   `json:"status"` // ok, denied, interactive_required, timeout, error
 	Error        string   `json:"error,omitempty"`
 	HTTPStatus   int      `json:"http_status,omitempty"`
 	AccessToken  string   `json:"access_token,omitempty"`
@@ -167,6 +167,23 @@ type AuthorizeResult struct {
 	NoRefresh bool `json:"no_refresh,omitempty"`
 	// NotJSON: the code exchange answers 200 with a page that is not JSON.
 	NotJSON bool `json:"not_json,omitempty"`
+	// Polls (device flow) are the token endpoint's answers to the device code's first
+	// polls, before the outcome: authorization_pending, slow_down, or timeout (no answer).
+	// The outcome: ok (tokens), denied (access_denied, or Error), timeout (pending until
+	// the code expires), error (Error with HTTPStatus), interactive_required (nobody can
+	// be shown the code).
+	Polls []string `json:"polls,omitempty"`
+	// Device shapes the device authorization answer.
+	Device *DeviceSpec `json:"device,omitempty"`
+}
+
+// DeviceSpec shapes a device authorization answer: the code's lifetime and polling
+// interval in seconds (900 and 5 by default), or a refusal (Error, HTTPStatus default 400).
+type DeviceSpec struct {
+	ExpiresIn  int64  `json:"expires_in,omitempty"`
+	Interval   int64  `json:"interval,omitempty"`
+	Error      string `json:"error,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
 }
 
 // KeyringFailure makes the next Count (default 1) keyring operations Op ("get", "set",

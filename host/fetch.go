@@ -29,6 +29,8 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 	switch n.Kind {
 	case hostabi.NeedClockNow:
 		return c.Clock.Now().UnixMilli(), nil
+	case hostabi.NeedClockSleep:
+		return o.sleep(ctx, n)
 	case hostabi.NeedEntropy:
 		var size int
 		if err := n.Decode("bytes", &size); err != nil || size < 1 || size > maxEntropyBytes {
@@ -96,21 +98,87 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 	case hostabi.NeedHTTPRequest:
 		return o.httpRequest(ctx, n.Key, n.Params)
 	case hostabi.NeedLoopbackOpen:
-		return o.loopbackOpen(ctx, n.Str("connector"))
+		return o.loopbackOpen(ctx, n.Str("connector"), n.Str("mode"))
 	case hostabi.NeedLoopbackWait:
 		return o.loopbackWait(ctx, n)
+	case hostabi.NeedPromptShow:
+		return o.promptShow(ctx, n)
 	}
 	return nil, fmt.Errorf("host: unknown need kind %q", n.Kind)
 }
 
-func (o *Op) loopbackOpen(ctx context.Context, connector string) (any, error) {
+// sleep waits ms milliseconds (a simulated clock advances instead) and answers the clock.
+// The caller's cancellation ends the wait and, through the driver, the operation.
+func (o *Op) sleep(ctx context.Context, n core.Need) (any, error) {
+	var ms int64
+	if err := n.Decode("ms", &ms); err != nil || ms < 0 || time.Duration(ms)*time.Millisecond > maxTimeout {
+		return nil, errors.New("host: clock.sleep needs ms in 0..1800000")
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if s, ok := o.h.caps.Clock.(hostabi.Sleeper); ok {
+		if err := s.Sleep(ctx, d); err != nil {
+			return nil, err
+		}
+	} else if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return o.h.caps.Clock.Now().UnixMilli(), nil
+}
+
+// promptShow shows a device code: to the prompter of the operation's context (a web
+// server's caller) when there is one, else through the shell's Prompt capability.
+func (o *Op) promptShow(ctx context.Context, n core.Need) (any, error) {
+	var ms int64
+	if err := n.Decode("expires_in_ms", &ms); err != nil || ms < 0 {
+		return nil, errors.New("host: prompt.show needs expires_in_ms")
+	}
+	p := hostabi.DevicePrompt{
+		Connector: n.Str("connector"), VerificationURI: n.Str("verification_uri"),
+		VerificationURIComplete: n.Str("verification_uri_complete"), UserCode: n.Str("user_code"),
+		ExpiresIn: time.Duration(ms) * time.Millisecond,
+	}
+	if p.VerificationURI == "" || p.UserCode == "" {
+		return nil, errors.New("host: prompt.show needs verification_uri and user_code")
+	}
+	pr := hostabi.PrompterFrom(ctx)
+	if pr == nil {
+		pr = o.h.caps.Prompt
+	}
+	if pr == nil {
+		return map[string]any{"shown": false, "reason": "this shell cannot show a device code"}, nil
+	}
+	err := pr.Show(ctx, p)
+	switch {
+	case err == nil:
+		return map[string]any{"shown": true}, nil
+	case errors.Is(err, hostabi.ErrUnavailable):
+		return map[string]any{"shown": false, "reason": err.Error()}, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return hostError(err)
+}
+
+func (o *Op) loopbackOpen(ctx context.Context, connector, mode string) (any, error) {
 	if o.callback != nil {
 		return map[string]any{"redirect_uri": o.callback.RedirectURI()}, nil
+	}
+	if mode == "" {
+		mode = hostabi.ModeListen
+	}
+	if mode != hostabi.ModeListen && mode != hostabi.ModePaste {
+		return nil, fmt.Errorf("host: loopback.open mode %q is neither listen nor paste", mode)
 	}
 	if o.h.caps.Loopback == nil {
 		return map[string]any{"unavailable": "this shell has no loopback"}, nil
 	}
-	cb, err := o.h.caps.Loopback.Open(ctx, connector)
+	cb, err := o.h.caps.Loopback.Open(ctx, connector, mode)
 	if errors.Is(err, hostabi.ErrUnavailable) {
 		return map[string]any{"unavailable": err.Error()}, nil
 	}
@@ -137,7 +205,9 @@ func (o *Op) loopbackWait(ctx context.Context, n core.Need) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := o.callback.Wait(ctx, authURL, state, n.Str("connector"), timeout)
+	got, err := o.callback.Wait(ctx, hostabi.Authorization{
+		URL: authURL, State: state, Connector: n.Str("connector"), Alternative: n.Str("alternative"), Timeout: timeout,
+	})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return map[string]any{"status": "timeout"}, nil
 	}

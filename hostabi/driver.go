@@ -13,7 +13,9 @@ import (
 )
 
 // MaxRounds bounds the questions one operation may ask; a policy that keeps asking is a bug.
-const MaxRounds = 64
+// The longest operation is a connect through the device flow: one question per poll of the
+// token endpoint, at most 300 of them (the policy's connect.max_polls), plus about a dozen.
+const MaxRounds = 400
 
 // CommitTimeout bounds an operation once it has committed (a need with commit: true is on
 // the wire): from there it finishes and saves what it got even if its caller is cancelled.

@@ -1,7 +1,8 @@
 // Package hostabi is the contract between grantwire's core and a shell (ABI
 // "grantwire.host.v2"): the need and effect kinds (kinds.go, each a primitive a host performs
 // without judgement), the capabilities a Go shell supplies (a keyring, the home's JSON files,
-// locks, HTTP, the loopback redirect, clock, entropy, environment, events), the JSON
+// locks, HTTP, the loopback redirect, the device prompt, clock, entropy, environment,
+// events), the JSON
 // Schemas of the language-neutral form (schema/, described in README.md), and the generic
 // [Driver] loop.
 //
@@ -111,6 +112,13 @@ type Clock interface {
 	Now() time.Time
 }
 
+// Sleeper is implemented by a Clock that waits itself (clock.sleep): a simulated clock
+// advances instead of waiting. For any other Clock package host waits on a real timer.
+// Sleep returns ctx's error when the caller cancels.
+type Sleeper interface {
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
 // Entropy supplies random bytes (crypto quality in real shells, seeded in tests).
 type Entropy interface {
 	Read(p []byte) (int, error)
@@ -129,10 +137,25 @@ type Events interface {
 
 // Loopback runs the user's part of a browser authorization.
 type Loopback interface {
-	// Open starts a one-shot listener on 127.0.0.1 for one operation authorizing connector.
-	// It returns an error wrapping ErrUnavailable when no user can complete a browser
-	// authorization here.
-	Open(ctx context.Context, connector string) (Callback, error)
+	// Open starts a one-shot listener on 127.0.0.1 for one operation authorizing connector,
+	// in a mode: ModeListen (the browser comes back to the listener) or ModePaste (the user
+	// pastes the final redirect URL back; the listener may serve as well). It returns an
+	// error wrapping ErrUnavailable when no user can complete the authorization that way
+	// here.
+	Open(ctx context.Context, connector, mode string) (Callback, error)
+}
+
+// Authorization is what Callback.Wait shows to the user and checks.
+type Authorization struct {
+	// URL is the authorization URL to open; State the state its answer must carry.
+	URL, State string
+	// Connector names the provider (for what the user reads).
+	Connector string
+	// Alternative, when set, is the command of another way to complete (the policy's),
+	// worth showing when no browser could be opened.
+	Alternative string
+	// Timeout bounds the wait.
+	Timeout time.Duration
 }
 
 // ErrUnavailable: the loopback cannot be used in this session (no browser, no terminal).
@@ -142,14 +165,57 @@ var ErrUnavailable = errors.New("hostabi: no way to complete a browser authoriza
 type Callback interface {
 	// RedirectURI is "http://127.0.0.1:<port>/callback".
 	RedirectURI() string
-	// Wait shows authURL to the user (opening a browser where it can) and waits for a
-	// callback whose state parameter equals state, compared in constant time; other
-	// callbacks are refused with a static page and the wait goes on. It returns the
-	// callback's query parameters, or an error wrapping context.DeadlineExceeded (timeout)
-	// or context.Canceled.
-	Wait(ctx context.Context, authURL, state, connector string, timeout time.Duration) (map[string]string, error)
+	// Wait shows a.URL to the user (opening a browser where it can) and waits for a
+	// callback whose state parameter equals a.State, compared in constant time; other
+	// callbacks are refused with a static page and the wait goes on. In paste mode a pasted
+	// redirect URL counts as the callback when it is the redirect URI exactly (scheme,
+	// host, port, path) with that state; anything else pasted is refused without being
+	// echoed and the wait goes on. It returns the callback's query parameters, or an error
+	// wrapping context.DeadlineExceeded (timeout), ErrUnavailable (nobody can answer any
+	// more: the paste input ended) or context.Canceled.
+	Wait(ctx context.Context, a Authorization) (map[string]string, error)
 	// Close stops the listener.
 	Close() error
+}
+
+// DevicePrompt is what a user needs to authorize a connector on another device (RFC 8628
+// §3.3): where to go and the code to enter there. It holds no secret (the device code
+// never leaves the host's memory of the operation).
+type DevicePrompt struct {
+	Connector       string `json:"connector"`
+	VerificationURI string `json:"verification_uri"`
+	// VerificationURIComplete is the URI with the code in it ("" when the provider gave none).
+	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
+	UserCode                string `json:"user_code"`
+	// ExpiresIn is how long the code can still be used (the policy's window).
+	ExpiresIn time.Duration `json:"-"`
+}
+
+// Prompter shows a device prompt to the user (prompt.show). Show must not wait for the
+// user; it returns an error wrapping ErrUnavailable when nobody can see the prompt.
+type Prompter interface {
+	Show(ctx context.Context, p DevicePrompt) error
+}
+
+// PrompterFunc adapts a function to Prompter.
+type PrompterFunc func(ctx context.Context, p DevicePrompt) error
+
+// Show implements Prompter.
+func (f PrompterFunc) Show(ctx context.Context, p DevicePrompt) error { return f(ctx, p) }
+
+type prompterKey struct{}
+
+// WithPrompter returns a context whose operations show device prompts with p instead of
+// the shell's Prompt capability: the caller of one operation receives its code (a web
+// server hands it to the page that asked).
+func WithPrompter(ctx context.Context, p Prompter) context.Context {
+	return context.WithValue(ctx, prompterKey{}, p)
+}
+
+// PrompterFrom returns the Prompter of WithPrompter, or nil.
+func PrompterFrom(ctx context.Context) Prompter {
+	p, _ := ctx.Value(prompterKey{}).(Prompter)
+	return p
 }
 
 // Capabilities is everything a Go shell supplies. package host turns them into needs and
@@ -162,6 +228,8 @@ type Capabilities struct {
 	Entropy  Entropy
 	Events   Events
 	Loopback Loopback
+	// Prompt shows device codes (nil: nobody can be shown one).
+	Prompt Prompter
 	// HTTP sends requests; it must not follow redirects (package host never asks it to).
 	HTTP http.RoundTripper
 	// Getenv reads an environment variable.

@@ -8,6 +8,11 @@ const (
 	// NeedClockNow answers the time in Unix milliseconds. Params: none.
 	NeedClockNow = "clock.now"
 
+	// NeedClockSleep waits, then answers the time in Unix milliseconds. Params: ms
+	// (0..1800000). The caller's cancellation ends the wait (and the operation); a
+	// simulated clock advances instead of waiting.
+	NeedClockSleep = "clock.sleep"
+
 	// NeedEntropy registers "<key>#value", BASE64URL of `bytes` random bytes without
 	// padding, and answers its description. Params: bytes (1..64).
 	NeedEntropy = "entropy"
@@ -43,15 +48,23 @@ const (
 	NeedHTTPRequest = "http.request"
 
 	// NeedLoopbackOpen starts this operation's one-shot 127.0.0.1 callback listener for an
-	// authorization of connector. Params: connector. Answer: {redirect_uri} or
+	// authorization of connector. Params: connector, mode ("listen", the default, or
+	// "paste": the user pastes the final redirect URL back). Answer: {redirect_uri} or
 	// {unavailable: reason}.
 	NeedLoopbackOpen = "loopback.open"
 
 	// NeedLoopbackWait shows the authorization URL to the user and waits for the callback
-	// whose state matches (constant time). Params: url, state, timeout_ms, connector.
-	// Answer: {status:"callback", params} or {status:"timeout"}; the caller's cancellation
-	// ends the operation.
+	// (or, in paste mode, the pasted redirect URL) whose state matches (constant time).
+	// Params: url, state, timeout_ms, connector, alternative. Answer: {status:"callback",
+	// params}, {status:"timeout"} or {status:"unavailable"}; the caller's cancellation ends
+	// the operation.
 	NeedLoopbackWait = "loopback.wait"
+
+	// NeedPromptShow shows the user where to authorize a connector on another device and
+	// the code to enter there (RFC 8628 §3.3). Params: connector, verification_uri,
+	// verification_uri_complete (optional), user_code, expires_in_ms. Answer: {shown:true}
+	// or {shown:false, reason}.
+	NeedPromptShow = "prompt.show"
 )
 
 // Effect kinds: the changes a host applies, in order. Any effect may carry undo (see
@@ -80,13 +93,20 @@ const (
 // NeedKinds and EffectKinds list every kind, in the README's order.
 var (
 	NeedKinds = []string{
-		NeedClockNow, NeedEntropy, NeedEnvGet, NeedKeyringInfo, NeedKeyringGet, NeedLedgerRead,
-		NeedFileDigest, NeedLockAcquire, NeedHTTPRequest, NeedLoopbackOpen, NeedLoopbackWait,
+		NeedClockNow, NeedClockSleep, NeedEntropy, NeedEnvGet, NeedKeyringInfo, NeedKeyringGet,
+		NeedLedgerRead, NeedFileDigest, NeedLockAcquire, NeedHTTPRequest, NeedLoopbackOpen,
+		NeedLoopbackWait, NeedPromptShow,
 	}
 	EffectKinds = []string{
 		EffectKeyringSet, EffectKeyringDelete, EffectLedgerWrite, EffectLockRelease,
 		EffectEventEmit, EffectHTTPSend,
 	}
+)
+
+// Loopback modes (loopback.open's mode).
+const (
+	ModeListen = "listen" // the browser comes back to the listener
+	ModePaste  = "paste"  // the user pastes the final redirect URL back
 )
 
 // Lock answers.

@@ -4,7 +4,8 @@
 # GRANTWIRE_HOME, a private headless Secret Service (scripts/keyring-lib.sh; gnome-keyring
 # is installed with apt-get when missing and possible), and the local OAuth authorization
 # server (internal/cmd/authserver) standing in for Google, with a stand-in browser
-# (internal/cmd/browser) that gives consent.
+# (internal/cmd/browser) that gives consent (also to a device code, as the user on another
+# device would).
 #
 # Every step says what it shows, prints the command and its real output, and checks that
 # it behaved as announced (exit code and text); the demo stops with exit 1 at the first
@@ -52,7 +53,7 @@ CLIENT_SECRET="client-secret-$(rand)"
 NEW_CLIENT_SECRET="client-secret-$(rand)"
 BRAVE_API_KEY="brave-api-key-$(rand)"
 TOKEN=''
-secrets() { printf '%s\n' "$CLIENT_SECRET" "$NEW_CLIENT_SECRET" "$BRAVE_API_KEY" "${TOKEN_PREFIX}_rt_" "${TOKEN_PREFIX}_at_" ${TOKEN:+"$TOKEN"}; }
+secrets() { printf '%s\n' "$CLIENT_SECRET" "$NEW_CLIENT_SECRET" "$BRAVE_API_KEY" "${TOKEN_PREFIX}_rt_" "${TOKEN_PREFIX}_at_" "${TOKEN_PREFIX}_device_" ${TOKEN:+"$TOKEN"}; }
 
 # run EXIT COMMAND [TEXT...]: print "$ COMMAND", run it (stdout and stderr), print its
 # output, and check the exit code, that each TEXT appears, and that no secret does.
@@ -71,6 +72,36 @@ run() {
 		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
 	done < <(secrets)
 	[ "$want" = 0 ] || out "(exit code $rc)"
+}
+
+# device_connect COMMAND [TEXT...]: print "$ COMMAND", run it in the background, approve the
+# device code it shows as its user would (the stand-in browser opens the verification URI
+# that carries the code), then print its output and check it as run does (exit 0).
+device_connect() {
+	local line=$1 log=$DEMO_TMP/device.log pid uri rc output text
+	shift
+	out "\$ $line"
+	eval "$line" >"$log" 2>&1 &
+	pid=$!
+	uri=''
+	for _ in $(seq 300); do
+		uri=$(sed -nE 's/^\(or open (.+), which carries the code\)$/\1/p' "$log")
+		[ -n "$uri" ] && break
+		sleep 0.05
+	done
+	[ -n "$uri" ] || { kill "$pid" 2>/dev/null; fail "\`$line\` showed no device code: $(cat "$log")"; }
+	"$DEMO_TMP/bin/browser" "$uri" || { kill "$pid" 2>/dev/null; fail "the stand-in browser could not approve the code"; }
+	wait "$pid"
+	rc=$?
+	output=$(cat "$log")
+	out "$output"
+	[ "$rc" = 0 ] || fail "\`$line\` exited $rc, expected 0"
+	for text in "$@"; do
+		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
+	done
+	while read -r text; do
+		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
+	done < <(secrets)
 }
 
 # build_progress reads `go build -v` (the packages it compiles, one a line) and shows the
@@ -116,7 +147,7 @@ keyring_start || fail "the private Secret Service did not start"
 
 say "Starting the local OAuth authorization server on 127.0.0.1 (it consents automatically)..."
 "$DEMO_TMP/bin/authserver" -client-id demo-desktop-client -client-secret "$CLIENT_SECRET" \
-	-account ada@example.com -token-prefix "$TOKEN_PREFIX" >"$DEMO_TMP/authserver.json" 2>"$DEMO_TMP/authserver.log" &
+	-account ada@example.com -token-prefix "$TOKEN_PREFIX" -device-interval 2 >"$DEMO_TMP/authserver.json" 2>"$DEMO_TMP/authserver.log" &
 AUTH_PID=$!
 for _ in $(seq 100); do
 	[ -s "$DEMO_TMP/authserver.json" ] && break
@@ -139,6 +170,7 @@ sed -e "s#https://accounts.google.com/o/oauth2/v2/auth#$ISSUER/authorize#" \
 	-e "s#https://oauth2.googleapis.com/token#$ISSUER/token#" \
 	-e "s#https://openidconnect.googleapis.com/v1/userinfo#$ISSUER/userinfo#" \
 	-e "s#https://oauth2.googleapis.com/revoke#$ISSUER/revoke#" \
+	-e "s#https://oauth2.googleapis.com/device/code#$ISSUER/devicecode#" \
 	-e "s#\"https://accounts.google.com\"#\"$ISSUER\"#" \
 	"$DEMO_TMP/catalog.embedded.json" >"$GRANTWIRE_CATALOG"
 
@@ -214,7 +246,20 @@ run 0 "grantwire grants list" "No grants."
 run 0 "grantwire activations list" "No activations."
 run 0 "grantwire mcp list" "No MCP servers are configured."
 
-say "12. The same operations over HTTP: grantwire serve prints its URL (open it for Settings → Connectors;"
+say "12. No browser on this machine (over SSH, in a container): the device flow (RFC 8628). grantwire"
+out "#     shows a code and where to enter it on any device, then polls the provider until you approve."
+out "#     Google allows it for sign-in and Drive files only: Gmail is refused, with the command that"
+out "#     authorizes it in a browser elsewhere and takes the redirect pasted back (exit 3)."
+run 3 "grantwire connect google --device --scopes openid,$GMAIL" "fix: grantwire connect google --scopes $GMAIL,openid --no-browser"
+out "#     Google wants a client registered for limited-input devices for it: store that one (here, the"
+out "#     first client again). A helper plays you: it reads the code grantwire shows and approves it"
+out "#     on the verification page with the stand-in browser."
+run 0 "printf '%s\n' \"\$CLIENT_SECRET\" | grantwire configure google --client-id demo-desktop-client --client-secret-stdin" \
+	"Stored the google OAuth client id and secret"
+device_connect "grantwire connect google --device --scopes openid,email --timeout 60s" \
+	"To authorize google, open $ISSUER/device on any device and enter the code:" "Connected google as ada@example.com with email openid"
+run 0 "grantwire status google" "connected" "ada@example.com, 2 scope(s)"
+say "13. The same operations over HTTP: grantwire serve prints its URL (open it for Settings → Connectors;"
 out "#     every change made there or by the CLI shows live). It binds 127.0.0.1 only, and every POST, PUT"
 out "#     and DELETE needs the header X-Grantwire-UI: 1, so another web site cannot act through it."
 out "\$ grantwire serve &"
@@ -237,7 +282,7 @@ wait "$SERVE_PID" || fail "grantwire serve did not stop cleanly on SIGTERM: $(ca
 cat "$DEMO_TMP/serve.log" >>"$TRANSCRIPT"
 out "(stopped with SIGTERM)"
 
-say "13. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
+say "14. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
 run 0 "cd \"\$GRANTWIRE_HOME\" && stat -c '%A  %n' . * connectors/*" "drwx------  connectors" "-rw-------  mcp_servers.json" \
 	"-rw-------  connectors/grants.json" "-rw-------  connectors/state.json"
 leaks=0

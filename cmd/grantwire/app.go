@@ -110,6 +110,7 @@ type app struct {
 
 	// Settings a command makes before the client is built.
 	noBrowser   bool
+	device      bool // connect --device: the code is shown for the person reading stderr
 	authTimeout time.Duration
 	waitingFor  string
 	// LongRunning sizes the engine for many concurrent decisions and keeps the OS
@@ -343,6 +344,18 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		what = "the authorization"
 	}
 	a.progress = newProgress(a.Stderr, a.StderrTTY, what, a.timeout())
+	switch {
+	case a.device:
+		a.progress.where = "on another device"
+	case a.noBrowser:
+		// No spinner: redrawing the last line would erase what the user pastes.
+		a.progress.where, a.progress.tty = "(paste the redirect address below)", false
+	}
+	var paste io.Reader
+	if a.noBrowser {
+		// --no-browser: the redirect address is pasted back on standard input.
+		paste = a.Stdin
+	}
 	var browser func(string) error
 	if !a.noBrowser && a.Browser != nil {
 		browser = a.Browser(a.Getenv)
@@ -352,7 +365,8 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Service:     a.service,
 		Browser:     browser,
 		Prompt:      a.progress,
-		Interactive: a.noBrowser || a.StdinTTY || a.StderrTTY,
+		Interactive: a.noBrowser || a.device || a.StdinTTY || a.StderrTTY,
+		Paste:       paste,
 		Getenv:      a.Getenv,
 		// One command needs no watcher of other processes' activations (it would also
 		// create the home's directory for a read-only command such as status).

@@ -123,6 +123,13 @@ func (a *app) showEntry(e catalog.Entry) {
 		row("authorization", e.AuthorizationURL)
 		row("token", e.TokenURL)
 		row("userinfo", e.UserinfoURL)
+		if e.DeviceAuthorizationURL != "" {
+			device := e.DeviceAuthorizationURL + " (connect --device)"
+			if e.DeviceScopes != nil {
+				device += " for " + strings.Join(e.DeviceScopes, " ")
+			}
+			row("device", device)
+		}
 		row("tenant", e.Tenant)
 		if len(e.AuthParams) > 0 {
 			var kv []string

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/grantwire/grantwire"
@@ -11,11 +13,20 @@ func (a *app) connectCmd() *cobra.Command {
 	var scopes, grantAgents []string
 	cmd := &cobra.Command{
 		Use:   "connect <provider>",
-		Short: "Authorize an OAuth provider in the browser (PKCE) and store the connection",
+		Short: "Authorize an OAuth provider (browser, pasted redirect or device code) and store the connection",
 		Long: `Authorize an OAuth provider with PKCE through a one-shot listener on 127.0.0.1, and store the
 refresh token in the OS credential store. The provider's OAuth client must be configured
 first (grantwire configure <provider> --client-id …) or given in its environment variables
 (grantwire catalog <provider> names them).
+
+Without a browser on this machine (over SSH, in a container):
+  --no-browser  prints the URL; open it in a browser anywhere, approve, then paste the
+                address the browser ends on (a 127.0.0.1 page that does not load) on
+                standard input. It is checked as the listener checks a callback.
+  --device      the device authorization grant (RFC 8628), where the provider offers it:
+                grantwire shows a code and where to enter it on any device, then polls the
+                provider until you approve (Microsoft, GitHub, and Google for its
+                limited-input scopes). Ctrl-C cancels and stores nothing.
 
 Scopes: --scopes (repeatable, or separated by commas or spaces). Without --scopes, the
 scopes every --grant-agent declares plus the catalog defaults are requested, and each agent
@@ -23,13 +34,15 @@ is granted what it declares; with --scopes every --grant-agent is granted exactl
 Reconnecting with no scopes over an existing connection or grants is refused with the
 command that keeps them.
 
-grantwire prints the URL it waits for and opens the browser; --no-browser only prints the
-URL (open it on any machine). On a terminal a countdown runs until the authorization
-completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
+grantwire prints the URL it waits for and opens the browser. On a terminal a countdown runs
+until the authorization completes or --timeout passes (or the device code expires); Ctrl-C
+cancels and stores nothing (exit 130).`,
 		Example: `  grantwire connect google --scopes https://www.googleapis.com/auth/gmail.readonly
   grantwire connect google --grant-agent builtin:email
   grantwire connect microsoft_work --scopes openid,offline_access,https://graph.microsoft.com/Mail.Read --no-browser
-  grantwire connect github --scopes read:user --scopes repo --grant-agent installed:reviewer`,
+  grantwire connect github --scopes read:user --scopes repo --grant-agent installed:reviewer
+  grantwire connect microsoft --device
+  grantwire connect google --scopes openid,https://www.googleapis.com/auth/drive.file --device`,
 		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -37,12 +50,27 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 			if a.authTimeout <= 0 {
 				return usagef("--timeout must be positive")
 			}
+			if a.device && a.noBrowser {
+				return usagef("--device and --no-browser are two ways to authorize without a browser here: choose one")
+			}
+			flow := grantwire.FlowLoopback
+			switch {
+			case a.device:
+				flow = grantwire.FlowDevice
+			case a.noBrowser:
+				flow = grantwire.FlowPaste
+			}
 			a.waitingFor = "the " + provider + " authorization"
 			c, err := a.Client(ctx)
 			if err != nil {
 				return err
 			}
-			res, err := c.Connect(ctx, provider, scopes, grantAgents, grantwire.ConnectOptions{Timeout: a.timeout()})
+			opts := grantwire.ConnectOptions{Timeout: a.timeout(), Flow: flow}
+			if a.jsonOut {
+				// stderr holds nothing but JSON: the code is one line {"device": {...}}.
+				opts.OnDeviceCode = a.printDeviceCode
+			}
+			res, err := c.Connect(ctx, provider, scopes, grantAgents, opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -67,7 +95,19 @@ completes or --timeout passes; Ctrl-C cancels and stores nothing.`,
 	f := cmd.Flags()
 	addList(f, &scopes, "scopes", "scopes", "scopes to authorize (repeatable; commas or spaces separate several)")
 	addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant once connected (repeatable)")
-	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL and wait")
+	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
+	f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
 	return cmd
+}
+
+// printDeviceCode writes the device code to show the user as one JSON line on stderr
+// (connect --device --json): {"device": {connector, verification_uri,
+// verification_uri_complete?, user_code, expires_in (seconds)}}.
+func (a *app) printDeviceCode(d grantwire.DeviceCode) {
+	b, _ := json.Marshal(map[string]any{"device": struct {
+		grantwire.DeviceCode
+		ExpiresIn int64 `json:"expires_in"`
+	}{d, int64(d.ExpiresIn.Seconds())}})
+	fmt.Fprintf(a.Stderr, "%s\n", b)
 }

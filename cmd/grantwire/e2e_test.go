@@ -126,6 +126,7 @@ func localGoogleCatalog(t testing.TB, srv *authserver.Server, dir string) string
 	// Google names itself in every authorization response (RFC 9207) and revokes
 	// (RFC 7009); so does the local server standing in for it.
 	g["issuer"], g["revocation_url"] = srv.URL(), srv.RevocationURL()
+	g["device_authorization_url"] = srv.DeviceAuthorizationURL() // RFC 8628, for its limited-input scopes
 	srv.Configure(func(c *authserver.Config) { c.Issuer = srv.URL() })
 	raw, err := json.Marshal(doc)
 	require.NoError(t, err)
@@ -223,7 +224,7 @@ func (w *e2e) fail(exit int, code string, args ...string) cliError {
 func (w *e2e) assertNoLeaks() {
 	t := w.t
 	w.mu.Lock()
-	needles := append([]string{tokenPrefix + "_rt_", tokenPrefix + "_at_", tokenPrefix + "_code_"}, w.planted...)
+	needles := append([]string{tokenPrefix + "_rt_", tokenPrefix + "_at_", tokenPrefix + "_code_", tokenPrefix + "_device_"}, w.planted...)
 	printed := strings.Join(w.printed, "\n")
 	w.mu.Unlock()
 	for _, n := range needles {
@@ -286,8 +287,15 @@ func (s *started) errText() string {
 // CLI prints it indented on its own line) is sent on url.
 func (w *e2e) start(extraEnv []string, args ...string) *started {
 	w.t.Helper()
+	return w.startIn(nil, extraEnv, args...)
+}
+
+// startIn is start with the command's standard input (nil: none).
+func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *started {
+	w.t.Helper()
 	s := &started{url: make(chan string, 1), done: make(chan struct{})}
 	s.cmd = exec.Command(w.bin, args...)
+	s.cmd.Stdin = stdin
 	s.cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
 	s.cmd.Dir = w.home
 	s.cmd.Stdout = &s.stdout
@@ -712,9 +720,12 @@ func TestE2EConnectThroughTheBrowser(t *testing.T) {
 	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret, Account: "bob@example.com"})
 	w.configureClient(clientID, secret)
 
-	// No browser, no terminal: nobody can complete it.
+	// No browser, no terminal: nobody can complete it. The fix names the device flow where
+	// the provider offers it for the scopes (Google for openid), else pasting back.
 	e := w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", "openid")
-	require.Contains(t, e.Error.Fix, "--no-browser")
+	require.Equal(t, "grantwire connect google --scopes openid --device", e.Error.Fix)
+	e = w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", gmailRead)
+	require.Equal(t, "grantwire connect google --scopes "+gmailRead+" --no-browser", e.Error.Fix)
 	w.env = append(w.env, "BROWSER="+filepath.Join(w.home, "no-such-browser"))
 	w.fail(4, "INTERACTIVE_AUTH_REQUIRED", "connect", "google", "--scopes", "openid")
 	require.Zero(t, w.srv.Stats().Authorizations)

@@ -241,6 +241,21 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Equal(t, 0, r.code, r.stderr)
 		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	},
+	"connect-device": func(t *testing.T) {
+		// The local server's device codes ask for a poll a second.
+		cfg := authserver.Config{ClientID: "bb-fix-client", ClientSecret: "bb-client-secret-" + randHex(8),
+			ClientAuth: authserver.AuthDefault, DeviceInterval: 1, DeviceExpiresIn: 60}
+		w := &fixWorld{e2e: newE2E(t, cfg), kind: "connect-device", clientID: cfg.ClientID, secret: cfg.ClientSecret}
+		w.configureClient(w.clientID, w.secret)
+		// No browser, no terminal, scopes the provider's device authorization allows.
+		fix := w.failing(4, "", "connect", "google", "--scopes", "openid", "--grant-agent", "builtin:email")
+		require.Equal(t, "grantwire connect google --scopes openid --grant-agent builtin:email --device", fix)
+		w.srv.ScriptDevice("", authserver.DeviceUser{Polls: []string{"authorization_pending"}, Decision: authserver.DeviceApprove})
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, 1, w.srv.Stats().DeviceExchanges)
+		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", "openid")
+	},
 	"connect-with-scopes-for-agents": func(t *testing.T) {
 		w := newFixWorld(t, "connect-with-scopes-for-agents")
 		w.withBrowser()

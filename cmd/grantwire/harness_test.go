@@ -67,11 +67,11 @@ type promptingLoopback struct {
 	inner hostabi.Loopback
 }
 
-func (p promptingLoopback) Open(ctx context.Context, connector string) (hostabi.Callback, error) {
+func (p promptingLoopback) Open(ctx context.Context, connector, mode string) (hostabi.Callback, error) {
 	if p.opts.Browser == nil && !p.opts.Interactive {
 		return nil, fmt.Errorf("no browser: %w", hostabi.ErrUnavailable)
 	}
-	cb, err := p.inner.Open(ctx, connector)
+	cb, err := p.inner.Open(ctx, connector, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +83,11 @@ type promptingCallback struct {
 	p promptingLoopback
 }
 
-func (c promptingCallback) Wait(ctx context.Context, authURL, state, connector string, timeout time.Duration) (map[string]string, error) {
+func (c promptingCallback) Wait(ctx context.Context, a hostabi.Authorization) (map[string]string, error) {
 	if c.p.opts.Browser != nil {
-		_ = c.p.opts.Browser(authURL)
+		_ = c.p.opts.Browser(a.URL)
 	}
-	fmt.Fprintf(c.p.opts.Prompt, "Open %s\n", authURL)
+	fmt.Fprintf(c.p.opts.Prompt, "Open %s\n", a.URL)
 	c.p.tw.mu.Lock()
 	f := c.p.tw.authorize
 	c.p.tw.mu.Unlock()
@@ -96,7 +96,7 @@ func (c promptingCallback) Wait(ctx context.Context, authURL, state, connector s
 			return nil, err
 		}
 	}
-	return c.Callback.Wait(ctx, authURL, state, connector, timeout)
+	return c.Callback.Wait(ctx, a)
 }
 
 type result struct {

@@ -16,6 +16,7 @@ type progress struct {
 	w       io.Writer
 	tty     bool
 	what    string
+	where   string // "in the browser", "on another device"
 	timeout time.Duration
 	now     func() time.Time
 
@@ -32,7 +33,21 @@ var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 const spinnerTick = 120 * time.Millisecond
 
 func newProgress(w io.Writer, tty bool, what string, timeout time.Duration) *progress {
-	return &progress{w: w, tty: tty, what: what, timeout: timeout, now: time.Now, done: make(chan struct{})}
+	return &progress{w: w, tty: tty, what: what, where: "in the browser", timeout: timeout, now: time.Now, done: make(chan struct{})}
+}
+
+// Countdown implements native.Countdown: the wait ends sooner (a device code that expires
+// before the timeout). Called before the first write, it sets what the header says.
+func (p *progress) Countdown(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d <= 0 || d >= p.timeout {
+		return
+	}
+	p.timeout = d
+	if p.started {
+		p.deadline = p.now().Add(d)
+	}
 }
 
 func (p *progress) Write(b []byte) (int, error) {
@@ -45,7 +60,7 @@ func (p *progress) Write(b []byte) (int, error) {
 	if !p.started {
 		p.started = true
 		p.deadline = p.now().Add(p.timeout)
-		fmt.Fprintf(p.w, "grantwire: waiting for %s in the browser (up to %s; Ctrl-C cancels)\n", p.what, p.timeout.Round(time.Second))
+		fmt.Fprintf(p.w, "grantwire: waiting for %s %s (up to %s; Ctrl-C cancels)\n", p.what, p.where, p.timeout.Round(time.Second))
 	}
 	n, err := p.w.Write(b)
 	if p.tty {

@@ -4,7 +4,8 @@
 // the keyring, an event log, and a scripted authorization server reached through HTTP
 // (token, userinfo and revocation endpoints at the catalog's URLs) with a simulated user
 // at the loopback redirect (PKCE S256 checked, codes single use, refresh tokens rotated
-// with reuse detection).
+// with reuse detection) and, for the device authorization grant, a device endpoint whose
+// user approves, denies, lets the code expire or answers slow_down as scripted.
 //
 // It exists for deterministic conformance runs and interleaving tests; the same corpus also
 // runs on the OS shell (shells/native). It imports hostabi and the standard library only.
@@ -42,6 +43,7 @@ type World struct {
 	events   []hostabi.Event
 	env      map[string]string
 	failures []Failure
+	prompts  []hostabi.DevicePrompt
 	Server   *Server
 }
 
@@ -76,7 +78,7 @@ func New(start time.Time, seed uint64) *World {
 func (w *World) Capabilities(service string) hostabi.Capabilities {
 	return hostabi.Capabilities{
 		Keyring: keyring{w}, Files: files{w}, Locks: locks{w}, Clock: clock{w},
-		Entropy: entropy{w}, Events: events{w}, Loopback: loopback{w}, HTTP: w.Server,
+		Entropy: entropy{w}, Events: events{w}, Loopback: loopback{w}, Prompt: prompter{w}, HTTP: w.Server,
 		Getenv:  func(k string) string { w.mu.Lock(); defer w.mu.Unlock(); return w.env[k] },
 		Service: service,
 	}
@@ -331,6 +333,15 @@ type clock struct{ w *World }
 
 func (c clock) Now() time.Time { c.w.mu.Lock(); defer c.w.mu.Unlock(); return c.w.now }
 
+// Sleep implements hostabi.Sleeper: the simulated clock advances at once.
+func (c clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.w.Advance(d)
+	return nil
+}
+
 type entropy struct{ w *World }
 
 func (e entropy) Read(p []byte) (int, error) {
@@ -348,10 +359,11 @@ func (e events) Emit(ev hostabi.Event) {
 }
 
 // loopback is the simulated user at the browser: it answers the authorization the
-// server's script says (consent by default).
+// server's script says (consent by default). In paste mode the user pastes the redirect
+// the browser ended on, which carries the same parameters.
 type loopback struct{ w *World }
 
-func (l loopback) Open(_ context.Context, connector string) (hostabi.Callback, error) {
+func (l loopback) Open(_ context.Context, connector, _ string) (hostabi.Callback, error) {
 	if l.w.Server.unavailable(connector) {
 		return nil, fmt.Errorf("memhost: no browser: %w", hostabi.ErrUnavailable)
 	}
@@ -363,18 +375,40 @@ type callback struct{ w *World }
 func (c *callback) RedirectURI() string { return "http://127.0.0.1:49152/callback" }
 func (c *callback) Close() error        { return nil }
 
-func (c *callback) Wait(ctx context.Context, authURL, state, connector string, _ time.Duration) (map[string]string, error) {
-	params, err := c.w.Server.authorize(connector, authURL, c.RedirectURI())
+func (c *callback) Wait(ctx context.Context, a hostabi.Authorization) (map[string]string, error) {
+	params, err := c.w.Server.authorize(a.Connector, a.URL, c.RedirectURI())
 	if err != nil {
 		return nil, err
 	}
 	if params == nil {
 		return nil, context.DeadlineExceeded
 	}
-	if params["state"] != state {
+	if params["state"] != a.State {
 		return nil, errors.New("memhost: the callback's state does not match")
 	}
 	return params, nil
+}
+
+// prompter is the simulated user reading a device code: shown unless the provider's
+// scripted authorization says nobody is there (interactive_required). Every prompt is
+// kept (World.Prompts).
+type prompter struct{ w *World }
+
+func (p prompter) Show(_ context.Context, d hostabi.DevicePrompt) error {
+	p.w.mu.Lock()
+	p.w.prompts = append(p.w.prompts, d)
+	p.w.mu.Unlock()
+	if p.w.Server.deviceUnattended(d.Connector) {
+		return fmt.Errorf("memhost: nobody to show the code to: %w", hostabi.ErrUnavailable)
+	}
+	return nil
+}
+
+// Prompts returns every device prompt shown so far.
+func (w *World) Prompts() []hostabi.DevicePrompt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]hostabi.DevicePrompt(nil), w.prompts...)
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // TokenAnswer is a scripted answer of the token endpoint. Status 0 means no answer at all
@@ -49,6 +50,30 @@ type AuthorizeAnswer struct {
 	NoRefresh bool
 	// NotJSON: the code exchange answers 200 with a page that is not JSON.
 	NotJSON bool
+	// Polls are the token endpoint's answers to a device code's first polls, before the
+	// outcome: "authorization_pending", "slow_down", or "timeout" (no answer in time).
+	Polls []string
+	// Device shapes the device authorization answer.
+	Device *DeviceAnswer
+}
+
+// DeviceAnswer shapes a device authorization answer: the code's lifetime and polling
+// interval (seconds; 900 and 5 when zero), or a refusal (Error with HTTPStatus, default
+// 400).
+type DeviceAnswer struct {
+	ExpiresIn  int64
+	Interval   int64
+	Error      string
+	HTTPStatus int
+}
+
+// deviceCode is an issued device code and what its user does (RFC 8628).
+type deviceCode struct {
+	provider string
+	scopes   []string
+	answer   AuthorizeAnswer
+	expires  time.Time
+	polls    int
 }
 
 // RevokeAnswer is a scripted answer of the revocation endpoint: Status 0 is no answer at
@@ -85,6 +110,8 @@ type Server struct {
 	issuers    map[string]string // provider → issuer sent as iss
 	clientAuth map[string]clientAuth
 	revokes    map[string][]RevokeAnswer
+	devices    map[string]*deviceCode
+	latest     map[string]*deviceCode // provider → its last device code
 	Rotate     bool
 	ExpiresIn  int64
 	// BeforeRefresh, when set, runs at the start of every refresh request, outside the
@@ -124,7 +151,8 @@ func newServer(w *World) *Server {
 	return &Server{w: w, live: map[string]string{}, used: map[string]bool{},
 		next: map[string][]TokenAnswer{}, auth: map[string][]AuthorizeAnswer{},
 		codes: map[string]*grantCode{}, accounts: map[string]string{}, issuers: map[string]string{},
-		clientAuth: map[string]clientAuth{}, revokes: map[string][]RevokeAnswer{}, Rotate: true, ExpiresIn: 3600}
+		clientAuth: map[string]clientAuth{}, revokes: map[string][]RevokeAnswer{},
+		devices: map[string]*deviceCode{}, latest: map[string]*deviceCode{}, Rotate: true, ExpiresIn: 3600}
 }
 
 // Serve makes the server answer a provider's endpoints (URLs may hold "{tenant}"); an
@@ -431,6 +459,13 @@ func (s *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 			break
 		}
 		writeJSON(rec, 200, map[string]any{"email": account, "sub": "subject-1"})
+	case "device_authorization_url":
+		form, err := url.ParseQuery(string(body))
+		if err != nil || req.Method != http.MethodPost {
+			writeJSON(rec, 400, map[string]any{"error": "invalid_request"})
+			break
+		}
+		s.deviceAuthorization(provider, req.URL, form)(rec)
 	case "revocation_url":
 		form, err := url.ParseQuery(string(body))
 		if err != nil || req.Method != http.MethodPost {
@@ -484,6 +519,8 @@ func (s *Server) tokenEndpoint(provider string, form url.Values) (func(http.Resp
 		return s.refresh(provider, form.Get("refresh_token"))
 	case "authorization_code":
 		return s.exchange(provider, form), nil
+	case deviceGrant:
+		return s.devicePoll(provider, form.Get("device_code"))
 	}
 	return func(w http.ResponseWriter) { writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"}) }, nil
 }
@@ -573,6 +610,13 @@ func (s *Server) exchange(provider string, form url.Values) func(http.ResponseWr
 		}
 		return errorAnswer(status, a.Error)
 	}
+	return s.tokens(g)
+}
+
+// tokens answers a granted authorization: an access token, a refresh token unless
+// NoRefresh, the scopes; the access token names the account at userinfo.
+func (s *Server) tokens(g *grantCode) func(http.ResponseWriter) {
+	a, provider := g.answer, g.provider
 	if a.NotJSON {
 		return func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/html")
@@ -604,3 +648,106 @@ func (s *Server) exchange(provider string, form url.Values) func(http.ResponseWr
 }
 
 var _ http.RoundTripper = (*Server)(nil)
+
+const deviceGrant = "urn:ietf:params:oauth:grant-type:device_code"
+
+// deviceAuthorization issues a device code (RFC 8628 §3.2) whose user does what the
+// provider's next scripted authorization says (consent by default).
+func (s *Server) deviceAuthorization(provider string, at *url.URL, form url.Values) func(http.ResponseWriter) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	a := AuthorizeAnswer{Status: "ok"}
+	if list := s.auth[provider]; len(list) > 0 {
+		a, s.auth[provider] = list[0], list[1:]
+	}
+	d := DeviceAnswer{}
+	if a.Device != nil {
+		d = *a.Device
+	}
+	if d.Error != "" {
+		status := d.HTTPStatus
+		if status == 0 {
+			status = 400
+		}
+		return errorAnswer(status, d.Error)
+	}
+	if d.ExpiresIn == 0 {
+		d.ExpiresIn = 900
+	}
+	if d.Interval == 0 {
+		d.Interval = 5
+	}
+	s.codesIssued++
+	code := fmt.Sprintf("device-%s-%04d", provider, s.codesIssued)
+	user := fmt.Sprintf("CODE-%04d", s.codesIssued)
+	scopes := a.Scopes
+	if scopes == nil {
+		scopes = strings.FieldsFunc(form.Get("scope"), func(r rune) bool { return r == ' ' || r == ',' })
+	}
+	dc := &deviceCode{provider: provider, scopes: scopes, answer: a, expires: s.w.now.Add(time.Duration(d.ExpiresIn) * time.Second)}
+	s.devices[code] = dc
+	s.latest[provider] = dc
+	verify := at.Scheme + "://" + at.Host + "/device"
+	return jsonAnswer(200, map[string]any{
+		"device_code": code, "user_code": user, "verification_uri": verify,
+		"verification_uri_complete": verify + "?user_code=" + user,
+		"expires_in":                d.ExpiresIn, "interval": d.Interval,
+	})
+}
+
+// deviceUnattended reports whether the user of the provider's last device code is not
+// there to read it (its scripted authorization is interactive_required).
+func (s *Server) deviceUnattended(provider string) bool {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	dc := s.latest[provider]
+	return dc != nil && dc.answer.Status == "interactive_required"
+}
+
+// devicePoll answers a poll with a device code (RFC 8628 §3.5): expired_token once the
+// code has expired, the scripted answers of the first polls, then the user's decision:
+// tokens (the code is then used up), access_denied, authorization_pending for ever
+// (timeout), or a scripted error.
+func (s *Server) devicePoll(provider, code string) (func(http.ResponseWriter), error) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	dc, ok := s.devices[code]
+	if !ok || dc.provider != provider {
+		return errorAnswer(400, "invalid_grant"), nil
+	}
+	if !s.w.now.Before(dc.expires) {
+		return errorAnswer(400, "expired_token"), nil
+	}
+	a := dc.answer
+	if dc.polls < len(a.Polls) {
+		p := a.Polls[dc.polls]
+		dc.polls++
+		if p == "timeout" {
+			return nil, netError{timeout: true}
+		}
+		return errorAnswer(400, p), nil
+	}
+	dc.polls++
+	switch a.Status {
+	case "denied":
+		e := a.Error
+		if e == "" {
+			e = "access_denied"
+		}
+		return errorAnswer(400, e), nil
+	case "timeout", "interactive_required":
+		return errorAnswer(400, "authorization_pending"), nil
+	case "error":
+		status := a.HTTPStatus
+		if status == 0 {
+			status = 400
+		}
+		return errorAnswer(status, a.Error), nil
+	}
+	delete(s.devices, code) // used up
+	g := &grantCode{provider: provider, scopes: dc.scopes, answer: a, account: a.Account}
+	if g.account == "" {
+		g.account = "user@example.com"
+	}
+	return s.tokens(g), nil
+}

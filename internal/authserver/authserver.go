@@ -4,7 +4,8 @@
 // verification (RFC 7636), the refresh_token grant with rotation and reuse detection (a
 // reused refresh token is invalid_grant and revokes its whole family, as OAuth 2.0
 // Security BCP §4.14 recommends), scripted failures (401, invalid_grant, 500, slow
-// answers, redirects), and a userinfo endpoint.
+// answers, redirects), a userinfo endpoint, and the device authorization grant (RFC 8628,
+// device.go) with a scriptable user.
 //
 // It speaks HTTP on the loopback only, answers with static pages that echo nothing, and
 // never logs a token. It imports the standard library only; nothing in grantwire's product
@@ -91,6 +92,10 @@ type Config struct {
 	RequireRegistration bool
 	CIMDClient          *http.Client
 	MetadataOverride    map[string]any
+
+	// DeviceExpiresIn and DeviceInterval are the lifetime and polling interval of device
+	// codes in seconds (default 900 and 5; device.go).
+	DeviceExpiresIn, DeviceInterval int64
 }
 
 // Failure scripts the answer to one upcoming token request.
@@ -126,6 +131,9 @@ type Stats struct {
 	MetadataRequests, Registrations, MetadataDocuments int
 	// RefreshResources is the resource parameter (RFC 8707) of every successful refresh.
 	RefreshResources []string
+	// The device authorization grant (device.go): codes issued, polls received, decisions,
+	// tokens issued for a device code, and polls sooner than the interval.
+	DeviceCodes, DevicePolls, DeviceApprovals, DeviceDenials, DeviceExchanges, TooFast int
 	// ExchangeRequests counts every authorization_code grant request, answered or refused.
 	ExchangeRequests int
 	// RevokedTokens counts refresh tokens revoked at the revocation endpoint.
@@ -185,12 +193,15 @@ type Server struct {
 	families int
 	script   []Failure
 	stats    Stats
-	issued   int                    // the SequentialNames counter
-	answers  map[string][]Answer    // provider → scripted refresh answers
-	consents map[string][]Consent   // provider → scripted consents
-	revokes  map[string][]Answer    // provider → scripted revocation answers
-	authSeen []string               // how each token request authenticated
-	clients  map[string]*registered // remote MCP: registered clients (mcp.go)
+	issued   int                  // the SequentialNames counter
+	answers  map[string][]Answer  // provider → scripted refresh answers
+	consents map[string][]Consent // provider → scripted consents
+	// device.go
+	devices     map[string]*deviceCode
+	deviceUsers map[string][]DeviceUser // provider → scripted device users
+	revokes     map[string][]Answer     // provider → scripted revocation answers
+	authSeen    []string                // how each token request authenticated
+	clients     map[string]*registered  // remote MCP: registered clients (mcp.go)
 
 	ln   net.Listener
 	srv  *http.Server
@@ -211,9 +222,16 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.DeviceExpiresIn == 0 {
+		cfg.DeviceExpiresIn = 900
+	}
+	if cfg.DeviceInterval == 0 {
+		cfg.DeviceInterval = 5
+	}
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
-		consents: map[string][]Consent{}, revokes: map[string][]Answer{}, clients: map[string]*registered{}}
+		consents: map[string][]Consent{}, revokes: map[string][]Answer{}, clients: map[string]*registered{},
+		devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -319,7 +337,7 @@ func (s *Server) LiveRefreshTokens() int {
 
 // token names a new token of kind "at", "rt" or "code" for a provider.
 func (s *Server) token(kind, provider string) string {
-	if s.cfg.SequentialNames && kind != "code" {
+	if s.cfg.SequentialNames && kind != "code" && kind != "device" {
 		s.issued++
 		name := map[string]string{"at": "access", "rt": "refresh"}[kind]
 		if provider != "" {
@@ -342,6 +360,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { s.tokenEndpoint(w, r, "") })
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
 	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) { s.revoke(w, r, "") })
+	mux.HandleFunc("/devicecode", func(w http.ResponseWriter, r *http.Request) { s.deviceAuthorization(w, r, "") })
+	mux.HandleFunc("/device", s.verification)
 	mux.HandleFunc("/p/", s.providerEndpoint)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", s.serveMetadata)
 	mux.HandleFunc("/register", s.register)
@@ -538,6 +558,8 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 		s.exchange(w, r, id, provider)
 	case "refresh_token":
 		s.refreshGrant(w, r, provider)
+	case DeviceGrant:
+		s.devicePoll(w, r, id, provider)
 	default:
 		s.oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 	}

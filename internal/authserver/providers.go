@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Several providers on one server: /p/<provider>/…/authorize, /p/<provider>/…/token and
-// /p/<provider>/…/userinfo. Path segments between the provider and the endpoint (a tenant,
+// Several providers on one server: /p/<provider>/…/authorize, /p/<provider>/…/token,
+// /p/<provider>/…/userinfo, …/revoke, …/devicecode and …/device. Path segments between the provider and the endpoint (a tenant,
 // say) are accepted and ignored. A token is bound to the provider that issued it: another
 // provider's token endpoint answers invalid_grant, its userinfo endpoint 401.
 
@@ -34,6 +34,10 @@ func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.userinfo(w, r, provider)
 	case "revoke":
 		s.revoke(w, r, provider)
+	case "devicecode":
+		s.deviceAuthorization(w, r, provider)
+	case "device":
+		s.verification(w, r)
 	default:
 		http.NotFound(w, r)
 	}

@@ -38,6 +38,7 @@ var Kinds = []Kind{
 	kind("grants-grant", `grantwire grants grant `+word+` `+word+` --scopes `+word),
 	kind("connect", `grantwire connect `+word+`(?: --scopes `+word+`)?(?: --grant-agent `+word+`)*`),
 	kind("connect-no-browser", `grantwire connect `+word+`(?: --scopes `+word+`)?(?: --grant-agent `+word+`)* --no-browser`),
+	kind("connect-device", `grantwire connect `+word+`(?: --scopes `+word+`)?(?: --grant-agent `+word+`)* --device`),
 	kind("connect-with-scopes-for-agents", `grantwire connect `+word+` --scopes <scopes>(?: --grant-agent `+word+`)+`),
 	kind("configure-client", `grantwire configure `+word+` --client-id <id>`),
 	kind("configure-client-with-secret", `grantwire configure `+word+` --client-id <id> --client-secret-stdin`),

@@ -15,6 +15,7 @@ func TestMatch(t *testing.T) {
 		"grantwire connect google --scopes gmail.readonly":                                     "connect",
 		"grantwire connect google":                                                             "connect",
 		"grantwire connect google --scopes gmail.readonly --no-browser":                        "connect-no-browser",
+		"grantwire connect microsoft --scopes openid --grant-agent builtin:mail --device":      "connect-device",
 		"grantwire connect google --scopes <scopes> --grant-agent builtin:a --grant-agent b:c": "connect-with-scopes-for-agents",
 		"grantwire configure google --client-id <id> --client-secret-stdin":                    "configure-client-with-secret",
 		"grantwire configure microsoft --client-id <id>":                                       "configure-client",

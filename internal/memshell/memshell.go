@@ -112,6 +112,7 @@ func Serve(w *memhost.World, cat *catalog.Catalog) {
 		w.Server.Serve(e.ID, map[string]string{
 			"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
 			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer,
+			"device_authorization_url": e.DeviceAuthorizationURL,
 		})
 		w.Server.ClientAuth(e.ID, ClientAuthMethod(e), e.ClientSecretRequired)
 	}
@@ -242,7 +243,11 @@ func TokenAnswer(r conformance.TokenResponse) memhost.TokenAnswer {
 
 // AuthorizeAnswer converts a scripted authorization outcome of the corpus to memhost's.
 func AuthorizeAnswer(r conformance.AuthorizeResult) memhost.AuthorizeAnswer {
-	return memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
+	a := memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
 		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn,
-		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON}
+		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON, Polls: r.Polls}
+	if d := r.Device; d != nil {
+		a.Device = &memhost.DeviceAnswer{ExpiresIn: d.ExpiresIn, Interval: d.Interval, Error: d.Error, HTTPStatus: d.HTTPStatus}
+	}
+	return a
 }

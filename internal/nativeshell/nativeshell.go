@@ -173,7 +173,8 @@ func (s *Shell) NewWorld(ctx context.Context, t testing.TB, setup conformance.Se
 // --- the catalog's endpoints -------------------------------------------------------------
 
 // endpoint maps a catalog URL field to the authorization server's endpoint name.
-var endpoints = map[string]string{"authorization_url": "authorize", "token_url": "token", "userinfo_url": "userinfo", "revocation_url": "revoke"}
+var endpoints = map[string]string{"authorization_url": "authorize", "token_url": "token", "userinfo_url": "userinfo",
+	"revocation_url": "revoke", "device_authorization_url": "devicecode"}
 
 // patchConnectors points every OAuth endpoint of a connectors object at the provider's
 // path on base, keeping a tenant segment ("/<tenant>/" or "{tenant}") so the OS shell's

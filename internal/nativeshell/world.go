@@ -53,16 +53,18 @@ type World struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu        sync.Mutex
-	env       map[string]string
-	failures  []failure
-	events    []hostabi.Event
-	holds     map[string]func() // lock → release, held by the outside instance
-	authorize map[string][]conformance.AuthorizeResult
-	services  map[string]bool // real keyring services used
-	shells    []*native.Shell
-	procs     map[string]hostabi.Capabilities
-	problems  []string // what went wrong off the runner's path (browser fetches)
+	mu         sync.Mutex
+	env        map[string]string
+	failures   []failure
+	events     []hostabi.Event
+	holds      map[string]func() // lock → release, held by the outside instance
+	authorize  map[string][]conformance.AuthorizeResult
+	services   map[string]bool // real keyring services used
+	shells     []*native.Shell
+	pastes     []*io.PipeWriter // each process's standard input in paste mode
+	unattended map[string]bool  // provider → nobody reads its next device code
+	procs      map[string]hostabi.Capabilities
+	problems   []string // what went wrong off the runner's path (browser fetches)
 
 	outside      *native.Shell
 	outsideLocks hostabi.Locks // unwrapped: the outside holder's own locks
@@ -92,7 +94,7 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &syncBuffer{},
-		env: map[string]string{}, holds: map[string]func(){},
+		env: map[string]string{}, holds: map[string]func(){}, unattended: map[string]bool{},
 		authorize: map[string][]conformance.AuthorizeResult{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
 	}
 	// Each provider names itself as the catalog says (RFC 9207) and expects its clients to
@@ -126,10 +128,13 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 
 // newShell opens one more native.Shell on the world's home: a process.
 func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, error) {
+	pr, pw := io.Pipe()
 	opts := native.Options{
 		Home:        w.home,
 		Service:     hostabi.DefaultService,
 		Prompt:      w.prompt,
+		Interactive: true, // the prompt is read (and searched for secrets)
+		Paste:       pr,
 		HTTPTimeout: 10 * time.Second,
 		Clock:       w.clock,
 		Entropy:     w.rng,
@@ -148,13 +153,15 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 	}
 	w.mu.Lock()
 	w.shells = append(w.shells, sh)
+	w.pastes = append(w.pastes, pw)
 	w.mu.Unlock()
 	c := sh.Capabilities()
 	c.Keyring = keyring{w: w, inner: c.Keyring}
 	c.Locks = locks{w: w, inner: c.Locks}
 	c.Events = events{w: w, bus: c.Events}
 	c.HTTP = transport{w: w, inner: c.HTTP}
-	c.Loopback = loopback{w: w, inner: c.Loopback}
+	c.Loopback = loopback{w: w, inner: c.Loopback, paste: pw}
+	c.Prompt = prompter{w: w, inner: c.Prompt}
 	c.Service = hostabi.DefaultService
 	return sh, c, nil
 }
@@ -271,6 +278,9 @@ func (w *World) close() error {
 	w.holds = map[string]func(){}
 	shells := w.shells
 	services := sortedKeys(w.services)
+	for _, pw := range w.pastes {
+		_ = pw.Close()
+	}
 	w.mu.Unlock()
 	for _, release := range holds {
 		release()
@@ -489,6 +499,9 @@ type transport struct {
 }
 
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/devicecode") {
+		t.w.scriptDevice(req.URL.Path)
+	}
 	resp, err := t.inner.RoundTrip(req)
 	t.w.inflight.Lock() // an ordering point, not a critical section
 	t.w.inflight.Unlock()
@@ -501,16 +514,20 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type loopback struct {
 	w     *World
 	inner hostabi.Loopback
+	paste io.Writer // the process's standard input in paste mode
 }
 
-func (l loopback) Open(ctx context.Context, connector string) (hostabi.Callback, error) {
+func (l loopback) Open(ctx context.Context, connector, mode string) (hostabi.Callback, error) {
 	l.w.mu.Lock()
 	var head *conformance.AuthorizeResult
 	if q := l.w.authorize[connector]; len(q) > 0 && (q[0].Status == "interactive_required" || q[0].Status == "timeout") {
 		head, l.w.authorize[connector] = &q[0], q[1:]
 	}
 	l.w.mu.Unlock()
-	cb, err := l.inner.Open(ctx, connector)
+	cb, err := l.inner.Open(ctx, connector, mode)
+	if err == nil && head == nil && mode == hostabi.ModePaste {
+		return pasting{cb, l}, nil
+	}
 	if err != nil || head == nil {
 		return cb, err
 	}
@@ -523,8 +540,73 @@ func (l loopback) Open(ctx context.Context, connector string) (hostabi.Callback,
 
 type unanswered struct{ hostabi.Callback }
 
-func (u unanswered) Wait(context.Context, string, string, string, time.Duration) (map[string]string, error) {
+func (u unanswered) Wait(context.Context, hostabi.Authorization) (map[string]string, error) {
 	return nil, context.DeadlineExceeded
+}
+
+// pasting plays the user of paste mode: the automatic browser follows the authorization
+// up to the redirect to 127.0.0.1 (which it does not load), and the user pastes that
+// address on the process's standard input.
+type pasting struct {
+	hostabi.Callback
+	l loopback
+}
+
+func (p pasting) Wait(ctx context.Context, a hostabi.Authorization) (map[string]string, error) {
+	p.l.w.pasteBrowser(a.URL, p.l.paste)
+	return p.Callback.Wait(ctx, a)
+}
+
+// prompter plays the user reading a device code: nobody when the provider's scripted
+// authorization is interactive_required.
+type prompter struct {
+	w     *World
+	inner hostabi.Prompter
+}
+
+func (p prompter) Show(ctx context.Context, d hostabi.DevicePrompt) error {
+	p.w.mu.Lock()
+	away := p.w.unattended[d.Connector]
+	delete(p.w.unattended, d.Connector)
+	p.w.mu.Unlock()
+	if away {
+		return fmt.Errorf("nativeshell: scripted: nobody reads the code: %w", hostabi.ErrUnavailable)
+	}
+	return p.inner.Show(ctx, d)
+}
+
+// scriptDevice hands the provider's next scripted authorization to the authorization
+// server as the user of the device code being requested (at path …/p/<provider>/…/devicecode).
+func (w *World) scriptDevice(path string) {
+	provider, _, _ := strings.Cut(strings.TrimPrefix(path, "/p/"), "/")
+	w.mu.Lock()
+	var r *conformance.AuthorizeResult
+	if q := w.authorize[provider]; len(q) > 0 {
+		r, w.authorize[provider] = &q[0], q[1:]
+	}
+	if r != nil && r.Status == "interactive_required" {
+		w.unattended[provider] = true
+	}
+	w.mu.Unlock()
+	u := authserver.DeviceUser{Decision: authserver.DeviceApprove}
+	if r != nil {
+		u.Polls = r.Polls
+		consent := authserver.Consent{Scopes: r.Scopes, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
+			ExpiresIn: r.ExpiresIn, Account: r.Account, NoRefresh: r.NoRefresh}
+		switch r.Status {
+		case "denied":
+			u.Decision, consent = authserver.DeviceDeny, authserver.Consent{Error: r.Error}
+		case "timeout", "interactive_required":
+			u.Decision = authserver.DeviceExpire
+		case "error":
+			consent = authserver.Consent{Error: r.Error, Status: r.HTTPStatus}
+		}
+		u.Consent = consent
+		if d := r.Device; d != nil {
+			u.ExpiresIn, u.Interval, u.Error, u.Status = d.ExpiresIn, d.Interval, d.Error, d.HTTPStatus
+		}
+	}
+	w.srv.ScriptDevice(provider, u)
 }
 
 // --- the automatic browser ---------------------------------------------------------------
@@ -533,6 +615,61 @@ func (u unanswered) Wait(context.Context, string, string, string, time.Duration)
 // authorization decides (nothing scripted: consent), then the URL is fetched and its
 // redirect followed to the loopback callback.
 func (w *World) browser(authURL string) error {
+	if err := w.consent(authURL); err != nil {
+		return err
+	}
+	w.browsers.Add(1)
+	go func() {
+		defer w.browsers.Done()
+		c := &http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get(authURL)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		if err != nil {
+			w.problem("the browser could not complete the authorization: %v", err)
+		}
+	}()
+	return nil
+}
+
+// pasteBrowser plays the user of paste mode: the authorization is followed up to its
+// redirect to the loopback (not loaded), and that address is pasted on in.
+func (w *World) pasteBrowser(authURL string, in io.Writer) {
+	if err := w.consent(authURL); err != nil {
+		w.problem("the browser could not start the authorization: %v", err)
+		return
+	}
+	w.browsers.Add(1)
+	go func() {
+		defer w.browsers.Done()
+		c := &http.Client{Timeout: 10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get(authURL)
+		if err != nil {
+			w.problem("the browser could not complete the authorization: %v", err)
+			return
+		}
+		_ = resp.Body.Close()
+		if _, err := io.WriteString(in, resp.Header.Get("Location")+"\n"); err != nil {
+			w.problem("the redirect address could not be pasted: %v", err)
+		}
+	}()
+}
+
+func (w *World) problem(format string, args ...any) {
+	w.mu.Lock()
+	w.problems = append(w.problems, fmt.Sprintf(format, args...))
+	w.mu.Unlock()
+}
+
+// consent tells the authorization server what the user at authURL decides: the
+// provider's next scripted authorization (nothing scripted: consent).
+func (w *World) consent(authURL string) error {
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return err
@@ -568,24 +705,6 @@ func (w *World) browser(authURL string) error {
 			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: status, Iss: r.Iss, NoIss: r.NoIss})
 		}
 	}
-	w.browsers.Add(1)
-	go func() {
-		defer w.browsers.Done()
-		c := &http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(authURL)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("status %d", resp.StatusCode)
-			}
-		}
-		if err != nil {
-			w.mu.Lock()
-			w.problems = append(w.problems, fmt.Sprintf("the browser could not complete the authorization: %v", err))
-			w.mu.Unlock()
-		}
-	}()
 	return nil
 }
 
@@ -659,6 +778,15 @@ type simClock struct {
 func (c *simClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 
 func (c *simClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// Sleep implements hostabi.Sleeper: the simulated clock advances at once.
+func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
+}
 
 // seeded is deterministic entropy shared by every process.
 type seeded struct {

@@ -30,12 +30,12 @@ func TestAnOperationsOwnBrowserIsUsedInsteadOfTheShells(t *testing.T) {
 			defer sh.Close()
 			lb := sh.Capabilities().Loopback
 			if tc.browser == nil {
-				_, err := lb.Open(context.Background(), "local")
+				_, err := lb.Open(context.Background(), "local", hostabi.ModeListen)
 				require.ErrorIs(t, err, hostabi.ErrUnavailable, "without any browser nobody can complete it")
 			}
 			shown := make(chan string, 1)
 			ctx := hostabi.WithBrowser(context.Background(), func(u string) error { shown <- u; return nil })
-			cb, err := lb.Open(ctx, "local")
+			cb, err := lb.Open(ctx, "local", hostabi.ModeListen)
 			require.NoError(t, err)
 			defer cb.Close()
 			authURL := "http://127.0.0.1:9/authorize?" + url.Values{"redirect_uri": {cb.RedirectURI()}, "state": {"st"}}.Encode()
@@ -48,7 +48,7 @@ func TestAnOperationsOwnBrowserIsUsedInsteadOfTheShells(t *testing.T) {
 					_ = resp.Body.Close()
 				}
 			}()
-			params, err := cb.Wait(ctx, authURL, "st", "local", 10*time.Second)
+			params, err := cb.Wait(ctx, hostabi.Authorization{URL: authURL, State: "st", Connector: "local", Timeout: 10 * time.Second})
 			require.NoError(t, err)
 			require.Equal(t, "c", params["code"])
 		})

@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,20 @@ func (cb *callback) refused(reason string) {
 	}
 }
 
+// callbackParams is the accepted callback's parameters: the first value of each, and a
+// repeated code refused as invalid_request.
+func callbackParams(q url.Values) callbackResult {
+	res := callbackResult{}
+	for k, vs := range q {
+		res[k] = vs[0]
+	}
+	if len(q["code"]) > 1 {
+		delete(res, "code")
+		res["error"] = "invalid_request"
+	}
+	return res
+}
+
 func page(w http.ResponseWriter, status int, body string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -154,14 +169,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusGone, pageGone)
 		return
 	}
-	res := callbackResult{}
-	for k, vs := range q {
-		res[k] = vs[0]
-	}
-	if len(q["code"]) > 1 {
-		delete(res, "code")
-		res["error"] = "invalid_request"
-	}
+	res := callbackParams(q)
 	if res["code"] == "" || res["error"] != "" {
 		page(w, http.StatusOK, pageNotDone)
 	} else {

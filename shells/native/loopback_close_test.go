@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -43,10 +44,10 @@ func TestTheCallbackPageSurvivesTheEndOfTheAuthorization(t *testing.T) {
 	defer sh.Close()
 	lb := sh.Capabilities().Loopback
 	for i := range 100 {
-		cb, err := lb.Open(context.Background(), "local")
+		cb, err := lb.Open(context.Background(), "local", hostabi.ModeListen)
 		require.NoError(t, err)
 		authURL := "http://127.0.0.1:9/authorize?" + url.Values{"redirect_uri": {cb.RedirectURI()}, "state": {"st-" + fmt.Sprint(i)}}.Encode()
-		params, err := cb.Wait(context.Background(), authURL, "st-"+fmt.Sprint(i), "local", 10*time.Second)
+		params, err := cb.Wait(context.Background(), hostabi.Authorization{URL: authURL, State: "st-" + fmt.Sprint(i), Connector: "local", Timeout: 10 * time.Second})
 		require.NoError(t, err)
 		require.Equal(t, "c", params["code"])
 		require.NoError(t, cb.Close()) // the operation ends at once

@@ -23,7 +23,9 @@
 //     the user's cache directory) then the home's connectors/<provider>.lock (gofrs/flock),
 //     queued within the process: two homes sharing a service share the lock.
 //   - Loopback: a one-shot 127.0.0.1 listener (origin-form requests only, so the Host
-//     header checked is the one sent), the browser and the prompt while waiting.
+//     header checked is the one sent), the browser and the prompt while waiting; in paste
+//     mode, the redirect address the user pastes (Options.Paste), checked as a callback is.
+//   - Prompt: the device code and where to enter it (the device authorization grant).
 //   - HTTP: an http.Transport (a RoundTripper never follows redirects).
 //   - Read caches (cache.go): ledger stamps (one lstat) for package host's parsed-ledger
 //     cache, and keyring values cached behind per-service generation files that every
@@ -48,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -71,8 +74,13 @@ type Options struct {
 	// progress); nil means os.Stderr.
 	Prompt io.Writer
 	// Interactive reports whether a person can complete an authorization at all; when false
-	// and no browser is available, the loopback reports that it is unavailable at once.
+	// and no browser is available, the loopback reports that it is unavailable at once, and
+	// no device code can be shown.
 	Interactive bool
+	// Paste is where a user pastes the final redirect address of an authorization in paste
+	// mode (connect --no-browser: standard input), one per line; nil means paste mode is
+	// unavailable. One goroutine reads it for the shell's lifetime.
+	Paste io.Reader
 	// KeyringTimeout bounds every keyring call (default 10 s).
 	KeyringTimeout time.Duration
 	// HTTPTimeout bounds every HTTP request (default 30 s; the core sets shorter ones).
@@ -117,6 +125,8 @@ type Shell struct {
 	watcher   *activationWatcher
 	entropy   io.Reader
 	transport http.RoundTripper
+	pasteOnce sync.Once
+	paster    *pasteReader
 }
 
 type systemClock struct{}
@@ -243,6 +253,7 @@ func (s *Shell) Capabilities() hostabi.Capabilities {
 		Entropy:  s.entropy,
 		Events:   s.bus,
 		Loopback: loopbackCap{s},
+		Prompt:   promptCap{s},
 		HTTP:     timeoutTransport{s.transport, s.opts.HTTPTimeout},
 		Getenv:   s.opts.Getenv,
 		Service:  s.opts.Service,

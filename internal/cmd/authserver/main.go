@@ -1,10 +1,11 @@
 // Command authserver runs grantwire's local OAuth 2.0 authorization server (package
 // internal/authserver) for the demo and manual tests: automatic consent, PKCE S256,
-// refresh-token rotation with reuse detection, userinfo.
+// refresh-token rotation with reuse detection, userinfo, and the device authorization grant
+// (RFC 8628: the user approves a code on the verification page, /device).
 //
 // It prints one JSON line with its endpoints, then serves until interrupted:
 //
-//	{"issuer":"http://127.0.0.1:PORT","authorization_url":".../authorize","token_url":".../token","userinfo_url":".../userinfo"}
+//	{"issuer":"http://127.0.0.1:PORT","authorization_url":".../authorize","token_url":".../token","userinfo_url":".../userinfo","device_authorization_url":".../devicecode"}
 //
 // It imports internal/authserver and the standard library only.
 package main
@@ -31,10 +32,13 @@ func main() {
 	expiresIn := flag.Int64("expires-in", 3600, "access token lifetime in seconds")
 	noRotation := flag.Bool("no-rotation", false, "keep refresh tokens valid across refreshes")
 	tokenPrefix := flag.String("token-prefix", "gw", "the start of every issued token (a demo greps its output for it)")
+	deviceInterval := flag.Int64("device-interval", 5, "seconds a client waits between polls with a device code")
+	deviceExpiresIn := flag.Int64("device-expires-in", 900, "device code lifetime in seconds")
 	flag.Parse()
 
 	cfg := authserver.Config{ClientID: *clientID, ClientSecret: *clientSecret, Account: *account,
-		Deny: *deny, ExpiresIn: *expiresIn, NoRotation: *noRotation, TokenPrefix: *tokenPrefix}
+		Deny: *deny, ExpiresIn: *expiresIn, NoRotation: *noRotation, TokenPrefix: *tokenPrefix,
+		DeviceInterval: *deviceInterval, DeviceExpiresIn: *deviceExpiresIn}
 	if *scopes != "" {
 		cfg.GrantedScopes = strings.Fields(*scopes)
 	}
@@ -49,6 +53,7 @@ func main() {
 	line, _ := json.Marshal(map[string]string{
 		"issuer": s.URL(), "authorization_url": s.AuthorizationURL(),
 		"token_url": s.TokenURL(), "userinfo_url": s.UserinfoURL(),
+		"device_authorization_url": s.DeviceAuthorizationURL(),
 	})
 	fmt.Println(string(line))
 
@@ -57,6 +62,6 @@ func main() {
 	<-sig
 	_ = s.Close()
 	st := s.Stats()
-	fmt.Fprintf(os.Stderr, "authserver: %d authorizations, %d code exchanges, %d refreshes, %d reuses detected, %d invalid_grant\n",
-		st.Authorizations, st.CodeExchanges, st.Refreshes, st.ReuseDetected, st.InvalidGrants)
+	fmt.Fprintf(os.Stderr, "authserver: %d authorizations, %d code exchanges, %d refreshes, %d reuses detected, %d invalid_grant, %d device codes, %d device exchanges\n",
+		st.Authorizations, st.CodeExchanges, st.Refreshes, st.ReuseDetected, st.InvalidGrants, st.DeviceCodes, st.DeviceExchanges)
 }

@@ -98,14 +98,14 @@ _base_ids := sort(object.keys(_base))
 _fields := {
 	"type", "display_name", "description", "tier", "category", "docs_url",
 	"authorization_url", "token_url", "userinfo_url", "revocation_url", "issuer",
-	"token_endpoint_auth_method", "device_authorization_url", "auth_params",
+	"token_endpoint_auth_method", "device_authorization_url", "device_scopes", "auth_params",
 	"client_id_env", "client_secret_env", "client_secret_required", "tenant",
 	"scope_separator", "default_scopes", "available_scopes", "command", "args", "env", "url",
 }
 
 _url_fields := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "issuer", "docs_url", "url"]
 
-_oauth_only := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "issuer", "client_id_env", "client_secret_env", "tenant"]
+_oauth_only := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "device_scopes", "issuer", "client_id_env", "client_secret_env", "tenant"]
 
 _types := {"oauth_pkce", "mcp_server", "mcp_remote"}
 
@@ -169,6 +169,7 @@ _base_problems(id, e) := array.concat(
 		[m | _mcp_field_elsewhere(e); m := "command, args and env are for mcp_server connectors only"],
 		[m | _bad_env(e); m := "env must be a list of {key, required, secret, description} with distinct environment variable names"],
 		[m | _bad_params(e); m := "auth_params must be an object of strings"],
+		[m | _bad_device_scopes(e); m := "device_scopes must be distinct scopes among available_scopes, with a device_authorization_url"],
 	]),
 	[p | some f in _url_fields; p := _url_problem(e, f)],
 )
@@ -224,6 +225,23 @@ _bad_env(e) if {
 _bad_params(e) if {
 	p := e.auth_params
 	not is_object(p)
+}
+
+# device_scopes: the scopes the device flow allows (Google's limited-input scopes).
+_bad_device_scopes(e) if {
+	d := e.device_scopes
+	not _scope_list(d)
+}
+
+_bad_device_scopes(e) if {
+	_ = e.device_scopes
+	not _str(e, "device_authorization_url")
+}
+
+_bad_device_scopes(e) if {
+	count(object.get(e, "available_scopes", [])) > 0
+	some s in object.get(e, "device_scopes", [])
+	not s in object.get(e, "available_scopes", [])
 }
 
 _bad_params(e) if {

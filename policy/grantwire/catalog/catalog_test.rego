@@ -211,3 +211,15 @@ test_validate_a_bad_catalog if {
 	# the file it came from is named
 	_validate({"strict": false, "file": "/etc/grantwire/catalog.json"}, cat).error.summary == `configuration error: the catalog /etc/grantwire/catalog.json: connector "x": scope_separator must be a space or a comma`
 }
+
+# device_scopes: the scopes a provider's device flow allows, with its endpoint.
+test_device_scopes if {
+	d := fx.patch(_oauth, {"device_authorization_url": "https://as.example.com/device", "device_scopes": ["a"]})
+	_strict(d) == []
+	bad := "device_scopes must be distinct scopes among available_scopes, with a device_authorization_url"
+	_problems(fx.patch(d, {"device_scopes": ["a", "a"]})) == [bad]
+	_problems(fx.patch(d, {"device_scopes": "a"})) == [bad]
+	_problems(fx.patch(d, {"device_scopes": ["zzz"]})) == [bad]
+	_problems(object.remove(d, ["device_authorization_url"])) == [bad]
+	_problems({"type": "mcp_remote", "url": "https://m", "device_scopes": ["a"]}) == ["device_scopes are for oauth_pkce connectors only", bad]
+}

@@ -39,12 +39,12 @@ _now := 1700000200123
 _all(base, j, agents_grants) := object.union(
 	object.union(_until_token(base, j), {"userinfo": _userinfo}),
 	object.union(
-		{"lock": "held", "now@lock": _now, "state@lock": fx.no_entry(fx.state_file, ["google"])},
+		{"lock": "held", "now@lock": _now, "state@lock": fx.no_entry(fx.state_file, ["google"]), "conn@lock": fx.absent},
 		agents_grants,
 	),
 )
 
-_loopback_need := {"key": "loopback", "kind": "loopback.open", "connector": "google"}
+_loopback_need := {"key": "loopback", "kind": "loopback.open", "connector": "google", "mode": "listen"}
 
 _chat_grant := {"grant|builtin:chat": fx.no_entry(fx.grants_file, ["google", "builtin:chat"])}
 
@@ -52,7 +52,7 @@ _chat_grant := {"grant|builtin:chat": fx.no_entry(fx.grants_file, ["google", "bu
 # arguments and guards
 
 test_usage if {
-	msg := "connect needs connector, scopes and grant_agents (arrays of strings), and an optional timeout_ms"
+	msg := "connect needs connector, scopes and grant_agents (arrays of strings), an optional timeout_ms and an optional flow (loopback, paste or device)"
 	every args in [
 		{"scopes": [], "grant_agents": []},
 		{"connector": "google", "grant_agents": []},
@@ -199,6 +199,7 @@ test_loopback_then_entropy_then_the_callback if {
 			},
 		},
 		"state": {"$ref": "state#value"}, "timeout_ms": 300000, "connector": "google",
+		"alternative": "grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser",
 	}])
 	w := _connect(fx.patch(_args, {"timeout_ms": 60000, "scopes": ["openid", "email"]}), g).needs[0]
 	w.timeout_ms == 60000
@@ -422,6 +423,7 @@ test_userinfo_then_the_lock if {
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 30000},
 		{"key": "now@lock", "kind": "clock.now", "after": "lock"},
 		{"key": "state@lock", "kind": "ledger.read", "ledger": "connectors/state.json", "path": ["google"], "after": "lock"},
+		{"key": "conn@lock", "kind": "keyring.get", "user": "google:default", "fields": ["refresh_token"], "fresh": true, "after": "lock"},
 		{"key": "grant|builtin:chat", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["google", "builtin:chat"], "after": "lock"},
 	])
 	_connect(_args, object.union(f, {"lock": "busy"})).error == fx.err(
@@ -521,7 +523,7 @@ test_a_provider_without_userinfo if {
 	r := fx.token_json("token", {"refresh_token": fx.new_refresh("token", "4e44e44e4e44e44e"), "scope": "read"})
 	f := fx.patch(_until_token(base, r), {"callback": _callback({"code": _code})})
 	_connect(args, f).needs[0].key == "lock"
-	g := object.union(f, {"lock": "held", "now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["local"])})
+	g := object.union(f, {"lock": "held", "now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["local"]), "conn@lock": fx.absent})
 	d := _connect(args, g)
 	d.result.account == ""
 	d.effects[0].value.account_email == ""
@@ -537,10 +539,348 @@ test_a_tenant_is_stored if {
 	args := {"connector": "microsoft", "scopes": ["User.Read"], "grant_agents": []}
 	f := object.union(
 		fx.patch(_until_token(base, _granted), {"callback": _callback({"code": _code})}),
-		{"lock": "held", "now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["microsoft"])},
+		{"lock": "held", "now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["microsoft"]), "conn@lock": fx.absent},
 	)
 	d := _connect(args, f)
 	d.effects[0].value.tenant == "common"
 	d.effects[0].value.client_id_hash == fx.hash_a
 	d.effects[2].ops[0].value.tenant == "common"
+}
+
+# ---------------------------------------------------------------------------------------
+# flows: paste-back and the device authorization grant (RFC 8628)
+
+# The fixtures' catalog with device authorization: Google for two scopes only, Microsoft
+# for any (under its tenant).
+_dcat := {"connectors": object.union(fx.catalog.connectors, {
+	"google": object.union(fx.catalog.connectors.google, {
+		"device_authorization_url": "https://oauth2.googleapis.com/device/code",
+		"device_scopes": ["email", "openid"],
+	}),
+	"microsoft": object.union(fx.catalog.connectors.microsoft, {"device_authorization_url": "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/devicecode"}),
+})}
+
+_dconnect(args, f) := fx.decide_with(fx.q1("connect", args, f), _dcat)
+
+_dargs := {"connector": "google", "scopes": ["openid"], "grant_agents": [], "flow": "device"}
+
+_ms_base := object.union(fx.env_client("client", fx.id_a, false), {"conn": fx.absent, "grants": fx.no_file(fx.grants_file, ["microsoft"]), "agents": fx.no_agents})
+
+_issued := 1700000100000
+
+_device_answer(extra) := fx.http(200, object.union(
+	{
+		"device_code": fx.desc("device#device_code", "dc0dedc0dedc0ded"), "user_code": "WDJB-MJHT",
+		"verification_uri": "https://www.google.com/device", "expires_in": 1800, "interval": 5,
+	},
+	extra,
+))
+
+# Every fact up to the prompt, shown.
+_shown(base, answer) := object.union(base, {"device": answer, "now@device": _issued, "prompt": {"shown": true}})
+
+# The facts of n polls answered a, each sent after its wait (sleep@i answers the clock).
+_polled(f, answers) := object.union(f, object.union(
+	{concat("", ["poll@", format_int(i + 1, 10)]): a | some i, a in answers},
+	{concat("", ["sleep@", format_int(i + 1, 10)]): t | some i, _ in answers; t := _issued + ((i + 1) * 5000)},
+))
+
+_pending := fx.http(400, {"error": "authorization_pending"})
+
+_slow := fx.http(400, {"error": "slow_down"})
+
+_poll_granted := fx.token_json("poll@3", {"refresh_token": fx.new_refresh("poll@3", "4e44e44e4e44e44e"), "scope": "openid"})
+
+test_flow_argument if {
+	msg := "connect needs connector, scopes and grant_agents (arrays of strings), an optional timeout_ms and an optional flow (loopback, paste or device)"
+	every flow in ["browser", "", null, 1, false] {
+		_connect(fx.patch(_args, {"flow": flow}), {}) == fx.failed(fx.usage(msg), [])
+	}
+	_connect(fx.patch(_args, {"flow": "loopback"}), _base) == fx.need([_loopback_need])
+	_connect(fx.patch(_args, {"flow": "paste"}), _base) == fx.need([fx.patch(_loopback_need, {"mode": "paste"})])
+}
+
+test_a_headless_session_is_told_about_the_device_flow if {
+	f := object.union(_base, {"loopback": {"unavailable": "no display and no terminal"}})
+	args := {"connector": "google", "scopes": ["openid"], "grant_agents": []}
+	_dconnect(args, f).error.fix == "grantwire connect google --scopes openid --device"
+
+	# scopes the device flow does not allow: paste the redirect back
+	_dconnect(_args, f).error.fix == "grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser"
+
+	# agents without explicit scopes keep their declarations
+	_dconnect(fx.patch(_args, {"scopes": []}), f).error.fix == "grantwire connect google --grant-agent builtin:chat --no-browser"
+
+	# the loopback's wait names the other way too
+	g := object.union(_base, {
+		"loopback": {"redirect_uri": fx.redirect_uri},
+		"verifier": fx.desc("verifier#value", "7e51f1e57e51f1e5"), "state": fx.desc("state#value", _state),
+	})
+	_dconnect(args, g).needs[0].alternative == "grantwire connect google --scopes openid --device"
+}
+
+test_paste_back if {
+	args := fx.patch(_args, {"flow": "paste"})
+	f := object.union(_base, {"loopback": {"unavailable": "no standard input"}})
+	_connect(args, f) == fx.failed(
+		fx.err(
+			"INTERACTIVE_AUTH_REQUIRED", "pasting the google redirect back needs standard input, and this session has none",
+			"", {"connector": "google"},
+		),
+		[],
+	)
+	_dconnect(fx.patch(args, {"scopes": ["openid"]}), f).error.fix == "grantwire connect google --scopes openid --grant-agent builtin:chat --device"
+
+	# the wait: no other way to name (pasting is the last resort) unless the device flow fits
+	g := _until_callback(_base, _ok_params)
+	w := _connect(args, object.remove(g, ["callback"])).needs[0]
+	w.kind == "loopback.wait"
+	not w.alternative
+
+	# standard input ended before a redirect was pasted
+	_connect(args, fx.patch(g, {"callback": {"status": "unavailable"}})) == fx.failed(
+		fx.err(
+			"INTERACTIVE_AUTH_REQUIRED", "no google redirect URL was pasted before standard input ended; nothing was stored",
+			"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser", {"connector": "google"},
+		),
+		[],
+	)
+	_dconnect(fx.patch(args, {"scopes": ["openid"], "grant_agents": []}), fx.patch(g, {"callback": {"status": "unavailable"}})).error.fix == "grantwire connect google --scopes openid --device"
+
+	# the same answer checks as the loopback: a pasted error is never echoed
+	_connect(args, _until_callback(_base, {"error": "<script>x</script>", "iss": "https://accounts.google.com"})).error.summary == "google: the authorization endpoint answered unrecognised_error; nothing was stored"
+	_connect(args, g) == fx.need([_exchange_need])
+}
+
+test_the_device_flow_must_be_offered if {
+	_connect(_dargs, _base) == fx.failed(
+		fx.err(
+			"CONFIGURATION",
+			"configuration error: google offers no device authorization in the catalog; authorize in a browser (on any machine, pasting the redirect back)",
+			"grantwire connect google --scopes openid --no-browser", {"connector": "google"},
+		),
+		[],
+	)
+	_dconnect(fx.patch(_dargs, {"scopes": ["openid", "gmail.readonly", "calendar"]}), _base) == fx.failed(
+		fx.err(
+			"CONFIGURATION",
+			"configuration error: the google device authorization does not allow calendar gmail.readonly; authorize those scopes in a browser (on any machine, pasting the redirect back)",
+			"grantwire connect google --scopes calendar,gmail.readonly,openid --no-browser",
+			{"connector": "google", "scopes": ["calendar", "gmail.readonly"]},
+		),
+		[],
+	)
+	cat := {"connectors": {"google": object.union(_dcat.connectors.google, {"device_authorization_url": "http://example.com/device"})}}
+	fx.decide_with(fx.q1("connect", _dargs, _base), cat).error.reason == "google device_authorization_url: plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)"
+}
+
+test_the_device_request if {
+	_dconnect(_dargs, _base) == fx.need([
+		{
+			"key": "device", "kind": "http.request", "method": "POST",
+			"url": "https://oauth2.googleapis.com/device/code",
+			"headers": {"Accept": "application/json"},
+			"form": {"client_id": fx.desc("client#client_id", fx.id_a), "scope": "openid"},
+			"secret_fields": ["device_code"], "timeout_ms": 30000,
+		},
+		{"key": "now@device", "kind": "clock.now"},
+	])
+
+	# under the client's tenant, the scopes joined as the catalog says
+	ms := _dconnect({"connector": "microsoft", "scopes": [], "grant_agents": [], "flow": "device"}, _ms_base).needs[0]
+	ms.url == "https://login.microsoftonline.com/common/oauth2/v2.0/devicecode"
+	ms.form.scope == "User.Read offline_access"
+}
+
+test_the_code_is_shown if {
+	f := object.union(_base, {"device": _device_answer({}), "now@device": _issued})
+	_dconnect(_dargs, f) == fx.need([{
+		"key": "prompt", "kind": "prompt.show", "connector": "google",
+		"verification_uri": "https://www.google.com/device", "user_code": "WDJB-MJHT",
+		"expires_in_ms": 300000,
+	}])
+
+	# Google's verification_url, a complete URI, a code that lives shorter than the timeout
+	g := fx.patch(f, {"device": _device_answer({
+		"verification_uri": null, "verification_url": "https://www.google.com/device",
+		"verification_uri_complete": "https://www.google.com/device?user_code=WDJB-MJHT", "expires_in": 120,
+	})})
+	p := _dconnect(_dargs, g).needs[0]
+	p.verification_uri == "https://www.google.com/device"
+	p.verification_uri_complete == "https://www.google.com/device?user_code=WDJB-MJHT"
+	p.expires_in_ms == 120000
+
+	# a complete URI the transport rule refuses is left out
+	h := fx.patch(f, {"device": _device_answer({"verification_uri_complete": "javascript:alert(1)"})})
+	not _dconnect(_dargs, h).needs[0].verification_uri_complete
+
+	# nobody to show it to
+	_dconnect(_dargs, object.union(f, {"prompt": {"shown": false, "reason": "no terminal"}})) == fx.failed(
+		fx.err("INTERACTIVE_AUTH_REQUIRED", "the google device code could not be shown to anyone in this session", "", {"connector": "google"}),
+		[],
+	)
+}
+
+_answered(answer) := _dconnect(_dargs, object.union(_base, {"device": answer, "now@device": _issued}))
+
+test_unusable_device_answers if {
+	bad := "google: the device authorization endpoint gave no usable device_code, user_code, verification_uri or expires_in; nothing was stored"
+	every extra in [
+		{"user_code": "<b>x</b>"}, {"user_code": 7}, {"verification_uri": "http://example.com/device"},
+		{"verification_uri": null}, {"expires_in": 0}, {"expires_in": 1.5}, {"device_code": "plain"},
+	] {
+		_answered(_device_answer(extra)).error.summary == bad
+	}
+	_answered(fx.http(401, {"error": "invalid_client"})).error == fx.err(
+		"CONFIGURATION", "configuration error: the google device authorization endpoint refused the OAuth client (invalid_client)",
+		"grantwire configure google --client-id <id>", {"connector": "google"},
+	)
+	_answered(fx.http(400, {"error": "unauthorized_client"})).error.fix == "grantwire connect google --scopes openid --no-browser"
+	_answered(fx.http(200, {"error": "device_flow_disabled"})).error.oauth_error == "device_flow_disabled"
+	_answered(fx.http(400, {"error": "invalid_scope"})).error.summary == "configuration error: the google device authorization endpoint refused the scopes (invalid_scope); authorize them in a browser"
+	_answered(fx.http(400, {"error": "<i>"})).error == fx.err(
+		"PROVIDER_ERROR", "google: the device authorization endpoint failed (status 400 unrecognised_error); nothing was stored", "",
+		{"connector": "google", "http_status": 400, "oauth_error": "unrecognised_error"},
+	)
+	_answered({"status": 0, "error": "refused"}).error.summary == "google: the device authorization endpoint could not be reached (the connection was refused); nothing was stored"
+	_answered({"status": 200, "headers": {}, "json": null, "body": "not_json"}).error.summary == "google: the device authorization endpoint answered without JSON; nothing was stored"
+	_answered(fx.http(503, null)).error.summary == "google: the device authorization endpoint failed (status 503); nothing was stored"
+
+	# no interval: 5 s
+	g := _shown(_base, _device_answer({"interval": null}))
+	_dconnect(_dargs, g).needs[0] == {"key": "sleep@1", "kind": "clock.sleep", "ms": 5000}
+}
+
+test_polling if {
+	f := _shown(_base, _device_answer({}))
+	_dconnect(_dargs, f) == fx.need([
+		{"key": "sleep@1", "kind": "clock.sleep", "ms": 5000},
+		{
+			"key": "poll@1", "kind": "http.request", "method": "POST",
+			"url": "https://oauth2.googleapis.com/token",
+			"headers": {"Accept": "application/json", "Authorization": {"$basic": [fx.desc("client#client_id", fx.id_a), fx.desc("client#client_secret", "5ec5ec5ec5ec5ec5")]}},
+			"form": {"grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": {"$ref": "device#device_code"}},
+			"secret_fields": ["access_token", "refresh_token", "id_token"],
+			"timeout_ms": 30000,
+		},
+	])
+
+	# pending: the same interval; slow_down: 5 s more each time, for every later poll
+	fx.by_key(_dconnect(_dargs, _polled(f, [_pending])))["sleep@2"].ms == 5000
+	fx.by_key(_dconnect(_dargs, _polled(f, [_pending, _slow])))["sleep@3"].ms == 10000
+	fx.by_key(_dconnect(_dargs, _polled(f, [_slow, _pending, _slow])))["sleep@4"].ms == 15000
+
+	# a slow_down naming a longer interval (GitHub answers 200 with it)
+	fx.by_key(_dconnect(_dargs, _polled(f, [fx.http(200, {"error": "slow_down", "interval": 30})])))["sleep@2"].ms == 30000
+
+	# a poll that got no answer in time doubles the wait; other transport failures end it
+	fx.by_key(_dconnect(_dargs, _polled(f, [{"status": 0, "error": "timeout"}])))["sleep@2"].ms == 10000
+	_dconnect(_dargs, _polled(f, [{"status": 0, "error": "refused"}])).error.summary == "the google token endpoint could not be reached (the connection was refused)"
+	timeouts := [{"status": 0, "error": "timeout"} | some _ in numbers.range(1, 4)]
+	_dconnect(_dargs, _polled(f, timeouts)).error.code == "PROVIDER_ERROR"
+
+	# the last wait ends at the deadline
+	near := _polled(f, [_pending])
+	fx.by_key(_dconnect(_dargs, fx.patch(near, {"sleep@1": (_issued + 300000) - 2000})))["sleep@2"].ms == 2000
+}
+
+test_a_long_window_stretches_the_polls if {
+	f := _shown(_base, _device_answer({"interval": 1}))
+
+	# 30 minutes allow at most max_polls polls: one every 6 s
+	_dconnect(fx.patch(_dargs, {"timeout_ms": 1800000}), f).needs[0].ms == 6000
+	_dconnect(_dargs, f).needs[0].ms == 1000
+}
+
+test_when_polling_stops if {
+	f := _shown(_base, _device_answer({}))
+
+	# the window has passed
+	late := fx.patch(_polled(f, [_pending]), {"sleep@1": _issued + 300000})
+	_dconnect(_dargs, late) == fx.failed(
+		fx.err(
+			"AUTHORIZATION_TIMEOUT", "the google device code was not approved within 5m; nothing was stored",
+			"grantwire connect google --scopes openid --device", {"connector": "google"},
+		),
+		[],
+	)
+	short := fx.patch(_shown(_base, _device_answer({"expires_in": 30})), {"sleep@1": _issued + 30000, "poll@1": _pending})
+	_dconnect(_dargs, short).error.summary == "the google device code was not approved within 30s; nothing was stored"
+
+	# the server says so
+	_dconnect(_dargs, _polled(f, [_pending, fx.http(400, {"error": "expired_token"})])).error == fx.err(
+		"AUTHORIZATION_TIMEOUT", "the google device code expired before it was approved; nothing was stored",
+		"grantwire connect google --scopes openid --device", {"connector": "google"},
+	)
+
+	# the user refused
+	_dconnect(_dargs, _polled(f, [_pending, fx.http(400, {"error": "access_denied"})])) == fx.failed(
+		fx.err("CONSENT_DENIED", "the google authorization was refused (access_denied)", "", {"connector": "google", "oauth_error": "access_denied"}),
+		[],
+	)
+	_dconnect(_dargs, _polled(f, [fx.http(400, {"error": "authorization_declined"})])).error.oauth_error == "authorization_declined"
+
+	# anything else is the token endpoint's failure
+	_dconnect(_dargs, _polled(f, [fx.http(400, {"error": "bad_verification_code"})])).error.message == "the google token endpoint failed (status 400 bad_verification_code)"
+	_dconnect(_dargs, _polled(f, [fx.http(401, {"error": "invalid_client"})])).error.code == "CONFIGURATION"
+
+	# at most max_polls polls
+	many := _polled(f, [_pending | some _ in numbers.range(1, 300)])
+	_dconnect(fx.patch(_dargs, {"timeout_ms": 1800000}), many).error.code == "AUTHORIZATION_TIMEOUT"
+}
+
+test_an_approved_device_code_connects_as_the_loopback_does if {
+	f := _polled(_shown(_base, _device_answer({})), [_pending, _slow, fx.http(200, _poll_granted)])
+	_dconnect(_dargs, f).needs[0].headers.Authorization == {"$concat": ["Bearer ", {"$ref": "poll@3#access_token"}]}
+	g := object.union(f, {"userinfo": _userinfo, "lock": "held", "now@lock": _now, "state@lock": fx.no_entry(fx.state_file, ["google"]), "conn@lock": fx.absent})
+	d := _dconnect(_dargs, g)
+	d.result == {"connector": "google", "account": "user@example.com", "scopes": ["openid"], "granted": {}, "not_granted": [], "warnings": []}
+	d.effects[0].value.refresh_token == {"$ref": "poll@3#refresh_token"}
+	d.effects[1].value.access_token == {"$ref": "poll@3#access_token"}
+	fx.kinds(d) == ["keyring.set", "keyring.set", "ledger.write", "event.emit"]
+
+	# without a refresh token, the same refusal as the loopback's
+	n := _polled(_shown(_base, _device_answer({})), [fx.http(200, fx.token_json("poll@1", {}))])
+	_dconnect(_dargs, n).error.summary == "google: the token endpoint issued no refresh token, so the connection could not outlive this access token; nothing was stored; offline access was asked for (access_type=offline and prompt=consent), so check the OAuth client's settings at google"
+}
+
+# Two connects of one provider: the one that stores first wins; the other finds its
+# connection under the lock, keeps it and revokes its own fresh authorization.
+test_a_connect_that_lost_the_race if {
+	winner := fx.slot("conn@lock", "c9", object.union(fx.conn_json("conn@lock", fx.hash_a, ["openid"], "9e9e9e9e9e9e9e9e"), {"account_email": "first@example.com", "connected_at": 1700000150}))
+	f := fx.patch(_all(_base, _granted, _chat_grant), {"conn@lock": winner})
+	_connect(_args, f) == fx.failed(
+		fx.err(
+			"BUSY",
+			"another connect of google stored a connection (first@example.com) while this one waited for the authorization; it was kept and this authorization was discarded",
+			"", {"connector": "google", "retry_after_ms": 500},
+		),
+		[{
+			"kind": "http.send", "method": "POST", "url": "https://oauth2.googleapis.com/revoke",
+			"headers": {"Authorization": {"$basic": [fx.desc("client#client_id", fx.id_a), fx.desc("client#client_secret", "5ec5ec5ec5ec5ec5")]}},
+			"form": {"token": {"$ref": "token#refresh_token"}, "token_type_hint": "refresh_token"},
+			"timeout_ms": 5000,
+		}],
+	)
+
+	# the connection read at the start, still there (a refresh rotated it): a reconnect
+	held := fx.patch(f, {"conn": fx.conn("conn", fx.hash_a, ["openid"]), "conn@lock": fx.conn("conn@lock", fx.hash_a, ["openid"])})
+	_connect(_args, held).status == "done"
+	not _connect(_args, held).error
+
+	# an unreadable blob under the lock is overwritten, as before
+	_connect(_args, fx.patch(f, {"conn@lock": fx.not_json("conn@lock", "c2")})).result.connector == "google"
+
+	# without a revocation endpoint nothing is sent
+	gh := fx.patch(_base, {"grants": fx.no_file(fx.grants_file, ["local"])})
+	r := fx.token_json("token", {"refresh_token": fx.new_refresh("token", "4e44e44e4e44e44e"), "scope": "read"})
+	lf := object.union(fx.patch(_until_token(gh, r), {"callback": _callback({"code": _code})}), {"lock": "held", "now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["local"]), "conn@lock": winner})
+	_connect({"connector": "local", "scopes": ["read"], "grant_agents": []}, lf) == fx.failed(
+		fx.err(
+			"BUSY",
+			"another connect of local stored a connection (first@example.com) while this one waited for the authorization; it was kept and this authorization was discarded",
+			"", {"connector": "local", "retry_after_ms": 500},
+		),
+		[],
+	)
 }

@@ -371,6 +371,41 @@ duration(ms) := concat("", [_decimal(ms / 60000), "m"]) if {
 internal(op) := error("INTERNAL", concat("", ["internal: no decision for ", op, " (malformed facts?)"]), "", {})
 
 # METADATA
+# title: authorization not completable here
+# description: |
+#   Nobody can complete the authorization the way it was asked for (no browser, nothing to
+#   paste into, nowhere to show a device code); the fix names a way that can, if any.
+headless(c, message, fix) := error("INTERACTIVE_AUTH_REQUIRED", message, fix, {"connector": c})
+
+# METADATA
+# title: device code not approved in time
+# description: |
+#   The device code expired (expired_token), or the wait ended, before the user approved it
+#   (RFC 8628 §3.5). Nothing was stored.
+device_timeout(c, message, fix) := error("AUTHORIZATION_TIMEOUT", concat("", [message, "; nothing was stored"]), fix, {"connector": c})
+
+# METADATA
+# title: connect superseded
+# description: |
+#   Another connect of the same provider stored its connection while this one waited for
+#   the user: that connection is kept, this authorization is discarded (and revoked at the
+#   provider where it can be). Nothing of this operation was stored and there is nothing to
+#   fix: the connection the user wanted exists.
+connect_superseded(c, account) := error(
+	"BUSY",
+	concat("", [
+		"another connect of ", c, " stored a connection", _as(account),
+		" while this one waited for the authorization; it was kept and this authorization was discarded",
+	]),
+	"",
+	{"connector": c, "retry_after_ms": 500},
+)
+
+_as(account) := concat("", [" (", account, ")"]) if account != ""
+
+else := ""
+
+# METADATA
 # title: MCP server not granted
 # description: |
 #   An agent without a grant for an MCP server it wants to use. The fix grants and activates

@@ -138,12 +138,39 @@ commit(need) := object.union(need, {"commit": true})
 loopback_open(k, c) := {"key": k, "kind": "loopback.open", "connector": c}
 
 # METADATA
+# title: loopback in a mode
+# description: |
+#   Open the loopback of an authorization in a mode: "listen" (the callback reaches a
+#   one-shot listener) or "paste" (the user pastes the final redirect URL back; a host may
+#   listen too).
+loopback_mode(k, c, mode) := {"key": k, "kind": "loopback.open", "connector": c, "mode": mode}
+
+# METADATA
 # title: loopback wait
 # description: Show the authorization URL to the user and wait for the callback whose state matches.
 loopback_wait(k, url, state, timeout_ms, connector) := {
 	"key": k, "kind": "loopback.wait", "url": url, "state": state,
 	"timeout_ms": timeout_ms, "connector": connector,
 }
+
+# METADATA
+# title: sleep
+# description: Wait ms milliseconds (the caller's cancellation ends the operation); the answer is the clock afterwards (Unix ms).
+sleep(k, ms) := {"key": k, "kind": "clock.sleep", "ms": ms}
+
+# METADATA
+# title: show a device code
+# description: |
+#   Show the user where to go and which code to enter to authorize connector c on another
+#   device (RFC 8628 §3.3); the answer says whether anyone could be shown it.
+prompt(k, c, uri, complete, code, expires_in_ms) := object.union(
+	{"key": k, "kind": "prompt.show", "connector": c, "verification_uri": uri, "user_code": code, "expires_in_ms": expires_in_ms},
+	_complete(complete),
+)
+
+_complete(u) := {"verification_uri_complete": u} if is_string(u)
+
+else := {}
 
 # METADATA
 # title: host failures

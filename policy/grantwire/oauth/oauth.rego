@@ -115,14 +115,16 @@ invalid_client(p, client) := errors.configuration(
 # description: |
 #   A committed token request (the server rotates or consumes what it is sent, so the
 #   answer is saved even if the caller gives up meanwhile).
-token_need(k, p, client, form) := facts.commit(facts.http(k, {
+token_need(k, p, client, form) := facts.commit(_token_request(k, p, client, form))
+
+_token_request(k, p, client, form) := facts.http(k, {
 	"method": "POST",
 	"url": endpoint(p, "token_url", client.tenant),
 	"headers": object.union({"Accept": "application/json"}, _auth_headers(p, client)),
 	"form": object.union(form, _auth_form(p, client)),
 	"secret_fields": secret_fields,
 	"timeout_ms": token_timeout_ms,
-}))
+})
 
 # METADATA
 # title: refresh request
@@ -136,6 +138,116 @@ exchange_need(k, p, client, code, redirect_uri, verifier) := token_need(k, p, cl
 	"grant_type": "authorization_code", "code": code,
 	"redirect_uri": redirect_uri, "code_verifier": verifier,
 })
+
+# METADATA
+# title: device grant type
+# description: The grant type of a device access token request (RFC 8628 §3.4).
+device_grant_type := "urn:ietf:params:oauth:grant-type:device_code"
+
+# METADATA
+# title: device authorization request
+# description: |
+#   Ask the device authorization endpoint for a device code and a user code (RFC 8628
+#   §3.1): the client id and the scopes, joined by the catalog's separator. The
+#   device_code of the answer is a secret (answered as a description); the user code is
+#   shown to the user, so it is not.
+device_need(k, p, client, list) := facts.http(k, {
+	"method": "POST",
+	"url": endpoint(p, "device_authorization_url", client.tenant),
+	"headers": {"Accept": "application/json"},
+	"form": {"client_id": client.client_id, "scope": concat(_separator(p), list)},
+	"secret_fields": ["device_code"],
+	"timeout_ms": token_timeout_ms,
+})
+
+# METADATA
+# title: device access token request
+# description: |
+#   One poll of the token endpoint with the device code (RFC 8628 §3.4), authenticated as
+#   the code exchange is. Not committed: until the user approves nothing is issued, and a
+#   cancelled poll loses nothing that matters.
+device_poll_need(k, p, client, device_code) := _token_request(k, p, client, {
+	"grant_type": device_grant_type, "device_code": device_code,
+})
+
+# METADATA
+# title: device flow offered
+# description: |
+#   The catalog gives the provider a device authorization endpoint and, when it limits the
+#   device flow to some scopes (device_scopes), every scope of the list is among them.
+device_allows(p, list) if {
+	is_string(_spec(p).device_authorization_url)
+	_spec(p).device_authorization_url != ""
+	every s in list {
+		_device_scope(p, s)
+	}
+}
+
+_device_scope(p, _) if not _limited(p)
+
+_limited(p) if is_array(_spec(p).device_scopes)
+
+_device_scope(p, s) if s in _spec(p).device_scopes
+
+# METADATA
+# title: device flow scopes refused
+# description: The scopes of a list the provider's device flow does not allow (empty when it has no limit).
+device_refused(p, list) := [s | some s in list; not _device_scope(p, s)]
+
+# METADATA
+# title: device authorization response
+# description: |
+#   What a device authorization endpoint's answer means (RFC 8628 §3.2): {ok: true,
+#   device_code (a description), user_code, verification_uri, verification_uri_complete
+#   (null unless given and allowed by the transport rule), expires_in and interval
+#   (seconds; 5 when absent)}, or a failure as response() reports one, or {ok: false, kind:
+#   "invalid", ...} when a member of a 200 answer is missing or unusable: a user code that is not 1-32
+#   letters, digits, spaces or dashes, or a verification URI the transport rule refuses
+#   (Google names it verification_url). Nothing the server sent is echoed.
+device_response(r) := {
+	"ok": true,
+	"device_code": r.json.device_code,
+	"user_code": r.json.user_code,
+	"verification_uri": _verification_uri(r.json),
+	"verification_uri_complete": _complete_uri(r.json),
+	"expires_in": r.json.expires_in,
+	"interval": _interval(r.json),
+} if {
+	r.status == 200
+	_device_ok(r.json)
+} else := {"ok": false, "kind": "invalid", "status": 200, "error": "invalid_device_response", "detail": ""} if {
+	r.status == 200
+	is_object(r.json)
+	not _has_error(r.json)
+} else := response(r)
+
+_has_error(j) if is_string(j.error)
+
+_device_ok(j) if {
+	is_string(j.device_code["$ref"])
+	is_string(j.user_code)
+	regex.match(`^[A-Za-z0-9 -]{1,32}$`, j.user_code)
+	_verification_uri(j)
+	is_number(j.expires_in)
+	j.expires_in > 0
+	j.expires_in == floor(j.expires_in)
+}
+
+_verification_uri(j) := j.verification_uri if {
+	transport.allowed(j.verification_uri)
+} else := j.verification_url if {
+	transport.allowed(j.verification_url)
+}
+
+_complete_uri(j) := j.verification_uri_complete if {
+	transport.allowed(j.verification_uri_complete)
+} else := null
+
+_interval(j) := j.interval if {
+	is_number(j.interval)
+	j.interval > 0
+	j.interval == floor(j.interval)
+} else := 5
 
 # METADATA
 # title: authorization URL

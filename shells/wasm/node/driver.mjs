@@ -5,7 +5,7 @@
 import { validate } from "./engine.mjs";
 import { Conflict } from "./host.mjs";
 
-export const MAX_ROUNDS = 64;
+export const MAX_ROUNDS = 400; // a device connect polls up to 300 times (hostabi.MaxRounds)
 export const COMMIT_TIMEOUT_MS = 60_000;
 
 // Canceled: the caller cancelled the operation before anything was written.

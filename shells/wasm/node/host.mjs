@@ -11,11 +11,15 @@
 //   files.update(name, fn(bytes, version) → bytes)   under the file's cross-process lock, atomic
 //   files.path(name), files.digest(path, maxBytes) → hex (throws why not)
 //   locks.tryLock(name, waitMS, signal) → release function, or null when busy
-//   clock() → Unix ms; entropy(n) → bytes; getenv(name) → string; emit({type, payload})
+//   clock() → Unix ms; sleep(ms, signal) (a simulated clock advances); entropy(n) → bytes
+//   getenv(name) → string; emit({type, payload})
 //   fetch(url, init)                          WHATWG fetch (never follows redirects here)
-//   loopback.open(connector) → {unavailable: reason} when no user can authorize in a browser
-//     here, or {redirectURI, close(), wait(url, state, connector, timeoutMS, signal) → the
-//     callback's query parameters, or null on timeout}
+//   loopback.open(connector, mode) → {unavailable: reason} when no user can authorize that
+//     way here, or {redirectURI, close(), wait(url, state, connector, timeoutMS, signal,
+//     alternative) → the callback's query parameters (in paste mode: of the pasted address
+//     that passed the checks), null on timeout, or false when nobody can answer any more}
+//   prompt({connector, verification_uri, verification_uri_complete?, user_code,
+//     expires_in_ms}) → true when shown (never waits for the user), else why nobody can see it
 
 import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";
@@ -70,10 +74,7 @@ class Op {
   }
 
   async fetch(n, signal) {
-    const fact = await this[n.kind](n, signal).catch((e) => {
-      if (e instanceof HostError) return { host_error: e.json };
-      throw e;
-    });
+    const fact = await this[n.kind](n, signal).catch((e) => (e instanceof HostError ? { host_error: e.json } : Promise.reject(e)));
     validate(`facts.schema.json#/$defs/${n.kind}`, fact);
     this.host.trace?.(`==> ${JSON.stringify(n)}\n<== ${JSON.stringify(fact)}`);
     return fact;
@@ -81,6 +82,7 @@ class Op {
 
   // --- needs, by kind ---
   async "clock.now"() { return this.caps.clock(); }
+  async "clock.sleep"(n, signal) { return this.caps.sleep(n.ms, signal).then(() => this.caps.clock()); }
   async entropy(n) {
     return this.describe(`${n.key}#value`, Buffer.from(await this.caps.entropy(n.bytes)).toString("base64url"));
   }
@@ -116,7 +118,7 @@ class Op {
     return release ? "held" : "busy";
   }
   async "loopback.open"(n) {
-    const cb = this.callback ?? (await io(() => this.caps.loopback.open(n.connector)));
+    const cb = this.callback ?? (await io(() => this.caps.loopback.open(n.connector, n.mode ?? "listen")));
     if (cb.unavailable !== undefined) return { unavailable: cb.unavailable };
     this.callback = cb;
     return { redirect_uri: cb.redirectURI };
@@ -124,14 +126,19 @@ class Op {
   async "loopback.wait"(n, signal) {
     if (!this.callback) bug("loopback.wait before loopback.open");
     const [url, state, timeout] = [this.resolve(n.url), this.resolve(n.state), n.timeout_ms ?? 30_000];
-    const got = await io(() => this.callback.wait(url, state, n.connector, timeout, signal));
+    const got = await io(() => this.callback.wait(url, state, n.connector, timeout, signal, n.alternative));
     if (got === null) return { status: "timeout" };
+    if (got === false) return { status: "unavailable" };
     const params = {};
     for (const [k, v] of Object.entries(got)) {
       if (k === "code") put(params, k, this.describe(`${n.key}#code`, v));
       else if (Buffer.byteLength(k) <= 64) put(params, k, Buffer.from(v).subarray(0, 512).toString());
     }
     return { status: "callback", params };
+  }
+  async "prompt.show"(n) {
+    const shown = await io(() => (this.caps.prompt ? this.caps.prompt(n) : "this shell cannot show a device code"));
+    return shown === true ? { shown } : { shown: false, reason: String(shown) };
   }
   // http.request sends an HTTP request (the need, and the http.send effect) and answers the
   // response, or {status: 0, error} when none came.

@@ -15,6 +15,7 @@ import { HostError } from "./host.mjs";
 
 export const HOME = "/home/user/.grantwire";
 const REDIRECT = "http://127.0.0.1:49152/callback";
+const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 const json = (status, v) => new Response(JSON.stringify(v) + "\n", { status, headers: { "content-type": "application/json" } });
 const sha256 = (s) => createHash("sha256").update(s).digest();
 
@@ -81,11 +82,17 @@ export class World {
         },
       },
       clock: () => w.nowMS,
+      // A simulated clock advances at once (hostabi.Sleeper in memhost).
+      sleep: async (ms, signal) => {
+        signal?.throwIfAborted();
+        w.nowMS += ms;
+      },
+      prompt: (p) => w.server.prompt(p),
       entropy: (n) => w.random(n),
       getenv: (k) => w.env.get(k) ?? "",
       emit: (e) => w.events.push(e),
       fetch: (url, init) => w.server.fetch(url, init),
-      loopback: { open: (connector) => w.server.open(connector) },
+      loopback: { open: (connector) => w.server.open(connector) }, // paste mode: the same user pastes the redirect
     };
   }
 
@@ -124,6 +131,7 @@ class Server {
   constructor(world) {
     Object.assign(this, { w: world, endpoints: [], live: new Map(), used: new Set(), next: new Map(), during: new Map() });
     Object.assign(this, { auth: new Map(), codes: new Map(), accounts: new Map(), rotate: true, expiresIn: 3600 });
+    Object.assign(this, { devices: new Map(), latest: new Map() });
     Object.assign(this, { issued: 0, codesIssued: 0, requests: 0, sent: [], reused: 0, revoked: [] });
     Object.assign(this, { issuers: new Map(), clientAuth: new Map(), revokes: new Map(), exchanges: 0, revocations: 0, authSeen: [] });
   }
@@ -221,8 +229,12 @@ class Server {
         }
         if (form.get("grant_type") === "refresh_token") return this.refresh(provider, form.get("refresh_token") ?? "");
         if (form.get("grant_type") === "authorization_code") return this.exchange(provider, form);
+        if (form.get("grant_type") === DEVICE_GRANT) return this.devicePoll(provider, form.get("device_code") ?? "");
         return json(400, { error: "unsupported_grant_type" });
       }
+      case "device_authorization_url":
+        if (init.method !== "POST") return json(400, { error: "invalid_request" });
+        return this.deviceAuthorization(provider, u, form);
       case "userinfo_url": {
         const auth = new Headers(init.headers).get("authorization") ?? "";
         const account = this.accounts.get(auth.replace(/^Bearer /, ""));
@@ -324,8 +336,13 @@ class Server {
     this.codes.delete(code); // single use
     if (!g || g.provider !== provider || form.get("redirect_uri") !== REDIRECT) return json(400, { error: "invalid_grant" });
     if (sha256(form.get("code_verifier") ?? "").toString("base64url") !== g.challenge) return json(400, { error: "invalid_grant" });
-    const a = g.a;
-    if (a.status === "error") return json(a.http_status || 400, { error: a.error });
+    if (g.a.status === "error") return json(g.a.http_status || 400, { error: g.a.error });
+    return this.tokens(g);
+  }
+
+  // tokens answers a granted authorization (memhost's Server.tokens).
+  tokens(g) {
+    const [a, provider] = [g.a, g.provider];
     if (a.not_json) return new Response("<html>sign in</html>", { status: 200, headers: { "content-type": "text/html" } });
     const access = a.access_token || this.token(`access-${provider}`);
     const refresh = a.refresh_token || (a.no_refresh ? "" : this.token(`refresh-${provider}`));
@@ -336,5 +353,43 @@ class Server {
     }
     this.accounts.set(access, g.account);
     return json(200, r);
+  }
+
+  // deviceAuthorization issues a device code (RFC 8628 §3.2) whose user does what the
+  // provider's next scripted authorization says (memhost's Server.deviceAuthorization).
+  deviceAuthorization(provider, at, form) {
+    const a = this.auth.get(provider)?.shift() ?? { status: "ok" };
+    const d = a.device ?? {};
+    if (d.error) return json(d.http_status || 400, { error: d.error });
+    const [expiresIn, interval, n] = [d.expires_in || 900, d.interval || 5, String(++this.codesIssued).padStart(4, "0")];
+    const [code, user, verify] = [`device-${provider}-${n}`, `CODE-${n}`, `${at.protocol}//${at.host}/device`];
+    const scopes = a.scopes ?? (form.get("scope") ?? "").split(/[ ,]/).filter((s) => s !== "");
+    const dc = { provider, scopes, a, expires: this.w.nowMS + expiresIn * 1000, polls: 0 };
+    this.devices.set(code, dc);
+    this.latest.set(provider, dc);
+    const body = { device_code: code, user_code: user, verification_uri: verify, verification_uri_complete: `${verify}?user_code=${user}` };
+    return json(200, { ...body, expires_in: expiresIn, interval });
+  }
+
+  // prompt is the user reading a device code: nobody when the authorization says so.
+  prompt(p) {
+    if (this.latest.get(p.connector)?.a.status !== "interactive_required") return true;
+    return "memhost: nobody to show the code to: hostabi: no way to complete a browser authorization here";
+  }
+
+  // devicePoll answers a poll with a device code (memhost's Server.devicePoll).
+  devicePoll(provider, code) {
+    const dc = this.devices.get(code);
+    if (!dc || dc.provider !== provider) return json(400, { error: "invalid_grant" });
+    if (this.w.nowMS >= dc.expires) return json(400, { error: "expired_token" });
+    const a = dc.a;
+    const p = (a.polls ?? [])[dc.polls++];
+    if (p === "timeout") throw new DOMException("no answer", "TimeoutError");
+    if (p !== undefined) return json(400, { error: p });
+    if (a.status === "denied") return json(400, { error: a.error || "access_denied" });
+    if (a.status === "timeout" || a.status === "interactive_required") return json(400, { error: "authorization_pending" });
+    if (a.status === "error") return json(a.http_status || 400, { error: a.error });
+    this.devices.delete(code); // used up
+    return this.tokens({ provider, scopes: dc.scopes, a, account: a.account || "user@example.com" });
   }
 }

@@ -162,7 +162,8 @@ export class Runner {
     this.caps = this.world.capabilities(SERVICE);
     for (const [id, c] of Object.entries(catalog.connectors)) {
       if (c.type === "oauth_pkce") {
-        this.world.server.serve(id, { authorization_url: c.authorization_url, token_url: c.token_url, userinfo_url: c.userinfo_url, revocation_url: c.revocation_url, issuer: c.issuer });
+        const { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer } = c;
+        this.world.server.serve(id, { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer });
         this.world.server.requireClientAuth(id, c.token_endpoint_auth_method || (c.client_secret_required ? "client_secret_basic" : ""), c.client_secret_required === true);
       }
     }
