@@ -1124,11 +1124,8 @@ func TestBinaryPolicyAudit(t *testing.T) {
 	r = w.run("", "policy")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "grantwire policy needs a command: audit, build, docs, replay, test")
-	r = w.run("", "mcp", "auth", "x")
-	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "grantwire has no remote MCP client")
 	r = w.run("", "help", "mcp")
-	require.Contains(t, r.stdout, "Not available yet: remote MCP servers behind OAuth 2.1")
+	require.Contains(t, r.stdout, "grantwire mcp add notes --url https://mcp.example.com/mcp && grantwire mcp auth notes")
 }
 
 // The demo runs end to end: every step behaves as it announces (the script checks each

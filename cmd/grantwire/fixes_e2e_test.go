@@ -360,6 +360,17 @@ var fixRuns = map[string]func(t *testing.T){
 		}
 		require.True(t, found, "notes is authorized: %s", out)
 	},
+	"mcp-add": func(t *testing.T) {
+		// A remote server nobody added: the fix adds it (the URL filled in), and mcp auth
+		// then knows it.
+		w := newFixWorldCfg(t, "mcp-add", authserver.Config{})
+		srv := w.mcpServer(t)
+		fix := w.failing(1, "", "mcp", "logout", "notes")
+		require.Equal(t, "grantwire mcp add notes --url <url>", fix)
+		w.run(fix, "", map[string]string{"<url>": srv.URL})
+		r := w.mcpAuthNoBrowser("notes")
+		require.Equal(t, 0, r.code, r.stderr)
+	},
 	"mcp-add-client": func(t *testing.T) {
 		// An authorization server without registration: mcp auth asks for a client
 		// registered there; the printed mcp add (the id filled in, the secret on stdin)

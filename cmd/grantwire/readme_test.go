@@ -103,7 +103,7 @@ func TestREADMECommandsExist(t *testing.T) {
 	require.Greater(t, checked, 50, "the README and the examples name grantwire commands")
 
 	// The checker finds a command that does not exist.
-	for _, bad := range []string{"grantwire server", "grantwire grants toggle x", "grantwire --home h mcp auth", "grantwire policy lint"} {
+	for _, bad := range []string{"grantwire server", "grantwire grants toggle x", "grantwire --home h mcp authorize", "grantwire policy lint"} {
 		m := grantwireCall.FindStringSubmatch(bad)
 		require.NotEmpty(t, resolve(root, strings.Fields(m[1])), bad)
 	}

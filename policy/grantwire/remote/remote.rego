@@ -257,7 +257,7 @@ not_remote(c) := errors.configuration(
 unknown(c) := errors.error(
 	"UNKNOWN_CONNECTOR",
 	concat("", ["unknown remote MCP server ", scopes.quote(c)]),
-	concat("", ["grantwire mcp add ", c, " --url <https URL of the MCP server>"]),
+	concat("", ["grantwire mcp add ", c, " --url <url>"]),
 	{"connector": c},
 )
 
