@@ -691,6 +691,19 @@ func shaped(file string, path, v any) bool {
 			return isObject(v)
 		}
 		return false
+	case "mcp_remote.json":
+		switch {
+		case !ok:
+			return false
+		case n == 0:
+			m, isObj := v.(obj)
+			return isObj && objects(orDefault(m, "servers", obj{}))
+		case n == 1:
+			return objects(v)
+		case n == 2:
+			return isObject(v)
+		}
+		return false
 	case "mcp_servers.json":
 		switch {
 		case !ok:
@@ -799,6 +812,14 @@ func (gg *goGate) decide(in any) (obj, bool) {
 		return fail(rerr("BUSY", "gave up after "+decimal(n)+" attempts: other writers kept changing the same entries; retry shortly", "",
 			obj{"retry_after_ms": json.Number("500"), "attempts": n}), nil), true
 	}
+	// A provider the catalog data lacks may be a remote MCP server a person added: the
+	// whole mcp_remote.json is read before routing (decide's _remote_unread).
+	if p, ok := str(args["provider"]); ok && !gg.baseKnown(p) {
+		fm, _ := f.(obj)
+		if _, has := fm["mcp_remote"]; !has {
+			return need(obj{"key": "mcp_remote", "kind": "ledger.read", "ledger": "mcp_remote.json", "path": []any{}}), true
+		}
+	}
 	if d, ok := gg.gate(args, f); ok {
 		return d, true
 	}
@@ -863,6 +884,10 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		return usage("get_access_token needs provider (connector id), agent (agent id) and scopes (array of strings)"), true
 	}
 	spec, known := gg.connectors[p].(obj)
+	if _, inBase := gg.connectors[p]; !inBase && added(f, p) {
+		// catalog.connectors: an added remote server, where the catalog data has no entry.
+		spec, known = obj{"type": "mcp_remote"}, true
+	}
 	if !known {
 		return fail(rerr("UNKNOWN_CONNECTOR", "unknown connector "+quote(p), "grantwire catalog", obj{"connector": p}), nil), true
 	}
@@ -897,6 +922,33 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		return c.notConnected()
 	}
 	return c.phaseA(conn)
+}
+
+// baseKnown is catalog.base_known: the catalog data has an entry (an object) for c.
+func (gg *goGate) baseKnown(c string) bool {
+	_, ok := gg.connectors[c].(obj)
+	return ok
+}
+
+var remoteID = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// added is catalog._added[c]: the remote servers file read under "mcp_remote" holds a
+// server c with a valid id and a string url.
+func added(f any, c string) bool {
+	fact := get(f, "mcp_remote")
+	if !isTrue(get(fact, "exists")) || !remoteID.MatchString(c) {
+		return false
+	}
+	v, ok := get(fact, "value").(obj)
+	if !ok {
+		return false
+	}
+	servers, ok := orDefault(v, "servers", obj{}).(obj)
+	if !ok {
+		return false
+	}
+	_, ok = str(get(servers[c], "url"))
+	return ok
 }
 
 func (c *gateCtx) notConnected() (obj, bool) {
@@ -1047,8 +1099,14 @@ func verdict(conn, client obj) string {
 	return "ok"
 }
 
+// noClient is the gate's _no_client: the fix asks for the secret on stdin where the
+// catalog entry requires one (store.configure_client_cmd).
 func (c *gateCtx) noClient() obj {
-	return fail(configuration("no OAuth client is configured for "+c.p, "grantwire configure "+c.p+" --client-id <id>", obj{"connector": c.p}), nil)
+	fix := "grantwire configure " + c.p + " --client-id <id>"
+	if isTrue(c.spec["client_secret_required"]) {
+		fix += " --client-secret-stdin"
+	}
+	return fail(configuration("no OAuth client is configured for "+c.p, fix, obj{"connector": c.p}), nil)
 }
 
 // token is store.token: the cached token, usable for conn for more than margin ms after now.
