@@ -1614,7 +1614,7 @@ var _ = base64.StdEncoding // the policy's ASCII test is a base64 length; here i
 func TestGoGate(t *testing.T) {
 	ctx := context.Background()
 	s := seed(t)
-	n := perOp()
+	n := perOp("get_access_token")
 	sets := engineSets(t)
 	tally := map[string]int{}
 	for ci, set := range sets {
