@@ -1434,11 +1434,16 @@ func (c *gateCtx) refreshed(r, lconn, lclient obj) (obj, bool) {
 	}
 	if eq(kind, "oauth") && eq(code, "invalid_client") {
 		fix := "grantwire configure " + c.p + " --client-id <id> --client-secret-stdin"
+		// oauth.invalid_client: without a secret, where one could have come from; with one,
+		// how the credentials were sent.
 		if !isTrue(lclient["has_secret"]) {
-			return fail(configuration("the "+c.p+" token endpoint refused the OAuth client (invalid_client) and no client secret is configured; this provider needs the client's secret",
+			return fail(configuration("the "+c.p+" token endpoint refused the OAuth client (invalid_client) and no client secret is configured "+
+				"(neither stored with the client nor in "+c.envName("client_secret_env", "CLIENT_SECRET")+"); this provider needs the client's secret",
 				fix, obj{"connector": c.p, "missing": "client_secret"}), nil), true
 		}
-		return fail(configuration("the "+c.p+" token endpoint refused the OAuth client's credentials (invalid_client)", fix, obj{"connector": c.p}), nil), true
+		m := authMethod(c.spec, lclient)
+		return fail(configuration("the "+c.p+" token endpoint refused the OAuth client's credentials (invalid_client; they were sent as "+m+
+			"): check the client id and secret", fix, obj{"connector": c.p, "client_auth": m}), nil), true
 	}
 	if eq(r["status"], json.Number("401")) {
 		if e, ok := reauthRequired(c.p, "the token endpoint answered 401; nothing was deleted", c.reconnect(lconn)); ok {
@@ -1537,6 +1542,15 @@ func ip6(h string) (net.IP, bool) {
 
 var numericHost = regexp.MustCompile(`^[0-9xX.]+$`)
 
+// numericLabel is a last label that WHATWG parses as a number (decimal or 0x hex): the
+// host is then read as IPv4.
+var numericLabel = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]*)$`)
+
+func lastLabel(h string) string {
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	return labels[len(labels)-1]
+}
+
 // refusal is transport.refusal ("" for an allowed URL).
 func refusal(u string) string {
 	n := utf8.RuneCountInString(u)
@@ -1589,7 +1603,7 @@ func refusal(u string) string {
 	if strings.HasPrefix(host, "[") && !isV6 {
 		return "malformed IPv6 address"
 	}
-	if !ipv4(host) && numericHost.MatchString(host) {
+	if !ipv4(host) && (numericHost.MatchString(host) || numericLabel.MatchString(lastLabel(host))) {
 		return "ambiguous numeric hosts are refused (write the IPv4 address as four decimal numbers)"
 	}
 	if isV6 && ip.To4() != nil {
