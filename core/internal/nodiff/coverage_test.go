@@ -36,7 +36,6 @@ import (
 var uncoverable = map[string]string{
 	"data.grantwire.agents.read":                           "referenced by no rule",
 	"data.grantwire.facts.found":                           "referenced by no rule",
-	"data.grantwire.scopes.valid_connector_id":             "referenced by no rule",
 	"data.grantwire.errors.provider_error":                 "referenced by no rule (token failures use errors.token_failure)",
 	"data.grantwire.store.client_expect":                   "referenced by no rule",
 	"data.grantwire.gate._reconnect_scopes | else := _req": "the connection read under the lock is valid wherever _reconnect_scopes is used (a corrupt one is cleared with the requested scopes)",

@@ -4,12 +4,15 @@
 // characters, quotes, controls), runs the operation the way a driver does (prefetch,
 // rounds, locks and reads under them, restarts after conflicts, failed applies) and
 // answers every need from a simulated world (keyring slots, ledger files, environment,
-// agent sources, token and userinfo endpoints, the user at the loopback) whose contents
+// agent sources, token and userinfo endpoints, the user at the loopback, remote MCP
+// servers with their challenges, metadata and registration endpoints) whose contents
 // are drawn consistently but include every branch: missing, corrupt and misshapen
 // ledgers, blobs that are not JSON, GAIA float seconds, empty secrets, rotated clients,
 // tokens bound or not, locks held or busy, every kind of token endpoint answer, host
 // failures. It also spoils answers the way a broken host would. Its tests feed the same
-// queries to every engine and demand byte-identical decisions and identical errors; its
+// queries to every engine and demand byte-identical decisions and identical errors
+// (10,000 queries per operation, 2,500 to 5,000 for the six costliest, 1,000 with -short:
+// see perOp in nodiff_test.go); its
 // coverage test shows, with OPA's coverage tracer, that the queries reach every line of
 // the policy.
 //
@@ -34,7 +37,7 @@ var Ops = []string{
 	"list_activations", "visible_servers", "activation_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
-	"launch", "connector_view", "start_flow",
+	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list", "launch", "connector_view", "start_flow",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -406,6 +409,8 @@ func (g *Gen) Args(op string) any {
 		g.optional(a, "name", 0.7, 0.05, func() any {
 			return pick(g, []any{"tool", "bad name!", "", "-x", strings.Repeat("n", 129), "zoë", "a.b@c"})
 		})
+	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list":
+		g.remoteArgs(op, a)
 	case "validate_catalog":
 		g.optional(a, "strict", 0.4, 0.05, func() any { return pick(g, []any{true, true, false, "yes"}) })
 	default:
@@ -496,6 +501,8 @@ func secretArgs(op string, args any) []string {
 		return []string{"client_id", "client_secret"}
 	case "import_forwarded":
 		return []string{"client_id", "client_secret", "refresh_token"}
+	case "mcp_add":
+		return []string{"client_secret"}
 	case "configure_mcp":
 		var out []string
 		if keys, ok := field(args, "env_keys").([]any); ok {

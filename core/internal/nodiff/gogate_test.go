@@ -691,6 +691,19 @@ func shaped(file string, path, v any) bool {
 			return isObject(v)
 		}
 		return false
+	case "mcp_remote.json":
+		switch {
+		case !ok:
+			return false
+		case n == 0:
+			m, isObj := v.(obj)
+			return isObj && objects(orDefault(m, "servers", obj{}))
+		case n == 1:
+			return objects(v)
+		case n == 2:
+			return isObject(v)
+		}
+		return false
 	case "mcp_servers.json":
 		switch {
 		case !ok:
@@ -799,6 +812,14 @@ func (gg *goGate) decide(in any) (obj, bool) {
 		return fail(rerr("BUSY", "gave up after "+decimal(n)+" attempts: other writers kept changing the same entries; retry shortly", "",
 			obj{"retry_after_ms": json.Number("500"), "attempts": n}), nil), true
 	}
+	// A provider the catalog data lacks may be a remote MCP server a person added: the
+	// whole mcp_remote.json is read before routing (decide's _remote_unread).
+	if p, ok := str(args["provider"]); ok && !gg.baseKnown(p) {
+		fm, _ := f.(obj)
+		if _, has := fm["mcp_remote"]; !has {
+			return need(obj{"key": "mcp_remote", "kind": "ledger.read", "ledger": "mcp_remote.json", "path": []any{}}), true
+		}
+	}
 	if d, ok := gg.gate(args, f); ok {
 		return d, true
 	}
@@ -863,6 +884,10 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		return usage("get_access_token needs provider (connector id), agent (agent id) and scopes (array of strings)"), true
 	}
 	spec, known := gg.connectors[p].(obj)
+	if _, inBase := gg.connectors[p]; !inBase && added(f, p) {
+		// catalog.connectors: an added remote server, where the catalog data has no entry.
+		spec, known = obj{"type": "mcp_remote"}, true
+	}
 	if !known {
 		return fail(rerr("UNKNOWN_CONNECTOR", "unknown connector "+quote(p), "grantwire catalog", obj{"connector": p}), nil), true
 	}
@@ -897,6 +922,33 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 		return c.notConnected()
 	}
 	return c.phaseA(conn)
+}
+
+// baseKnown is catalog.base_known: the catalog data has an entry (an object) for c.
+func (gg *goGate) baseKnown(c string) bool {
+	_, ok := gg.connectors[c].(obj)
+	return ok
+}
+
+var remoteID = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// added is catalog._added[c]: the remote servers file read under "mcp_remote" holds a
+// server c with a valid id and a string url.
+func added(f any, c string) bool {
+	fact := get(f, "mcp_remote")
+	if !isTrue(get(fact, "exists")) || !remoteID.MatchString(c) {
+		return false
+	}
+	v, ok := get(fact, "value").(obj)
+	if !ok {
+		return false
+	}
+	servers, ok := orDefault(v, "servers", obj{}).(obj)
+	if !ok {
+		return false
+	}
+	_, ok = str(get(servers[c], "url"))
+	return ok
 }
 
 func (c *gateCtx) notConnected() (obj, bool) {
@@ -1047,8 +1099,14 @@ func verdict(conn, client obj) string {
 	return "ok"
 }
 
+// noClient is the gate's _no_client: the fix asks for the secret on stdin where the
+// catalog entry requires one (store.configure_client_cmd).
 func (c *gateCtx) noClient() obj {
-	return fail(configuration("no OAuth client is configured for "+c.p, "grantwire configure "+c.p+" --client-id <id>", obj{"connector": c.p}), nil)
+	fix := "grantwire configure " + c.p + " --client-id <id>"
+	if isTrue(c.spec["client_secret_required"]) {
+		fix += " --client-secret-stdin"
+	}
+	return fail(configuration("no OAuth client is configured for "+c.p, fix, obj{"connector": c.p}), nil)
 }
 
 // token is store.token: the cached token, usable for conn for more than margin ms after now.
@@ -1376,11 +1434,16 @@ func (c *gateCtx) refreshed(r, lconn, lclient obj) (obj, bool) {
 	}
 	if eq(kind, "oauth") && eq(code, "invalid_client") {
 		fix := "grantwire configure " + c.p + " --client-id <id> --client-secret-stdin"
+		// oauth.invalid_client: without a secret, where one could have come from; with one,
+		// how the credentials were sent.
 		if !isTrue(lclient["has_secret"]) {
-			return fail(configuration("the "+c.p+" token endpoint refused the OAuth client (invalid_client) and no client secret is configured; this provider needs the client's secret",
+			return fail(configuration("the "+c.p+" token endpoint refused the OAuth client (invalid_client) and no client secret is configured "+
+				"(neither stored with the client nor in "+c.envName("client_secret_env", "CLIENT_SECRET")+"); this provider needs the client's secret",
 				fix, obj{"connector": c.p, "missing": "client_secret"}), nil), true
 		}
-		return fail(configuration("the "+c.p+" token endpoint refused the OAuth client's credentials (invalid_client)", fix, obj{"connector": c.p}), nil), true
+		m := authMethod(c.spec, lclient)
+		return fail(configuration("the "+c.p+" token endpoint refused the OAuth client's credentials (invalid_client; they were sent as "+m+
+			"): check the client id and secret", fix, obj{"connector": c.p, "client_auth": m}), nil), true
 	}
 	if eq(r["status"], json.Number("401")) {
 		if e, ok := reauthRequired(c.p, "the token endpoint answered 401; nothing was deleted", c.reconnect(lconn)); ok {
@@ -1479,6 +1542,15 @@ func ip6(h string) (net.IP, bool) {
 
 var numericHost = regexp.MustCompile(`^[0-9xX.]+$`)
 
+// numericLabel is a last label that WHATWG parses as a number (decimal or 0x hex): the
+// host is then read as IPv4.
+var numericLabel = regexp.MustCompile(`^([0-9]+|0[xX][0-9a-fA-F]*)$`)
+
+func lastLabel(h string) string {
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	return labels[len(labels)-1]
+}
+
 // refusal is transport.refusal ("" for an allowed URL).
 func refusal(u string) string {
 	n := utf8.RuneCountInString(u)
@@ -1531,7 +1603,7 @@ func refusal(u string) string {
 	if strings.HasPrefix(host, "[") && !isV6 {
 		return "malformed IPv6 address"
 	}
-	if !ipv4(host) && numericHost.MatchString(host) {
+	if !ipv4(host) && (numericHost.MatchString(host) || numericLabel.MatchString(lastLabel(host))) {
 		return "ambiguous numeric hosts are refused (write the IPv4 address as four decimal numbers)"
 	}
 	if isV6 && ip.To4() != nil {
@@ -1556,7 +1628,7 @@ var _ = base64.StdEncoding // the policy's ASCII test is a base64 length; here i
 func TestGoGate(t *testing.T) {
 	ctx := context.Background()
 	s := seed(t)
-	n := perOp()
+	n := perOp("get_access_token")
 	sets := engineSets(t)
 	tally := map[string]int{}
 	for ci, set := range sets {

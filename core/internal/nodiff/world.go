@@ -41,6 +41,10 @@ type world struct {
 	// the agents, the user completes the authorization, the token endpoint answers well.
 	// They take episodes through the long paths (a connect that stores its connection).
 	happy bool
+	// rems are the remote MCP servers the world has drawn (see remote.go); lastIssuer is the
+	// issuer of the last authorization-server metadata it served (the callback names it).
+	rems       map[string]*rem
+	lastIssuer string
 }
 
 // risk is a chance of a failure, much smaller in a happy world.
@@ -180,6 +184,9 @@ func some(s string) *string { return &s }
 
 func (w *world) draw(user string) *string {
 	g := w.g
+	if v, ok := w.drawRemote(user); ok {
+		return v
+	}
 	switch {
 	case strings.HasPrefix(user, "provider:"):
 		p := w.prov(strings.TrimPrefix(user, "provider:"))
@@ -311,6 +318,8 @@ func (w *world) drawLedger(name string) *file {
 		doc = w.mcpDoc()
 	case "agents.json":
 		doc = w.agentsDoc()
+	case "mcp_remote.json":
+		doc = w.remoteDoc()
 	default:
 		return nil
 	}
@@ -782,6 +791,9 @@ func (w *world) http(n core.Need) any {
 	f := form(n)
 	secret := func(name, v string) any { return Describe(n.Key+"#"+name, v) }
 	headers := map[string]any{"content-type": "application/json", "cache-control": "no-store"}
+	if v, ok := w.remoteHTTP(n); ok {
+		return v
+	}
 	if field(f, "grant_type") == nil {
 		return w.userinfo(n)
 	}
@@ -884,6 +896,12 @@ func (w *world) callback(n core.Need) any {
 	switch x := g.r.Float64(); {
 	case x < 0.6 || w.happy:
 		params["iss"] = w.issuer(n.Str("connector"))
+		if r, ok := w.rems[n.Str("connector")]; ok {
+			params["iss"] = originOf(r.url) // a remote server's legacy authorization server
+			if w.lastIssuer != "" {
+				params["iss"] = w.lastIssuer
+			}
+		}
 	case x < 0.7:
 		params["iss"] = pick(g, []any{"https://evil.example", "", "https://accounts.example.com/"})
 	}
