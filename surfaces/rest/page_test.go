@@ -142,15 +142,15 @@ func TestPageInARealBrowser(t *testing.T) {
 
 	// 2b. "Use a code instead" (the device flow): the tile shows the code, the link and a
 	// countdown; Cancel ends it (nothing stored); again, and the user approves the code on
-	// another device: the tile turns connected by itself. The CLI then disconnects.
+	// another device: the tile turns connected by itself; then disconnect.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
 	waitText("#countdown-google", "the code works for")
 	left, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#countdown-google")))
 	require.NoError(t, err)
 	require.Regexp(t, `works for (2:00|1:[0-5]\d)$`, left, "the code's 120 s, counting down")
-	code, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	userCode, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
 	require.NoError(t, err)
-	require.Regexp(t, `^[A-Z]{4}-[A-Z]{4}$`, code)
+	require.Regexp(t, `^[A-Z]{4}-[A-Z]{4}$`, userCode)
 	href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#verify-google"), "href"))
 	require.NoError(t, err)
 	require.Equal(t, w.auth.VerificationURL(), href.Value)
@@ -160,13 +160,12 @@ func TestPageInARealBrowser(t *testing.T) {
 	waitText(tile("google")+" .note", "cancelled")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
 	waitText("#countdown-google", "the code works for")
-	code, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	userCode, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
 	require.NoError(t, err)
-	require.True(t, w.auth.Approve(code))
+	require.True(t, w.auth.Approve(userCode))
 	waitText(tile("google")+" .state", "Connected as ada@example.com")
 	shotTile("02c-device-connected.png", "google")
-	out, code2 := w.cli("", "disconnect", "google")
-	require.Equal(t, 0, code2, out)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#disconnect-google"))))
 	waitText(tile("google")+" .state", "Not connected")
 
 	// 3. Connect: the page opens the authorization in a new window; the local server
@@ -214,8 +213,8 @@ func TestPageInARealBrowser(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(tile("mcp-git")+` details[data-panel="active"] summary`))))
 	navigations, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
 	require.NoError(t, err)
-	out, code2 = w.cli("", "activations", "activate", "mcp-git", "builtin:chat")
-	require.Equal(t, 0, code2, out)
+	out, code := w.cli("", "activations", "activate", "mcp-git", "builtin:chat")
+	require.Equal(t, 0, code, out)
 	cliDone := time.Now()
 	waitFor(t, func() bool {
 		on, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(document.getElementById("act-mcp-git-builtin_chat")||{}).checked`))
