@@ -561,6 +561,9 @@ type DeviceCode struct {
 	// ExpiresIn is how long Connect waits for the approval (the code's lifetime, at most
 	// the timeout).
 	ExpiresIn time.Duration `json:"-"`
+	// Interval is how often the token endpoint is polled at first (the provider's
+	// interval; a slow_down answer lengthens it later).
+	Interval time.Duration `json:"-"`
 }
 
 // Connect authorizes a provider and stores the connection; grantAgents are granted their
@@ -579,7 +582,8 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 		if f := o.OnDeviceCode; f != nil {
 			ctx = hostabi.WithPrompter(ctx, hostabi.PrompterFunc(func(_ context.Context, p hostabi.DevicePrompt) error {
 				f(DeviceCode{Connector: p.Connector, VerificationURI: p.VerificationURI,
-					VerificationURIComplete: p.VerificationURIComplete, UserCode: p.UserCode, ExpiresIn: p.ExpiresIn})
+					VerificationURIComplete: p.VerificationURIComplete, UserCode: p.UserCode, ExpiresIn: p.ExpiresIn,
+					Interval: p.Interval})
 				return nil
 			}))
 		}

@@ -138,10 +138,16 @@ func (o *Op) promptShow(ctx context.Context, n core.Need) (any, error) {
 	if err := n.Decode("expires_in_ms", &ms); err != nil || ms < 0 {
 		return nil, errors.New("host: prompt.show needs expires_in_ms")
 	}
+	var interval int64 // optional
+	if _, ok := n.Params["interval_ms"]; ok {
+		if err := n.Decode("interval_ms", &interval); err != nil || interval < 0 {
+			return nil, errors.New("host: prompt.show's interval_ms is a number of milliseconds")
+		}
+	}
 	p := hostabi.DevicePrompt{
 		Connector: n.Str("connector"), VerificationURI: n.Str("verification_uri"),
 		VerificationURIComplete: n.Str("verification_uri_complete"), UserCode: n.Str("user_code"),
-		ExpiresIn: time.Duration(ms) * time.Millisecond,
+		ExpiresIn: time.Duration(ms) * time.Millisecond, Interval: time.Duration(interval) * time.Millisecond,
 	}
 	if p.VerificationURI == "" || p.UserCode == "" {
 		return nil, errors.New("host: prompt.show needs verification_uri and user_code")

@@ -189,6 +189,9 @@ type DevicePrompt struct {
 	UserCode                string `json:"user_code"`
 	// ExpiresIn is how long the code can still be used (the policy's window).
 	ExpiresIn time.Duration `json:"-"`
+	// Interval is how often the token endpoint is polled at first (the provider's
+	// interval; slow_down answers lengthen it later). Zero when the need did not say.
+	Interval time.Duration `json:"-"`
 }
 
 // Prompter shows a device prompt to the user (prompt.show). Show must not wait for the

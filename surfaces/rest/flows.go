@@ -12,17 +12,18 @@ import (
 	"github.com/grantwire/grantwire"
 )
 
-// Flow kinds. A kind is a way of completing an authorization in the user's browser: the
-// policy's start_flow operation says whether one may start (one per connector at a time).
-//
-// The seam for a device flow (RFC 8628): add its kind to the policy's flows.kinds, a
-// starter beside startPKCE that runs the device operation in a goroutine the same way
-// (register, run with the flow's context, report the outcome with emitOutcome) and
-// returns {flow_id, user_code, verification_uri, expires_in, interval} instead of an
-// authorization URL, and the route POST /api/connectors/{id}/authorize-device. Cancelling
-// (DELETE /api/connectors/_flows/{flow_id}), listing and shutdown work for every kind.
+// Flow kinds. A kind is a way of completing an authorization: the policy's start_flow
+// operation says whether one may start (one per connector at a time, whatever its kind),
+// and the connect operation decides everything else. Each kind runs connect in its own
+// goroutine (startFlow) and hands the page what the user needs: for pkce the
+// authorization URL the page opens (its redirect comes back to grantwire's loopback
+// listener), for device (RFC 8628) the user code, the verification URI and how long the
+// code lives, while connect polls the token endpoint. Cancelling (DELETE
+// /api/connectors/_flows/{flow_id}), listing, the outcome's event and shutdown work for
+// every kind.
 const (
-	kindPKCE = "pkce"
+	kindPKCE   = "pkce"
+	kindDevice = "device"
 )
 
 // flow is one authorization waiting for the user.
@@ -33,7 +34,16 @@ type flow struct {
 	Started   time.Time `json:"started_at"`
 	// AuthorizationURL is where the user consents (pkce): the page opens it.
 	AuthorizationURL string `json:"authorization_url,omitempty"`
+	// The device code's public half (device): where to go, the code to enter there, when
+	// it stops working and how often the token endpoint is polled at first. The device
+	// code itself never reaches the server: it stays in the operation's host.
+	VerificationURI         string     `json:"verification_uri,omitempty"`
+	VerificationURIComplete string     `json:"verification_uri_complete,omitempty"`
+	UserCode                string     `json:"user_code,omitempty"`
+	ExpiresAt               *time.Time `json:"expires_at,omitempty"`
+	expiresIn, interval     time.Duration
 
+	shown  bool // the user was handed what they need: the flow is listed
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -63,8 +73,9 @@ func (r *flowRegistry) list() []flow {
 	defer r.mu.Unlock()
 	out := []flow{}
 	for _, f := range r.m {
-		if f.AuthorizationURL != "" {
-			out = append(out, flow{ID: f.ID, Kind: f.Kind, Connector: f.Connector, Started: f.Started, AuthorizationURL: f.AuthorizationURL})
+		if f.shown {
+			out = append(out, flow{ID: f.ID, Kind: f.Kind, Connector: f.Connector, Started: f.Started, AuthorizationURL: f.AuthorizationURL,
+				VerificationURI: f.VerificationURI, VerificationURIComplete: f.VerificationURIComplete, UserCode: f.UserCode, ExpiresAt: f.ExpiresAt})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
@@ -108,50 +119,71 @@ func newFlowID() string {
 	return hex.EncodeToString(b)
 }
 
-// authorizeBody is the body of POST /api/connectors/{id}/authorize.
+// authorizeBody is the body of POST /api/connectors/{id}/authorize and of
+// POST /api/connectors/{id}/authorize-device.
 type authorizeBody struct {
 	Scopes      []string `json:"scopes"`
 	GrantAgents []string `json:"grant_agents"`
 }
 
-// errFlowEnded: the operation ended before it showed an authorization URL.
-var errFlowEnded = errors.New("rest: the authorization ended before it reached the browser")
+// errFlowEnded: the operation ended before it showed the user anything.
+var errFlowEnded = errors.New("rest: the authorization ended before it reached the user")
 
-// startPKCE asks the policy whether a flow may start (start_flow), registers it, and runs
-// the connect operation in its own goroutine with the flow's context. It returns once the
-// operation shows the authorization URL (the flow is then the page's to open), or with the
-// operation's error when it fails before that (unknown connector, no client, …).
-func (s *Server) startPKCE(ctx context.Context, connector string, body authorizeBody) (*flow, error) {
+// startFlow asks the policy whether a flow of this kind may start (start_flow), registers
+// it, and runs the connect operation in its own goroutine with the flow's context. It
+// returns once the operation has shown the user what they need (the authorization URL for
+// pkce, the user code for device: the flow is then the page's), or with the operation's
+// error when it fails before that (unknown connector, no client, no device authorization
+// for this provider, …).
+func (s *Server) startFlow(ctx context.Context, connector, kind string, body authorizeBody) (*flow, error) {
 	s.flows.mu.Lock()
-	if _, err := s.client.Do(ctx, "start_flow", map[string]any{"connector": connector, "kind": kindPKCE, "pending": s.flows.pending()}, nil); err != nil {
+	if _, err := s.client.Do(ctx, "start_flow", map[string]any{"connector": connector, "kind": kind, "pending": s.flows.pending()}, nil); err != nil {
 		s.flows.mu.Unlock()
 		return nil, err
 	}
 	fctx, cancel := context.WithCancel(s.base)
-	f := &flow{ID: newFlowID(), Kind: kindPKCE, Connector: connector, Started: time.Now().UTC(), cancel: cancel, done: make(chan struct{})}
+	f := &flow{ID: newFlowID(), Kind: kind, Connector: connector, Started: time.Now().UTC(), cancel: cancel, done: make(chan struct{})}
 	s.flows.m[f.ID] = f
 	s.flows.wg.Add(1)
 	s.flows.mu.Unlock()
 
-	shown := make(chan string, 1)
+	shown := make(chan struct{}, 1)
+	show := func(set func()) {
+		s.flows.mu.Lock()
+		set()
+		f.shown = true
+		s.flows.mu.Unlock()
+		select {
+		case shown <- struct{}{}:
+		default:
+		}
+	}
+	opts := grantwire.ConnectOptions{Timeout: s.cfg.FlowTimeout}
+	switch kind {
+	case kindDevice:
+		opts.Flow = grantwire.FlowDevice
+		opts.OnDeviceCode = func(d grantwire.DeviceCode) {
+			show(func() {
+				at := time.Now().UTC().Add(d.ExpiresIn).Truncate(time.Second)
+				f.VerificationURI, f.VerificationURIComplete, f.UserCode = d.VerificationURI, d.VerificationURIComplete, d.UserCode
+				f.ExpiresAt, f.expiresIn, f.interval = &at, d.ExpiresIn, d.Interval
+			})
+		}
+	default:
+		opts.Browser = func(u string) error {
+			show(func() { f.AuthorizationURL = u })
+			return nil
+		}
+	}
 	ended := make(chan error, 1)
 	go func() {
 		defer s.flows.wg.Done()
 		defer close(f.done)
 		defer cancel()
-		res, err := s.client.Connect(fctx, connector, body.Scopes, body.GrantAgents, grantwire.ConnectOptions{
-			Timeout: s.cfg.FlowTimeout,
-			Browser: func(u string) error {
-				s.flows.mu.Lock()
-				f.AuthorizationURL = u
-				s.flows.mu.Unlock()
-				shown <- u
-				return nil
-			},
-		})
+		res, err := s.client.Connect(fctx, connector, body.Scopes, body.GrantAgents, opts)
 		s.flows.remove(f.ID)
 		s.flows.mu.Lock()
-		reached := f.AuthorizationURL != ""
+		reached := f.shown
 		s.flows.mu.Unlock()
 		if reached {
 			s.emitOutcome(f, res, err)

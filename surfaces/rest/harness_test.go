@@ -107,6 +107,7 @@ func newWorld(t *testing.T) *world {
 		"https://oauth2.googleapis.com/token":              auth.TokenURL(),
 		"https://openidconnect.googleapis.com/v1/userinfo": auth.UserinfoURL(),
 		"https://oauth2.googleapis.com/revoke":             auth.RevocationURL(),
+		"https://oauth2.googleapis.com/device/code":        auth.DeviceAuthorizationURL(),
 		`"https://accounts.google.com"`:                    `"` + auth.URL() + `"`,
 	} {
 		cat = strings.ReplaceAll(cat, from, to)

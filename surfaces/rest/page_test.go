@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/authserver"
 )
 
 // screenshotDir holds the screenshots of the browser test (git-ignored: build/).
@@ -50,6 +52,7 @@ func chromium(t *testing.T) string {
 func TestPageInARealBrowser(t *testing.T) {
 	exe := chromium(t)
 	w := newWorld(t)
+	w.auth.Configure(func(c *authserver.Config) { c.DeviceInterval, c.DeviceExpiresIn = 1, 120 })
 	s := w.serve()
 	require.NoError(t, os.MkdirAll(screenshotDir, 0o755))
 
@@ -136,6 +139,34 @@ func TestPageInARealBrowser(t *testing.T) {
 	require.Equal(t, "password", typ.Value)
 	shot("02-client-configured.png")
 	shotTile("02-tile.png", "google")
+
+	// 2b. "Use a code instead" (the device flow): the tile shows the code, the link and a
+	// countdown; Cancel ends it (nothing stored); again, and the user approves the code on
+	// another device: the tile turns connected by itself; then disconnect.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
+	waitText("#countdown-google", "the code works for")
+	left, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#countdown-google")))
+	require.NoError(t, err)
+	require.Regexp(t, `works for (2:00|1:[0-5]\d)$`, left, "the code's 120 s, counting down")
+	userCode, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	require.NoError(t, err)
+	require.Regexp(t, `^[A-Z]{4}-[A-Z]{4}$`, userCode)
+	href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#verify-google"), "href"))
+	require.NoError(t, err)
+	require.Equal(t, w.auth.VerificationURL(), href.Value)
+	shot("02b-device-code.png")
+	shotTile("02b-tile.png", "google")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#cancel-google"))))
+	waitText(tile("google")+" .note", "cancelled")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
+	waitText("#countdown-google", "the code works for")
+	userCode, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	require.NoError(t, err)
+	require.True(t, w.auth.Approve(userCode))
+	waitText(tile("google")+" .state", "Connected as ada@example.com")
+	shotTile("02c-device-connected.png", "google")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#disconnect-google"))))
+	waitText(tile("google")+" .state", "Not connected")
 
 	// 3. Connect: the page opens the authorization in a new window; the local server
 	// consents and redirects to grantwire's loopback; the tile turns connected by itself.

@@ -95,6 +95,7 @@ func TestRESTEveryRoute(t *testing.T) {
 	ev.next(t, "connector.oauth.error", 5*time.Second, map[string]any{"flow_id": flow["flow_id"]})
 	require.Equal(t, 404, w.do(req{method: "DELETE", path: "/api/connectors/_flows/" + flow["flow_id"].(string), ui: true}).status)
 	require.Equal(t, 404, w.do(req{method: "POST", path: "/api/connectors/nope/authorize", ui: true}).status)
+	require.Equal(t, 404, w.do(req{method: "POST", path: "/api/connectors/nope/authorize-device", ui: true}).status) // (TestRESTDeviceFlow: the rest)
 	require.Equal(t, 400, w.do(req{method: "POST", path: "/api/connectors/mcp-brave-search/authorize", ui: true}).status)
 	require.Equal(t, 404, w.do(req{method: "POST", path: "/api/connectors/google/authorize", ui: true, body: `{"grant_agents": ["installed:nobody"]}`}).status)
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
@@ -33,6 +34,7 @@ var routeTable = []route{
 	{"POST", "/api/connectors/{id}/configure", func(s *Server) http.HandlerFunc { return s.configure }},
 	{"POST", "/api/connectors/{id}/test", func(s *Server) http.HandlerFunc { return s.test }},
 	{"POST", "/api/connectors/{id}/authorize", func(s *Server) http.HandlerFunc { return s.authorize }},
+	{"POST", "/api/connectors/{id}/authorize-device", func(s *Server) http.HandlerFunc { return s.authorizeDevice }},
 	{"GET", "/api/connectors/{id}/grants", func(s *Server) http.HandlerFunc { return s.listGrants }},
 	{"GET", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.getGrant }},
 	{"PUT", "/api/connectors/{id}/grants/{agent}", func(s *Server) http.HandlerFunc { return s.putGrant }},
@@ -396,12 +398,39 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &body, true) {
 		return
 	}
-	f, err := s.startPKCE(r.Context(), r.PathValue("id"), body)
+	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindPKCE, body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"flow_id": f.ID, "authorization_url": f.AuthorizationURL, "connector_id": f.Connector, "kind": f.Kind})
+}
+
+// authorizeDevice starts a device authorization (RFC 8628) and answers what the user
+// needs once the provider issued the code: {flow_id, connector_id, kind, verification_uri,
+// verification_uri_complete?, user_code, expires_in, interval} (seconds). It never answers
+// the device code: that secret stays in the operation's host, which polls with it.
+func (s *Server) authorizeDevice(w http.ResponseWriter, r *http.Request) {
+	var body authorizeBody
+	if !decode(w, r, &body, true) {
+		return
+	}
+	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindDevice, body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.flows.mu.Lock()
+	out := map[string]any{
+		"flow_id": f.ID, "connector_id": f.Connector, "kind": f.Kind,
+		"verification_uri": f.VerificationURI, "user_code": f.UserCode,
+		"expires_in": int64(f.expiresIn / time.Second), "interval": int64(f.interval / time.Second),
+	}
+	if f.VerificationURIComplete != "" {
+		out["verification_uri_complete"] = f.VerificationURIComplete
+	}
+	s.flows.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {

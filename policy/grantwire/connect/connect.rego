@@ -601,7 +601,7 @@ _keep_polling if {
 
 _prompt_need := facts.prompt(
 	"prompt", _c, _dev.verification_uri, _dev.verification_uri_complete, _dev.user_code,
-	_window,
+	_window, _dev.interval * 1000,
 )
 
 _device_step := step.need([

@@ -697,7 +697,7 @@ test_the_code_is_shown if {
 	_dconnect(_dargs, f) == fx.need([{
 		"key": "prompt", "kind": "prompt.show", "connector": "google",
 		"verification_uri": "https://www.google.com/device", "user_code": "WDJB-MJHT",
-		"expires_in_ms": 300000,
+		"expires_in_ms": 300000, "interval_ms": 5000,
 	}])
 
 	# Google's verification_url, a complete URI, a code that lives shorter than the timeout

@@ -162,9 +162,13 @@ sleep(k, ms) := {"key": k, "kind": "clock.sleep", "ms": ms}
 # title: show a device code
 # description: |
 #   Show the user where to go and which code to enter to authorize connector c on another
-#   device (RFC 8628 §3.3); the answer says whether anyone could be shown it.
-prompt(k, c, uri, complete, code, expires_in_ms) := object.union(
-	{"key": k, "kind": "prompt.show", "connector": c, "verification_uri": uri, "user_code": code, "expires_in_ms": expires_in_ms},
+#   device (RFC 8628 §3.3), how long the code lives and how often the token endpoint is
+#   polled; the answer says whether anyone could be shown it.
+prompt(k, c, uri, complete, code, expires_in_ms, interval_ms) := object.union(
+	{
+		"key": k, "kind": "prompt.show", "connector": c, "verification_uri": uri, "user_code": code,
+		"expires_in_ms": expires_in_ms, "interval_ms": interval_ms,
+	},
 	_complete(complete),
 )
 

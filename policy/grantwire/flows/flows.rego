@@ -6,8 +6,9 @@
 #   memory and passes them as `pending: [{flow_id, connector, kind}]`; the connect
 #   operation itself then decides everything about the authorization. One flow per
 #   connector at a time: a second one is FLOW_IN_PROGRESS naming the first (the page offers
-#   to cancel it). Kinds: `pkce` (the loopback redirect); a device flow (RFC 8628) adds its
-#   kind here.
+#   to cancel it), whatever its kind. Kinds: `pkce` (the loopback redirect) and `device`
+#   (RFC 8628: a code entered on another device; whether the provider offers it is the
+#   connect operation's decision, which refuses it with its fix).
 package grantwire.flows
 
 import data.grantwire.catalog
@@ -17,7 +18,7 @@ import data.grantwire.step
 # METADATA
 # title: flow kinds
 # description: The kinds of authorization a server can start, and which connectors each takes.
-kinds := {"pkce"}
+kinds := {"device", "pkce"}
 
 _c := input.args.connector
 
@@ -39,8 +40,8 @@ _args_ok if {
 # METADATA
 # title: start_flow decision
 # description: |
-#   The connector must exist and be an OAuth provider (a pkce flow), and no flow of it may be
-#   pending. The result names the connector and the kind; nothing is read or written.
+#   The connector must exist and be an OAuth provider (for either kind), and no flow of it
+#   may be pending, of either kind. The result names the connector and the kind; nothing is read or written.
 # entrypoint: true
 start := step.fail(errors.usage("start_flow needs connector, kind and pending: [{flow_id, connector, kind}]"), []) if {
 	not _args_ok

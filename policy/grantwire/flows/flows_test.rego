@@ -43,6 +43,20 @@ test_malformed_arguments_are_usage_errors if {
 	_start({"connector": "google", "kind": "pkce"}).error.code == "USAGE"
 	_start({"connector": "google", "kind": "pkce", "pending": [{"flow_id": 1, "connector": "google", "kind": "pkce"}]}).error.code == "USAGE"
 	_start({"connector": "google", "kind": "pkce", "pending": ["f1"]}).error.code == "USAGE"
-	d := _start({"connector": "google", "kind": "device", "pending": []})
-	d.error == fx.usage("a flow's kind is one of pkce")
+	d := _start({"connector": "google", "kind": "browser", "pending": []})
+	d.error == fx.usage("a flow's kind is one of device, pkce")
+}
+
+test_a_device_flow_is_one_flow_of_its_connector if {
+	_start({"connector": "microsoft", "kind": "device", "pending": []}) == fx.done({"connector": "microsoft", "kind": "device"}, [])
+
+	# a pending flow of either kind holds the connector for the other
+	d := _start({"connector": "google", "kind": "device", "pending": [{"flow_id": "f1", "connector": "google", "kind": "pkce"}]})
+	d.error.code == "FLOW_IN_PROGRESS"
+	d.error.flow_id == "f1"
+	e := _pkce("google", [{"flow_id": "f2", "connector": "google", "kind": "device"}])
+	e.error.flow_id == "f2"
+
+	# only OAuth providers
+	_start({"connector": "mcp-github", "kind": "device", "pending": []}).error.code == "CONFIGURATION"
 }

@@ -141,16 +141,49 @@ function tile(c, open) {
 }
 
 function flowBox(c, flow) {
+  if (flow.kind === "device") return deviceBox(c, flow);
   return h("div", { class: "flow", role: "status" },
     h("p", { style: "margin:0" }, "Waiting for the ", c.display_name, " sign-in in your browser…"),
     h("p", { style: "margin:.3rem 0 0" }, h("a", { href: flow.authorization_url, target: "_blank", rel: "noopener noreferrer", id: "open-" + c.id }, "Open the sign-in page"), " · ",
       h("button", { type: "button", id: "cancel-" + c.id, onclick: () => cancelFlow(c, flow) }, "Cancel")));
 }
 
+// deviceBox shows a device authorization (RFC 8628): the code to enter, where, and how
+// long it still works; the outcome arrives as an event like a browser sign-in's.
+function deviceBox(c, flow) {
+  const link = flow.verification_uri_complete || flow.verification_uri;
+  return h("div", { class: "flow device", role: "status", "data-flow": flow.flow_id },
+    h("p", { style: "margin:0" }, "On any device, open ", h("a", { href: flow.verification_uri, target: "_blank", rel: "noopener noreferrer", id: "verify-" + c.id }, flow.verification_uri),
+      " and enter the code:"),
+    h("p", { class: "user-code", id: "code-" + c.id, tabindex: "-1" }, flow.user_code),
+    flow.verification_uri_complete ? h("p", { style: "margin:0" }, h("a", { href: link, target: "_blank", rel: "noopener noreferrer", id: "open-" + c.id }, "Open the page with the code filled in")) : null,
+    h("p", { style: "margin:.3rem 0 0" }, h("span", { class: "countdown", id: "countdown-" + c.id, "data-deadline": String(flowDeadline(flow)) }, countdownText(flowDeadline(flow))), " · ",
+      h("button", { type: "button", id: "cancel-" + c.id, onclick: () => cancelFlow(c, flow) }, "Cancel")));
+}
+
+// flowDeadline is when a device code stops working (ms since the epoch).
+function flowDeadline(flow) {
+  if (flow.deadline) return flow.deadline;
+  if (flow.expires_at) return Date.parse(flow.expires_at);
+  return Date.now() + (flow.expires_in || 0) * 1000;
+}
+
+function countdownText(deadline) {
+  const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+  if (!left) return "The code has expired";
+  return "Waiting for approval · the code works for " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+}
+
+// Every second, the countdowns of the device codes on the page (text only: focus stays).
+setInterval(() => {
+  for (const el of document.querySelectorAll(".countdown[data-deadline]")) el.textContent = countdownText(Number(el.dataset.deadline));
+}, 1000);
+
 function actions(c, flow) {
   const b = [];
   if (c.type === "oauth_pkce") {
     b.push(h("button", { type: "button", class: "primary", id: "connect-" + c.id, disabled: !!flow, onclick: () => connect(c) }, c.configured ? "Reconnect" : "Connect"));
+    if (c.supports_device_code) b.push(h("button", { type: "button", id: "device-" + c.id, disabled: !!flow, title: "Sign in on another device with a code (for a machine without a browser)", onclick: () => connectDevice(c) }, "Use a code instead"));
   }
   b.push(h("button", { type: "button", id: "test-" + c.id, onclick: () => test(c) }, "Test"));
   if (c.configured) b.push(h("button", { type: "button", class: "danger", id: "disconnect-" + c.id, onclick: () => disconnect(c) }, "Disconnect"));
@@ -271,6 +304,27 @@ async function connect(c) {
     renderTile(c.id);
   });
   if (!state.flows[c.id] && win) win.close();
+}
+
+// connectDevice starts a device authorization: the tile shows the code, the link and a
+// countdown until the outcome's event arrives (or Cancel).
+async function connectDevice(c) {
+  await run(c, async () => {
+    const path = "/api/connectors/" + encodeURIComponent(c.id) + "/authorize-device";
+    let f;
+    try {
+      f = await api("POST", path, {});
+    } catch (err) {
+      // As for connect: a reconnect keeps the scopes the connection holds or grants.
+      if (err.code !== "CONFIGURATION" || !Array.isArray(err.scopes) || err.message.includes("device")) throw err;
+      f = await api("POST", path, { scopes: err.scopes });
+    }
+    f.deadline = Date.now() + f.expires_in * 1000;
+    state.flows[c.id] = f;
+    renderTile(c.id);
+    const code = document.getElementById("code-" + c.id);
+    if (code) code.focus();
+  });
 }
 
 async function cancelFlow(c, flow) {
