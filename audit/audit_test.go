@@ -76,7 +76,7 @@ func TestDocsDeriveOperations(t *testing.T) {
 	}
 	sort.Strings(ops)
 	require.Equal(t, []string{"activate", "activation_changes", "agent_id", "configure_client", "configure_mcp", "connect",
-		"connections", "credential", "deactivate", "disconnect", "get_access_token", "grant", "import_forwarded", "launch",
+		"connections", "credential", "deactivate", "disconnect", "get_access_token", "grant", "grant_changes", "import_forwarded", "launch",
 		"list_activations", "list_agents", "list_grants", "mcp_list", "revoke", "status", "test_connector",
 		"validate_catalog", "visible_servers"}, ops)
 
