@@ -615,6 +615,24 @@ func ExampleClient_ActivationChanges() {
 	// connector.activation.changed {"active":false,"agent_id":"builtin:chat","connector_id":"mcp-memory"}
 }
 
+// A shell that watches grants.json hands what another process changed to GrantChanges,
+// which emits one event per pair whose scopes changed, with the scopes held now ([] when
+// revoked; grantwire.Open wires this for the OS shell).
+func ExampleClient_GrantChanges() {
+	ctx := context.Background()
+	c, w := example()
+	before := json.RawMessage(`{"google": {"builtin:chat": ["openid"], "builtin:email": ["gmail.readonly"]}}`)
+	after := json.RawMessage(`{"google": {"builtin:chat": ["email", "openid"]}, "mcp-github": {"builtin:chat": ["use"]}}`)
+	must(c.GrantChanges(ctx, before, after))
+	for _, e := range w.Events() {
+		fmt.Println(e.Type, string(e.Payload))
+	}
+	// Output:
+	// connector.grant.changed {"agent_id":"builtin:chat","connector_id":"google","scopes":["email","openid"]}
+	// connector.grant.changed {"agent_id":"builtin:email","connector_id":"google","scopes":[]}
+	// connector.grant.changed {"agent_id":"builtin:chat","connector_id":"mcp-github","scopes":["use"]}
+}
+
 func ExampleClient_Do() {
 	ctx := context.Background()
 	c, _ := example()

@@ -857,3 +857,12 @@ func (c *Client) ActivationChanges(ctx context.Context, before, after json.RawMe
 	_, err := c.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 	return err
 }
+
+// GrantChanges turns a change of grants.json made by another process into
+// connector.grant.changed events (one per pair whose scopes changed, with the scopes it
+// holds now, [] when revoked), emitted through the shell's event capability: before and
+// after are the grants ledger as it was and as it is ({connector: {agent: [scopes]}}).
+func (c *Client) GrantChanges(ctx context.Context, before, after json.RawMessage) error {
+	_, err := c.run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
+	return err
+}

@@ -15,9 +15,9 @@ import (
 // command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the engine
 // on it ([DefaultEngine], or the one WithEngineName, WithOPAServer or WithEngine chooses),
 // and the OS shell (opts: home, keyring service, browser, …), whose watcher reports
-// activations other processes change through the policy. The wasm engine caches compiled
-// code in the user's cache directory (grantwire/wazero). Close the client to release the
-// shell.
+// activations and grants other processes change through the policy. The wasm engine
+// caches compiled code in the user's cache directory (grantwire/wazero). Close the client
+// to release the shell.
 //
 // No OPA package is linked.
 func Open(ctx context.Context, opts native.Options, options ...Option) (*Client, error) {
@@ -66,6 +66,15 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				_ = cl.ActivationChanges(ctx, before, after)
+			}
+		}
+	}
+	if opts.GrantChanges == nil {
+		opts.GrantChanges = func(before, after json.RawMessage) {
+			if cl := client.Load(); cl != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = cl.GrantChanges(ctx, before, after)
 			}
 		}
 	}

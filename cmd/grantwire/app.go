@@ -374,13 +374,21 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
 	if a.LongRunning {
-		// The watcher hands what other processes changed in activations.json to the
-		// policy (activation_changes), which emits the events (grantwire.Open does the same).
+		// The watcher hands what other processes changed in activations.json and
+		// grants.json to the policy (activation_changes, grant_changes), which emits the
+		// events (grantwire.Open does the same).
 		opts.ActivationChanges = func(before, after json.RawMessage) {
 			if c := a.watched.Load(); c != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				_ = c.ActivationChanges(ctx, before, after)
+			}
+		}
+		opts.GrantChanges = func(before, after json.RawMessage) {
+			if c := a.watched.Load(); c != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = c.GrantChanges(ctx, before, after)
 			}
 		}
 		if a.prompt != nil {

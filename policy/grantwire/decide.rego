@@ -58,6 +58,8 @@ _decision := gate.decision if {
 	_op == "visible_servers"
 } else := activations.changes if {
 	_op == "activation_changes"
+} else := grants.changes if {
+	_op == "grant_changes"
 } else := disconnect.decision if {
 	_op == "disconnect"
 } else := connect.decision if {
@@ -181,8 +183,8 @@ _arg_problem := "arguments must not contain double quotes, backslashes or contro
 	not scopes.valid_scope(s)
 }
 
-# The views an activation watcher passes are ledger content, not names a person typed.
-_checked_args := object.remove(input.args, ["before", "after"]) if _op == "activation_changes"
+# The views a ledger watcher passes are ledger content, not names a person typed.
+_checked_args := object.remove(input.args, ["before", "after"]) if _op in {"activation_changes", "grant_changes"}
 
 else := input.args
 
@@ -250,6 +252,7 @@ manifest := {"errors": errors.table, "ops": {
 		remote.ledger_need,
 	]},
 	"activation_changes": {"prefetch": []},
+	"grant_changes": {"prefetch": []},
 	"disconnect": {"prefetch": []},
 	"connect": {"prefetch": []},
 	"configure_client": {"prefetch": []},

@@ -15,6 +15,7 @@ _ops := {
 	"list_activations": {},
 	"visible_servers": {"agent": "builtin:chat"},
 	"activation_changes": {"before": {}},
+	"grant_changes": {"before": {}},
 	"disconnect": {"connector": "google"},
 	"connect": {"connector": "google", "scopes": ["gmail.readonly"], "grant_agents": []},
 	"configure_client": {"connector": "google"},

@@ -182,3 +182,80 @@ func TestWatcherReportsOtherProcessesChanges(t *testing.T) {
 	require.NoError(t, os.WriteFile(acts, []byte("{oops"), 0o600))
 	require.Empty(t, collect(t, events, 500*time.Millisecond))
 }
+
+type grantEvent struct {
+	ConnectorID string   `json:"connector_id"`
+	AgentID     string   `json:"agent_id"`
+	Scopes      []string `json:"scopes"`
+}
+
+// collectGrants gathers grant events until none arrived for quiet.
+func collectGrants(t *testing.T, ch <-chan hostabi.Event, quiet time.Duration) []grantEvent {
+	t.Helper()
+	var out []grantEvent
+	for {
+		select {
+		case e := <-ch:
+			if e.Type != "connector.grant.changed" {
+				continue
+			}
+			lastEvent = time.Now()
+			var g grantEvent
+			require.NoError(t, json.Unmarshal(e.Payload, &g))
+			out = append(out, g)
+		case <-time.After(quiet):
+			sort.Slice(out, func(i, j int) bool {
+				return out[i].ConnectorID+out[i].AgentID < out[j].ConnectorID+out[j].AgentID
+			})
+			return out
+		}
+	}
+}
+
+// Another process's grants reach this process's subscribers within about a second, as
+// its activations do; this process's own grants are reported once (by the core).
+func TestWatcherReportsOtherProcessesGrants(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, worldOpts{})
+	events, stop := w.shell.Events().Subscribe(0)
+	defer stop()
+
+	runOps(t, w.home,
+		childOp{Op: "grant", C: "local", A: "builtin:a", Scopes: []string{"openid", "email"}},
+		childOp{Op: "grant", C: "mcp-github", A: "builtin:b", Scopes: []string{"use"}},
+	)
+	exited := time.Now()
+	require.Equal(t, []grantEvent{
+		{"local", "builtin:a", []string{"email", "openid"}},
+		{"mcp-github", "builtin:b", []string{"use"}},
+	}, collectGrants(t, events, 500*time.Millisecond))
+	require.Less(t, lastEvent.Sub(exited), time.Second, "noticed within about a second of the other process's write")
+
+	// Own change: exactly one event.
+	_, err := w.client.Grant(ctx, "local", "builtin:a", []string{"openid"})
+	require.NoError(t, err)
+	require.Equal(t, []grantEvent{{"local", "builtin:a", []string{"openid"}}}, collectGrants(t, events, 500*time.Millisecond))
+
+	// A change of scopes and a revocation elsewhere: the scopes held now, [] when revoked.
+	runOps(t, w.home,
+		childOp{Op: "grant", C: "local", A: "builtin:a", Scopes: []string{"openid", "mail.read"}},
+		childOp{Op: "revoke", C: "mcp-github", A: "builtin:b"},
+	)
+	require.Equal(t, []grantEvent{
+		{"local", "builtin:a", []string{"mail.read", "openid"}},
+		{"mcp-github", "builtin:b", []string{}},
+	}, collectGrants(t, events, 500*time.Millisecond))
+
+	// Another program rewrites the file, and this process writes right after: each change
+	// is reported exactly once. A corrupt write reports nothing.
+	grants := filepath.Join(w.home, "connectors", "grants.json")
+	require.NoError(t, os.WriteFile(grants, []byte(`{"local": {"builtin:a": ["mail.read", "openid"], "builtin:c": ["email"]}}`), 0o600))
+	_, err = w.client.Grant(ctx, "local", "builtin:d", []string{"email"})
+	require.NoError(t, err)
+	require.Equal(t, []grantEvent{
+		{"local", "builtin:c", []string{"email"}},
+		{"local", "builtin:d", []string{"email"}},
+	}, collectGrants(t, events, 500*time.Millisecond))
+	require.NoError(t, os.WriteFile(grants, []byte("{oops"), 0o600))
+	require.Empty(t, collectGrants(t, events, 500*time.Millisecond))
+}

@@ -193,6 +193,11 @@ func newWorld(t testing.TB, o worldOpts) *world {
 				_ = client.ActivationChanges(context.Background(), before, after)
 			}
 		}
+		opts.GrantChanges = func(before, after json.RawMessage) {
+			if client != nil {
+				_ = client.GrantChanges(context.Background(), before, after)
+			}
+		}
 	}
 	if o.tweak != nil {
 		o.tweak(&opts)

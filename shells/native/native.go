@@ -32,7 +32,8 @@
 //     keyring write of every grantwire process bumps (README "Performance: a token
 //     hand-out without I/O"); off with Options.NoCache or GRANTWIRE_NO_CACHE=1.
 //   - Clock (real unless Options.Clock), Entropy (crypto/rand unless Options.Entropy), the
-//     event [Bus], and a watcher that reports activations changed by other processes.
+//     event [Bus], and a watcher that reports activations and grants changed by other
+//     processes.
 //
 // It imports hostabi (and libraries), never the engines or package host.
 package native
@@ -89,14 +90,20 @@ type Options struct {
 	Clock hostabi.Clock
 	// Entropy supplies random bytes for the state parameter (default crypto/rand).
 	Entropy hostabi.Entropy
-	// NoWatch turns off the watcher of activations changed by other processes.
+	// NoWatch turns off the watcher of activations and grants changed by other processes.
 	NoWatch bool
 	// ActivationChanges, when set, turns a change other processes made to
 	// connectors/activations.json into events: it is given the activations as they were
 	// and as they are now ({connector: {agent: true}} as JSON) and emits
 	// connector.activation.changed for each pair that changed (grantwire.Open runs the
-	// policy's activation_changes operation). Without it the watcher does not run.
+	// policy's activation_changes operation). Without it (and GrantChanges) the watcher
+	// does not run.
 	ActivationChanges func(before, after json.RawMessage)
+	// GrantChanges, when set, does the same for connectors/grants.json: it is given the
+	// grants ledger as it was and as it is now ({connector: {agent: [scopes]}}) and emits
+	// connector.grant.changed for each pair whose scopes changed (grantwire.Open runs the
+	// policy's grant_changes operation).
+	GrantChanges func(before, after json.RawMessage)
 	// Getenv reads the environment (default os.Getenv).
 	Getenv func(string) string
 	// LockDir is where the provider locks shared by every home of a keyring service live:
@@ -122,7 +129,7 @@ type Shell struct {
 	ledgers   *fileLedgers
 	locks     *fileLocks
 	bus       *Bus
-	watcher   *activationWatcher
+	watcher   *ledgerWatcher
 	entropy   io.Reader
 	transport http.RoundTripper
 	pasteOnce sync.Once
@@ -134,7 +141,7 @@ type systemClock struct{}
 func (systemClock) Now() time.Time { return time.Now() }
 
 // New opens the OS shell on opts.Home. Unless NoWatch is set it creates the home's
-// connectors directory (0700) and starts the activation watcher.
+// connectors directory (0700) and starts the watcher of activations and grants.
 func New(opts Options) (*Shell, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.Getenv
@@ -207,13 +214,21 @@ func New(opts Options) (*Shell, error) {
 	} else {
 		s.ledgers.noCache = true
 	}
-	if !opts.NoWatch && opts.ActivationChanges != nil {
-		s.watcher = startWatcher(s.ledgers.Path(activationsFile), opts.ActivationChanges)
-		s.ledgers.written = func(name string, before, after []byte, rename func() error) error {
-			if name != activationsFile {
-				return rename()
+	if !opts.NoWatch {
+		var watched []*watchedLedger
+		if opts.ActivationChanges != nil {
+			watched = append(watched, &watchedLedger{name: activationsFile, path: s.ledgers.Path(activationsFile),
+				view: activationsOf, changes: opts.ActivationChanges})
+		}
+		if opts.GrantChanges != nil {
+			watched = append(watched, &watchedLedger{name: grantsFile, path: s.ledgers.Path(grantsFile),
+				view: grantsOf, changes: opts.GrantChanges})
+		}
+		if len(watched) > 0 {
+			s.watcher = startWatcher(watched...)
+			s.ledgers.written = func(name string, before, after []byte, rename func() error) error {
+				return s.watcher.written(s.ledgers.Path(name), before, after, rename)
 			}
-			return s.watcher.written(before, after, rename)
 		}
 	}
 	return s, nil
@@ -288,8 +303,11 @@ func (b cancelBody) Close() error {
 	return err
 }
 
-// activationsFile is the activations ledger the watcher follows.
-const activationsFile = "connectors/activations.json"
+// The ledgers the watcher follows.
+const (
+	activationsFile = "connectors/activations.json"
+	grantsFile      = "connectors/grants.json"
+)
 
 // Home is the shell's home directory (absolute).
 func (s *Shell) Home() string { return s.home }

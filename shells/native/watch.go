@@ -10,38 +10,58 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// activationWatcher notices connectors/activations.json changed by another process and
-// hands the activations as they were and as they are to the policy (Options.
-// ActivationChanges), which emits connector.activation.changed for every pair whose state
-// changed. It keeps the activations as last seen; this process's own writes replace them
-// while they hold the ledger's lock (their events come from the core), so only other
-// processes' changes are reported.
-type activationWatcher struct {
-	path    string
-	changes func(before, after json.RawMessage)
+// ledgerWatcher notices ledgers (connectors/activations.json, connectors/grants.json)
+// changed by another process and hands each one's view as it was and as it is to the
+// policy (Options.ActivationChanges, Options.GrantChanges), which emits an event for
+// every pair whose state changed. It keeps each view as last seen; this process's own
+// writes replace it while they hold the ledger's lock (their events come from the core),
+// so only other processes' changes are reported.
+type ledgerWatcher struct {
 	mu      sync.Mutex
-	snap    json.RawMessage
+	ledgers map[string]*watchedLedger // by absolute path
 	fsw     *fsnotify.Watcher
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
+// watchedLedger is one ledger a ledgerWatcher follows.
+type watchedLedger struct {
+	// name is the ledger's name under the home (connectors/grants.json).
+	name string
+	path string
+	// view extracts what the policy compares from the file's content; ok is false when
+	// the content is not a JSON object.
+	view    func(doc []byte) (json.RawMessage, bool)
+	changes func(before, after json.RawMessage)
+	snap    json.RawMessage
+}
+
 // pollEvery is the fallback when the OS offers no file notifications.
 const pollEvery = 500 * time.Millisecond
 
-func startWatcher(path string, changes func(before, after json.RawMessage)) *activationWatcher {
-	w := &activationWatcher{path: path, changes: changes, stop: make(chan struct{})}
-	if doc, _, err := readLedgerFile(path); err == nil && doc != nil {
-		w.snap, _ = activationsOf(doc)
+// startWatcher follows ledgers (each with its name, path, view and changes set; snap is
+// filled here from the file as it is).
+func startWatcher(ledgers ...*watchedLedger) *ledgerWatcher {
+	w := &ledgerWatcher{ledgers: map[string]*watchedLedger{}, stop: make(chan struct{})}
+	dirs := map[string]bool{}
+	for _, l := range ledgers {
+		l.path = filepath.Clean(l.path)
+		if doc, _, err := readLedgerFile(l.path); err == nil && doc != nil {
+			l.snap, _ = l.view(doc)
+		}
+		if l.snap == nil {
+			l.snap = json.RawMessage(`{}`)
+		}
+		w.ledgers[l.path] = l
+		dirs[filepath.Dir(l.path)] = true
 	}
-	if w.snap == nil {
-		w.snap = json.RawMessage(`{}`)
-	}
-	_ = os.MkdirAll(filepath.Dir(path), 0o700)
 	fsw, err := fsnotify.NewWatcher()
-	if err == nil {
-		if err = fsw.Add(filepath.Dir(path)); err != nil {
-			_ = fsw.Close()
+	for dir := range dirs {
+		_ = os.MkdirAll(dir, 0o700)
+		if err == nil {
+			if err = fsw.Add(dir); err != nil {
+				_ = fsw.Close()
+			}
 		}
 	}
 	w.wg.Add(1)
@@ -54,9 +74,8 @@ func startWatcher(path string, changes func(before, after json.RawMessage)) *act
 	return w
 }
 
-func (w *activationWatcher) watch() {
+func (w *ledgerWatcher) watch() {
 	defer w.wg.Done()
-	base := filepath.Base(w.path)
 	for {
 		select {
 		case <-w.stop:
@@ -65,19 +84,19 @@ func (w *activationWatcher) watch() {
 			if !ok {
 				return
 			}
-			if filepath.Base(ev.Name) == base {
-				w.check()
+			if l := w.ledgers[filepath.Clean(ev.Name)]; l != nil {
+				w.check(l)
 			}
 		case _, ok := <-w.fsw.Errors:
 			if !ok {
 				return
 			}
-			w.check() // an overflow may have hidden a change
+			w.checkAll() // an overflow may have hidden a change
 		}
 	}
 }
 
-func (w *activationWatcher) poll() {
+func (w *ledgerWatcher) poll() {
 	defer w.wg.Done()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
@@ -86,54 +105,69 @@ func (w *activationWatcher) poll() {
 		case <-w.stop:
 			return
 		case <-t.C:
-			w.check()
+			w.checkAll()
 		}
 	}
 }
 
-// check re-reads the ledger and reports what changed since the snapshot. An unreadable or
+func (w *ledgerWatcher) checkAll() {
+	for _, l := range w.ledgers {
+		w.check(l)
+	}
+}
+
+// check re-reads a ledger and reports what changed since its snapshot. An unreadable or
 // corrupt file reports nothing and keeps the snapshot.
-func (w *activationWatcher) check() {
+func (w *ledgerWatcher) check(l *watchedLedger) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	doc, _, err := readLedgerFile(w.path)
+	doc, _, err := readLedgerFile(l.path)
 	if err != nil {
 		return
 	}
-	now, ok := activationsOf(doc)
-	if !ok {
+	if doc == nil {
+		l.diff(json.RawMessage(`{}`))
 		return
 	}
-	w.diff(now)
+	if now, ok := l.view(doc); ok {
+		l.diff(now)
+	}
 }
 
-// written wraps this process's write of the ledger: changes other processes made before
-// it are reported, then the snapshot becomes what this process wrote.
-func (w *activationWatcher) written(before, after []byte, rename func() error) error {
+// written wraps this process's write of the ledger at path: changes other processes
+// made before it are reported, then the snapshot becomes what this process wrote. A
+// ledger the watcher does not follow is just renamed.
+func (w *ledgerWatcher) written(path string, before, after []byte, rename func() error) error {
+	l := w.ledgers[filepath.Clean(path)]
+	if l == nil {
+		return rename()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if prev, ok := activationsOf(before); ok {
-		w.diff(prev)
+	if before == nil {
+		l.diff(json.RawMessage(`{}`))
+	} else if prev, ok := l.view(before); ok {
+		l.diff(prev)
 	}
 	if err := rename(); err != nil {
 		return err
 	}
-	if next, ok := activationsOf(after); ok {
-		w.snap = next
+	if next, ok := l.view(after); ok {
+		l.snap = next
 	}
 	return nil
 }
 
 // diff reports the change from the snapshot to now (the policy emits the events) and
-// adopts now. Callers hold mu.
-func (w *activationWatcher) diff(now json.RawMessage) {
-	if string(now) != string(w.snap) {
-		w.changes(w.snap, now)
+// adopts now. Callers hold the watcher's mu.
+func (l *watchedLedger) diff(now json.RawMessage) {
+	if string(now) != string(l.snap) {
+		l.changes(l.snap, now)
 	}
-	w.snap = now
+	l.snap = now
 }
 
-func (w *activationWatcher) close() {
+func (w *ledgerWatcher) close() {
 	close(w.stop)
 	if w.fsw != nil {
 		_ = w.fsw.Close()
@@ -141,14 +175,11 @@ func (w *activationWatcher) close() {
 	w.wg.Wait()
 }
 
-// activationsOf returns the "activations" member of an activations ledger ({} when
-// there is none, or no file); ok is false when doc is not a JSON object — including an
-// empty file, which a writer that truncates before writing leaves for a moment. Judging
-// the entries is the policy's (activation_changes).
+// activationsOf returns the "activations" member of an activations ledger ({} when there
+// is none); ok is false when doc is not a JSON object — including an empty file, which a
+// writer that truncates before writing leaves for a moment. Judging the entries is the
+// policy's (activation_changes).
 func activationsOf(doc []byte) (json.RawMessage, bool) {
-	if doc == nil {
-		return json.RawMessage(`{}`), true
-	}
 	var root struct {
 		Activations json.RawMessage `json:"activations"`
 	}
@@ -159,4 +190,15 @@ func activationsOf(doc []byte) (json.RawMessage, bool) {
 		return json.RawMessage(`{}`), true
 	}
 	return root.Activations, true
+}
+
+// grantsOf returns the grants ledger as it is ({connector: {agent: [scopes]}}); ok is
+// false when doc is not a JSON object. Judging the entries is the policy's
+// (grant_changes).
+func grantsOf(doc []byte) (json.RawMessage, bool) {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(doc, &root) != nil || root == nil {
+		return nil, false
+	}
+	return json.RawMessage(doc), true
 }

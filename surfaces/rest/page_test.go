@@ -47,8 +47,8 @@ func chromium(t *testing.T) string {
 // The Settings → Connectors page in a real headless Chromium, against the real binary, the
 // real keyring and the local authorization server: configure Google's client in the page,
 // connect through the real PKCE flow, grant a scope to an agent, activate an MCP server,
-// and watch an activation made by the CLI in another process appear without a reload; then
-// the page at 375 px. Screenshots of every step go to build/screenshots.
+// and watch an activation and a grant made by the CLI in another process appear without a
+// reload; then the page at 375 px. Screenshots of every step go to build/screenshots.
 func TestPageInARealBrowser(t *testing.T) {
 	exe := chromium(t)
 	w := newWorld(t)
@@ -227,6 +227,24 @@ func TestPageInARealBrowser(t *testing.T) {
 	require.Equal(t, navigations, again, "the page was not reloaded")
 	shot("06-cli-change.png")
 	shotTile("06-tile.png", "mcp-git")
+
+	// 6b. The CLI, in another process, grants the calendar agent openid on google (a grant
+	// alone, no activation): the open page's grant editor shows it without a reload.
+	out, code = w.cli("", "grants", "grant", "google", "builtin:calendar", "--scopes", "openid")
+	require.Equal(t, 0, code, out)
+	cliDone = time.Now()
+	waitText(tile("google")+` details[data-panel="grants"] summary`, "Agent access (2)")
+	waitFor(t, func() bool {
+		on, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(document.querySelector(`+jsString(tile("google")+` [data-agent="builtin:calendar"] input[data-scope="openid"]`)+`)||{}).checked`))
+		return on
+	})
+	t.Logf("the CLI's grant showed in the page %s after the CLI exited", time.Since(cliDone).Round(time.Millisecond))
+	require.Less(t, time.Since(cliDone), 2*time.Second)
+	again, err = chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
+	require.NoError(t, err)
+	require.Equal(t, navigations, again, "the page was not reloaded")
+	shot("06b-cli-grant.png")
+	shotTile("06b-tile.png", "google")
 
 	// 7. An error shows its message and its fix: test a connector that is not configured.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS("#test-mcp-github")), chromedp.KeyEvent("\r")))

@@ -39,8 +39,9 @@ import (
 const UIHeader = "X-Grantwire-UI"
 
 // EventSource is where events come from: the OS shell's bus (shells/native.Bus), which
-// also carries the activations other processes change (its watcher runs the policy's
-// activation_changes). Subscribe returns a channel and a function ending the subscription.
+// also carries the activations and grants other processes change (its watcher runs the
+// policy's activation_changes and grant_changes). Subscribe returns a channel and a
+// function ending the subscription.
 type EventSource interface {
 	Subscribe(buffer int) (<-chan hostabi.Event, func())
 }

@@ -34,7 +34,7 @@ import (
 // (TestOpsMatchManifest keeps it in step with the manifest).
 var Ops = []string{
 	"get_access_token", "grant", "revoke", "list_grants", "activate", "deactivate",
-	"list_activations", "visible_servers", "activation_changes", "disconnect", "connect",
+	"list_activations", "visible_servers", "activation_changes", "grant_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
 	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list", "launch", "connector_view", "start_flow",
@@ -352,6 +352,9 @@ func (g *Gen) Args(op string) any {
 	case "activation_changes":
 		a["before"] = g.before()
 		g.optional(a, "after", 0.6, 0.05, g.before)
+	case "grant_changes":
+		a["before"] = g.grantsView()
+		g.optional(a, "after", 0.6, 0.05, g.grantsView)
 	case "launch":
 		a["connector"], a["agent"] = g.connector("mcp_server", "mcp_remote"), g.agentArg()
 		g.optional(a, "check", 0.5, 0.1, func() any { return pick(g, []any{true, false, "yes"}) })
@@ -437,6 +440,33 @@ func toAny(xs []string) []any {
 }
 
 // before is an activation watcher's earlier view: {connector: {agent: true}}.
+// grantsView is a view of the grants ledger for grant_changes ({connector: {agent:
+// [scopes]}}), with now and then an entry that is no grant.
+func (g *Gen) grantsView() any {
+	if g.chance(0.05) {
+		return g.junk()
+	}
+	m := map[string]any{}
+	for range g.r.IntN(4) {
+		cs, ok := g.connector().(string)
+		if !ok {
+			continue
+		}
+		inner, ok := m[cs].(map[string]any)
+		if !ok {
+			inner = map[string]any{}
+			m[cs] = inner
+		}
+		for range 1 + g.r.IntN(2) {
+			inner[g.agentID(0.1)] = pick(g, []any{g.scopesArg(2), g.scopesArg(2), []any{}, "use", []any{json.Number("1")}})
+		}
+	}
+	if g.chance(0.05) {
+		m["version"] = json.Number("1")
+	}
+	return m
+}
+
 func (g *Gen) before() any {
 	if g.chance(0.05) {
 		return g.junk()

@@ -212,3 +212,50 @@ _list_value := facts.value(_f, "grants", {})
 _list_result := {"connector": _c, "grants": _list_value} if is_string(_c)
 
 else := {"grants": _list_value}
+
+# METADATA
+# title: grant_changes decision
+# description: |
+#   The connector.grant.changed events between an earlier view of the grants (args.before,
+#   the grants ledger {connector: {agent: [scopes]}}) and a later one (args.after, or else
+#   the ledger as it is now), for a watcher that noticed another process change the file;
+#   the result is the view to keep for next time. One event per pair whose scopes changed,
+#   with the scopes it holds now ([] when revoked). Entries that are not lists of strings
+#   are no grant.
+# entrypoint: true
+changes := step.fail(errors.usage("grant_changes needs before ({connector: {agent: [scopes]}}) and an optional after"), []) if {
+	not _before_object
+} else := step.need(m) if {
+	not _after_object
+	m := facts.missing(_f, [facts.ledger("grants", store.grants_file, [])])
+	count(m) > 0
+} else := step.done({"grants": _now}, [changed_event(c, a, s) |
+	some [c, a, s] in _changed
+])
+
+_before_object if is_object(input.args.before)
+
+_after_object if is_object(input.args.after)
+
+_now := input.args.after if _after_object
+
+else := facts.value(_f, "grants", {})
+
+# A grant entry: a list of scope strings.
+_held(m, c, a) := s if {
+	is_object(m[c])
+	s := m[c][a]
+	is_array(s)
+	every x in s {
+		is_string(x)
+	}
+}
+
+_grant_pairs(m) := {[c, a] | some c, agents in m; is_object(agents); some a, _ in agents; _held(m, c, a)}
+
+_same(c, a) if _held(input.args.before, c, a) == _held(_now, c, a)
+
+_changed := sort(array.concat(
+	[[c, a, _held(_now, c, a)] | some [c, a] in _grant_pairs(_now); not _same(c, a)],
+	[[c, a, []] | some [c, a] in (_grant_pairs(input.args.before) - _grant_pairs(_now))],
+))

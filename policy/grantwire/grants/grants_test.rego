@@ -190,3 +190,53 @@ test_list_grants_usage if {
 	_list({"connector": 5}, {}) == fx.failed(fx.usage("list_grants takes an optional connector"), [])
 	_list({"connector": "nope"}, {}).error.code == "UNKNOWN_CONNECTOR"
 }
+
+# ---------------------------------------------------------------------------------------
+# grant_changes
+
+_changes(args, f) := fx.decide(fx.q1("grant_changes", args, f))
+
+_gev(c, a, list) := {"kind": "event.emit", "type": "connector.grant.changed", "payload": {"connector_id": c, "agent_id": a, "scopes": list}}
+
+_changes_usage := fx.failed(fx.usage("grant_changes needs before ({connector: {agent: [scopes]}}) and an optional after"), [])
+
+test_grant_changes if {
+	_changes({}, {}) == _changes_usage
+	_changes({"before": ["x"]}, {}) == _changes_usage
+	_changes({"before": {}}, {}) == fx.need([{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": []}])
+	now := {"google": {"a:1": ["email"], "a:2": ["email", "openid"]}, "mcp-github": {"a:1": ["use"]}}
+	before := {"google": {"a:1": ["email"], "a:2": ["email"], "a:4": ["openid"]}, "local": {"a:1": ["read"]}}
+	want := [
+		_gev("google", "a:2", ["email", "openid"]),
+		_gev("google", "a:4", []),
+		_gev("local", "a:1", []),
+		_gev("mcp-github", "a:1", ["use"]),
+	]
+	_changes({"before": before}, {"grants": fx.entry(fx.grants_file, [], now)}) == fx.done({"grants": now}, want)
+	_changes({"before": now}, {"grants": fx.entry(fx.grants_file, [], now)}) == fx.done({"grants": now}, [])
+	_changes({"before": now}, {"grants": fx.no_file(fx.grants_file, [])}) == fx.done(
+		{"grants": {}},
+		[_gev("google", "a:1", []), _gev("google", "a:2", []), _gev("mcp-github", "a:1", [])],
+	)
+
+	# a later view given: nothing is read
+	_changes({"before": before, "after": now}, {}) == fx.done({"grants": now}, want)
+}
+
+# Entries that are not lists of strings are no grant.
+test_grant_changes_ignores_what_is_not_a_grant if {
+	before := {"google": {"a:1": ["email"], "a:5": [1]}, "slack": "junk", "version": 1}
+	after := {"google": {"a:1": "x", "a:5": ["email"]}, "mcp-github": {"a:3": {"use": true}}}
+	_changes({"before": before, "after": after}, {}) == fx.done(
+		{"grants": after},
+		[_gev("google", "a:1", []), _gev("google", "a:5", ["email"])],
+	)
+}
+
+# The views are ledger content: the argument rules do not apply to them.
+test_grant_changes_views_are_not_arguments if {
+	d := fx.decide(fx.q("grant_changes", {"before": {"m\"x": {"a\\b": ["s p"]}}}, {"grants": fx.entry(fx.grants_file, [], {})}))
+	d.status == "done"
+	d.result == {"grants": {}}
+	d.effects == [_gev("m\"x", "a\\b", [])]
+}
