@@ -357,6 +357,15 @@ test_registration_refusals if {
 	}
 }
 
+# Several refused members: the first is named, never a conflict (found by FuzzRemoteDCR).
+test_registration_several_refusals if {
+	d := _d(_args, _with({"dcr": fx.http(201, object.union(_dcr_json, {"tos_uri": 7, "client_uri": "javascript:x", "redirect_uris": ["javascript:y", 5]}))}))
+	contains(d.error.message, "its answer's client_uri is refused")
+	d.effects == []
+	d2 := _d(_args, _with({"dcr": fx.http(201, object.union(_dcr_json, {"redirect_uris": ["javascript:y", 5]}))}))
+	contains(d2.error.message, "its answer's redirect_uris are refused: only https URLs")
+}
+
 test_dcr_with_a_secret if {
 	j := object.union(_dcr_json, {"client_secret": fx.desc("dcr#client_secret", "5ec5ec5ec5ec5ec5"), "token_endpoint_auth_method": "client_secret_post"})
 	d := _d(_args, _with({"dcr": fx.http(201, j)}))
