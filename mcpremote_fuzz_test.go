@@ -71,6 +71,34 @@ type fzWorld struct {
 	challenge string // the 401's WWW-Authenticate
 	prm, as   []byte // metadata documents
 	dcr       []byte // the registration answer
+	// huge, when set, replaces the authorization-server metadata with a JSON document of
+	// that many bytes, made as it is read; served counts the bytes read of it.
+	huge, served int64
+}
+
+// hugeDoc is a JSON object of n bytes, made as it is read.
+type hugeDoc struct {
+	n, off int64
+	count  *int64
+}
+
+func (h *hugeDoc) Read(p []byte) (int, error) {
+	if h.off >= h.n {
+		return 0, io.EOF
+	}
+	i := 0
+	for ; i < len(p) && h.off < h.n; i, h.off = i+1, h.off+1 {
+		switch {
+		case h.off < 8:
+			p[i] = `{"pad":"`[h.off]
+		case h.off >= h.n-2:
+			p[i] = `"}`[h.off-(h.n-2)]
+		default:
+			p[i] = 'a'
+		}
+	}
+	*h.count += int64(i)
+	return i, nil
 }
 
 func (fw *fzWorld) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -94,10 +122,11 @@ func (fw *fzWorld) RoundTrip(r *http.Request) (*http.Response, error) {
 		status, body = http.StatusOK, []byte(`{"access_token":"`+fzAccess+`","refresh_token":"`+fzRefresh+
 			`","token_type":"Bearer","expires_in":3600,"scope":"files:read offline_access"}`)
 	}
-	return &http.Response{
-		StatusCode: status, Header: h, Body: io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)), Request: r,
-	}, nil
+	var rd io.Reader = bytes.NewReader(body)
+	if fw.huge > 0 && bytes.Equal(body, fw.as) && status == http.StatusOK {
+		rd = &hugeDoc{n: fw.huge, count: &fw.served}
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(rd), Request: r}, nil
 }
 
 // fzLoopback is the user consenting at once: the callback carries the planted code and
@@ -260,6 +289,17 @@ func TestRemoteFuzzWorld(t *testing.T) {
 	var ge *grantwire.Error
 	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "logo_uri is refused") {
 		t.Fatalf("a javascript: logo_uri gave %v", err)
+	}
+
+	// 10 MB of metadata: refused, and read no further than the cap (memory stays bounded).
+	fw = fzGood()
+	fw.huge = 10 << 20
+	_, err = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "answered with more than 1 MiB") {
+		t.Fatalf("10 MB of metadata gave %v", err)
+	}
+	if fw.served > 1<<20+1 || fw.served < 1<<20 {
+		t.Fatalf("read %d bytes of a 10 MB document, want the 1 MiB cap and one byte", fw.served)
 	}
 }
 
