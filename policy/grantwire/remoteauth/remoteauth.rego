@@ -611,17 +611,24 @@ _fix := remote.auth_cmd(_c)
 
 _problem(message) := errors.provider_problem(_c, message, "")
 
+# A step-up's fix names the scopes: authorizing without the server's challenge would ask
+# for fewer, and the server would refuse again.
+_fix_scopes := scopes.flag(_stepup_scopes) if {
+	input.args.status == 403
+	_step_up
+} else := ""
+
 _interactive := errors.error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", _c, " needs a browser or a person at a terminal, and this session has neither; nothing was sent or stored"]),
-	concat("", [_fix, " --no-browser"]),
+	concat("", [_fix, _fix_scopes, " --no-browser"]),
 	{"connector": _c},
 )
 
 _browser_gone := errors.error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", _c, " needs a browser, and none could be opened; nothing was stored"]),
-	concat("", [_fix, " --no-browser"]),
+	concat("", [_fix, _fix_scopes, " --no-browser"]),
 	{"connector": _c},
 )
 

@@ -221,6 +221,19 @@ test_step_up_asks_for_the_union if {
 	w.url.query.scope == "files:read files:write offline_access"
 }
 
+# Headless, a step-up's fix names the union of the scopes (without the challenge, an
+# authorization would ask for fewer); any other authorization's fix names none.
+test_headless_step_up_fix_names_the_scopes if {
+	h := base64url.encode(`Bearer error="insufficient_scope", scope="files:write"`)
+	f := _with({"token": _held, "loopback": {"status": "unavailable"}})
+	d := _d({"connector": _c, "www_authenticate": h, "status": 403, "step_up": 1}, f)
+	_code(d) == "INTERACTIVE_AUTH_REQUIRED"
+	d.error.fix == "grantwire mcp auth mcp-remote --scopes files:read,files:write --no-browser"
+	g := _d({"connector": _c, "www_authenticate": h, "status": 403, "step_up": 1}, _with({"token": _held, "callback": {"status": "unavailable"}}))
+	g.error.fix == "grantwire mcp auth mcp-remote --scopes files:read,files:write --no-browser"
+	_d(_args, _with({"loopback": {"status": "unavailable"}})).error.fix == "grantwire mcp auth mcp-remote --no-browser"
+}
+
 test_futile_step_up if {
 	h := base64url.encode(`Bearer error="insufficient_scope", scope="files:read"`)
 	d := _d({"connector": _c, "www_authenticate": h, "status": 403}, _with({"token": _held}))
