@@ -4,7 +4,9 @@ package main_test
 // an MCP server built with the go-sdk whose tool needs a scope the first authorization did
 // not ask for answers 403 with an insufficient_scope challenge; `grantwire mcp proxy`
 // authorizes again in the browser (the stand-in browser consents) with the union of the
-// scopes held and challenged, and the go-sdk client's call then succeeds.
+// scopes held and challenged, and the go-sdk client's call then succeeds. A proxy that
+// cannot open a browser refuses with the command that authorizes those scopes, which the
+// test runs.
 
 import (
 	"context"
@@ -75,4 +77,36 @@ func TestE2ERemoteMCPStepUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), srv.StepUps())
 	require.Equal(t, exchanges+1, w.srv.Stats().CodeExchanges)
+
+	// Headless (no browser for the proxy): the step-up is refused with the command that
+	// authorizes the union of the scopes, nothing is stored, and after that command the
+	// call succeeds without a step-up.
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes2", "--url", srv.URL, "--scopes", "notes:read").code)
+	r = w.mcpAuthNoBrowser("notes2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes2", "builtin:chat", "--scopes", "use").code)
+	headless, _ := w.proxySession(ctx, "notes2", "builtin:chat")
+	exchanges = w.srv.Stats().CodeExchanges
+	_, err = headless.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "INTERACTIVE_AUTH_REQUIRED")
+	_, fix, ok := strings.Cut(err.Error(), "; fix: ")
+	require.True(t, ok, err.Error())
+	require.Equal(t, "grantwire mcp auth notes2 --scopes notes:read,notes:write --no-browser", fix)
+	require.Equal(t, exchanges, w.srv.Stats().CodeExchanges, "nothing was authorized")
+	require.Equal(t, []string{"notes:read"}, w.remoteList()["notes2"].GrantedScopes)
+
+	s := w.start(nil, strings.Fields(fix)[1:]...)
+	consent(t, s.waitURL(t))
+	r = s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, []string{"notes:read", "notes:write"}, w.remoteList()["notes2"].GrantedScopes)
+	stepUps := srv.StepUps()
+	headless2, _ := w.proxySession(ctx, "notes2", "builtin:chat")
+	res, err = headless2.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "scopes: notes:read notes:write", res.Content[0].(*mcp.TextContent).Text)
+	require.Equal(t, stepUps, srv.StepUps(), "no 403 after the fix")
 }
