@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/mcptest"
 )
 
@@ -93,6 +94,7 @@ func TestE2ERemoteMCPStepUp(t *testing.T) {
 	_, fix, ok := strings.Cut(err.Error(), "; fix: ")
 	require.True(t, ok, err.Error())
 	require.Equal(t, "grantwire mcp auth notes2 --scopes notes:read,notes:write --no-browser", fix)
+	fixes.Record(t.Name(), "fix: "+fix) // a known kind (TestMain checks), run here
 	require.Equal(t, exchanges, w.srv.Stats().CodeExchanges, "nothing was authorized")
 	require.Equal(t, []string{"notes:read"}, w.remoteList()["notes2"].GrantedScopes)
 
