@@ -11,7 +11,9 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -209,11 +211,16 @@ func TestE2ERemoteMCPHeadless(t *testing.T) {
 
 // TestE2ERemoteMCPPreregistered: a client registered by hand (its secret on stdin) is used
 // with client_secret_basic where the authorization server takes no dynamic registration,
-// and its secret never appears anywhere but the credential store.
+// and its secret never appears anywhere but the credential store: every command of the
+// add/auth/proxy/logout session writes a decision log under the home (so the leak search
+// of every e2e test reads it, with every output and file), where the events the policy
+// emits are effects too.
 func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	const clientID, secret = "grantwire-prereg", "prereg-secret-5f1b0c"
 	w, srv := remoteWorld(t, authserver.Config{ClientID: clientID, ClientSecret: secret, NoRegistration: true}, nil)
 	w.plant(secret)
+	decisions := filepath.Join(w.home, "decisions.jsonl")
+	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+decisions)
 	r := w.gw(secret+"\n", "mcp", "add", "corp", "--url", srv.URL, "--client-id", clientID, "--issuer", w.srv.URL(), "--client-secret-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = w.mcpAuthNoBrowser("corp")
@@ -233,4 +240,19 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	e := w.fail(3, "CONFIGURATION", "mcp", "auth", "corp", "--no-browser")
 	require.Contains(t, e.Error.Message, "is for the authorization server https://login.example.com")
 	require.Equal(t, exchanges, w.srv.Stats().TokenRequests)
+
+	// Logout revokes with the client's secret (Basic) and deletes the tokens.
+	var lo struct {
+		Revoked bool `json:"revoked"`
+	}
+	w.gwJSON("", 0, &lo, "mcp", "logout", "corp")
+	require.True(t, lo.Revoked)
+	require.Empty(t, w.keyring("corp:mcp_token"))
+
+	// The decision log recorded the whole session (the leak search reads it at cleanup).
+	log, err := os.ReadFile(decisions)
+	require.NoError(t, err)
+	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token", "mcp_logout"} {
+		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
+	}
 }

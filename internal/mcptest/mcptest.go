@@ -9,12 +9,15 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,6 +42,10 @@ type Options struct {
 	// Scopes are required of every request (and named in the challenge); ScopesSupported
 	// is the metadata's scopes_supported (nil: not published).
 	Scopes, ScopesSupported []string
+	// ToolScopes are the scopes a tool call needs beyond Scopes: a call whose token lacks
+	// one is answered 403 with an insufficient_scope challenge naming them (RFC 6750 §3.1;
+	// the MCP scope step-up), before the tool runs.
+	ToolScopes map[string][]string
 }
 
 // Server is a running remote MCP server.
@@ -49,6 +56,7 @@ type Server struct {
 	srv              *http.Server
 	calls            atomic.Int64
 	refused          atomic.Int64
+	stepUps          atomic.Int64
 }
 
 // Start serves an MCP server on 127.0.0.1 until Close.
@@ -75,7 +83,11 @@ func Start(o Options) (*Server, error) {
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami", Description: "the scopes of the caller's token"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			s.calls.Add(1)
+			// The request's own token (the context may be the session's first request's).
 			info := auth.TokenInfoFromContext(ctx)
+			if req.Extra != nil && req.Extra.TokenInfo != nil {
+				info = req.Extra.TokenInfo
+			}
 			text := "anonymous"
 			if info != nil {
 				text = "scopes: " + strings.Join(info.Scopes, " ")
@@ -92,7 +104,7 @@ func Start(o Options) (*Server, error) {
 	}
 	mcpHandler := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.MetadataURL, Scopes: o.Scopes,
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	})(toolScopes(o.ToolScopes, s.MetadataURL, &s.stepUps, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 
 	prm := map[string]any{
 		"resource": s.URL, "authorization_servers": []string{o.Issuer}, "bearer_methods_supported": []string{"header"},
@@ -114,6 +126,49 @@ func Start(o Options) (*Server, error) {
 // Calls counts the tool calls served; Refused the tokens the verifier refused.
 func (s *Server) Calls() int64   { return s.calls.Load() }
 func (s *Server) Refused() int64 { return s.refused.Load() }
+
+// StepUps counts the 403 insufficient_scope answers (ToolScopes).
+func (s *Server) StepUps() int64 { return s.stepUps.Load() }
+
+// toolScopes answers a tools/call whose token lacks the tool's scopes 403
+// insufficient_scope, naming the scopes, and serves anything else with next.
+func toolScopes(need map[string][]string, metadataURL string, count *atomic.Int64, next http.Handler) http.Handler {
+	if len(need) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(w, "bad request", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				var held []string
+				if info := auth.TokenInfoFromContext(r.Context()); info != nil {
+					held = info.Scopes
+				}
+				for _, sc := range need[msg.Params.Name] {
+					if !slices.Contains(held, sc) {
+						count.Add(1)
+						w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
+							strings.Join(need[msg.Params.Name], " "), metadataURL))
+						http.Error(w, "insufficient scope", http.StatusForbidden)
+						return
+					}
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // Close stops the server.
 func (s *Server) Close() error {

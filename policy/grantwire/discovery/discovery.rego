@@ -337,8 +337,8 @@ prm_problem(doc, u) := "it names no resource" if {
 } else := "it lists no authorization server" if {
 	not _nonempty_strings(object.get(doc, "authorization_servers", null))
 } else := concat("", ["its authorization server cannot be used: ", p]) if {
-	some a in doc.authorization_servers
-	p := issuer_problem(a)
+	# the first one refused: several refused would give conflicting values
+	p := [p | some a in doc.authorization_servers; p := issuer_problem(a)][0]
 } else := "its scopes_supported is not a list of strings" if {
 	doc.scopes_supported != null
 	not _strings(doc.scopes_supported)
@@ -366,12 +366,15 @@ as_problem(doc, iss) := "its issuer is not the authorization server it was fetch
 	doc.response_types_supported != null
 	not "code" in _list(doc.response_types_supported)
 } else := concat("", ["it has no ", f]) if {
-	some f in ["authorization_endpoint", "token_endpoint"]
-	not is_string(object.get(doc, f, null))
-} else := concat("", ["its ", f, " is refused: ", p]) if {
-	some f in _url_fields
-	doc[f] != null
-	p := _field_refusal(doc[f])
+	f := [f | some f in ["authorization_endpoint", "token_endpoint"]; not is_string(object.get(doc, f, null))][0]
+} else := m if {
+	# the first field refused, in the order of _url_fields
+	m := [m |
+		some f in _url_fields
+		doc[f] != null
+		p := _field_refusal(doc[f])
+		m := concat("", ["its ", f, " is refused: ", p])
+	][0]
 }
 
 _field_refusal(v) := "it is not a string" if {

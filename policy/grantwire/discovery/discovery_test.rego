@@ -207,6 +207,14 @@ test_as_problems if {
 	discovery.as_problem(object.union(_asm, {"token_endpoint": "http://as.example.com/token"}), _iss) == "its token_endpoint is refused: plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)"
 	discovery.as_problem(object.union(_asm, {"registration_endpoint": "javascript:alert(1)"}), _iss) == "its registration_endpoint is refused: only https URLs are allowed (plain http only to a loopback IP address)"
 	discovery.as_problem(object.union(_asm, {"jwks_uri": 5}), _iss) == "its jwks_uri is refused: it is not a string"
+
+	# several problems of one kind: the first, never a conflict (found by FuzzRemoteASMetadata)
+	discovery.as_problem(object.remove(_asm, ["authorization_endpoint", "token_endpoint"]), _iss) == "it has no authorization_endpoint"
+	discovery.as_problem(object.union(_asm, {"jwks_uri": 5, "token_endpoint": "javascript:x"}), _iss) == "its token_endpoint is refused: only https URLs are allowed (plain http only to a loopback IP address)"
+}
+
+test_prm_several_refused_servers if {
+	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:x", "https://a.example.com?q"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to a loopback IP address)"
 }
 
 test_helpers if {

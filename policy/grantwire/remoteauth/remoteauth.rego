@@ -388,14 +388,17 @@ _dcr_problem := "it could not be reached" if {
 	not _dcr_object
 } else := "its answer has no client_id" if {
 	not _dcr_client_id
-} else := concat("", ["its answer's ", f, " is refused: ", p]) if {
-	some f in _dcr_url_fields
-	_dcr.json[f] != null
-	p := _any_refusal(_dcr.json[f])
+} else := m if {
+	# the first field refused: several refused would give conflicting values
+	m := [m |
+		some f in _dcr_url_fields
+		_dcr.json[f] != null
+		p := _any_refusal(_dcr.json[f])
+		m := concat("", ["its answer's ", f, " is refused: ", p])
+	][0]
 } else := concat("", ["its answer's redirect_uris are refused: ", p]) if {
 	_dcr.json.redirect_uris != null
-	some u in _dcr_redirects
-	p := _any_refusal(u)
+	p := [p | some u in _dcr_redirects; p := _any_refusal(u)][0]
 } else := "its answer does not register the loopback redirect URI" if {
 	_dcr.json.redirect_uris != null
 	not _redirect in _dcr_redirects
@@ -608,17 +611,24 @@ _fix := remote.auth_cmd(_c)
 
 _problem(message) := errors.provider_problem(_c, message, "")
 
+# A step-up's fix names the scopes: authorizing without the server's challenge would ask
+# for fewer, and the server would refuse again.
+_fix_scopes := scopes.flag(_stepup_scopes) if {
+	input.args.status == 403
+	_step_up
+} else := ""
+
 _interactive := errors.error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", _c, " needs a browser or a person at a terminal, and this session has neither; nothing was sent or stored"]),
-	concat("", [_fix, " --no-browser"]),
+	concat("", [_fix, _fix_scopes, " --no-browser"]),
 	{"connector": _c},
 )
 
 _browser_gone := errors.error(
 	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", _c, " needs a browser, and none could be opened; nothing was stored"]),
-	concat("", [_fix, " --no-browser"]),
+	concat("", [_fix, _fix_scopes, " --no-browser"]),
 	{"connector": _c},
 )
 

@@ -221,6 +221,19 @@ test_step_up_asks_for_the_union if {
 	w.url.query.scope == "files:read files:write offline_access"
 }
 
+# Headless, a step-up's fix names the union of the scopes (without the challenge, an
+# authorization would ask for fewer); any other authorization's fix names none.
+test_headless_step_up_fix_names_the_scopes if {
+	h := base64url.encode(`Bearer error="insufficient_scope", scope="files:write"`)
+	f := _with({"token": _held, "loopback": {"status": "unavailable"}})
+	d := _d({"connector": _c, "www_authenticate": h, "status": 403, "step_up": 1}, f)
+	_code(d) == "INTERACTIVE_AUTH_REQUIRED"
+	d.error.fix == "grantwire mcp auth mcp-remote --scopes files:read,files:write --no-browser"
+	g := _d({"connector": _c, "www_authenticate": h, "status": 403, "step_up": 1}, _with({"token": _held, "callback": {"status": "unavailable"}}))
+	g.error.fix == "grantwire mcp auth mcp-remote --scopes files:read,files:write --no-browser"
+	_d(_args, _with({"loopback": {"status": "unavailable"}})).error.fix == "grantwire mcp auth mcp-remote --no-browser"
+}
+
 test_futile_step_up if {
 	h := base64url.encode(`Bearer error="insufficient_scope", scope="files:read"`)
 	d := _d({"connector": _c, "www_authenticate": h, "status": 403}, _with({"token": _held}))
@@ -355,6 +368,15 @@ test_registration_refusals if {
 	] {
 		contains(_d(_args, _with({"dcr": dcr})).error.message, "registration endpoint")
 	}
+}
+
+# Several refused members: the first is named, never a conflict (found by FuzzRemoteDCR).
+test_registration_several_refusals if {
+	d := _d(_args, _with({"dcr": fx.http(201, object.union(_dcr_json, {"tos_uri": 7, "client_uri": "javascript:x", "redirect_uris": ["javascript:y", 5]}))}))
+	contains(d.error.message, "its answer's client_uri is refused")
+	d.effects == []
+	d2 := _d(_args, _with({"dcr": fx.http(201, object.union(_dcr_json, {"redirect_uris": ["javascript:y", 5]}))}))
+	contains(d2.error.message, "its answer's redirect_uris are refused: only https URLs")
 }
 
 test_dcr_with_a_secret if {
