@@ -34,7 +34,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	require.Equal(t, []grantwire.DeviceCode{{
 		Connector: "microsoft", VerificationURI: "https://login.microsoftonline.com/device",
 		VerificationURIComplete: "https://login.microsoftonline.com/device?user_code=CODE-0001",
-		UserCode:                "CODE-0001", ExpiresIn: 5 * time.Minute,
+		UserCode:                "CODE-0001", ExpiresIn: 5 * time.Minute, Interval: 5 * time.Second,
 	}}, codes)
 	require.Empty(t, w.Prompts(), "the caller showed the code, not the shell")
 	require.Equal(t, 20*time.Second, w.Capabilities("").Clock.Now().Sub(start), "polls after 5, 5 and 10 s (slow_down)")
