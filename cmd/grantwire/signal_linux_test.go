@@ -31,14 +31,14 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
-// SIGINT in the middle of a slow decision (a grant of 4000 scopes: the policy is
+// SIGINT in the middle of a slow decision (a grant of 10,000 scopes: the policy is
 // quadratic in them, seconds of CPU) stops it: exit 130 at once, "cancelled", and nothing
 // written (issue 10, item 17). Without cancellation the decision runs to its end and the
 // grant is written with exit 0. The Wasm engine runs it: the native engine decides the same
 // grant in a fraction of a second, too fast to be interrupted.
 func TestBinarySIGINTDuringASlowDecision(t *testing.T) {
 	w := newBB(t)
-	scopes := make([]string, 4000)
+	scopes := make([]string, 10000)
 	for i := range scopes {
 		scopes[i] = "s" + strconv.Itoa(i)
 	}
