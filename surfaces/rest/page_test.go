@@ -105,6 +105,28 @@ func TestPageInARealBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, name), buf, 0o644))
 	}
+	// click clicks an element, again when a live update replaced it between finding it and
+	// clicking it ("Could not find node with given id").
+	click := func(sel string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				shot("failure.png")
+				t.Fatalf("click %s: %v", sel, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// read evaluates a JavaScript expression over the element sel (as el) in the page:
+	// no DOM node id is held, so a live update between finding and reading cannot fail it.
+	read := func(sel, expr string) (string, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[string](`((el) => el ? String(`+expr+`) : "")(document.querySelector(`+jsString(sel)+`))`))
+	}
 	waitText := func(sel, want string) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
@@ -134,43 +156,43 @@ func TestPageInARealBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(tile("google")+` form.configure button[type="submit"]`)),
 	))
 	waitText(tile("google")+" .note", "Saved to the credential store")
-	typ, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#cfg-google-client_secret"), "type"))
+	typ, err := read("#cfg-google-client_secret", "el.getAttribute(\"type\")")
 	require.NoError(t, err)
-	require.Equal(t, "password", typ.Value)
+	require.Equal(t, "password", typ)
 	shot("02-client-configured.png")
 	shotTile("02-tile.png", "google")
 
 	// 2b. "Use a code instead" (the device flow): the tile shows the code, the link and a
 	// countdown; Cancel ends it (nothing stored); again, and the user approves the code on
 	// another device: the tile turns connected by itself; then disconnect.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
+	click("#device-google")
 	waitText("#countdown-google", "the code works for")
-	left, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#countdown-google")))
+	left, err := read("#countdown-google", "el.innerText")
 	require.NoError(t, err)
 	require.Regexp(t, `works for (2:00|1:[0-5]\d)$`, left, "the code's 120 s, counting down")
-	userCode, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	userCode, err := read("#code-google", "el.innerText")
 	require.NoError(t, err)
 	require.Regexp(t, `^[A-Z]{4}-[A-Z]{4}$`, userCode)
-	href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#verify-google"), "href"))
+	href, err := read("#verify-google", "el.getAttribute(\"href\")")
 	require.NoError(t, err)
-	require.Equal(t, w.auth.VerificationURL(), href.Value)
+	require.Equal(t, w.auth.VerificationURL(), href)
 	shot("02b-device-code.png")
 	shotTile("02b-tile.png", "google")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#cancel-google"))))
+	click("#cancel-google")
 	waitText(tile("google")+" .note", "cancelled")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#device-google"))))
+	click("#device-google")
 	waitText("#countdown-google", "the code works for")
-	userCode, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#code-google")))
+	userCode, err = read("#code-google", "el.innerText")
 	require.NoError(t, err)
 	require.True(t, w.auth.Approve(userCode))
 	waitText(tile("google")+" .state", "Connected as ada@example.com")
 	shotTile("02c-device-connected.png", "google")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#disconnect-google"))))
+	click("#disconnect-google")
 	waitText(tile("google")+" .state", "Not connected")
 
 	// 3. Connect: the page opens the authorization in a new window; the local server
 	// consents and redirects to grantwire's loopback; the tile turns connected by itself.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect-google"))))
+	click("#connect-google")
 	waitText(tile("google")+" .state", "Connected as ada@example.com")
 	shot("03-connected.png")
 	shotTile("03-tile.png", "google")
@@ -191,7 +213,7 @@ func TestPageInARealBrowser(t *testing.T) {
 
 	// 4b. Reconnect: the connection must now also hold what the agent is granted; the page
 	// asks again with the scopes the policy names (held or granted), through the real flow.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect-google"))))
+	click("#connect-google")
 	waitText(tile("google")+" .scopes", "gmail.readonly")
 	waitText(tile("google")+" .note", "Connected as ada@example.com")
 
@@ -210,7 +232,7 @@ func TestPageInARealBrowser(t *testing.T) {
 
 	// 6. The CLI, in another process, activates mcp-git for the chat agent: the open page
 	// shows it without a reload.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(tile("mcp-git")+` details[data-panel="active"] summary`))))
+	click(tile("mcp-git") + ` details[data-panel="active"] summary`)
 	navigations, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
 	require.NoError(t, err)
 	out, code := w.cli("", "activations", "activate", "mcp-git", "builtin:chat")
