@@ -1,37 +1,7 @@
 package native
 
-import (
-	"encoding/binary"
-	"syscall"
-)
+import "syscall"
 
-// lstatStamp is the stamp of path by lstat(2) without os.FileInfo (fewer allocations on
-// the hot path); absent reports a path that does not exist.
-func lstatStamp(path string) (stamp string, absent bool, err error) {
-	var st syscall.Stat_t
-	for {
-		err = syscall.Lstat(path, &st)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err == syscall.ENOENT || err == syscall.ENOTDIR {
-		return "", true, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return "", false, errNotRegular
-	}
-	return packStamp(uint64(st.Dev), st.Ino, uint64(st.Size), uint64(st.Mode),
-		uint64(st.Mtimespec.Nano()), uint64(st.Ctimespec.Nano())), false, nil
-}
-
-func packStamp(v ...uint64) string {
-	var b [48]byte
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], x)
-	}
-	return string(b[:])
-}
+// The modification and change times, in ns, of a stat result (lstatStamp, stamp_unix.go).
+func mtime(st *syscall.Stat_t) int64 { return st.Mtimespec.Nano() }
+func ctime(st *syscall.Stat_t) int64 { return st.Ctimespec.Nano() }
