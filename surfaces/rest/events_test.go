@@ -114,6 +114,20 @@ func TestASlowSubscriberIsToldItDroppedEvents(t *testing.T) {
 	require.True(t, sub.lagged.Load())
 	// the reading stream also had room for 4 of a burst of 100: it is told, then goes on
 	fast.until(t, "events.dropped")
+	// once its queue has room again (it may still be draining the burst), the next event reaches it
+	var fastSub *subscriber
+	s.hub.mu.Lock()
+	for x := range s.hub.subs {
+		if x != sub {
+			fastSub = x
+		}
+	}
+	s.hub.mu.Unlock()
+	require.NotNil(t, fastSub)
+	for i := 0; len(fastSub.ch) > 0; i++ {
+		require.Less(t, i, 500, "the reading stream never drained its queue")
+		time.Sleep(10 * time.Millisecond)
+	}
 	s.publishEvent(event(200))
 	fast.until(t, `"s200"`)
 	s.hub.unsubscribe(sub)
