@@ -29,6 +29,13 @@ type Query struct {
 	Facts   map[string]json.RawMessage `json:"facts"`
 	Attempt int                        `json:"attempt"`
 	Round   int                        `json:"round"`
+	// Tokens names facts by version (resident facts): a fact whose key has a token here is
+	// byte for byte the fact every other query with the same token carried, so an engine
+	// may keep its parsed value between calls, keyed by the token, instead of parsing it
+	// again. Tokens are issued by the host, unique within the process for as long as it
+	// runs, and never reach the policy (a query as JSON carries none): an engine that
+	// ignores them decides the same.
+	Tokens map[string]string `json:"-"`
 }
 
 // Decision statuses.
