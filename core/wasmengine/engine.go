@@ -78,6 +78,7 @@ type config struct {
 	poolSet  bool
 	cacheSet bool
 	cacheDir string
+	resident int // bytes of resident facts per instance (0: tokens ignored)
 }
 
 // Option configures an [Engine]; options never fail, errors are reported by [New].
@@ -113,6 +114,18 @@ func WithPoolSize(n int) Option {
 		}
 		c.pool = n
 		c.poolSet = true
+	}
+}
+
+// WithResidentLimit bounds the heap bytes each instance spends on resident facts (see
+// Resident facts; default DefaultResidentLimit). 0 turns resident facts off: Decide
+// then ignores Query.Tokens.
+func WithResidentLimit(bytes int) Option {
+	return func(c *config) {
+		if bytes < 0 {
+			c.errs = append(c.errs, fmt.Errorf("wasmengine: resident limit %d < 0", bytes))
+		}
+		c.resident = bytes
 	}
 }
 
@@ -181,12 +194,17 @@ type instance struct {
 	builtins  api.Function
 	stack     [8]uint64
 	sorter    canon.Sorter
+
+	// The eval-context ABI and opa_value_add_path, for resident facts (nil when the
+	// module lacks them: Decide then goes through JSON).
+	ctxNew, ctxInput, ctxData, ctxEntry, ctxEval, ctxResult, addPath api.Function
+	res                                                               resident
 }
 
 // New compiles the policy and prepares a pool of instances with the data loaded once, on
 // the variant ctx calls for (see Cancellation).
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
-	c := config{module: policy.Wasm, data: []byte(`{}`), pool: runtime.GOMAXPROCS(0)}
+	c := config{module: policy.Wasm, data: []byte(`{}`), pool: runtime.GOMAXPROCS(0), resident: DefaultResidentLimit}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -384,6 +402,14 @@ func (v *variant) newInstance(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("%w: missing export %s (OPA Wasm ABI 1.2 or later is required)", ErrNotPolicy, n)
 		}
 	}
+	opt := map[string]*api.Function{
+		"opa_eval_ctx_new": &in.ctxNew, "opa_eval_ctx_set_input": &in.ctxInput,
+		"opa_eval_ctx_set_data": &in.ctxData, "opa_eval_ctx_set_entrypoint": &in.ctxEntry,
+		"eval": &in.ctxEval, "opa_eval_ctx_get_result": &in.ctxResult, "opa_value_add_path": &in.addPath,
+	}
+	for n, p := range opt {
+		*p = mod.ExportedFunction(n)
+	}
 	if g := mod.ExportedGlobal("opa_wasm_abi_version"); g == nil || g.Get() != 1 {
 		_ = in.close(ctx)
 		return nil, fmt.Errorf("%w: opa_wasm_abi_version is not 1", ErrNotPolicy)
@@ -502,6 +528,7 @@ func (e *Engine) load(ctx context.Context, in *instance, data []byte) error {
 	if e.dataHeap, err = in.call(ctx, in.heapGet); err != nil {
 		return err
 	}
+	in.res.clear(e.dataHeap)
 	e.pages = in.mem.Size() / pageSize
 	img, _ := in.mem.Read(0, in.mem.Size())
 	e.image = bytes.Clone(img)
@@ -535,6 +562,7 @@ func (e *Engine) clone(ctx context.Context, v *variant) (*instance, error) {
 		_ = in.close(ctx)
 		return nil, err
 	}
+	in.res.clear(e.dataHeap)
 	return in, nil
 }
 
@@ -543,17 +571,19 @@ var (
 	resultSuffix = []byte(`}]`)
 )
 
-// eval evaluates entrypoint ep on input and appends the canonical result to dst.
+// eval evaluates entrypoint ep on input and appends the canonical result to dst. The input
+// is written above the instance's resident facts, whose heap opa_eval keeps.
 func (e *Engine) eval(ctx context.Context, in *instance, ep uint64, input, dst []byte) ([]byte, error) {
-	need := uint64(e.dataHeap) + uint64(len(input))
+	base := in.res.top
+	need := uint64(base) + uint64(len(input))
 	if size := uint64(in.mem.Size()); need+pageSize > size {
 		if _, ok := in.mem.Grow(uint32((need + pageSize - size + pageSize - 1) / pageSize)); !ok {
 			return dst, errors.New("wasmengine: input does not fit in memory")
 		}
 	}
-	in.mem.Write(e.dataHeap, input)
+	in.mem.Write(base, input)
 	st := in.stack[:7]
-	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = 0, ep, uint64(e.dataAddr), uint64(e.dataHeap), uint64(len(input)), need, 0
+	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = 0, ep, uint64(e.dataAddr), uint64(base), uint64(len(input)), need, 0
 	if err := in.eval.CallWithStack(ctx, st); err != nil {
 		var abort *AbortError
 		if errors.As(err, &abort) {
@@ -561,7 +591,12 @@ func (e *Engine) eval(ctx context.Context, in *instance, ep uint64, input, dst [
 		}
 		return dst, fmt.Errorf("wasmengine: %w", err)
 	}
-	out, err := in.cstring(uint32(st[0]))
+	return in.result(uint32(st[0]), dst)
+}
+
+// result appends the canonical result of the result set dumped at addr to dst.
+func (in *instance) result(addr uint32, dst []byte) ([]byte, error) {
+	out, err := in.cstring(addr)
 	if err != nil {
 		return dst, err
 	}
@@ -584,15 +619,25 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	if err := ctx.Err(); err != nil {
 		return dst, fmt.Errorf("wasmengine: decision not started: %w", err)
 	}
-	v, err := e.variantFor(ctx)
+	v, in, err := e.acquire(ctx)
 	if err != nil {
 		return dst, err
+	}
+	out, err := e.eval(ctx, in, e.decideEP, query, dst)
+	return out, e.release(ctx, v, in, err)
+}
+
+// acquire borrows an instance from the pool of the variant ctx calls for.
+func (e *Engine) acquire(ctx context.Context) (*variant, *instance, error) {
+	v, err := e.variantFor(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	var in *instance
 	select {
 	case in = <-v.pool:
 	case <-ctx.Done(): // a nil channel for the plain variant: never chosen
-		return dst, fmt.Errorf("wasmengine: decision not started: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("wasmengine: decision not started: %w", ctx.Err())
 	}
 	if in == nil || in.mod.IsClosed() {
 		// A placeholder, or an instance wazero closed just after its last call returned
@@ -602,10 +647,15 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 		}
 		if in, err = e.clone(context.WithoutCancel(ctx), v); err != nil {
 			v.pool <- nil
-			return dst, err
+			return nil, nil, err
 		}
 	}
-	out, err := e.eval(ctx, in, e.decideEP, query, dst)
+	return v, in, nil
+}
+
+// release returns in to v's pool after a decision that ended with err, and returns the
+// error the caller reports.
+func (e *Engine) release(ctx context.Context, v *variant, in *instance, err error) error {
 	if (err != nil && isAbort(err)) || in.mod.IsClosed() {
 		// An abort may leave the instance's shadow stack unwound, and wazero closes the
 		// instance whose context ended mid-call: replace it by a fresh clone (or by nil,
@@ -620,19 +670,14 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	}
 	v.pool <- in
 	if err != nil && ctx.Err() != nil && !isAbort(err) {
-		return out, fmt.Errorf("wasmengine: decision stopped: %w", ctx.Err())
+		return fmt.Errorf("wasmengine: decision stopped: %w", ctx.Err())
 	}
-	return out, err
+	return err
 }
 
 func isAbort(err error) bool {
 	var abort *AbortError
 	return errors.As(err, &abort)
-}
-
-// Decide answers a typed query.
-func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
-	return core.DecideTyped(ctx, e, q)
 }
 
 // Manifest returns what the policy publishes about its operations.
