@@ -198,7 +198,7 @@ type instance struct {
 	// The eval-context ABI and opa_value_add_path, for resident facts (nil when the
 	// module lacks them: Decide then goes through JSON).
 	ctxNew, ctxInput, ctxData, ctxEntry, ctxEval, ctxResult, addPath api.Function
-	res                                                               resident
+	res                                                              resident
 }
 
 // New compiles the policy and prepares a pool of instances with the data loaded once, on
