@@ -1,26 +1,33 @@
 package nodiff_test
 
 // Benchmarks of grantwire's decisions on every engine in the same run, so their ratios are
-// measured under the same conditions: the Wasm engine on bytes (DecideJSON) and on types
-// (Decide: encoding/json both ways), the rego engine, and the hand-written Go gate (the
-// floor: go-logic on a decoded query, go-json with encoding/json around it). See
-// BENCHMARKS.md and scripts/bench.sh.
+// measured under the same conditions: the Wasm engine on bytes (DecideJSON), on types
+// (Decide: encoding/json both ways) and on types with resident facts (wasm-resident: a
+// Wasm engine of its own whose queries carry version tokens for the facts that stay the
+// same call after call), the rego engine, and the hand-written Go gate (the floor:
+// go-logic on a decoded query, go-json with encoding/json around it). See BENCHMARKS.md
+// and scripts/bench.sh.
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
 type benchSet struct {
-	size    nodiff.Size
-	engines []core.Engine // in the order of engineMakers
-	wasm    core.Engine   // the Wasm engine among them (for wasm-typed and go-json's check)
-	gate    *goGate
+	size     nodiff.Size
+	engines  []core.Engine // in the order of engineMakers
+	wasm     core.Engine   // the Wasm engine among them (for wasm-typed and go-json's check)
+	resident core.Engine   // a Wasm engine of its own for wasm-resident (its memory measured apart)
+	gate     *goGate
 }
 
 var (
@@ -47,6 +54,10 @@ func engines(b *testing.B, size nodiff.Size) *benchSet {
 		if m.name == "wasm" {
 			s.wasm = e
 		}
+	}
+	var err error
+	if s.resident, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data)); err != nil {
+		b.Fatal(err)
 	}
 	benchSets[size.Name()] = s
 	return s
@@ -76,9 +87,39 @@ func benchBytes(b *testing.B, e core.Engine, scs []nodiff.Scenario) {
 			b.Fatal(err)
 		}
 	}
+	reportMemory(b, e)
 }
 
-func benchTyped(b *testing.B, e core.Engine, scs []nodiff.Scenario) {
+// reportMemory reports a Wasm engine's linear memory per instance (it never shrinks: the
+// peak of everything the engine decided so far).
+func reportMemory(b *testing.B, e core.Engine) {
+	if we, ok := e.(*wasmengine.Engine); ok {
+		st := we.Stats()
+		b.ReportMetric(float64(st.MemoryBytes)/float64(max(st.Instances, 1))/(1<<20), "wasm-MiB/inst")
+	}
+}
+
+// stableTokens names by version, as a host does, the facts of q that stay the same call
+// after call: ledger answers and keyring answers (secret descriptions), not the clock,
+// the environment, locks, HTTP answers or the arguments. The token is a hash of the
+// fact's bytes, so a fact that changes gets a new token.
+func stableTokens(q *core.Query) {
+	q.Tokens = map[string]string{}
+	for k, v := range q.Facts {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(v, &m) != nil || strings.Contains(k, "@env_") {
+			continue
+		}
+		_, ledger := m["ledger"]
+		_, found := m["found"]
+		if ledger || found {
+			h := sha256.Sum256(v)
+			q.Tokens[k] = hex.EncodeToString(h[:8])
+		}
+	}
+}
+
+func benchTyped(b *testing.B, e core.Engine, scs []nodiff.Scenario, tokens bool) {
 	check(b, e, scs)
 	ctx := context.Background()
 	qs := make([]*core.Query, len(scs))
@@ -86,6 +127,10 @@ func benchTyped(b *testing.B, e core.Engine, scs []nodiff.Scenario) {
 		qs[i] = new(core.Query)
 		if err := json.Unmarshal(sc.Query, qs[i]); err != nil {
 			b.Fatal(err)
+		}
+		if tokens {
+			stableTokens(qs[i])
+			b.ReportMetric(float64(len(qs[i].Tokens)), "tokened-facts")
 		}
 	}
 	b.ReportAllocs()
@@ -95,6 +140,7 @@ func benchTyped(b *testing.B, e core.Engine, scs []nodiff.Scenario) {
 			b.Fatal(err)
 		}
 	}
+	reportMemory(b, e)
 }
 
 func benchGoJSON(b *testing.B, gg *goGate, e core.Engine, scs []nodiff.Scenario) {
@@ -144,7 +190,8 @@ func benchEngines(b *testing.B, s *benchSet, scs []nodiff.Scenario, gate bool) {
 		}
 		b.Run("engine="+name, func(b *testing.B) { benchBytes(b, e, scs) })
 		if e == s.wasm {
-			b.Run("engine=wasm-typed", func(b *testing.B) { benchTyped(b, s.wasm, scs) })
+			b.Run("engine=wasm-typed", func(b *testing.B) { benchTyped(b, s.wasm, scs, false) })
+			b.Run("engine=wasm-resident", func(b *testing.B) { benchTyped(b, s.resident, scs, true) })
 		}
 	}
 }
