@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/internal/nodiff"
@@ -294,4 +297,76 @@ func TestResidentRefusedFact(t *testing.T) {
 	if n := e.Stats().ResidentFacts; n != 0 {
 		t.Fatalf("%d facts resident after refused queries", n)
 	}
+}
+
+// TestResidentCancellation: a typed decision on resident facts stops when its context
+// ends; the closed instance is replaced by a fresh clone holding no resident fact, and
+// the next decision parses its facts again and is right.
+func TestResidentCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := newTestEngine(t, []byte(`{}`), WithModule(testdataModule(t, "slow")), WithPoolSize(1))
+	v, err := e.variantFor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(n int) *core.Query {
+		return &core.Query{Op: "x", Args: json.RawMessage(`{}`),
+			Facts: map[string]json.RawMessage{"n": json.RawMessage(fmt.Sprint(n))}, Tokens: map[string]string{"n": fmt.Sprint("n=", n)}}
+	}
+	if d, err := e.Decide(ctx, q(3)); err != nil || string(d.Result) != "6" {
+		t.Fatalf("n=3: %v %v", d, err)
+	}
+	before := <-v.pool
+	v.pool <- before
+	if len(before.res.values) != 1 {
+		t.Fatalf("%d resident values, want 1", len(before.res.values))
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer dcancel()
+	if _, err := e.Decide(dctx, q(800)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline", err)
+	}
+	after := <-v.pool
+	v.pool <- after
+	if after == nil || after == before || !before.mod.IsClosed() {
+		t.Fatal("the interrupted instance was not replaced")
+	}
+	if len(after.res.values) != 0 || after.res.top != e.dataHeap {
+		t.Fatal("the fresh instance holds resident facts")
+	}
+	if d, err := e.Decide(ctx, q(3)); err != nil || string(d.Result) != "6" {
+		t.Fatalf("n=3 after: %v %v", d, err)
+	}
+}
+
+// TestResidentAbort: a policy abort on resident facts is an AbortError; the instance is
+// replaced and the next decision is right.
+func TestResidentAbort(t *testing.T) {
+	ctx := context.Background()
+	e := newTestEngine(t, []byte(`{}`), WithModule(testdataModule(t, "abort")), WithPoolSize(1))
+	q := func(facts string) *core.Query {
+		q := &core.Query{Op: "x", Args: json.RawMessage(`{}`)}
+		if err := json.Unmarshal([]byte(facts), &q.Facts); err != nil {
+			t.Fatal(err)
+		}
+		tokenize(q, 1, nil)
+		return q
+	}
+	var abort *AbortError
+	if _, err := e.Decide(ctx, q(`{"a":true,"b":true}`)); !errors.As(err, &abort) {
+		t.Fatalf("got %v, want an AbortError", err)
+	}
+	if d, err := e.Decide(ctx, q(`{"a":true,"b":false}`)); err != nil || string(d.Result) != `"a"` {
+		t.Fatalf("after the abort: %v %v", d, err)
+	}
+}
+
+func testdataModule(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name + ".wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,8 +1,8 @@
 # METADATA
 # title: slow
 # description: |
-#   A policy whose decision takes time quadratic in input.n (about a second at n = 3000 on
-#   wazero's compiler): the engine's cancellation tests interrupt it.
+#   A policy whose decision takes time quadratic in n, input.n or input.facts.n (about a
+#   second at n = 3000 on wazero's compiler): the engine's cancellation tests interrupt it.
 package grantwire
 
 # METADATA
@@ -10,11 +10,13 @@ package grantwire
 # entrypoint: true
 decide := {"status": "done", "result": count(pairs), "effects": []} if {
 	pairs := [1 |
-		some i in numbers.range(1, input.n)
-		some j in numbers.range(1, input.n)
+		some i in numbers.range(1, n)
+		some j in numbers.range(1, n)
 		i != j
 	]
 }
+
+n := object.get(input, "n", 0) + object.get(object.get(input, "facts", {}), "n", 0)
 
 # METADATA
 # title: manifest
