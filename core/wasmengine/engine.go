@@ -20,6 +20,33 @@
 // nothing. New builds the variant its own context calls for, the other is built on first
 // use (a second compilation, from the cache when one is configured).
 //
+// # Resident facts
+//
+// Decide (the typed path) keeps the facts a query names by version token (core.Query.Tokens)
+// parsed in the instance's heap between evaluations, the way the data document is: a fact
+// is parsed with opa_json_parse the first time an instance sees its token, above the data,
+// and the heap mark is moved above it. Each query then parses only its operation, its
+// arguments and its untokened facts, inserts the resident values under input.facts with
+// opa_value_add_path, and evaluates through the eval-context ABI (opa_eval_ctx_*, eval);
+// opa_eval, which parses the whole input, serves DecideJSON, which ignores tokens. Values
+// are kept by token, not by key: a key whose token changes gets the value of its new
+// token, and the same value serves every key that carries its token (a fact read for one
+// provider and then another under the same key keeps both resident instead of thrashing).
+//
+// Bound: each instance spends at most DefaultResidentLimit (64 MiB; WithResidentLimit) of
+// heap on resident values, dead versions included. Before parsing new facts whose
+// estimated size (16 bytes of heap per byte of JSON) would pass the bound, the instance
+// drops every resident value and resets its heap to the data mark, then parses what the
+// query needs: the bound holds unless one query's tokened facts alone exceed it. An
+// instance's linear memory (which never shrinks) is thus at most the data image, the bound
+// and the heap of the largest decision it made; Stats reports it. An instance that
+// aborts or is interrupted is replaced as above and its resident values go with it.
+//
+// A tokened fact is checked by core.CheckQuery's rules, as it sits in a query, the first
+// time an instance parses it. A query the resident path could not answer exactly as
+// DecideJSON does (a refused fact or argument, a key in invalid UTF-8, a query at the
+// size limit) is decided through JSON, so its error is DecideJSON's to the byte.
+//
 // This package must not import any github.com/open-policy-agent/opa package; a test
 // checks it with `go list -deps`.
 //

@@ -95,7 +95,11 @@ func benchBytes(b *testing.B, e core.Engine, scs []nodiff.Scenario) {
 func reportMemory(b *testing.B, e core.Engine) {
 	if we, ok := e.(*wasmengine.Engine); ok {
 		st := we.Stats()
-		b.ReportMetric(float64(st.MemoryBytes)/float64(max(st.Instances, 1))/(1<<20), "wasm-MiB/inst")
+		n := float64(max(st.Instances, 1))
+		b.ReportMetric(float64(st.MemoryBytes)/n/(1<<20), "wasm-MiB/inst")
+		if st.ResidentFacts > 0 {
+			b.ReportMetric(float64(st.ResidentBytes)/n/(1<<20), "resident-MiB/inst")
+		}
 	}
 }
 
