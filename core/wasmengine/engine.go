@@ -37,7 +37,9 @@
 // heap on resident values, dead versions included. Before parsing new facts whose
 // estimated size (16 bytes of heap per byte of JSON) would pass the bound, the instance
 // drops every resident value and resets its heap to the data mark, then parses what the
-// query needs: the bound holds unless one query's tokened facts alone exceed it. An
+// query needs: the bound holds unless one query's tokened facts alone exceed it.
+// DecideJSON, which parses its whole query above the resident values, drops them first
+// when the two together would pass the bound. An
 // instance's linear memory (which never shrinks) is thus at most the data image, the bound
 // and the heap of the largest decision it made; Stats reports it. An instance that
 // aborts or is interrupted is replaced as above and its resident values go with it.
@@ -649,6 +651,12 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	v, in, err := e.acquire(ctx)
 	if err != nil {
 		return dst, err
+	}
+	if r := &in.res; r.top != e.dataHeap && int(r.top-e.dataHeap)+expansion*len(query) > e.cfg.resident {
+		// The query is parsed above the resident facts: drop them rather than hold both
+		// past the bound.
+		r.clear(e.dataHeap)
+		r.resets++
 	}
 	out, err := e.eval(ctx, in, e.decideEP, query, dst)
 	return out, e.release(ctx, v, in, err)

@@ -228,6 +228,16 @@ func TestResidentBound(t *testing.T) {
 		t.Fatalf("memory grew from %d to %d bytes (bound %d)", first, peak, limit)
 	}
 	t.Logf("query %d bytes; memory %d → %d bytes; %d resets", len(lg.Facts["grants"]), first, peak, st.Resets)
+
+	// DecideJSON parses its whole query above the resident values: one that would take
+	// the two past the bound drops them first.
+	in, _ := json.Marshal(lg)
+	if _, err := e.DecideJSON(context.Background(), nil, in); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.Stats(); after.ResidentFacts != 0 || after.Resets != st.Resets+1 || after.MemoryBytes > peak {
+		t.Fatalf("after a large DecideJSON: %+v (before %+v)", after, st)
+	}
 }
 
 // TestResidentConcurrent: goroutines deciding tokened queries on a shared engine (a pool
