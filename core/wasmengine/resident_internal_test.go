@@ -125,9 +125,9 @@ func TestResidentScenarios(t *testing.T) {
 // tokened, decide byte for byte as DecideJSON, on an engine whose instances keep their
 // resident facts from one query to the next.
 func TestResidentEpisodes(t *testing.T) {
-	n := 60
+	n := 40
 	if testing.Short() {
-		n = 20
+		n = 15
 	}
 	viaJSONCount, residentCount = 0, 0
 	seed := rand.Uint64()
@@ -379,4 +379,31 @@ func testdataModule(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestResidentLimitOff: WithResidentLimit(0) turns resident facts off (tokens ignored, the
+// same decisions); a negative limit is refused.
+func TestResidentLimitOff(t *testing.T) {
+	e := newTestEngine(t, nodiff.Sizes[0].Catalog().Data, WithPoolSize(1), WithResidentLimit(0))
+	q := typed(t, nodiff.GateAllow().Query)
+	tokenize(q, 1, nil)
+	d, err := e.Decide(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := viaJSON(t, e, q)
+	w, err := core.ParseDecision(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(d)
+	if want, _ := json.Marshal(w); !bytes.Equal(got, want) {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if n := e.Stats().ResidentFacts; n != 0 {
+		t.Fatalf("%d facts resident with the limit at 0", n)
+	}
+	if _, err := New(context.Background(), WithResidentLimit(-1)); err == nil {
+		t.Fatal("a negative limit was accepted")
+	}
 }
