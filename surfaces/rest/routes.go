@@ -489,12 +489,15 @@ func (s *Server) putGrant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "scopes": nonNil(res.Scopes), "changed": res.Changed, "warnings": nonNil(res.Warnings)})
 }
 
+// deleteGrant answers 200 with what was revoked: the warnings name a ledger that could not
+// be cleaned, with the command that moves it aside (as the CLI prints them).
 func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.client.Revoke(r.Context(), r.PathValue("id"), r.PathValue("agent")); err != nil {
+	res, err := s.client.RevokeGrant(r.Context(), r.PathValue("id"), r.PathValue("agent"))
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "changed": res.Changed, "warnings": nonNil(res.Warnings)})
 }
 
 func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
