@@ -18,7 +18,7 @@ const module = "github.com/grantwire/grantwire"
 var layers = map[string]int{
 	// Leaves: the policy, data and helpers that import no grantwire package.
 	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
-	"internal/authserver": 0, "internal/testenv": 0, "internal/": 0,
+	"internal/authserver": 0, "internal/testenv": 0, "internal/storedjson": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
 	"core": 1, "core/": 2,
 	// The native engine's runtime: beneath the engine generated on it.

@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"sync"
+
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // Two optional interfaces let a shell's capabilities make the hot path cheap without the
@@ -68,7 +70,7 @@ func (o *Op) readLedger(ctx context.Context, name string) (parsedLedger, error) 
 	}
 	p := parsedLedger{stamp: stamp, found: raw != nil, version: version}
 	if raw != nil {
-		p.doc, p.corrupt = decodeStrict(raw)
+		p.doc, p.corrupt = storedjson.Decode(raw)
 	}
 	if stamped {
 		o.h.ledgers.mu.Lock()
@@ -131,7 +133,7 @@ func (h *Host) parseValue(v string) any {
 	if ok {
 		return doc
 	}
-	doc, err := decodeStrict([]byte(v))
+	doc, err := storedjson.Decode([]byte(v))
 	if err != nil {
 		doc = nil
 	}

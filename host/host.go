@@ -17,16 +17,14 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // Host performs needs and effects over capabilities. One Host serves every operation of a
@@ -150,7 +148,7 @@ func (o *Op) Secret(ref string) (string, bool) {
 // Describe registers a secret under ref and returns its description.
 func (o *Op) Describe(ref, value string) json.RawMessage {
 	o.refs[ref] = value
-	b, _ := json.Marshal(describe(ref, value))
+	b, _ := json.Marshal(storedjson.Describe(ref, value))
 	return b
 }
 
@@ -173,28 +171,17 @@ func (o *Op) yield(ctx context.Context) {
 func (o *Op) register(key, name, value string) map[string]any {
 	ref := key + "#" + name
 	o.refs[ref] = value
-	return describe(ref, value)
-}
-
-// describe is a secret's description: its reference, a digest and a CRC-32.
-func describe(ref, value string) map[string]any {
-	return map[string]any{"$ref": ref, "digest": Digest(value), "crc32": CRC32(value)}
+	return storedjson.Describe(ref, value)
 }
 
 // Digest refers to a secret without revealing it: "sha256:" and 16 hex digits.
-func Digest(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return "sha256:" + hex.EncodeToString(sum[:8])
-}
+func Digest(secret string) string { return storedjson.Digest(secret) }
 
 // CRC32 is the CRC-32 (IEEE) of s as 8 lowercase hex digits (GAIA's client_id_hash).
-func CRC32(s string) string { return fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(s))) }
+func CRC32(s string) string { return storedjson.CRC32(s) }
 
 // Version is the version token of a keyring value: 16 hex digits of its SHA-256.
-func Version(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:8])
-}
+func Version(value string) string { return storedjson.Version(value) }
 
 // hostError builds the answer to a need whose capability failed.
 func hostError(err error) (any, error) {

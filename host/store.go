@@ -9,6 +9,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // readSlot reads a keyring slot, through the process's memory unless fresh.
@@ -63,7 +64,7 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 // redact parses b as a JSON object and replaces each listed top-level string member by its
 // description (registered "<key>#<member>"); anything but a JSON object gives nil.
 func (o *Op) redact(key string, b []byte, fields []string) any {
-	v, err := decodeStrict(b)
+	v, err := storedjson.Decode(b)
 	if err != nil {
 		return nil
 	}
@@ -76,7 +77,7 @@ func (o *Op) redactDoc(key string, v any, fields []string) any {
 	if !ok {
 		return nil
 	}
-	out := factValue(m).(map[string]any)
+	out := storedjson.FactValue(m).(map[string]any)
 	for _, f := range fields {
 		if s, ok := m[f].(string); ok {
 			out[f] = o.register(key, f, s)
@@ -195,60 +196,13 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 		return fact, nil
 	}
 	doc := led.doc
-	v, ok := at(doc, path)
+	v, ok := storedjson.At(doc, path)
 	fact["exists"] = ok
 	if ok {
-		fact["value"] = factValue(v)
+		fact["value"] = storedjson.FactValue(v)
 	}
-	fact["shape"] = shape(doc, path)
+	fact["shape"] = storedjson.Shape(doc, path)
 	return fact, nil
-}
-
-// shape names the JSON type of each value on the way to path (the document first), as far
-// as the path leads: the core tells a missing entry from a document of the wrong shape.
-func shape(doc any, path []string) []string {
-	out := []string{jsonType(doc)}
-	for _, k := range path {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			break
-		}
-		if doc, ok = m[k]; !ok {
-			break
-		}
-		out = append(out, jsonType(doc))
-	}
-	return out
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	case string:
-		return "string"
-	case json.Number:
-		return "number"
-	case bool:
-		return "boolean"
-	}
-	return "null"
-}
-
-// at returns the value at path inside doc.
-func at(doc any, path []string) (any, bool) {
-	for _, k := range path {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if doc, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return doc, true
 }
 
 // ledgerOp is one operation of a ledger.write effect.
@@ -297,7 +251,7 @@ func (o *Op) ledgerWrite(ctx context.Context, e core.Effect) error {
 		}
 		var doc any = map[string]any{}
 		if raw != nil {
-			d, err := decodeStrict(raw)
+			d, err := storedjson.Decode(raw)
 			if err != nil {
 				return nil, &hostabi.HostError{Code: hostabi.HostErrIO, Detail: fmt.Sprintf("%s became unreadable (%s); nothing was written", files.Path(name), err)}
 			}
@@ -325,7 +279,7 @@ func checkExpect(doc any, op ledgerOp) error {
 	if op.Expect == nil {
 		return nil
 	}
-	cur, ok := at(doc, op.Path)
+	cur, ok := storedjson.At(doc, op.Path)
 	if op.Expect.Exists != nil && !*op.Expect.Exists {
 		if ok {
 			return errors.New("appeared")
@@ -351,11 +305,11 @@ func checkExpect(doc any, op ledgerOp) error {
 // sameJSON compares a stored value with an expected one (as the core saw it: numbers that
 // are not safe integers as {"$number": text}).
 func sameJSON(cur any, want json.RawMessage) (bool, error) {
-	a, err := encodeValue(factValue(cur))
+	a, err := encodeValue(storedjson.FactValue(cur))
 	if err != nil {
 		return false, err
 	}
-	w, err := decodeStrict(want)
+	w, err := storedjson.Decode(want)
 	if err != nil {
 		return false, err
 	}

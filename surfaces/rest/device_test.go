@@ -51,6 +51,7 @@ func TestRESTDeviceFlow(t *testing.T) {
 		require.Equal(t, 409, r.status, "%s %s", path, r.body)
 		require.Equal(t, "FLOW_IN_PROGRESS", r.code(t))
 		require.Contains(t, string(r.body), f["flow_id"].(string))
+		require.Contains(t, string(r.body), "waiting for its code to be entered on another device", "a device flow waits for no browser")
 	}
 	flows := w.do(req{method: "GET", path: "/api/connectors/_flows"}).json(t)["flows"].([]any)
 	require.Len(t, flows, 1)

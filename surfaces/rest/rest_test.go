@@ -122,8 +122,8 @@ func TestRESTEveryRoute(t *testing.T) {
 	require.Equal(t, 404, w.do(req{method: "PUT", path: "/api/connectors/nope/grants/builtin:chat", ui: true, body: `{"scopes": []}`}).status)
 	require.Equal(t, 404, w.do(req{method: "GET", path: "/api/connectors/nope/grants"}).status)
 	require.Equal(t, 404, w.do(req{method: "GET", path: "/api/connectors/nope/grants/builtin:chat"}).status)
-	require.Equal(t, 204, w.do(req{method: "DELETE", path: "/api/connectors/google/grants/builtin:calendar", ui: true}).status)
-	require.Equal(t, 204, w.do(req{method: "DELETE", path: "/api/connectors/google/grants/builtin:calendar", ui: true}).status, "idempotent")
+	require.Equal(t, 200, w.do(req{method: "DELETE", path: "/api/connectors/google/grants/builtin:calendar", ui: true}).status)
+	require.Equal(t, false, w.do(req{method: "DELETE", path: "/api/connectors/google/grants/builtin:calendar", ui: true}).json(t)["changed"], "idempotent")
 	require.Equal(t, false, w.do(req{method: "GET", path: "/api/connectors/google/grants/builtin:calendar"}).json(t)["granted"])
 	require.Equal(t, 404, w.do(req{method: "DELETE", path: "/api/connectors/nope/grants/builtin:chat", ui: true}).status)
 

@@ -279,23 +279,12 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": problems})
 }
 
-// typeOf is the catalog type of a connector, or "" for an id the catalog lacks.
-func (s *Server) typeOf(id string) string {
+// oauth reports whether the catalog's connector is an OAuth provider (its configure body is
+// an OAuth client). Any other id, a remote MCP server a person added or an unknown one, is
+// the policy's to judge.
+func (s *Server) oauth(id string) bool {
 	e, ok := s.client.Catalog().Entry(id)
-	if !ok {
-		return ""
-	}
-	return e.Type
-}
-
-// unknown answers the policy's error for an id the catalog lacks (status's
-// UNKNOWN_CONNECTOR, or USAGE for a malformed id).
-func (s *Server) unknown(w http.ResponseWriter, r *http.Request, id string) {
-	_, err := s.client.Status(r.Context(), id)
-	if err == nil {
-		err = fmt.Errorf("the catalog has no connector %q, yet the policy knows it", id)
-	}
-	s.fail(w, r, err)
+	return ok && e.Type == catalog.TypeOAuth
 }
 
 // configureBody is POST /api/connectors/{id}/configure: {"config": {...}}. A provider
@@ -314,10 +303,8 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "USAGE", `usage: the body is {"config": {...}}`, "")
 		return
 	}
-	switch s.typeOf(id) {
-	case "":
-		s.unknown(w, r, id)
-	case catalog.TypeOAuth:
+	switch {
+	case s.oauth(id):
 		for k := range body.Config {
 			if k != "client_id" && k != "client_secret" && k != "tenant" {
 				writeProblem(w, http.StatusBadRequest, "USAGE", "usage: an OAuth client's config takes client_id, client_secret and tenant, not "+k, "")
@@ -455,21 +442,8 @@ func (s *Server) cancelFlow(w http.ResponseWriter, r *http.Request) {
 
 // --- grants and activations -------------------------------------------------------------
 
-// known answers the policy's error when the catalog lacks the connector (listing reads
-// only the ledgers).
-func (s *Server) known(w http.ResponseWriter, r *http.Request, id string) bool {
-	if s.typeOf(id) == "" {
-		s.unknown(w, r, id)
-		return false
-	}
-	return true
-}
-
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !s.known(w, r, id) {
-		return
-	}
 	g, err := s.client.ListGrants(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -484,9 +458,6 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getGrant(w http.ResponseWriter, r *http.Request) {
 	id, agent := r.PathValue("id"), r.PathValue("agent")
-	if !s.known(w, r, id) {
-		return
-	}
 	g, err := s.client.ListGrants(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -518,19 +489,19 @@ func (s *Server) putGrant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "scopes": nonNil(res.Scopes), "changed": res.Changed, "warnings": nonNil(res.Warnings)})
 }
 
+// deleteGrant answers 200 with what was revoked: the warnings name a ledger that could not
+// be cleaned, with the command that moves it aside (as the CLI prints them).
 func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.client.Revoke(r.Context(), r.PathValue("id"), r.PathValue("agent")); err != nil {
+	res, err := s.client.RevokeGrant(r.Context(), r.PathValue("id"), r.PathValue("agent"))
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "changed": res.Changed, "warnings": nonNil(res.Warnings)})
 }
 
 func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !s.known(w, r, id) {
-		return
-	}
 	a, err := s.client.ListActivations(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -545,9 +516,6 @@ func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
 	id, agent := r.PathValue("id"), r.PathValue("agent")
-	if !s.known(w, r, id) {
-		return
-	}
 	a, err := s.client.ListActivations(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -605,7 +573,8 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
 	p := r.PathValue("provider")
-	if !s.known(w, r, p) {
+	if _, err := s.client.Status(r.Context(), p); err != nil {
+		s.fail(w, r, err) // the policy's error for an id it does not know
 		return
 	}
 	conns, _, err := s.client.Connections(r.Context())

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // Divergence is a query on which two engines disagreed.
@@ -132,7 +133,7 @@ func Minimise(ctx context.Context, q []byte, engines ...core.Engine) ([]byte, *D
 	if div == nil {
 		return q, nil
 	}
-	root, err := decodeStrict(q)
+	root, err := storedjson.Decode(q)
 	if err != nil {
 		return q, div
 	}
@@ -227,7 +228,7 @@ type Memo struct {
 // Canonical is a query's JSON value written canonically (sorted keys, no whitespace), to
 // tell queries that differ only in how they are written.
 func Canonical(q []byte) string {
-	v, err := decodeStrict(q)
+	v, err := storedjson.Decode(q)
 	if err != nil {
 		return string(q)
 	}

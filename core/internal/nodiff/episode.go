@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // Episode is one operation run the way a driver runs it (hostabi/README.md): the secret
@@ -92,11 +93,11 @@ func (e *Episode) describeSecrets() {
 		switch x := g.r.Float64(); {
 		case x < 0.1 || name == "client_secret" && x < 0.4:
 		case x < 0.13:
-			descs[name] = Describe("arg#"+name, "")
+			descs[name] = storedjson.Describe("arg#"+name, "")
 		case x < 0.15:
 			descs[name] = pick(g, []any{"plain", map[string]any{"digest": "sha256:0123456789abcdef"}, nil})
 		default:
-			descs[name] = Describe("arg#"+name, name+"-"+g.token(8))
+			descs[name] = storedjson.Describe("arg#"+name, name+"-"+g.token(8))
 		}
 	}
 	e.facts["arg"] = descs

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
 // world is one episode's simulated host (hostabi/README.md): the keyring, the ledgers
@@ -120,7 +121,7 @@ func newWorld(g *Gen) *world {
 // SourceDigest is the SHA-256 the world's agent sources have (a stable function of the
 // file's base name), so that arguments can name the custom agent a source registers.
 func SourceDigest(p string) string {
-	return hex16("src:"+path.Base(p)) + hex16("digest:"+path.Base(p)) + hex16("x") + hex16("y")
+	return storedjson.Version("src:"+path.Base(p)) + storedjson.Version("digest:"+path.Base(p)) + storedjson.Version("x") + storedjson.Version("y")
 }
 
 // customID is the custom agent id of a source with the given name.
@@ -145,12 +146,12 @@ func (w *world) prov(p string) *prov {
 	if w.happy {
 		v.connectedAt = seconds[0]
 	}
-	v.connMs, _ = msOf(factValue(v.connectedAt))
+	v.connMs, _ = msOf(storedjson.FactValue(v.connectedAt))
 	switch x := g.r.Float64(); {
 	case x < 0.78 || w.happy:
-		v.hash = crc(v.clientID)
+		v.hash = storedjson.CRC32(v.clientID)
 	case x < 0.92:
-		v.hash = crc(pick(g, clientIDs))
+		v.hash = storedjson.CRC32(pick(g, clientIDs))
 	default:
 		v.hash = pick(g, []any{nil, "", json.Number("12345678"), "short"})
 	}
@@ -249,7 +250,7 @@ func (w *world) draw(user string) *string {
 		}
 		var hash, at any = p.hash, json.Number(fmt.Sprint(p.connMs))
 		if g.chance(0.12) {
-			hash = crc(pick(g, clientIDs))
+			hash = storedjson.CRC32(pick(g, clientIDs))
 		}
 		if g.chance(0.12) {
 			at = pick(g, []any{json.Number(fmt.Sprint(safeAdd(p.connMs, 1))), p.connectedAt, nil})
@@ -282,7 +283,7 @@ func (w *world) perturb(user string) {
 			p.refresh = "1//refresh-" + g.token(8)
 			p.connectedAt = json.Number("1789995000.5")
 			p.connMs = 1789995000500
-			p.hash = crc(p.clientID)
+			p.hash = storedjson.CRC32(p.clientID)
 		}
 	}
 	delete(w.slots, user)
@@ -304,7 +305,7 @@ func (w *world) drawLedger(name string) *file {
 	case x < 0.12:
 		return nil
 	case x < 0.15 && !w.happy:
-		return &file{bad: true, corrupt: pick(g, corruption), version: hex16(g.token(4))}
+		return &file{bad: true, corrupt: pick(g, corruption), version: storedjson.Version(g.token(4))}
 	}
 	var doc any
 	switch name {
@@ -323,7 +324,7 @@ func (w *world) drawLedger(name string) *file {
 	default:
 		return nil
 	}
-	return &file{doc: doc, version: hex16(encode(doc))}
+	return &file{doc: doc, version: storedjson.Version(encode(doc))}
 }
 
 // connectorPool is the connectors a ledger mentions: those of the arguments, catalog ids
@@ -442,7 +443,7 @@ func (w *world) stateDoc() any {
 	for _, c := range append(append([]string{}, w.conns...), w.someConnector()) {
 		if g.chance(0.6) {
 			doc[c] = map[string]any{"configured": true, "account": "user@example.com", "scopes": []any{"openid"},
-				"connected_at": json.Number("1789990000123"), "client_id_hash": crc(clientIDs[0]), "tenant": nil}
+				"connected_at": json.Number("1789990000123"), "client_id_hash": storedjson.CRC32(clientIDs[0]), "tenant": nil}
 		}
 	}
 	return w.misshape(doc, func(m map[string]any) {
@@ -607,7 +608,7 @@ func (w *world) fetch(n core.Need) any {
 		w.now = safeAdd(w.now, int64(g.r.IntN(3)*g.r.IntN(40000)))
 		return json.Number(fmt.Sprint(w.now))
 	case "entropy":
-		return Describe(n.Key+"#value", base64.RawURLEncoding.EncodeToString([]byte(g.token(32))))
+		return storedjson.Describe(n.Key+"#value", base64.RawURLEncoding.EncodeToString([]byte(g.token(32))))
 	case "env.get":
 		return w.envGet(n)
 	case "keyring.info":
@@ -677,7 +678,7 @@ func (w *world) envGet(n core.Need) any {
 		return map[string]any{"found": false}
 	}
 	if n.Bool("secret") {
-		return map[string]any{"found": true, "value": Describe(n.Key+"#value", *v)}
+		return map[string]any{"found": true, "value": storedjson.Describe(n.Key+"#value", *v)}
 	}
 	return map[string]any{"found": true, "value": *v}
 }
@@ -718,7 +719,7 @@ func keyringAnswer(key string, v *string, fields []string) map[string]any {
 	if v == nil {
 		return map[string]any{"found": false}
 	}
-	fact := map[string]any{"found": true, "version": hex16(*v), "value": Describe(key+"#value", *v)}
+	fact := map[string]any{"found": true, "version": storedjson.Version(*v), "value": storedjson.Describe(key+"#value", *v)}
 	if fields != nil {
 		fact["json"] = redact(key, *v, fields)
 	}
@@ -728,7 +729,7 @@ func keyringAnswer(key string, v *string, fields []string) map[string]any {
 // redact is a stored value parsed as a JSON object with each listed string member
 // replaced by its description, or nil.
 func redact(key, v string, fields []string) any {
-	doc, err := decodeStrict([]byte(v))
+	doc, err := storedjson.Decode([]byte(v))
 	if err != nil {
 		return nil
 	}
@@ -736,10 +737,10 @@ func redact(key, v string, fields []string) any {
 	if !ok {
 		return nil
 	}
-	out := factValue(m).(map[string]any)
+	out := storedjson.FactValue(m).(map[string]any)
 	for _, f := range fields {
 		if s, ok := m[f].(string); ok {
-			out[f] = Describe(key+"#"+f, s)
+			out[f] = storedjson.Describe(key+"#"+f, s)
 		}
 	}
 	return out
@@ -747,7 +748,7 @@ func redact(key, v string, fields []string) any {
 
 func (w *world) ledgerRead(n core.Need) any {
 	name := n.Str("ledger")
-	p, _ := decodeStrict(n.Params["path"])
+	p, _ := storedjson.Decode(n.Params["path"])
 	if _, ok := p.([]any); !ok {
 		p = []any{}
 	}
@@ -770,12 +771,14 @@ func ledgerAnswer(home, name string, p []any, f *file) map[string]any {
 		fact["corrupt"] = f.corrupt
 		return fact
 	}
-	v, ok := at(f.doc, p)
+	path, whole := keys(p)
+	v, ok := storedjson.At(f.doc, path)
+	ok = ok && whole
 	fact["exists"] = ok
 	if ok {
-		fact["value"] = factValue(v)
+		fact["value"] = storedjson.FactValue(v)
 	}
-	fact["shape"] = shape(f.doc, p)
+	fact["shape"] = storedjson.Shape(f.doc, path)
 	return fact
 }
 
@@ -789,7 +792,7 @@ func form(n core.Need) map[string]any {
 func (w *world) http(n core.Need) any {
 	g := w.g
 	f := form(n)
-	secret := func(name, v string) any { return Describe(n.Key+"#"+name, v) }
+	secret := func(name, v string) any { return storedjson.Describe(n.Key+"#"+name, v) }
 	headers := map[string]any{"content-type": "application/json", "cache-control": "no-store"}
 	if v, ok := w.remoteHTTP(n); ok {
 		return v
@@ -891,7 +894,7 @@ func (w *world) callback(n core.Need) any {
 	}
 	params := map[string]any{"state": g.token(8)}
 	if !w.risk(0.1) {
-		params["code"] = Describe(n.Key+"#code", "code-"+g.token(6))
+		params["code"] = storedjson.Describe(n.Key+"#code", "code-"+g.token(6))
 	}
 	switch x := g.r.Float64(); {
 	case x < 0.6 || w.happy:

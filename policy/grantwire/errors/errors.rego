@@ -430,12 +430,17 @@ agent_not_active(c, a) := error(
 # METADATA
 # title: flow in progress
 # description: |
-#   A browser authorization of the connector is already waiting (grantwire serve starts one
-#   per connector at a time); the page cancels it, or it ends with its timeout. No command
-#   fixes it.
-flow_in_progress(c, flow_id) := error(
+#   An authorization of the connector is already waiting (grantwire serve starts one per
+#   connector at a time): for the browser (kind pkce), or for its code to be entered on
+#   another device (kind device). The page cancels it, or it ends with its timeout. No
+#   command fixes it.
+flow_in_progress(c, flow_id, kind) := error(
 	"FLOW_IN_PROGRESS",
-	concat("", ["an authorization of ", c, " is already waiting for the browser (flow ", flow_id, "); finish or cancel it first"]),
+	concat("", ["an authorization of ", c, " is already waiting for ", _flow_waits_for(kind), " (flow ", flow_id, "); finish or cancel it first"]),
 	"",
 	{"connector": c, "flow_id": flow_id},
 )
+
+_flow_waits_for(kind) := "its code to be entered on another device" if kind == "device"
+
+else := "the browser"

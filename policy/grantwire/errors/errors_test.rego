@@ -41,7 +41,7 @@ _all := [
 	errors.connect_superseded("local", ""),
 	errors.mcp_not_granted("mcp-github", "builtin:chat"),
 	errors.agent_not_active("mcp-github", "it's"),
-	errors.flow_in_progress("google", "f1"),
+	errors.flow_in_progress("google", "f1", "pkce"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {

@@ -54,7 +54,7 @@ start := step.fail(errors.usage("start_flow needs connector, kind and pending: [
 	[],
 ) if {
 	not catalog.oauth(_c)
-} else := step.fail(errors.flow_in_progress(_c, first), []) if {
+} else := step.fail(errors.flow_in_progress(_c, first.flow_id, first.kind), []) if {
 	# The first pending flow of the connector (a server passing two gets one answer).
-	first := [p.flow_id | some p in _pending; p.connector == _c][0]
+	first := [p | some p in _pending; p.connector == _c][0]
 } else := step.done({"connector": _c, "kind": _kind}, [])

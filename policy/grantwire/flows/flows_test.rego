@@ -57,6 +57,10 @@ test_a_device_flow_is_one_flow_of_its_connector if {
 	e := _pkce("google", [{"flow_id": "f2", "connector": "google", "kind": "device"}])
 	e.error.flow_id == "f2"
 
+	# the message says what the pending flow waits for: the browser, or a code entered elsewhere
+	d.error.message == "an authorization of google is already waiting for the browser (flow f1); finish or cancel it first"
+	e.error.message == "an authorization of google is already waiting for its code to be entered on another device (flow f2); finish or cancel it first"
+
 	# only OAuth providers
 	_start({"connector": "mcp-github", "kind": "device", "pending": []}).error.code == "CONFIGURATION"
 }

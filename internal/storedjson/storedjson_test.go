@@ -1,0 +1,82 @@
+package storedjson_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStoredJSON reads every case of hostabi/testdata/stored-json.json as a host reads
+// stored bytes: refused with that corrupt reason, or read as that fact value. The Node
+// shell checks the same cases (shells/wasm/node/run.mjs), so every host answers ledger.read
+// alike; the Go host and the differential test's simulated host read through this package.
+func TestStoredJSON(t *testing.T) {
+	raw, err := os.ReadFile("../../hostabi/testdata/stored-json.json")
+	require.NoError(t, err)
+	var doc struct {
+		Cases []struct {
+			In       *string         `json:"in"`
+			InBase64 string          `json:"in_base64"`
+			Corrupt  string          `json:"corrupt"`
+			Value    json.RawMessage `json:"value"`
+		} `json:"cases"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.NotEmpty(t, doc.Cases)
+	for i, c := range doc.Cases {
+		in := []byte(nil)
+		if c.In != nil {
+			in = []byte(*c.In)
+		} else {
+			in, err = base64.StdEncoding.DecodeString(c.InBase64)
+			require.NoError(t, err)
+		}
+		v, err := storedjson.Decode(in)
+		if c.Corrupt != "" {
+			require.EqualError(t, err, c.Corrupt, "case %d: %q", i, in)
+			continue
+		}
+		require.NoError(t, err, "case %d: %q", i, in)
+		want, err := storedjson.Decode(c.Value)
+		require.NoError(t, err)
+		require.Equal(t, compact(t, want), compact(t, storedjson.FactValue(v)), "case %d: %q", i, in)
+	}
+}
+
+func compact(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestDescribe pins a secret's description to known values: the digest, the CRC-32 and
+// the version token are what hosts, the policy's tests and decision-log searches expect.
+func TestDescribe(t *testing.T) {
+	d := storedjson.Describe("k#value", "rt-secret")
+	require.Equal(t, "k#value", d["$ref"])
+	require.Equal(t, "sha256:"+storedjson.Version("rt-secret"), d["digest"])
+	require.Regexp(t, `^sha256:[0-9a-f]{16}$`, d["digest"])
+	require.Equal(t, "cbf43926", storedjson.CRC32("123456789")) // the CRC-32 check value
+	require.Equal(t, "2cf24dba5fb0a30e", storedjson.Version("hello"))
+	require.Len(t, d, 3)
+}
+
+// TestPaths: the value at a path, and the types on the way as far as it leads.
+func TestPaths(t *testing.T) {
+	doc, err := storedjson.Decode([]byte(`{"a": {"b": [1]}, "n": 1.5}`))
+	require.NoError(t, err)
+	v, ok := storedjson.At(doc, []string{"a", "b"})
+	require.True(t, ok)
+	require.Equal(t, []any{json.Number("1")}, v)
+	_, ok = storedjson.At(doc, []string{"a", "b", "c"})
+	require.False(t, ok)
+	require.Equal(t, []string{"object", "object", "array"}, storedjson.Shape(doc, []string{"a", "b", "c"}))
+	require.Equal(t, []string{"object"}, storedjson.Shape(doc, []string{"x", "y"}))
+	require.Equal(t, map[string]any{"$number": "1.5"}, storedjson.FactValue(doc).(map[string]any)["n"])
+	require.Equal(t, json.Number("1.5"), doc.(map[string]any)["n"], "FactValue copies")
+}
