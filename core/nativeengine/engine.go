@@ -31,7 +31,8 @@ const (
 )
 
 type config struct {
-	data []byte
+	data          []byte
+	residentBytes int
 }
 
 // Option configures an [Engine].
@@ -46,11 +47,12 @@ type Engine struct {
 	prog     *rt.Program
 	decide   func(*rt.Eval, *rt.V, *rt.V) *rt.V
 	manifest *core.Manifest
+	res      *resident
 }
 
 // New parses the data document and evaluates the manifest.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
-	c := config{data: []byte(`{}`)}
+	c := config{data: []byte(`{}`), residentBytes: DefaultResidentBytes}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -58,7 +60,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nativeengine: data: %w", err)
 	}
-	e := &Engine{prog: rt.NewProgram(genFuncCount, data), decide: genPlans[DecideEntrypoint]}
+	e := &Engine{prog: rt.NewProgram(genFuncCount, data), decide: genPlans[DecideEntrypoint], res: newResident(c.residentBytes)}
 	if e.decide == nil || genPlans[ManifestEntrypoint] == nil {
 		return nil, fmt.Errorf("nativeengine: the generated policy lacks %s or %s", DecideEntrypoint, ManifestEntrypoint)
 	}
@@ -115,29 +117,33 @@ func (e *Engine) eval(ctx context.Context, plan func(*rt.Eval, *rt.V, *rt.V) *rt
 	if err != nil {
 		return dst, fmt.Errorf("nativeengine: malformed input: %w", err)
 	}
-	var rs *rt.V
-	if err := rt.Run(func() { rs = plan(ev, in, e.prog.Data) }); err != nil {
-		return dst, fmt.Errorf("nativeengine: %w", err)
-	}
-	var res *rt.V
-	switch rt.Len(rs) {
-	case 0:
-		return dst, core.ErrUndefined
-	case 1:
-		_, b := ev.ScanAt(rs, 0)
-		res = rt.GetStr(b, resultKey)
-	default:
-		return dst, errors.New("nativeengine: the policy produced more than one result")
-	}
-	if res == nil {
-		return dst, core.ErrUndefined
+	res, err := e.run(ev, plan, in)
+	if err != nil {
+		return dst, err
 	}
 	return rt.AppendCanonical(dst, res), nil
 }
 
-// Decide answers a typed query.
-func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
-	return core.DecideTyped(ctx, e, q)
+// run evaluates a plan on an input and returns its result (in ev's arena).
+func (e *Engine) run(ev *rt.Eval, plan func(*rt.Eval, *rt.V, *rt.V) *rt.V, in *rt.V) (*rt.V, error) {
+	var rs *rt.V
+	if err := rt.Run(func() { rs = plan(ev, in, e.prog.Data) }); err != nil {
+		return nil, fmt.Errorf("nativeengine: %w", err)
+	}
+	var res *rt.V
+	switch rt.Len(rs) {
+	case 0:
+		return nil, core.ErrUndefined
+	case 1:
+		_, b := ev.ScanAt(rs, 0)
+		res = rt.GetStr(b, resultKey)
+	default:
+		return nil, errors.New("nativeengine: the policy produced more than one result")
+	}
+	if res == nil {
+		return nil, core.ErrUndefined
+	}
+	return res, nil
 }
 
 // Manifest returns what the policy publishes about its operations.
