@@ -2,6 +2,7 @@ package nativeengine
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -55,10 +56,14 @@ func (b *builder) raw(v *rt.V, where int, key string) {
 }
 
 // str is a string member as ParseDecision reads it back ("", false unless a valid UTF-8
-// string).
+// string): a copy, since the evaluation's strings live in its arena, which the next
+// evaluation overwrites.
 func str(v *rt.V) (string, bool) {
 	s, ok := rt.Str(v)
-	return s, ok && utf8.ValidString(s)
+	if !ok || !utf8.ValidString(s) {
+		return "", false
+	}
+	return strings.Clone(s), true
 }
 
 // members writes an object's members as raw pieces, except the lifted ones (strings),

@@ -75,6 +75,14 @@ func sameDecision(t testing.TB, name string, q []byte, want []byte, wantErr erro
 	}
 }
 
+type heldDecision struct {
+	name    string
+	q, want []byte
+	wantErr error
+	got     *core.Decision
+	gotErr  error
+}
+
 // The typed path (input built from the query's parts, facts resident by token) decides
 // every generated query of every operation exactly as DecideJSON decides its JSON: with
 // every fact resident, with some, with none kept (a bound of 0) and with a bound so small
@@ -102,6 +110,9 @@ func TestDecideTypedMatchesJSON(t *testing.T) {
 		g := nodiff.NewGen(cat, 15, uint64(ci))
 		g.Manifest = ref.Manifest()
 		decided := 0
+		// Decisions are checked again after many more evaluations: nothing in them may
+		// point into an evaluation's arena, which the next evaluation overwrites.
+		var held []heldDecision
 		for _, op := range nodiff.Ops {
 			for n := 0; n < per; {
 				ep := g.Episode(op)
@@ -118,7 +129,9 @@ func TestDecideTypedMatchesJSON(t *testing.T) {
 						for name, e := range engines {
 							for _, some := range []bool{false, true} {
 								got, gotErr := e.Decide(ctx, typed(t, q, ts, some))
-								sameDecision(t, fmt.Sprintf("%s on %s (%s, some %v)", op, cat.Name, name, some), qj, tw, twErr, got, gotErr)
+								name := fmt.Sprintf("%s on %s (%s, some %v)", op, cat.Name, name, some)
+								sameDecision(t, name, qj, tw, twErr, got, gotErr)
+								held = append(held, heldDecision{name, qj, tw, twErr, got, gotErr})
 								decided++
 							}
 						}
@@ -133,6 +146,9 @@ func TestDecideTypedMatchesJSON(t *testing.T) {
 					}
 				}
 			}
+		}
+		for _, h := range held {
+			sameDecision(t, h.name+", checked again later", h.q, h.want, h.wantErr, h.got, h.gotErr)
 		}
 		if facts, _ := engines["default"].ResidentStats(); facts == 0 {
 			t.Errorf("catalog %s: no fact stayed resident", cat.Name)
