@@ -110,7 +110,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 			}
 			q.Facts[n.Key] = v
 			setToken(q, n.Key, token)
-			if isHostError(v) {
+			if token == "" && isHostError(v) { // a fact with a token is never a host failure
 				out.HostFailure = true
 			}
 		}
