@@ -16,17 +16,24 @@ import (
 // of the decision's canonical JSON, byte for byte. A result of any other shape, and a
 // decision ParseDecision refuses, go through ParseDecision itself, so that the outcome
 // is always ParseDecision's.
-func decisionOf(res *rt.V) (*core.Decision, error) {
+//
+// The raw members are written into one buffer, which the decision keeps; hint is its
+// expected size (the size of the last decision of the same operation: a listing is large
+// call after call), so that a large decision is written once, without growing copies.
+// size is what it took.
+func decisionOf(res *rt.V, hint int) (d *core.Decision, size int, err error) {
 	b := builderPool.Get().(*builder)
 	defer b.release()
+	b.buf = make([]byte, 0, max(hint+hint/16, 256))
 	if d := b.decision(res); d != nil {
-		return d, nil
+		return d, len(b.buf), nil
 	}
-	return core.ParseDecision(rt.AppendCanonical(nil, res))
+	d, err = core.ParseDecision(rt.AppendCanonical(nil, res))
+	return d, 0, err
 }
 
-// builder writes the canonical JSON of a decision's raw members into one scratch buffer
-// and makes one exact copy of it at the end.
+// builder writes the canonical JSON of a decision's raw members into one buffer, which
+// the decision's raw members are cut from.
 type builder struct {
 	buf    []byte
 	pieces []piece
@@ -42,10 +49,10 @@ type piece struct {
 var builderPool = sync.Pool{New: func() any { return new(builder) }}
 
 func (b *builder) release() {
-	if cap(b.buf) > 8<<20 {
-		b.buf = nil
+	if cap(b.pieces) > 4096 {
+		b.pieces = nil
 	}
-	b.buf, b.pieces = b.buf[:0], b.pieces[:0]
+	b.buf, b.pieces = nil, b.pieces[:0]
 	builderPool.Put(b)
 }
 
@@ -175,8 +182,7 @@ func (b *builder) decision(res *rt.V) *core.Decision {
 	default:
 		return nil
 	}
-	out := make([]byte, len(b.buf))
-	copy(out, b.buf)
+	out := b.buf
 	for _, p := range b.pieces {
 		raw := json.RawMessage(out[p.start:p.end:p.end])
 		switch {

@@ -10,6 +10,27 @@
 // another policy (a bundle's policy.wasm, Rego edited live) use core/wasmengine or
 // core/regoengine.
 //
+// # Resident facts
+//
+// Decide (a typed query, as the driver asks) builds the policy's input from the query's
+// parts instead of its JSON. A fact named by a token (core.Query.Tokens: the host names
+// the ledger facts it answers from its cache) is parsed once, onto the heap, and kept
+// between decisions, keyed by the token: a listing over a large ledger no longer parses
+// it again on every call. Facts without a token are parsed into the evaluation's arena,
+// as DecideJSON parses a query. Each fact gets the checks core.CheckQuery makes on a
+// query (core.CheckFact) when it is first parsed, so a malformed fact is refused as
+// before. Resident values are shared by concurrent evaluations; generated code never
+// writes to its input (it builds new values), which TestResidentConcurrent runs under
+// the race detector.
+//
+// The resident facts are bounded by bytes: at most WithResidentBytes (default
+// DefaultResidentBytes, 64 MiB) of estimated heap — the parsed values' nodes, slices and
+// strings plus the fact's bytes. When a new fact would exceed the bound, the least
+// recently used facts are evicted until it fits; a fact larger than the whole bound is
+// used for its decision and not kept. Tokens of old versions are never asked for again,
+// so they age out first. Decisions are byte for byte those of DecideJSON on the query's
+// JSON (TestDecideTypedMatchesJSON, with and without tokens, bounds of 0 and 16 KiB).
+//
 // This package links no package of OPA (TestNoOPA).
 package nativeengine
 
@@ -19,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
@@ -48,6 +70,7 @@ type Engine struct {
 	decide   func(*rt.Eval, *rt.V, *rt.V) *rt.V
 	manifest *core.Manifest
 	res      *resident
+	sizes    sync.Map // op → the size of its last typed decision (decisionOf's hint)
 }
 
 // New parses the data document and evaluates the manifest.

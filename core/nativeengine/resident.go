@@ -180,5 +180,13 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 	if err != nil {
 		return nil, err
 	}
-	return decisionOf(res)
+	var hint int
+	if h, ok := e.sizes.Load(q.Op); ok {
+		hint = h.(int)
+	}
+	d, size, err := decisionOf(res, hint)
+	if size != hint && size > 0 {
+		e.sizes.Store(q.Op, size)
+	}
+	return d, err
 }
