@@ -140,7 +140,9 @@ func BenchmarkListing(b *testing.B) {
 					}
 					decide := native.Decide
 					if mode == "typed-json" {
-						decide = func(ctx context.Context, q *core.Query) (*core.Decision, error) { return core.DecideTyped(ctx, native, q) }
+						decide = func(ctx context.Context, q *core.Query) (*core.Decision, error) {
+							return core.DecideTyped(ctx, native, q)
+						}
 					}
 					want, _ := core.ParseDecision(ep.Decision)
 					ctx := context.Background()
