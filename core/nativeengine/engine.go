@@ -70,7 +70,7 @@ type Engine struct {
 	decide   func(*rt.Eval, *rt.V, *rt.V) *rt.V
 	manifest *core.Manifest
 	res      *resident
-	sizes    sync.Map // op → the size of its last typed decision (decisionOf's hint)
+	sizes    sync.Map // sizeKey → the size of its last typed decision (decisionOf's hint)
 }
 
 // New parses the data document and evaluates the manifest.

@@ -37,7 +37,8 @@ type resident struct {
 
 type residentFact struct {
 	v    *rt.V
-	size int
+	size int // estimated heap bytes
+	json int // the fact's size in the query's JSON (marshalledLen)
 	used atomic.Uint64
 }
 
@@ -45,40 +46,40 @@ func newResident(limit int) *resident {
 	return &resident{limit: limit, m: map[string]*residentFact{}}
 }
 
-// get returns the parsed fact of token, parsing raw onto the heap the first time (after
-// the checks core.CheckQuery would make on it). nil, nil: the engine keeps no resident
-// facts; the caller parses the fact itself.
-func (r *resident) get(token string, raw []byte) (*rt.V, error) {
+// get returns the parsed fact of token and its size in the query's JSON, parsing raw
+// onto the heap the first time (after the checks core.CheckQuery would make on it). nil:
+// the engine keeps no resident facts; the caller parses the fact itself.
+func (r *resident) get(token string, raw []byte) (*rt.V, int, error) {
 	if r.limit <= 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	r.mu.RLock()
 	f := r.m[token]
 	r.mu.RUnlock()
 	if f != nil {
 		f.used.Store(r.clock.Add(1))
-		return f.v, nil
+		return f.v, f.json, nil
 	}
 	if err := core.CheckFact(raw); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	v := rt.Null
 	if len(raw) > 0 {
 		var err error
 		if v, err = rt.ParseData(raw); err != nil {
-			return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
+			return nil, 0, fmt.Errorf("nativeengine: malformed input: %w", err)
 		}
 	}
 	// The strings of v point into one copy of raw: count it beside the nodes.
-	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw)}
+	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw), json: marshalledLen(raw)}
 	f.used.Store(r.clock.Add(1))
 	if f.size > r.limit {
-		return v, nil // used once, not kept
+		return v, f.json, nil // used once, not kept
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old := r.m[token]; old != nil { // parsed meanwhile by another decision
-		return old.v, nil
+		return old.v, old.json, nil
 	}
 	r.m[token] = f
 	r.size += f.size
@@ -93,7 +94,68 @@ func (r *resident) get(token string, raw []byte) (*rt.V, error) {
 		r.size -= r.m[oldest].size
 		delete(r.m, oldest)
 	}
-	return v, nil
+	return v, f.json, nil
+}
+
+// marshalledLen is the size of a fact in a query encoding/json writes (core.DecideTyped):
+// compacted, with <, >, & and U+2028/U+2029 escaped; a nil fact is null.
+func marshalledLen(raw []byte) int {
+	if len(raw) == 0 {
+		return len("null")
+	}
+	n, inStr, esc := 0, false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inStr {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+			case '"':
+				inStr = true
+				n++
+			default:
+				n++
+			}
+			continue
+		}
+		switch {
+		case esc:
+			esc = false
+			n++
+		case c == '\\':
+			esc = true
+			n++
+		case c == '"':
+			inStr = false
+			n++
+		case c == '<' || c == '>' || c == '&':
+			n += len(`\u003c`)
+		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
+			n += len(`\u2028`)
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// keyLen is the size of a fact's key (valid UTF-8) as encoding/json writes it.
+func keyLen(k string) int {
+	n := len(`""`)
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += len(`\u003c`)
+		case c == 0xE2 && i+2 < len(k) && k[i+1] == 0x80 && k[i+2]&^1 == 0xA8:
+			n += len(`\u2028`)
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // stats reports the facts kept and their estimated bytes.
@@ -106,6 +168,13 @@ func (r *resident) stats() (n, size int) {
 // ResidentStats reports how many resident facts the engine keeps and their estimated
 // heap bytes (at most the bound of WithResidentBytes).
 func (e *Engine) ResidentStats() (facts, bytes int) { return e.res.stats() }
+
+// sizeKey names a question of an operation (its decisions' sizes are alike: the need of
+// a listing's first round is small, its final answer large).
+type sizeKey struct {
+	op    string
+	round int
+}
 
 // skeleton is a query without its facts, as core.DecideTyped encodes it.
 type skeleton struct {
@@ -120,23 +189,18 @@ type skeleton struct {
 // (parsed once per token), the others are parsed into the evaluation's arena. Every part
 // gets the checks core.CheckQuery makes, so the decision (or the refusal) is the one
 // DecideJSON gives for the query's JSON; a query this path cannot build exactly (a fact
-// key in invalid UTF-8, a query near the size limit) goes through core.DecideTyped.
+// key in invalid UTF-8) or one over the size limit goes through core.DecideTyped.
 func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
 	skel, err := json.Marshal(skeleton{q.Op, q.Args, q.Attempt, q.Round})
 	if err != nil {
 		return nil, fmt.Errorf("core: encode query: %w", err)
 	}
-	size := len(skel) + len(`,"facts":{}`)
 	keys := make([]string, 0, len(q.Facts))
-	for k, raw := range q.Facts {
+	for k := range q.Facts {
 		if !utf8.ValidString(k) {
 			return core.DecideTyped(ctx, e, q)
 		}
 		keys = append(keys, k)
-		size += len(k) + len(`"":,`) + max(len(raw), len("null"))
-	}
-	if size > core.MaxQueryBytes {
-		return core.DecideTyped(ctx, e, q)
 	}
 	if err := core.CheckQuery(skel); err != nil {
 		return nil, err
@@ -151,14 +215,18 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 	if err != nil {
 		return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
 	}
+	// size is the query's size as core.DecideTyped would write it (CheckQuery's limit).
+	size := len(skel) + len(`,"facts":null`)
 	facts := rt.Null
 	if q.Facts != nil {
+		size += len(`{}`) - len(`null`) + max(len(keys)-1, 0)
 		facts = ev.Object(len(keys))
 		for _, k := range keys {
 			raw := q.Facts[k]
 			var v *rt.V
+			var n int
 			if tok := q.Tokens[k]; tok != "" {
-				if v, err = e.res.get(tok, raw); err != nil {
+				if v, n, err = e.res.get(tok, raw); err != nil {
 					return nil, err
 				}
 			}
@@ -166,14 +234,18 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 				if err := core.CheckFact(raw); err != nil {
 					return nil, err
 				}
-				if len(raw) == 0 {
+				if n = marshalledLen(raw); len(raw) == 0 {
 					v = rt.Null
 				} else if v, err = ev.ParseMore(raw); err != nil {
 					return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
 				}
 			}
+			size += keyLen(k) + len(`:`) + n
 			rt.ObjectInsert(facts, ev.String(k), v)
 		}
+	}
+	if size > core.MaxQueryBytes {
+		return core.DecideTyped(ctx, e, q) // refused there, as any query over the limit
 	}
 	rt.ObjectInsert(in, ev.String("facts"), facts)
 	res, err := e.run(ev, e.decide, in)
@@ -181,12 +253,13 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 		return nil, err
 	}
 	var hint int
-	if h, ok := e.sizes.Load(q.Op); ok {
+	at := sizeKey{q.Op, q.Round}
+	if h, ok := e.sizes.Load(at); ok {
 		hint = h.(int)
 	}
 	d, size, err := decisionOf(res, hint)
 	if size != hint && size > 0 {
-		e.sizes.Store(q.Op, size)
+		e.sizes.Store(at, size)
 	}
 	return d, err
 }

@@ -296,3 +296,19 @@ func TestResidentConcurrent(t *testing.T) {
 		t.Error("nothing resident")
 	}
 }
+
+// The size limit is the one core.DecideTyped's query meets: a fact of 3 MB whose '<'
+// encoding/json writes as \u003c makes an 18 MB query, refused with or without a token.
+func TestDecideTypedSizeLimit(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t, embeddedData(t))
+	fact := json.RawMessage(`"` + strings.Repeat("<", 3<<20) + `"`)
+	for _, tok := range []string{"", "big:1"} {
+		q := &core.Query{Op: "list_grants", Args: json.RawMessage(`{}`),
+			Facts: map[string]json.RawMessage{"grants": fact}, Tokens: map[string]string{"grants": tok}}
+		_, err := e.Decide(ctx, q)
+		if !errors.Is(err, core.ErrMalformedQuery) || !strings.Contains(err.Error(), "exceeds the limit") {
+			t.Errorf("token %q: %v, want the size limit", tok, err)
+		}
+	}
+}
