@@ -20,7 +20,7 @@
 // as DecideJSON parses a query. Each fact gets the checks core.CheckQuery makes on a
 // query (core.CheckFact) when it is first parsed, so a malformed fact is refused as
 // before. Resident values are shared by concurrent evaluations; generated code never
-// writes to its input (it builds new values), which TestResidentConcurrent runs under
+// writes to its input (it builds new values), which TestConcurrentResidentFacts runs under
 // the race detector.
 //
 // The resident facts are bounded by bytes: at most WithResidentBytes (default

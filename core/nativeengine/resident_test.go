@@ -254,7 +254,7 @@ func TestResidentBound(t *testing.T) {
 
 // Concurrent decisions share resident facts (run with -race: generated code never
 // writes to its input); every decision is the one the query's JSON gives.
-func TestResidentConcurrent(t *testing.T) {
+func TestConcurrentResidentFacts(t *testing.T) {
 	ctx := context.Background()
 	e, eps := listingEpisodes(t, 10, 20)
 	ts := &tokens{}
