@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/grantwire/grantwire/catalog"
@@ -79,6 +80,47 @@ func BenchmarkGate(b *testing.B) {
 		for _, name := range []string{"allow", "not-granted", "refresh"} {
 			b.Run("case="+name+"/engine="+e.Name(), func(b *testing.B) { operation(b, e, eps[name]) })
 		}
+	}
+	// The hand-out's two questions on typed queries, as the driver asks them: typed-json is
+	// core.DecideTyped (before resident facts), typed the parts-built input, resident with
+	// tokens on the ledger facts (what the host names), resident-all with tokens on every
+	// fact (what tokens for keyring facts would add at most).
+	for _, mode := range []string{"typed-json", "typed", "resident", "resident-all"} {
+		b.Run("case=allow/engine=native-"+mode, func(b *testing.B) {
+			var qs []*core.Query
+			var want []*core.Decision
+			for _, ep := range eps["allow"] {
+				q := typed(b, ep.Query, benchTokens, false)
+				for k := range q.Tokens {
+					if mode == "typed" || mode == "typed-json" || (mode == "resident" && !strings.Contains(string(q.Facts[k]), `"ledger":`)) {
+						delete(q.Tokens, k)
+					}
+				}
+				d, _ := core.ParseDecision(ep.Decision)
+				qs, want = append(qs, q), append(want, d)
+			}
+			decide := native.Decide
+			if mode == "typed-json" {
+				decide = func(ctx context.Context, q *core.Query) (*core.Decision, error) {
+					return core.DecideTyped(ctx, native, q)
+				}
+			}
+			ctx := context.Background()
+			for i, q := range qs {
+				if got, err := decide(ctx, q); err != nil || !reflect.DeepEqual(got, want[i]) {
+					b.Fatalf("question %d: %v: the typed decision differs", i, err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, q := range qs {
+					if _, err := decide(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
 
