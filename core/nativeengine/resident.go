@@ -215,7 +215,14 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 	if err != nil {
 		return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
 	}
-	// size is the query's size as core.DecideTyped would write it (CheckQuery's limit).
+	// size is the query's size as core.DecideTyped would write it (CheckQuery's limit),
+	// counted exactly only when it might matter: encoding/json writes a fact in at most six
+	// times its bytes (every byte escaped).
+	upper := len(skel) + len(`,"facts":{}`)
+	for k, raw := range q.Facts {
+		upper += 6*len(k) + len(`"":,`) + 6*max(len(raw), len("null"))
+	}
+	exact := upper > core.MaxQueryBytes
 	size := len(skel) + len(`,"facts":null`)
 	facts := rt.Null
 	if q.Facts != nil {
@@ -234,7 +241,10 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 				if err := core.CheckFact(raw); err != nil {
 					return nil, err
 				}
-				if n = marshalledLen(raw); len(raw) == 0 {
+				if exact {
+					n = marshalledLen(raw)
+				}
+				if len(raw) == 0 {
 					v = rt.Null
 				} else if v, err = ev.ParseMore(raw); err != nil {
 					return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
@@ -244,7 +254,7 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 			rt.ObjectInsert(facts, ev.String(k), v)
 		}
 	}
-	if size > core.MaxQueryBytes {
+	if exact && size > core.MaxQueryBytes {
 		return core.DecideTyped(ctx, e, q) // refused there, as any query over the limit
 	}
 	rt.ObjectInsert(in, ev.String("facts"), facts)
