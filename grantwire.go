@@ -363,6 +363,18 @@ func (c *Client) ListGrants(ctx context.Context, connector string) (map[string]m
 	if connector != "" {
 		args["connector"] = connector
 	}
+	if connector == "" { // one decoding pass over what may be a large listing
+		var r struct {
+			Grants map[string]map[string][]string `json:"grants"`
+		}
+		if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
+			return nil, err
+		}
+		if r.Grants == nil {
+			r.Grants = map[string]map[string][]string{}
+		}
+		return r.Grants, nil
+	}
 	var r struct {
 		Grants json.RawMessage `json:"grants"`
 	}
@@ -370,17 +382,14 @@ func (c *Client) ListGrants(ctx context.Context, connector string) (map[string]m
 		return nil, err
 	}
 	out := map[string]map[string][]string{}
-	if connector != "" {
-		m := map[string][]string{}
-		if err := json.Unmarshal(r.Grants, &m); err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out[connector] = m
-		}
-		return out, nil
+	m := map[string][]string{}
+	if err := json.Unmarshal(r.Grants, &m); err != nil {
+		return nil, err
 	}
-	return out, json.Unmarshal(r.Grants, &out)
+	if len(m) > 0 {
+		out[connector] = m
+	}
+	return out, nil
 }
 
 // Activation is the outcome of Activate.

@@ -63,6 +63,32 @@ func CheckQuery(query []byte) error {
 	return nil
 }
 
+// FactDepth is the depth at which a fact sits in a query: the query object is depth 1,
+// its "facts" object depth 2, a fact's value depth 3.
+const FactDepth = 3
+
+// CheckFact makes the checks of [CheckQuery] on one fact's bytes, as the fact would sit
+// in a query under "facts" (at [FactDepth]): one JSON value (any kind; empty bytes stand
+// for null, as encoding/json writes a nil json.RawMessage) in valid UTF-8, with no lone
+// surrogate, nesting within MaxQueryDepth counted from the query, numbers integers within
+// ±(2^53-1). An engine that builds its input from a [Query]'s parts instead of its JSON
+// runs it on each fact, once per fact's version (see Query.Tokens). Offsets in the error
+// are within the fact. The query's size limit is the caller's to check.
+func CheckFact(fact []byte) error {
+	if len(fact) == 0 {
+		return nil
+	}
+	c := checker{b: fact}
+	i := c.value(c.ws(0), FactDepth)
+	if c.err != nil {
+		return c.err
+	}
+	if i = c.ws(i); i != len(fact) {
+		return &QueryError{Offset: i, Reason: "data after the fact"}
+	}
+	return nil
+}
+
 type checker struct {
 	b   []byte
 	err *QueryError

@@ -2,7 +2,11 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/grantwire/grantwire/internal/storedjson"
 )
@@ -30,24 +34,82 @@ type KeyringGenerations interface {
 	Generation(service string) (gen string, ok bool)
 }
 
-// parsedLedger is a ledger as last read: its stamp, and what a read and a parse gave.
+// parsedLedger is a ledger as last read: its stamp, and what a read and a parse gave. An
+// entry is never changed once cached but for its facts, the memo of the ledger.read
+// answers made from it (under the cache's lock).
 type parsedLedger struct {
 	stamp   string
 	found   bool
 	version string
 	doc     any   // never changed once cached (ledger.read copies what it answers)
 	corrupt error // the parse's failure
+	// facts memoizes the JSON of each ledger.read answer made from this entry, by path,
+	// with its token (resident facts); nil for an entry that is not cached.
+	facts map[string]tokenFact
 }
+
+// tokenFact is a fact's JSON and the token that names it.
+type tokenFact struct {
+	raw   json.RawMessage
+	token string
+}
+
+// tokens numbers the facts the hosts of this process memoize: a token names one fact's
+// bytes for as long as the process runs, never reused (core.Query.Tokens).
+var tokens atomic.Uint64
+
+// newToken returns a fresh token of the kind ("ledger:17").
+func newToken(kind string) string { return kind + ":" + strconv.FormatUint(tokens.Add(1), 10) }
 
 // ledgerCache holds the parsed ledgers of a Host.
 type ledgerCache struct {
 	mu sync.Mutex
-	m  map[string]parsedLedger
+	m  map[string]*parsedLedger
+}
+
+// memoFact returns the fact made from a cached entry for the path, making it with make
+// the first time. An entry that is not cached (facts nil) memoizes nothing: its fact
+// has no token.
+func (c *ledgerCache) memoFact(p *parsedLedger, path []string, make func() (json.RawMessage, error)) (json.RawMessage, string, error) {
+	if p.facts == nil {
+		raw, err := make()
+		return raw, "", err
+	}
+	key := pathKey(path)
+	c.mu.Lock()
+	f, ok := p.facts[key]
+	c.mu.Unlock()
+	if ok {
+		return f.raw, f.token, nil
+	}
+	raw, err := make()
+	if err != nil {
+		return nil, "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := p.facts[key]; ok { // made meanwhile by another operation
+		return f.raw, f.token, nil
+	}
+	f = tokenFact{raw: raw, token: newToken("ledger")}
+	p.facts[key] = f
+	return f.raw, f.token, nil
+}
+
+// pathKey names a path unambiguously (each member prefixed by its length).
+func pathKey(path []string) string {
+	var b strings.Builder
+	for _, k := range path {
+		b.WriteString(strconv.Itoa(len(k)))
+		b.WriteByte(':')
+		b.WriteString(k)
+	}
+	return b.String()
 }
 
 // readLedger reads and parses a ledger, through the cache when the Files capability
 // stamps files. A refused file (hostabi.FileRefused) or a failed read is never cached.
-func (o *Op) readLedger(ctx context.Context, name string) (parsedLedger, error) {
+func (o *Op) readLedger(ctx context.Context, name string) (*parsedLedger, error) {
 	files := o.h.caps.Files
 	st, _ := files.(FileStamps)
 	var stamp string
@@ -66,13 +128,14 @@ func (o *Op) readLedger(ctx context.Context, name string) (parsedLedger, error) 
 	// older stamp, so the next read sees a new stamp and reads again.
 	raw, version, err := files.Read(ctx, name)
 	if err != nil {
-		return parsedLedger{}, err
+		return nil, err
 	}
-	p := parsedLedger{stamp: stamp, found: raw != nil, version: version}
+	p := &parsedLedger{stamp: stamp, found: raw != nil, version: version}
 	if raw != nil {
 		p.doc, p.corrupt = storedjson.Decode(raw)
 	}
 	if stamped {
+		p.facts = map[string]tokenFact{}
 		o.h.ledgers.mu.Lock()
 		o.h.ledgers.m[name] = p
 		o.h.ledgers.mu.Unlock()

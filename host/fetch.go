@@ -58,8 +58,9 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 		return map[string]any{"service": c.Service}, nil
 	case hostabi.NeedKeyringGet:
 		return o.keyringGet(ctx, n)
-	case hostabi.NeedLedgerRead:
-		return o.ledgerRead(ctx, n)
+	case hostabi.NeedLedgerRead: // FetchToken asks ledgerReadFact itself
+		raw, _, err := o.ledgerReadFact(ctx, n)
+		return raw, err
 	case hostabi.NeedFileDigest:
 		max := int64(defaultDigestSize)
 		if n.Params["max_bytes"] != nil {

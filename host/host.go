@@ -65,7 +65,7 @@ func New(c hostabi.Capabilities) *Host {
 	if c.Getenv == nil {
 		c.Getenv = func(string) string { return "" }
 	}
-	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]parsedLedger{}}, parsed: map[string]any{}}
+	return &Host{caps: c, memory: map[string]slot{}, ledgers: ledgerCache{m: map[string]*parsedLedger{}}, parsed: map[string]any{}}
 }
 
 // Capabilities returns what the host was built with.
@@ -195,21 +195,36 @@ func hostError(err error) (any, error) {
 // Fetch answers one need. A capability's failure is answered as a host_error fact; the
 // error is for malformed needs (a policy bug) and the caller's cancellation.
 func (o *Op) Fetch(ctx context.Context, n core.Need) (json.RawMessage, error) {
+	raw, _, err := o.FetchToken(ctx, n)
+	return raw, err
+}
+
+// FetchToken is Fetch with the fact's token (hostabi.TokenFetcher): a ledger.read answered
+// from the ledger cache (a Files capability that stamps files) is marshalled once per
+// ledger version and path and named by a token unique in the process; other facts have
+// none ("").
+func (o *Op) FetchToken(ctx context.Context, n core.Need) (json.RawMessage, string, error) {
 	o.yield(ctx)
-	v, err := o.fetch(ctx, n)
+	var raw json.RawMessage
+	var token string
+	var err error
+	if n.Kind == hostabi.NeedLedgerRead {
+		raw, token, err = o.ledgerReadFact(ctx, n)
+	} else {
+		var v any
+		if v, err = o.fetch(ctx, n); err == nil {
+			raw, err = json.Marshal(v)
+		}
+	}
 	if err == nil && ctx.Err() != nil && n.Kind != hostabi.NeedClockNow {
 		err = ctx.Err()
 	}
 	if err != nil {
 		o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
-		return nil, err
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
-	return raw, nil
+	return raw, token, nil
 }
 
 func params(p map[string]json.RawMessage) string {

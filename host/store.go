@@ -156,44 +156,62 @@ func presence(found bool) string {
 	return "it absent"
 }
 
-// ledgerRead answers ledger.read: the document (or the value at a path inside it) with the
-// file's version, or why the file is corrupt.
-func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
+// ledgerReadFact answers ledger.read: the document (or the value at a path inside it)
+// with the file's version, or why the file is corrupt, as JSON. A ledger answered from
+// the cache gives the same JSON, marshalled once per version and path, with a token.
+func (o *Op) ledgerReadFact(ctx context.Context, n core.Need) (json.RawMessage, string, error) {
 	name := n.Str("ledger")
 	if name == "" {
-		return nil, errors.New("host: ledger.read needs a ledger")
+		return nil, "", errors.New("host: ledger.read needs a ledger")
 	}
 	var path []string
 	if raw, ok := n.Params["path"]; ok {
 		if err := json.Unmarshal(raw, &path); err != nil {
-			return nil, fmt.Errorf("host: ledger.read path: %w", err)
+			return nil, "", fmt.Errorf("host: ledger.read path: %w", err)
 		}
 	}
-	files := o.h.caps.Files
-	led, err := o.readLedger(ctx, name)
 	if path == nil {
 		path = []string{}
 	}
-	fact := map[string]any{"ledger": name, "path": path, "file": files.Path(name)}
+	led, err := o.readLedger(ctx, name)
+	if err != nil {
+		v, err := o.unreadLedger(ctx, name, path, err)
+		if err != nil {
+			return nil, "", err
+		}
+		raw, err := json.Marshal(v)
+		return raw, "", err
+	}
+	return o.h.ledgers.memoFact(led, path, func() (json.RawMessage, error) {
+		return json.Marshal(o.ledgerFact(name, path, led))
+	})
+}
+
+// unreadLedger answers ledger.read for a file the host would not or could not read.
+func (o *Op) unreadLedger(ctx context.Context, name string, path []string, err error) (any, error) {
+	fact := map[string]any{"ledger": name, "path": path, "file": o.h.caps.Files.Path(name)}
 	var refused *hostabi.FileRefused
 	if errors.As(err, &refused) {
 		fact["found"], fact["corrupt"] = true, refused.Reason
 		return fact, nil
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return hostError(err)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
+	return hostError(err)
+}
+
+// ledgerFact is ledger.read's answer from a read (and parsed) ledger.
+func (o *Op) ledgerFact(name string, path []string, led *parsedLedger) map[string]any {
+	fact := map[string]any{"ledger": name, "path": path, "file": o.h.caps.Files.Path(name)}
 	if !led.found {
 		fact["found"] = false
-		return fact, nil
+		return fact
 	}
 	fact["found"], fact["version"] = true, led.version
 	if led.corrupt != nil {
 		fact["corrupt"] = led.corrupt.Error()
-		return fact, nil
+		return fact
 	}
 	doc := led.doc
 	v, ok := storedjson.At(doc, path)
@@ -202,7 +220,7 @@ func (o *Op) ledgerRead(ctx context.Context, n core.Need) (any, error) {
 		fact["value"] = storedjson.FactValue(v)
 	}
 	fact["shape"] = storedjson.Shape(doc, path)
-	return fact, nil
+	return fact
 }
 
 // ledgerOp is one operation of a ledger.write effect.

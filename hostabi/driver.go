@@ -104,12 +104,13 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 					defer stop() // once: committed is set only here
 				}
 			}
-			v, err := p.Fetch(runCtx, n)
+			v, token, err := fetch(runCtx, p, n)
 			if err != nil {
 				return nil, canceled(ctx, committed, err)
 			}
 			q.Facts[n.Key] = v
-			if isHostError(v) {
+			setToken(q, n.Key, token)
+			if token == "" && isHostError(v) { // a fact with a token is never a host failure
 				out.HostFailure = true
 			}
 		}
@@ -138,6 +139,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 			// A precondition failed: decide again from fresh facts, keeping held locks.
 			q.Attempt++
 			q.Facts = copyFacts(base, q.Facts)
+			q.Tokens = nil // the facts kept (arguments, held locks) have none
 			continue
 		}
 		var he *HostError
@@ -147,8 +149,31 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		// The core reports the failure (and decides nothing more is applied).
 		out.HostFailure = true
 		q.Facts[FactApply+strconv.Itoa(q.Attempt)], _ = json.Marshal(map[string]any{"host_error": he})
+		setToken(q, FactApply+strconv.Itoa(q.Attempt), "")
 	}
 	return nil, fmt.Errorf("hostabi: %s asked more than %d questions", op, MaxRounds)
+}
+
+// fetch answers a need, with the fact's token when the performer names facts.
+func fetch(ctx context.Context, p Performer, n core.Need) (json.RawMessage, string, error) {
+	if tf, ok := p.(TokenFetcher); ok {
+		return tf.FetchToken(ctx, n)
+	}
+	v, err := p.Fetch(ctx, n)
+	return v, "", err
+}
+
+// setToken records the token of the fact under key ("" drops a token the key had: the
+// fact was replaced by one without).
+func setToken(q *core.Query, key, token string) {
+	if token == "" {
+		delete(q.Tokens, key)
+		return
+	}
+	if q.Tokens == nil {
+		q.Tokens = map[string]string{}
+	}
+	q.Tokens[key] = token
 }
 
 // canceled reports a failure caused by the caller's cancellation before the operation

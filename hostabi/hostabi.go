@@ -261,6 +261,18 @@ type Performer interface {
 	End()
 }
 
+// TokenFetcher is implemented by a Performer that can name a fact by a token (resident
+// facts, core.Query.Tokens): FetchToken answers like Fetch and returns, besides, a token
+// that names these exact bytes for as long as the process runs ("" when the fact has
+// none). A token is never reused for other bytes, and never names a host failure (a
+// {"host_error": ...} fact has none: the Driver looks for failures only in facts without
+// a token, so a large resident fact is not scanned again). The Driver passes the tokens on to the
+// engine, which may keep the parsed fact between operations. Optional: a Performer
+// without it is asked Fetch, and its facts are parsed with every query.
+type TokenFetcher interface {
+	FetchToken(ctx context.Context, n core.Need) (fact json.RawMessage, token string, err error)
+}
+
 // Host starts operations.
 type Host interface {
 	Begin(op string) Performer

@@ -3,7 +3,9 @@ package nativeengine_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/grantwire/grantwire/catalog"
@@ -79,6 +81,47 @@ func BenchmarkGate(b *testing.B) {
 			b.Run("case="+name+"/engine="+e.Name(), func(b *testing.B) { operation(b, e, eps[name]) })
 		}
 	}
+	// The hand-out's two questions on typed queries, as the driver asks them: typed-json is
+	// core.DecideTyped (before resident facts), typed the parts-built input, resident with
+	// tokens on the ledger facts (what the host names), resident-all with tokens on every
+	// fact (what tokens for keyring facts would add at most).
+	for _, mode := range []string{"typed-json", "typed", "resident", "resident-all"} {
+		b.Run("case=allow/engine=native-"+mode, func(b *testing.B) {
+			var qs []*core.Query
+			var want []*core.Decision
+			for _, ep := range eps["allow"] {
+				q := typed(b, ep.Query, benchTokens, false)
+				for k := range q.Tokens {
+					if mode == "typed" || mode == "typed-json" || (mode == "resident" && !strings.Contains(string(q.Facts[k]), `"ledger":`)) {
+						delete(q.Tokens, k)
+					}
+				}
+				d, _ := core.ParseDecision(ep.Decision)
+				qs, want = append(qs, q), append(want, d)
+			}
+			decide := native.Decide
+			if mode == "typed-json" {
+				decide = func(ctx context.Context, q *core.Query) (*core.Decision, error) {
+					return core.DecideTyped(ctx, native, q)
+				}
+			}
+			ctx := context.Background()
+			for i, q := range qs {
+				if got, err := decide(ctx, q); err != nil || !reflect.DeepEqual(got, want[i]) {
+					b.Fatalf("question %d: %v: the typed decision differs", i, err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, q := range qs {
+					if _, err := decide(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkParallel: cached-token hand-outs (both questions) from GOMAXPROCS goroutines;
@@ -126,6 +169,37 @@ func BenchmarkListing(b *testing.B) {
 					b.ReportMetric(float64(len(ep.Query)), "query-bytes")
 				})
 			}
+			// The native engine on typed queries (Decide, as a driver asks): typed-json is
+			// core.DecideTyped (the query marshalled, the decision parsed: Decide before
+			// resident facts); typed builds the input from the query's parts and parses
+			// every fact per query; resident has tokens, so the facts were parsed by the
+			// first call and every later one reuses them.
+			for _, mode := range []string{"typed-json", "typed", "resident"} {
+				b.Run("case="+op+"/size="+sizeName(size.connectors, size.agents)+"/engine=native-"+mode, func(b *testing.B) {
+					q := typed(b, ep.Query, benchTokens, false)
+					if mode != "resident" {
+						q.Tokens = nil
+					}
+					decide := native.Decide
+					if mode == "typed-json" {
+						decide = func(ctx context.Context, q *core.Query) (*core.Decision, error) {
+							return core.DecideTyped(ctx, native, q)
+						}
+					}
+					want, _ := core.ParseDecision(ep.Decision)
+					ctx := context.Background()
+					if got, err := decide(ctx, q); err != nil || !reflect.DeepEqual(got, want) {
+						b.Fatalf("%s: %v: the typed decision differs", op, err)
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for b.Loop() {
+						if _, err := decide(ctx, q); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		}
 	}
 }
@@ -142,3 +216,7 @@ func BenchmarkEpisode(b *testing.B) {
 		}
 	}
 }
+
+// benchTokens issues the benchmarks' tokens: one issuer, so that a token never names two
+// contents (the contract of core.Query.Tokens).
+var benchTokens = &tokens{}

@@ -10,6 +10,27 @@
 // another policy (a bundle's policy.wasm, Rego edited live) use core/wasmengine or
 // core/regoengine.
 //
+// # Resident facts
+//
+// Decide (a typed query, as the driver asks) builds the policy's input from the query's
+// parts instead of its JSON. A fact named by a token (core.Query.Tokens: the host names
+// the ledger facts it answers from its cache) is parsed once, onto the heap, and kept
+// between decisions, keyed by the token: a listing over a large ledger no longer parses
+// it again on every call. Facts without a token are parsed into the evaluation's arena,
+// as DecideJSON parses a query. Each fact gets the checks core.CheckQuery makes on a
+// query (core.CheckFact) when it is first parsed, so a malformed fact is refused as
+// before. Resident values are shared by concurrent evaluations; generated code never
+// writes to its input (it builds new values), which TestConcurrentResidentFacts runs under
+// the race detector.
+//
+// The resident facts are bounded by bytes: at most WithResidentBytes (default
+// DefaultResidentBytes, 64 MiB) of estimated heap — the parsed values' nodes, slices and
+// strings plus the fact's bytes. When a new fact would exceed the bound, the least
+// recently used facts are evicted until it fits; a fact larger than the whole bound is
+// used for its decision and not kept. Tokens of old versions are never asked for again,
+// so they age out first. Decisions are byte for byte those of DecideJSON on the query's
+// JSON (TestDecideTypedMatchesJSON, with and without tokens, bounds of 0 and 16 KiB).
+//
 // This package links no package of OPA (TestNoOPA).
 package nativeengine
 
@@ -19,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
@@ -31,7 +53,8 @@ const (
 )
 
 type config struct {
-	data []byte
+	data          []byte
+	residentBytes int
 }
 
 // Option configures an [Engine].
@@ -46,11 +69,13 @@ type Engine struct {
 	prog     *rt.Program
 	decide   func(*rt.Eval, *rt.V, *rt.V) *rt.V
 	manifest *core.Manifest
+	res      *resident
+	sizes    sync.Map // sizeKey → the size of its last typed decision (decisionOf's hint)
 }
 
 // New parses the data document and evaluates the manifest.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
-	c := config{data: []byte(`{}`)}
+	c := config{data: []byte(`{}`), residentBytes: DefaultResidentBytes}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -58,7 +83,7 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nativeengine: data: %w", err)
 	}
-	e := &Engine{prog: rt.NewProgram(genFuncCount, data), decide: genPlans[DecideEntrypoint]}
+	e := &Engine{prog: rt.NewProgram(genFuncCount, data), decide: genPlans[DecideEntrypoint], res: newResident(c.residentBytes)}
 	if e.decide == nil || genPlans[ManifestEntrypoint] == nil {
 		return nil, fmt.Errorf("nativeengine: the generated policy lacks %s or %s", DecideEntrypoint, ManifestEntrypoint)
 	}
@@ -115,29 +140,33 @@ func (e *Engine) eval(ctx context.Context, plan func(*rt.Eval, *rt.V, *rt.V) *rt
 	if err != nil {
 		return dst, fmt.Errorf("nativeengine: malformed input: %w", err)
 	}
-	var rs *rt.V
-	if err := rt.Run(func() { rs = plan(ev, in, e.prog.Data) }); err != nil {
-		return dst, fmt.Errorf("nativeengine: %w", err)
-	}
-	var res *rt.V
-	switch rt.Len(rs) {
-	case 0:
-		return dst, core.ErrUndefined
-	case 1:
-		_, b := ev.ScanAt(rs, 0)
-		res = rt.GetStr(b, resultKey)
-	default:
-		return dst, errors.New("nativeengine: the policy produced more than one result")
-	}
-	if res == nil {
-		return dst, core.ErrUndefined
+	res, err := e.run(ev, plan, in)
+	if err != nil {
+		return dst, err
 	}
 	return rt.AppendCanonical(dst, res), nil
 }
 
-// Decide answers a typed query.
-func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
-	return core.DecideTyped(ctx, e, q)
+// run evaluates a plan on an input and returns its result (in ev's arena).
+func (e *Engine) run(ev *rt.Eval, plan func(*rt.Eval, *rt.V, *rt.V) *rt.V, in *rt.V) (*rt.V, error) {
+	var rs *rt.V
+	if err := rt.Run(func() { rs = plan(ev, in, e.prog.Data) }); err != nil {
+		return nil, fmt.Errorf("nativeengine: %w", err)
+	}
+	var res *rt.V
+	switch rt.Len(rs) {
+	case 0:
+		return nil, core.ErrUndefined
+	case 1:
+		_, b := ev.ScanAt(rs, 0)
+		res = rt.GetStr(b, resultKey)
+	default:
+		return nil, errors.New("nativeengine: the policy produced more than one result")
+	}
+	if res == nil {
+		return nil, core.ErrUndefined
+	}
+	return res, nil
 }
 
 // Manifest returns what the policy publishes about its operations.

@@ -27,6 +27,38 @@ func (ev *Eval) ParseQuery(query []byte) (*V, error) {
 	return ev.parse(unsafe.String(&ev.buf[0], len(ev.buf)))
 }
 
+// ParseMore parses one more JSON value into the evaluation's arena after ParseQuery (the
+// parts of an input built from pieces): its bytes are appended to the evaluation's copy,
+// so the strings of values parsed before stay valid.
+func (ev *Eval) ParseMore(b []byte) (*V, error) {
+	if len(b) == 0 {
+		return nil, ErrSyntax
+	}
+	start := len(ev.buf)
+	ev.buf = append(ev.buf, b...)
+	return ev.parse(unsafe.String(&ev.buf[start], len(b)))
+}
+
+// Footprint estimates the heap bytes a value parsed by ParseData holds: its nodes, their
+// slices and its strings' bytes (a string shared by several values counted each time).
+// Resident caches bound themselves by it.
+func Footprint(v *V) int {
+	if v == nil {
+		return 0
+	}
+	if v.k == KNull || v.k == KBool || (v.k == KNum && v.s == "" && v.n >= smallMin && v.n <= smallMax) {
+		return 0 // a singleton
+	}
+	n := int(unsafe.Sizeof(V{})) + (cap(v.a)+cap(v.o))*int(unsafe.Sizeof(v)) + len(v.s)
+	for _, x := range v.a {
+		n += Footprint(x)
+	}
+	for _, x := range v.o {
+		n += Footprint(x)
+	}
+	return n
+}
+
 // ParseData parses a data document (any JSON) onto the heap, as OPA's Go evaluator reads
 // data: invalid UTF-8 and lone surrogates become U+FFFD, the last of duplicate keys wins,
 // numbers keep their text.

@@ -470,3 +470,15 @@ func (ev *Eval) Merge(a, b *V) *V {
 	}
 	return out
 }
+
+// Members returns an object's keys and values (an array's elements as keys, nil values),
+// in order, for reading only: callers must not change them.
+func Members(v *V) (keys, vals []*V) {
+	switch v.Kind() {
+	case KObj:
+		return v.a, v.o
+	case KArr:
+		return v.a, nil
+	}
+	return nil, nil
+}
