@@ -16,7 +16,6 @@ package nativeengine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -115,29 +114,24 @@ func (e *Engine) eval(ctx context.Context, plan func(*rt.Eval, *rt.V, *rt.V) *rt
 	if err != nil {
 		return dst, fmt.Errorf("nativeengine: malformed input: %w", err)
 	}
-	var rs *rt.V
-	if err := rt.Run(func() { rs = plan(ev, in, e.prog.Data) }); err != nil {
-		return dst, fmt.Errorf("nativeengine: %w", err)
-	}
-	var res *rt.V
-	switch rt.Len(rs) {
-	case 0:
-		return dst, core.ErrUndefined
-	case 1:
-		_, b := ev.ScanAt(rs, 0)
-		res = rt.GetStr(b, resultKey)
-	default:
-		return dst, errors.New("nativeengine: the policy produced more than one result")
-	}
-	if res == nil {
-		return dst, core.ErrUndefined
+	res, err := e.evalValue(ev, plan, in)
+	if err != nil {
+		return dst, err
 	}
 	return rt.AppendCanonical(dst, res), nil
 }
 
-// Decide answers a typed query.
+// Decide answers a typed query. The decision is built from the policy's result value
+// directly (decision.go), not parsed back from its JSON.
 func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, error) {
-	return core.DecideTyped(ctx, e, q)
+	in, err := json.Marshal(q)
+	if err != nil {
+		return nil, fmt.Errorf("core: encode query: %w", err)
+	}
+	if err := core.CheckQuery(in); err != nil {
+		return nil, err
+	}
+	return e.decideWith(ctx, func(ev *rt.Eval) (*rt.V, error) { return ev.ParseQuery(in) })
 }
 
 // Manifest returns what the policy publishes about its operations.
