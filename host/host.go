@@ -40,6 +40,7 @@ type Host struct {
 
 	ledgers ledgerCache    // parsed ledgers, when the Files capability stamps files (cache.go)
 	parsed  map[string]any // keyring value → its JSON parse (cache.go)
+	facts   factMemo       // encoded keyring facts (factmemo.go)
 
 	// Trace, when set, receives one line per host call and its answer (facts and effects
 	// carry no secret, so transcripts are safe to print and to commit as golden files).
@@ -214,14 +215,18 @@ func (o *Op) Fetch(ctx context.Context, n core.Need) (json.RawMessage, error) {
 		err = ctx.Err()
 	}
 	if err != nil {
-		o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
+		if o.h.Trace != nil {
+			o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
+		}
 		return nil, err
 	}
-	raw, err := json.Marshal(v)
+	raw, err := encodeFact(v)
 	if err != nil {
 		return nil, err
 	}
-	o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
+	if o.h.Trace != nil {
+		o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
+	}
 	return raw, nil
 }
 

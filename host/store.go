@@ -51,13 +51,9 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 		return hostError(err)
 	}
 	if !found {
-		return map[string]any{"found": false}, nil
+		return notFoundFact, nil
 	}
-	fact := map[string]any{"found": true, "version": Version(v), "value": o.register(n.Key, "value", v)}
-	if fields != nil {
-		fact["json"] = o.redactDoc(n.Key, o.h.parseValue(v), fields)
-	}
-	return fact, nil
+	return o.keyringFact(n.Key, n.Params["fields"], fields, v)
 }
 
 // redact parses b as a JSON object and replaces each listed top-level string member by its
