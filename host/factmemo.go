@@ -31,8 +31,29 @@ type memoFact struct {
 }
 
 type factMemo struct {
-	mu sync.Mutex
-	m  map[keyringFactKey]memoFact
+	mu     sync.Mutex
+	m      map[keyringFactKey]memoFact
+	fields map[string][]string // keyring.get's fields parameter (JSON) → the list, never changed
+}
+
+// fieldsOf decodes keyring.get's fields parameter, remembering the lists it decoded.
+func (h *Host) fieldsOf(raw json.RawMessage) ([]string, error) {
+	h.facts.mu.Lock()
+	fields, ok := h.facts.fields[string(raw)]
+	h.facts.mu.Unlock()
+	if ok {
+		return fields, nil
+	}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	h.facts.mu.Lock()
+	if h.facts.fields == nil || len(h.facts.fields) >= maxFactMemo {
+		h.facts.fields = map[string][]string{}
+	}
+	h.facts.fields[string(raw)] = fields
+	h.facts.mu.Unlock()
+	return fields, nil
 }
 
 // keyringFact is the fact of keyring.get for a slot holding value, read by need key with

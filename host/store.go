@@ -31,7 +31,8 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 	}
 	var fields []string
 	if raw, ok := n.Params["fields"]; ok {
-		if err := json.Unmarshal(raw, &fields); err != nil {
+		var err error
+		if fields, err = o.h.fieldsOf(raw); err != nil {
 			return nil, fmt.Errorf("host: keyring.get fields: %w", err)
 		}
 	}
