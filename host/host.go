@@ -7,9 +7,10 @@
 // same in JavaScript.
 //
 // Capabilities that can stamp files or tell a keyring generation (FileStamps,
-// KeyringGenerations in cache.go, implemented by shells/native) let it keep parsed
-// ledgers and its memory of keyring slots only while they are current; the facts are
-// those a read would give.
+// KeyringGenerations in cache.go, KeyringGenerationReads in genread.go, implemented by
+// shells/native) let it keep parsed ledgers and its memory of keyring slots only while
+// they are current; the facts are those a read would give (encoded without reflection,
+// keyring facts remembered: factjson.go, factmemo.go).
 //
 // It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
 // challenge), never an engine.

@@ -66,7 +66,7 @@ func (e *Engine) evalValue(ev *rt.Eval, plan func(*rt.Eval, *rt.V, *rt.V) *rt.V,
 // decisionOf is core.ParseDecision(rt.AppendCanonical(nil, res)), mostly without the text.
 // Nothing it returns points into the evaluation's arena.
 func decisionOf(res *rt.V) (*core.Decision, error) {
-	var b decisionBuilder
+	b := decisionBuilder{buf: make([]byte, 0, 512)} // the gate's decisions fit
 	if d, ok := b.decision(res); ok {
 		return d, nil
 	}
