@@ -103,11 +103,30 @@ func (e *Error) Error() string { return e.Message }
 
 // String returns the parameter name as a string ("" when absent or not a string).
 func str(m map[string]json.RawMessage, name string) string {
-	var s string
-	if raw, ok := m[name]; ok {
-		_ = json.Unmarshal(raw, &s)
+	raw, ok := m[name]
+	if !ok {
+		return ""
 	}
+	if s, plain := plainString(raw); plain {
+		return s
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
 	return s
+}
+
+// plainString decodes a JSON string made of printable ASCII without escapes (what
+// parameters mostly are) without encoding/json; plain is false for anything else.
+func plainString(raw []byte) (s string, plain bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // Str returns a string parameter of the need ("" when absent).
@@ -118,10 +137,17 @@ func (e Effect) Str(name string) string { return str(e.Params, name) }
 
 // Bool returns a boolean parameter of the need (false when absent or not a boolean).
 func (n Need) Bool(name string) bool {
-	var b bool
-	if raw, ok := n.Params[name]; ok {
-		_ = json.Unmarshal(raw, &b)
+	raw, ok := n.Params[name]
+	switch {
+	case !ok:
+		return false
+	case string(raw) == "true":
+		return true
+	case string(raw) == "false":
+		return false
 	}
+	var b bool
+	_ = json.Unmarshal(raw, &b)
 	return b
 }
 

@@ -7,9 +7,10 @@
 // same in JavaScript.
 //
 // Capabilities that can stamp files or tell a keyring generation (FileStamps,
-// KeyringGenerations in cache.go, implemented by shells/native) let it keep parsed
-// ledgers and its memory of keyring slots only while they are current; the facts are
-// those a read would give.
+// KeyringGenerations in cache.go, KeyringGenerationReads in genread.go, implemented by
+// shells/native) let it keep parsed ledgers and its memory of keyring slots only while
+// they are current; the facts are those a read would give (encoded without reflection,
+// keyring facts remembered: factjson.go, factmemo.go).
 //
 // It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
 // challenge), never an engine.
@@ -38,6 +39,7 @@ type Host struct {
 
 	ledgers ledgerCache    // parsed ledgers, when the Files capability stamps files (cache.go)
 	parsed  map[string]any // keyring value → its JSON parse (cache.go)
+	facts   factMemo       // encoded keyring facts (factmemo.go)
 
 	// Trace, when set, receives one line per host call and its answer (facts and effects
 	// carry no secret, so transcripts are safe to print and to commit as golden files).
@@ -213,17 +215,21 @@ func (o *Op) FetchToken(ctx context.Context, n core.Need) (json.RawMessage, stri
 	} else {
 		var v any
 		if v, err = o.fetch(ctx, n); err == nil {
-			raw, err = json.Marshal(v)
+			raw, err = encodeFact(v)
 		}
 	}
 	if err == nil && ctx.Err() != nil && n.Kind != hostabi.NeedClockNow {
 		err = ctx.Err()
 	}
 	if err != nil {
-		o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
+		if o.h.Trace != nil {
+			o.trace("==> %s %s\n<== error %v", n.Kind, params(n.Params), err)
+		}
 		return nil, "", err
 	}
-	o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
+	if o.h.Trace != nil {
+		o.trace("==> %s %s\n<== %s", n.Kind, params(n.Params), raw)
+	}
 	return raw, token, nil
 }
 

@@ -12,25 +12,17 @@ import (
 	"github.com/grantwire/grantwire/internal/storedjson"
 )
 
-// readSlot reads a keyring slot, through the process's memory unless fresh.
+// readSlot reads a keyring slot for a need, through the process's memory unless fresh.
+// A fresh read is judged by the operation's look at the generation (taken at its first
+// keyring read, again after a lock is acquired: genread.go), as its memory reads are.
 func (o *Op) readSlot(ctx context.Context, user string, fresh bool) (string, bool, error) {
 	if !fresh {
 		if s, ok := o.h.recall(user, o.generation); ok {
 			return s.value, s.found, nil
 		}
 	}
-	c := o.h.caps
-	gen, _ := o.h.generation() // before the read: a change during it moves the generation
-	v, err := c.Keyring.Get(ctx, c.Service, user)
-	if errors.Is(err, hostabi.ErrNotFound) {
-		o.h.remember(user, "", false, gen)
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	o.h.remember(user, v, true, gen)
-	return v, true, nil
+	gen, known := o.generation() // before the read: a change during it moves the generation
+	return o.readStore(ctx, user, gen, known)
 }
 
 func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
@@ -40,7 +32,8 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 	}
 	var fields []string
 	if raw, ok := n.Params["fields"]; ok {
-		if err := json.Unmarshal(raw, &fields); err != nil {
+		var err error
+		if fields, err = o.h.fieldsOf(raw); err != nil {
 			return nil, fmt.Errorf("host: keyring.get fields: %w", err)
 		}
 	}
@@ -52,13 +45,9 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 		return hostError(err)
 	}
 	if !found {
-		return map[string]any{"found": false}, nil
+		return notFoundFact, nil
 	}
-	fact := map[string]any{"found": true, "version": Version(v), "value": o.register(n.Key, "value", v)}
-	if fields != nil {
-		fact["json"] = o.redactDoc(n.Key, o.h.parseValue(v), fields)
-	}
-	return fact, nil
+	return o.keyringFact(n.Key, n.Params["fields"], fields, v)
 }
 
 // redact parses b as a JSON object and replaces each listed top-level string member by its
@@ -103,7 +92,9 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 		if err := json.Unmarshal(raw, &x); err != nil {
 			return fmt.Errorf("host: malformed expect: %w", err)
 		}
-		cur, found, err := o.readSlot(ctx, user, true)
+		// A precondition is judged on the store as it is now, not as the operation saw it.
+		gen, known := o.h.generation()
+		cur, found, err := o.readStore(ctx, user, gen, known)
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 	out := &Outcome{perf: p}
 	var pending []core.Need
 	if m := d.Engine.Manifest(); m != nil {
-		pending = instantiate(m.Ops[op].Prefetch, rawArgs)
+		pending = prefetch(m.Ops[op].Prefetch, rawArgs)
 	}
 	runCtx, committed := ctx, false
 	for ; out.Rounds < MaxRounds; out.Rounds++ {
@@ -200,7 +200,7 @@ func copyFacts(base, from map[string]json.RawMessage) map[string]json.RawMessage
 }
 
 func isHostError(v json.RawMessage) bool {
-	if len(v) < 14 || v[0] != '{' {
+	if len(v) < 14 || v[0] != '{' || !mayNameHostError(v) {
 		return false
 	}
 	var f struct {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -284,12 +285,19 @@ func (l *fileLedgers) Stamp(name string) (string, bool) {
 
 // oneStamp is the stamp of one regular file ("absent" when it does not exist).
 func oneStamp(p string) (string, bool) {
+	if f := statHook.Load(); f != nil {
+		(*f)(p)
+	}
 	s, absent, err := lstatStamp(p)
 	if absent {
 		return "absent", true
 	}
 	return s, err == nil
 }
+
+// statHook, when set, sees every path oneStamp stats (tests count the stats of an
+// operation).
+var statHook atomic.Pointer[func(path string)]
 
 var (
 	errNotRegular = errors.New("not a regular file")

@@ -1,6 +1,10 @@
 package native
 
-import "sync/atomic"
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+)
 
 // CountKeyringReads makes the shell count the reads its keyring sends to the store (the
 // Secret Service), for tests of the cache.
@@ -18,4 +22,23 @@ type countingBackend struct {
 func (c countingBackend) Get(service, user string) (string, error) {
 	c.n.Add(1)
 	return c.backend.Get(service, user)
+}
+
+// CountStats counts the stats of file stamps by path until the returned function stops
+// counting and returns the counts.
+func CountStats() (stop func() map[string]int) {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	f := func(p string) {
+		mu.Lock()
+		counts[p]++
+		mu.Unlock()
+	}
+	statHook.Store(&f)
+	return func() map[string]int {
+		statHook.Store(nil)
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
 }

@@ -1,0 +1,45 @@
+package native_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/host"
+	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/shells/native"
+)
+
+// A token hand-out with nothing changed stats each file it depends on (the grants ledger,
+// the keyring generation files) at most once: the host's look at the keyring generation
+// serves its memory, its fresh reads and the shell's keyring cache alike
+// (host.KeyringGenerationReads).
+func TestOneStatPerFilePerOperation(t *testing.T) {
+	requireKeyring(t)
+	ctx := context.Background()
+	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}})
+	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	require.NoError(t, err)
+	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
+	require.NoError(t, err)
+	get := func() {
+		_, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
+		require.NoError(t, err)
+	}
+	get()
+	_, ok := w.shell.Capabilities().Keyring.(host.KeyringGenerationReads)
+	require.True(t, ok, "the shell's keyring reads at a generation")
+	store := native.CountKeyringReads(w.shell)
+	stop := native.CountStats()
+	get()
+	counts := stop()
+	require.Zero(t, store.Load(), "the hand-out was served from the caches")
+	t.Logf("stats: %v", counts)
+	require.Contains(t, counts, filepath.Join(w.home, "connectors", "grants.json"))
+	require.Contains(t, counts, filepath.Join(w.home, ".keyring-generation"))
+	for p, n := range counts {
+		require.Equal(t, 1, n, "%s was stat'ed %d times in one operation", p, n)
+	}
+}
