@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/canon"
 )
 
 // encodeFact writes a fact as json.Marshal does, byte for byte, without its reflection
@@ -33,7 +33,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 	case bool:
 		return strconv.AppendBool(dst, t), true
 	case string:
-		return appendJSONString(dst, t), true
+		return canon.AppendGoString(dst, t), true
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), true
 	case int64:
@@ -60,7 +60,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = canon.AppendGoString(dst, k)
 			dst = append(dst, ':')
 			var ok bool
 			if dst, ok = appendFact(dst, t[k]); !ok {
@@ -92,7 +92,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, e)
+			dst = canon.AppendGoString(dst, e)
 		}
 		return append(dst, ']'), true
 	case *hostabi.HostError:
@@ -100,70 +100,16 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			return append(dst, "null"...), true
 		}
 		dst = append(dst, `{"code":`...)
-		dst = appendJSONString(dst, t.Code)
+		dst = canon.AppendGoString(dst, t.Code)
 		dst = append(dst, `,"detail":`...)
-		dst = appendJSONString(dst, t.Detail)
+		dst = canon.AppendGoString(dst, t.Detail)
 		if t.Fix != "" {
 			dst = append(dst, `,"fix":`...)
-			dst = appendJSONString(dst, t.Fix)
+			dst = canon.AppendGoString(dst, t.Fix)
 		}
 		return append(dst, '}'), true
 	}
 	return dst, false
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as encoding/json does: HTML characters (<, >, &), control
-// characters, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // jsonNumber reports whether s is a number in JSON's grammar (what json.Marshal accepts

@@ -464,7 +464,7 @@ func appendObjectStringified(dst []byte, v *V, val func([]byte, *V) []byte, key 
 func AppendGoJSON(dst []byte, v *V) []byte {
 	switch v.k {
 	case KStr:
-		return appendGoString(dst, v.s)
+		return canon.AppendGoString(dst, v.s)
 	case KArr, KSet:
 		dst = append(dst, '[')
 		for i, x := range v.a {
@@ -476,73 +476,20 @@ func AppendGoJSON(dst []byte, v *V) []byte {
 		return append(dst, ']')
 	case KObj:
 		if !stringKeys(v) {
-			return appendObjectStringified(dst, v, AppendGoJSON, appendGoString)
+			return appendObjectStringified(dst, v, AppendGoJSON, canon.AppendGoString)
 		}
 		dst = append(dst, '{')
 		for i, k := range v.a {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendGoString(dst, k.s)
+			dst = canon.AppendGoString(dst, k.s)
 			dst = append(dst, ':')
 			dst = AppendGoJSON(dst, v.o[i])
 		}
 		return append(dst, '}')
 	}
 	return AppendCanonical(dst, v)
-}
-
-const hexDigits = "0123456789abcdef"
-
-func appendGoString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // AppendRego appends v in Rego's syntax, as OPA's ast writes a value (sprintf's %v,
