@@ -675,14 +675,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 	m := mint{family: c.family, scopes: c.scopes, provider: provider, account: s.cfg.Account, refresh: true,
 		expiresIn: s.cfg.ExpiresIn, resource: c.resource}
 	if cs := c.consent; cs != nil {
-		m.refresh = !cs.NoRefresh
-		m.access, m.rt = cs.AccessToken, cs.RefreshToken
-		if cs.Account != "" {
-			m.account = cs.Account
-		}
-		if cs.ExpiresIn != 0 {
-			m.expiresIn = cs.ExpiresIn
-		}
+		m.consent(*cs)
 	}
 	s.stats.CodeExchanges++
 	writeJSON(w, http.StatusOK, s.issue(m))
@@ -699,6 +692,19 @@ type mint struct {
 	access, rt string
 	expiresIn  int64
 	resource   string
+}
+
+// consent applies what a scripted consent decided about the tokens (scopes are applied
+// where each grant chooses them).
+func (m *mint) consent(cs Consent) {
+	m.refresh = !cs.NoRefresh
+	m.access, m.rt = cs.AccessToken, cs.RefreshToken
+	if cs.Account != "" {
+		m.account = cs.Account
+	}
+	if cs.ExpiresIn != 0 {
+		m.expiresIn = cs.ExpiresIn
+	}
 }
 
 func (s *Server) issue(m mint) tokenAnswer {

@@ -313,14 +313,7 @@ func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, pr
 	if cs.Scopes != nil {
 		m.scopes = slices.Clone(cs.Scopes)
 	}
-	m.refresh = !cs.NoRefresh
-	m.access, m.rt = cs.AccessToken, cs.RefreshToken
-	if cs.Account != "" {
-		m.account = cs.Account
-	}
-	if cs.ExpiresIn != 0 {
-		m.expiresIn = cs.ExpiresIn
-	}
+	m.consent(cs)
 	s.stats.DeviceExchanges++
 	writeJSON(w, http.StatusOK, s.issue(m))
 }
