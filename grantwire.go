@@ -560,20 +560,9 @@ type ConnectOptions struct {
 }
 
 // DeviceCode is what a user needs to authorize a connection on another device (RFC 8628
-// §3.3): where to go and the code to enter there. It holds no secret.
-type DeviceCode struct {
-	Connector       string `json:"connector"`
-	VerificationURI string `json:"verification_uri"`
-	// VerificationURIComplete carries the code in the URI ("" when the provider gave none).
-	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
-	UserCode                string `json:"user_code"`
-	// ExpiresIn is how long Connect waits for the approval (the code's lifetime, at most
-	// the timeout).
-	ExpiresIn time.Duration `json:"-"`
-	// Interval is how often the token endpoint is polled at first (the provider's
-	// interval; a slow_down answer lengthens it later).
-	Interval time.Duration `json:"-"`
-}
+// §3.3): where to go, the code to enter there, how long it lasts and how often it is
+// polled. It holds no secret. It is the host ABI's device prompt, handed over as it is.
+type DeviceCode = hostabi.DevicePrompt
 
 // Connect authorizes a provider and stores the connection; grantAgents are granted their
 // declared scopes (or scopes, when given). The user authorizes in a browser that comes
@@ -590,9 +579,7 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 		}
 		if f := o.OnDeviceCode; f != nil {
 			ctx = hostabi.WithPrompter(ctx, hostabi.PrompterFunc(func(_ context.Context, p hostabi.DevicePrompt) error {
-				f(DeviceCode{Connector: p.Connector, VerificationURI: p.VerificationURI,
-					VerificationURIComplete: p.VerificationURIComplete, UserCode: p.UserCode, ExpiresIn: p.ExpiresIn,
-					Interval: p.Interval})
+				f(p)
 				return nil
 			}))
 		}
