@@ -38,7 +38,7 @@ type resident struct {
 type residentFact struct {
 	v    *rt.V
 	size int // estimated heap bytes
-	json int // the fact's size in the query's JSON (marshalledLen)
+	json int // the fact's size in the query's JSON (core.FactJSONLen)
 	used atomic.Uint64
 }
 
@@ -71,7 +71,7 @@ func (r *resident) get(token string, raw []byte) (*rt.V, int, error) {
 		}
 	}
 	// The strings of v point into one copy of raw: count it beside the nodes.
-	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw), json: marshalledLen(raw)}
+	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw), json: core.FactJSONLen(raw)}
 	f.used.Store(r.clock.Add(1))
 	if f.size > r.limit {
 		return v, f.json, nil // used once, not kept
@@ -95,67 +95,6 @@ func (r *resident) get(token string, raw []byte) (*rt.V, int, error) {
 		delete(r.m, oldest)
 	}
 	return v, f.json, nil
-}
-
-// marshalledLen is the size of a fact in a query encoding/json writes (core.DecideTyped):
-// compacted, with <, >, & and U+2028/U+2029 escaped; a nil fact is null.
-func marshalledLen(raw []byte) int {
-	if len(raw) == 0 {
-		return len("null")
-	}
-	n, inStr, esc := 0, false, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inStr {
-			switch c {
-			case ' ', '\t', '\n', '\r':
-			case '"':
-				inStr = true
-				n++
-			default:
-				n++
-			}
-			continue
-		}
-		switch {
-		case esc:
-			esc = false
-			n++
-		case c == '\\':
-			esc = true
-			n++
-		case c == '"':
-			inStr = false
-			n++
-		case c == '<' || c == '>' || c == '&':
-			n += len(`\u003c`)
-		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
-			n += len(`\u2028`)
-			i += 2
-		default:
-			n++
-		}
-	}
-	return n
-}
-
-// keyLen is the size of a fact's key (valid UTF-8) as encoding/json writes it.
-func keyLen(k string) int {
-	n := len(`""`)
-	for i := 0; i < len(k); i++ {
-		switch c := k[i]; {
-		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-			n += 2
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			n += len(`\u003c`)
-		case c == 0xE2 && i+2 < len(k) && k[i+1] == 0x80 && k[i+2]&^1 == 0xA8:
-			n += len(`\u2028`)
-			i += 2
-		default:
-			n++
-		}
-	}
-	return n
 }
 
 // stats reports the facts kept and their estimated bytes.
@@ -242,7 +181,7 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 					return nil, err
 				}
 				if exact {
-					n = marshalledLen(raw)
+					n = core.FactJSONLen(raw)
 				}
 				if len(raw) == 0 {
 					v = rt.Null
@@ -250,7 +189,7 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 					return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
 				}
 			}
-			size += keyLen(k) + len(`:`) + n
+			size += core.KeyJSONLen(k) + len(`:`) + n
 			rt.ObjectInsert(facts, ev.String(k), v)
 		}
 	}

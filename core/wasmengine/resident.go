@@ -1,7 +1,6 @@
 package wasmengine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,8 +142,7 @@ func (e *Engine) evalResident(ctx context.Context, in *instance, q *core.Query, 
 	for _, k := range keys {
 		p, ok := r.paths[k]
 		if !ok {
-			qk, _ := json.Marshal(k)
-			p.size = len(qk)
+			p.size = core.KeyJSONLen(k)
 		}
 		n := 0
 		if rv, ok := r.values[q.Tokens[k]]; ok {
@@ -280,20 +278,16 @@ func (in *instance) parseJSON(ctx context.Context, b []byte) (uint32, error) {
 	return addr, nil
 }
 
-// checkFact applies CheckQuery's rules to a fact as it sits in a query (at depth 3) and
-// returns its size as json.Marshal writes it there (compacted, HTML characters escaped).
+// checkFact applies CheckQuery's rules to a fact as it sits in a query and returns its
+// size as json.Marshal writes it there (an empty fact goes through JSON).
 func checkFact(raw json.RawMessage) (int, error) {
-	w := make([]byte, 0, len(raw)+12)
-	w = append(append(append(w, `{"f":{"k":`...), raw...), "}}"...)
-	if err := core.CheckQuery(w); err != nil {
+	if len(raw) == 0 {
+		return 0, errViaJSON
+	}
+	if err := core.CheckFact(raw); err != nil {
 		return 0, err
 	}
-	var c, h bytes.Buffer
-	if err := json.Compact(&c, raw); err != nil {
-		return 0, err
-	}
-	json.HTMLEscape(&h, c.Bytes())
-	return h.Len(), nil
+	return core.FactJSONLen(raw), nil
 }
 
 // Stats describes the engine's instances: their linear memory (which never shrinks) and
