@@ -287,6 +287,17 @@ func TestPageInARealBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, "08-375px.png"), top, 0o644))
 
+	// 9. A revoke that could not clean a ledger says so, with the command that moves the
+	// ledger aside (the activations ledger is unreadable; the grant is revoked all the same).
+	ledger := filepath.Join(w.home, ".grantwire", "connectors", "activations.json")
+	require.NoError(t, os.WriteFile(ledger, []byte(`{"activations": {`), 0o600))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector(`+jsString(tile("google")+` details[data-panel="grants"]`)+`)||{}).open = true`))
+	require.NoError(t, err)
+	click("#revoke-google-builtin_calendar")
+	waitText(tile("google")+" .note", "mv "+ledger+" "+ledger+".corrupt")
+	shotTile("09-revoke-warning.png", "google")
+	require.NoError(t, os.Remove(ledger))
+
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, exceptions, "the page threw")

@@ -279,7 +279,10 @@ async function run(c, fn, done) {
   delete state.notes[c.id];
   try {
     const r = await fn();
-    const text = done ? done(r) : null;
+    // What the action could not clean (a ledger left aside, with the command that moves
+    // it) is said beside what it did.
+    const warnings = r && Array.isArray(r.warnings) ? r.warnings : [];
+    const text = [done ? done(r) : null, ...warnings].filter(Boolean).join(" ");
     if (text) note(c.id, text); else renderTile(c.id);
   } catch (err) {
     showError(err, c.id);
