@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/grantwire/grantwire/hostabi"
+)
+
+// migrations are the schema's versions, applied in order by jackc/tern (one transaction
+// each; tern records the version in grantwire.schema_version). A migration is never
+// edited once released: a change is a new file.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// versionTable is where tern records the schema's version.
+const versionTable = "grantwire.schema_version"
+
+// SchemaVersion is the schema version this grantwire writes (the number of migrations).
+var SchemaVersion = func() int32 {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		panic(err)
+	}
+	return int32(len(names))
+}()
+
+// schemaLock is the advisory lock under which one process creates or migrates the schema
+// while others wait (tern takes its own inside it; session locks nest).
+const schemaLock = int64(0x6772616e74770001) // "grantw" 0001
+
+// ensureSchema applies the migrations the database lacks. A schema at this version costs
+// one query; a newer one is refused, saying what to do.
+func (s *Store) ensureSchema(ctx context.Context) error {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	v, err := s.schemaVersion(ctx, s.pool)
+	if err == nil && v == SchemaVersion {
+		return nil
+	}
+	if err != nil && !missingSchema(err) {
+		return s.fail("read the schema version", err)
+	}
+	if err == nil && v > SchemaVersion {
+		return s.newerSchema(v)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.fail("migrate the schema", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "select pg_advisory_lock($1)", schemaLock); err != nil {
+		return s.fail("migrate the schema", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "select pg_advisory_unlock($1)", schemaLock) }()
+	if _, err := conn.Exec(ctx, "create schema if not exists grantwire"); err != nil {
+		return s.fail("create the schema grantwire", err)
+	}
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
+	if err != nil {
+		return s.fail("prepare the schema's migrations", err)
+	}
+	sub, _ := fs.Sub(migrations, "migrations")
+	if err := m.LoadMigrations(sub); err != nil {
+		return fmt.Errorf("postgres: the embedded migrations: %w", err)
+	}
+	cur, err := m.GetCurrentVersion(ctx)
+	if err != nil {
+		return s.fail("read the schema version", err)
+	}
+	if cur > SchemaVersion {
+		return s.newerSchema(cur)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return s.fail(fmt.Sprintf("migrate the schema from version %d to %d", cur, SchemaVersion), err)
+	}
+	return nil
+}
+
+func (s *Store) schemaVersion(ctx context.Context, q querier) (int32, error) {
+	var v int32
+	err := q.QueryRow(ctx, "select version from "+versionTable).Scan(&v)
+	return v, err
+}
+
+// missingSchema reports a database without grantwire's schema (or its version table).
+func missingSchema(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")
+}
+
+func (s *Store) newerSchema(v int32) error {
+	return &hostabi.HostError{Code: hostabi.HostErrIO,
+		Detail: fmt.Sprintf("the PostgreSQL store %s has schema version %d, newer than this grantwire knows (%d): a newer grantwire migrated it, and this one could misread it, so it changes nothing", s.display, v, SchemaVersion),
+		Fix:    "upgrade grantwire on this machine to the release the other machines of the store run (grantwire version prints this one's)"}
+}
