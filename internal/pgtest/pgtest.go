@@ -8,8 +8,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +103,83 @@ func RandHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// Cluster is a private PostgreSQL cluster of one test (scripts/postgres-lib.sh), for tests
+// that stop and start the server: the shared cluster of URLEnv serves other packages'
+// tests meanwhile.
+type Cluster struct {
+	URL  string
+	env  []string
+	dir  string
+	root string
+}
+
+// NewCluster starts a cluster of the test's own (about 3 s); it is removed when the test
+// ends. It needs the cluster of URLEnv to exist (so the script found a server).
+func NewCluster(t testing.TB, pkg string) *Cluster {
+	t.Helper()
+	URL(t, pkg)
+	root := repoRoot(t)
+	start := exec.Command("bash", "-c", `. scripts/postgres-lib.sh && pg_start >&2 && env | grep -E '^(PG_|GRANTWIRE_TEST_POSTGRES=)'`)
+	start.Dir = root
+	out, err := start.Output()
+	if err != nil {
+		t.Fatalf("start a private PostgreSQL cluster: %v", err)
+	}
+	c := &Cluster{root: root}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case URLEnv:
+			c.URL = v
+		case "PG_TMP":
+			c.dir = v
+		}
+		c.env = append(c.env, line)
+	}
+	if c.URL == "" || c.dir == "" {
+		t.Fatalf("the private cluster did not say where it is: %q", out)
+	}
+	t.Cleanup(func() { _ = c.run("pg_stop") })
+	return c
+}
+
+// Stop stops the server (fast shutdown: connections are closed); Start starts it again.
+func (c *Cluster) Stop() error  { return c.run("pg_ctl_as stop") }
+func (c *Cluster) Start() error { return c.run("pg_ctl_as start") }
+
+func (c *Cluster) run(cmd string) error {
+	sh := exec.Command("bash", "-c", ". scripts/postgres-lib.sh && "+cmd)
+	sh.Env = append(os.Environ(), c.env...)
+	sh.Dir = c.root
+	out, err := sh.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", cmd, err, out)
+	}
+	return nil
+}
+
+// ServerLog is what the server logged so far.
+func (c *Cluster) ServerLog() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	return string(b)
+}
+
+// repoRoot finds the directory holding scripts/postgres-lib.sh (the module's root) above
+// the test's working directory.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "scripts", "postgres-lib.sh")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no scripts/postgres-lib.sh above %s", dir)
+		}
+	}
 }
