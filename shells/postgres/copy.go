@@ -119,8 +119,7 @@ func Copy(ctx context.Context, from, to Side, opts CopyOptions) (CopyReport, err
 	}
 	if len(differ) > 0 {
 		return rep, &hostabi.HostError{Code: hostabi.HostErrIO,
-			Detail: fmt.Sprintf("%s already holds other values than %s for %s; nothing was copied", to.Name, from.Name, joinNames(differ)),
-			Fix:    "copy again with --replace to overwrite them with " + from.Name + "'s"}
+			Detail: fmt.Sprintf("%s already holds other values than %s for %s; nothing was copied", to.Name, from.Name, joinNames(differ)) + "; " + "copy again with --replace to overwrite them with " + from.Name + "'s"}
 	}
 	for _, user := range sortedKeys(values) {
 		if err := to.Keyring.Set(ctx, to.Service, user, values[user]); err != nil {

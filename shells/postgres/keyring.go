@@ -33,14 +33,12 @@ func (k *secrets) Get(ctx context.Context, service, user string) (string, error)
 	key, ok := s.keys.lookup(keyID)
 	if !ok {
 		return "", &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("the secret %s/%s in the PostgreSQL store %s is sealed under the key %s, which %s does not hold", service, user, s.display, keyID, s.keys.source),
-			Fix:    s.keys.source.fixHint()}
+			Detail: fmt.Sprintf("the secret %s/%s in the PostgreSQL store %s is sealed under the key %s, which %s does not hold", service, user, s.display, keyID, s.keys.source) + "; " + s.keys.source.fixHint()}
 	}
 	plain, err := unseal(key, service, user, wrapped, sealed)
 	if err != nil {
 		return "", &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("the secret %s/%s in the PostgreSQL store %s does not open under its key %s: its row was changed outside grantwire or is corrupt; it was left as it is", service, user, s.display, keyID),
-			Fix:    fmt.Sprintf("restore the row (service %q, user %q of grantwire.secrets) from a backup of the store; or connect or configure again, which replaces it", service, user)}
+			Detail: fmt.Sprintf("the secret %s/%s in the PostgreSQL store %s does not open under its key %s: its row was changed outside grantwire or is corrupt; it was left as it is", service, user, s.display, keyID) + "; " + fmt.Sprintf("restore the row (service %q, user %q of grantwire.secrets) from a backup of the store; or connect or configure again, which replaces it", service, user)}
 	}
 	return string(plain), nil
 }

@@ -101,8 +101,7 @@ func loadKeys(opts Options) (*keyRing, error) {
 	}
 	if src.env == "" && src.file == "" {
 		return nil, &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: "no key-encryption key for the PostgreSQL store's secrets: " + KeyFileEnv + " is not set",
-			Fix:    "grantwire store new-key ~/.grantwire-store.key && export " + KeyFileEnv + "=~/.grantwire-store.key (or use the key file of the machines that already share the store)"}
+			Detail: "no key-encryption key for the PostgreSQL store's secrets: " + KeyFileEnv + " is not set" + "; " + "grantwire store new-key ~/.grantwire-store.key && export " + KeyFileEnv + "=~/.grantwire-store.key (or use the key file of the machines that already share the store)"}
 	}
 	r := &keyRing{source: src}
 	if err := r.reload(); err != nil {
@@ -131,8 +130,7 @@ func (k keySource) read() (map[string]Key, string, error) {
 		text = k.getenv(k.env)
 		if text == "" {
 			return nil, "", &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-				Detail: "no key-encryption key for the PostgreSQL store's secrets: " + k.env + " is empty or unset",
-				Fix:    k.fixHint()}
+				Detail: "no key-encryption key for the PostgreSQL store's secrets: " + k.env + " is empty or unset" + "; " + k.fixHint()}
 		}
 	} else {
 		b, err := readKeyFile(k.file)
@@ -150,8 +148,7 @@ func (k keySource) read() (map[string]Key, string, error) {
 		b, err := base64.StdEncoding.DecodeString(line)
 		if err != nil || len(b) != keyLen {
 			return nil, "", &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-				Detail: fmt.Sprintf("line %d of %s is not a key-encryption key (32 random bytes in base64)", i+1, k),
-				Fix:    "grantwire store new-key FILE writes one; " + k.fixHint()}
+				Detail: fmt.Sprintf("line %d of %s is not a key-encryption key (32 random bytes in base64)", i+1, k) + "; " + "grantwire store new-key FILE writes one; " + k.fixHint()}
 		}
 		key := Key{ID: keyID(b), key: b}
 		if first == "" {
@@ -161,8 +158,7 @@ func (k keySource) read() (map[string]Key, string, error) {
 	}
 	if first == "" {
 		return nil, "", &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("%s holds no key-encryption key", k),
-			Fix:    "grantwire store new-key FILE writes one; " + k.fixHint()}
+			Detail: fmt.Sprintf("%s holds no key-encryption key", k) + "; " + "grantwire store new-key FILE writes one; " + k.fixHint()}
 	}
 	return keys, first, nil
 }
@@ -173,7 +169,7 @@ func readKeyFile(path string) ([]byte, error) {
 	if err != nil {
 		fix := "grantwire store new-key " + path + " (a new store), or copy the key file of the machines that share the store to " + path
 		return nil, &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("the key file %s of the PostgreSQL store cannot be read (%v)", path, errors.Unwrap(err)), Fix: fix}
+			Detail: fmt.Sprintf("the key file %s of the PostgreSQL store cannot be read (%v)", path, errors.Unwrap(err)) + "; " + fix}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -188,6 +184,7 @@ func readKeyFile(path string) ([]byte, error) {
 		return nil, &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
 			Detail: fmt.Sprintf("the key file %s has mode %#o, so other users may read the key; grantwire uses it only when it is private", path, perm),
 			Fix:    "chmod 600 " + path}
+
 	}
 	return io.ReadAll(io.LimitReader(f, 1<<20))
 }
@@ -253,8 +250,7 @@ func (s *Store) refreshActive(ctx context.Context) error {
 	}
 	if _, ok := s.keys.lookup(id); !ok {
 		return &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("the PostgreSQL store %s seals its secrets under the key %s, which %s does not hold (it holds %s)", s.display, id, s.keys.source, strings.Join(s.keys.ids(), ", ")),
-			Fix:    s.keys.source.fixHint()}
+			Detail: fmt.Sprintf("the PostgreSQL store %s seals its secrets under the key %s, which %s does not hold (it holds %s)", s.display, id, s.keys.source, strings.Join(s.keys.ids(), ", ")) + "; " + s.keys.source.fixHint()}
 	}
 	s.keys.setActive(id)
 	return nil
@@ -369,8 +365,7 @@ func (s *Store) RotateKey(ctx context.Context, to string) (Rotation, error) {
 	newKey, ok := s.keys.lookup(to)
 	if !ok {
 		return Rotation{}, &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: fmt.Sprintf("%s does not hold the key %s to rotate to", s.keys.source, to),
-			Fix:    "add the new key (grantwire store new-key FILE) to " + s.keys.source.String() + " beside the current one, then run rotate-key --to its id"}
+			Detail: fmt.Sprintf("%s does not hold the key %s to rotate to", s.keys.source, to) + "; " + "add the new key (grantwire store new-key FILE) to " + s.keys.source.String() + " beside the current one, then run rotate-key --to its id"}
 	}
 	rot := Rotation{To: to}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
