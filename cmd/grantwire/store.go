@@ -341,8 +341,8 @@ not hold. Afterwards the old key may be removed from the key files.`,
 func (a *app) storeMoveAsideCmd() *cobra.Command {
 	var f storeFlags
 	cmd := &cobra.Command{
-		Use:   "move-aside LEDGER",
-		Short: "Move an unreadable ledger of a PostgreSQL store aside (to LEDGER.corrupt), so that it starts empty",
+		Use:     "move-aside LEDGER",
+		Short:   "Move an unreadable ledger of a PostgreSQL store aside (to LEDGER.corrupt), so that it starts empty",
 		Example: `  grantwire store move-aside --store postgres://grantwire@db.example.com/grantwire connectors/grants.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {

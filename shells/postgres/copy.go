@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -121,13 +123,13 @@ func Copy(ctx context.Context, from, to Side, opts CopyOptions) (CopyReport, err
 		return rep, &hostabi.HostError{Code: hostabi.HostErrIO,
 			Detail: fmt.Sprintf("%s already holds other values than %s for %s; nothing was copied", to.Name, from.Name, joinNames(differ)) + "; " + "copy again with --replace to overwrite them with " + from.Name + "'s"}
 	}
-	for _, user := range sortedKeys(values) {
+	for _, user := range slices.Sorted(maps.Keys(values)) {
 		if err := to.Keyring.Set(ctx, to.Service, user, values[user]); err != nil {
 			return rep, fmt.Errorf("store the secret %s in %s: %w", user, to.Name, err)
 		}
 		rep.Secrets = append(rep.Secrets, user)
 	}
-	for _, name := range sortedKeys(docs) {
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
 		doc := docs[name]
 		if err := to.Files.Update(ctx, name, func([]byte, string) ([]byte, error) { return doc, nil }); err != nil {
 			return rep, fmt.Errorf("write %s to %s: %w", name, to.Name, err)
@@ -162,14 +164,5 @@ func joinNames(names []string) string {
 		}
 		out += n
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/grantwire/grantwire/hostabi"
 )
@@ -30,15 +31,15 @@ var lockName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 // concurrent operations of a process take their turns and at most one connection per lock
 // waits. A wait past its bound answers hostabi.ErrBusy.
 type advisoryLocks struct {
-	s    *Store
-	mu   sync.Mutex
-	sems map[int64]chan struct{}
+	s      *Store
+	mu     sync.Mutex
+	queues map[int64]*semaphore.Weighted
 }
 
 var _ hostabi.Locks = (*advisoryLocks)(nil)
 
 func newAdvisoryLocks(s *Store) *advisoryLocks {
-	return &advisoryLocks{s: s, sems: map[int64]chan struct{}{}}
+	return &advisoryLocks{s: s, queues: map[int64]*semaphore.Weighted{}}
 }
 
 // LockKey is the advisory lock key of a provider lock of a keyring service.
@@ -47,15 +48,15 @@ func LockKey(service, name string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
-func (l *advisoryLocks) semaphore(key int64) chan struct{} {
+func (l *advisoryLocks) queue(key int64) *semaphore.Weighted {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s, ok := l.sems[key]
+	q, ok := l.queues[key]
 	if !ok {
-		s = make(chan struct{}, 1)
-		l.sems[key] = s
+		q = semaphore.NewWeighted(1)
+		l.queues[key] = q
 	}
-	return s
+	return q
 }
 
 // TryLock implements hostabi.Locks: this Store's queue, then the advisory lock, both
@@ -66,31 +67,28 @@ func (l *advisoryLocks) TryLock(ctx context.Context, name string, wait time.Dura
 	}
 	deadline := time.Now().Add(wait)
 	key := LockKey(l.s.opts.Service, name)
-	sem := l.semaphore(key)
-	select {
-	case sem <- struct{}{}:
-	default:
-		timer := time.NewTimer(wait)
-		select {
-		case sem <- struct{}{}:
-			timer.Stop()
-		case <-timer.C:
+	q := l.queue(key)
+	if !q.TryAcquire(1) {
+		qctx, cancel := context.WithDeadline(ctx, deadline)
+		err := q.Acquire(qctx, 1)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, fmt.Errorf("postgres: lock %s is held by another operation of this process: %w", name, hostabi.ErrBusy)
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, ctx.Err()
 		}
 	}
 	conn, err := l.acquire(ctx, name, key, time.Until(deadline))
 	if err != nil {
-		<-sem
+		q.Release(1)
 		return nil, err
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.unlock(conn, key)
-			<-sem
+			q.Release(1)
 		})
 	}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/grantwire/grantwire/internal/layout"
 )
 
 // watcher reports the activations and grants that other processes change, as the OS
@@ -45,10 +47,10 @@ const (
 func startWatcher(ctx context.Context, s *Store, cfg *pgx.ConnConfig) (*watcher, error) {
 	w := &watcher{s: s, cfg: cfg.Copy(), ledgers: map[string]*watched{}, done: make(chan struct{})}
 	if s.opts.ActivationChanges != nil {
-		w.ledgers[activationsLedger] = &watched{name: activationsLedger, view: activationsOf, changes: s.opts.ActivationChanges}
+		w.ledgers[activationsLedger] = &watched{name: activationsLedger, view: layout.ActivationsOf, changes: s.opts.ActivationChanges}
 	}
 	if s.opts.GrantChanges != nil {
-		w.ledgers[grantsLedger] = &watched{name: grantsLedger, view: grantsOf, changes: s.opts.GrantChanges}
+		w.ledgers[grantsLedger] = &watched{name: grantsLedger, view: layout.GrantsOf, changes: s.opts.GrantChanges}
 	}
 	conn, err := w.listen(ctx)
 	if err != nil {
@@ -197,29 +199,4 @@ func (l *watched) diff(now json.RawMessage, version int64) {
 func (w *watcher) close() {
 	w.cancel()
 	<-w.done
-}
-
-// activationsOf returns the "activations" member of an activations ledger ({} when there
-// is none); ok is false when doc is not a JSON object. Judging the entries is the
-// policy's (activation_changes).
-func activationsOf(doc []byte) (json.RawMessage, bool) {
-	var root struct {
-		Activations json.RawMessage `json:"activations"`
-	}
-	if json.Unmarshal(doc, &root) != nil {
-		return nil, false
-	}
-	if len(root.Activations) == 0 || string(root.Activations) == "null" {
-		return json.RawMessage(`{}`), true
-	}
-	return root.Activations, true
-}
-
-// grantsOf returns the grants ledger as it is; ok is false when doc is not a JSON object.
-func grantsOf(doc []byte) (json.RawMessage, bool) {
-	var root map[string]json.RawMessage
-	if json.Unmarshal(doc, &root) != nil || root == nil {
-		return nil, false
-	}
-	return json.RawMessage(doc), true
 }
