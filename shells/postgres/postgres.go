@@ -28,8 +28,8 @@
 //   - Events: a watcher LISTENs for ledger changes and hands the activations and grants
 //     that another process changed to Options.ActivationChanges / GrantChanges, as the OS
 //     shell's file watcher does (watch.go).
-//   - Schema: versioned migrations (schema.go, with jackc/tern) applied on first use; a
-//     database whose schema is newer than this grantwire is refused with the fix.
+//   - Schema: versioned migrations (schema.go, migrations/) applied on first use under an
+//     advisory lock; a database whose schema is newer than this grantwire is refused.
 //   - Copy (copy.go): a home and its secrets from any capabilities to any others (the OS
 //     shell's home and keyring to PostgreSQL and back), never through a plain file.
 //
@@ -40,7 +40,7 @@
 //
 // The loopback, browser, HTTP, clock, entropy, environment and event bus stay the machine's:
 // [Store.Capabilities] lays the store over the capabilities of another shell (the OS
-// shell's). It imports hostabi and libraries (pgx, tern), never another shell, an engine or
+// shell's). It imports hostabi, internal/layout and libraries (pgx, x/sync), never another shell, an engine or
 // package host.
 package postgres
 

@@ -6,21 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/grantwire/grantwire/hostabi"
 )
 
-// migrations are the schema's versions, applied in order by jackc/tern (one transaction
-// each; tern records the version in grantwire.schema_version). A migration is never
+// migrations are the schema's versions, NNN_name.sql numbered from 001 without gaps,
+// applied in order (one transaction each) by ensureSchema, which records the version in
+// grantwire.schema_version (one row, the layout jackc/tern uses). A migration is never
 // edited once released: a change is a new file.
 //
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// versionTable is where tern records the schema's version.
+// versionTable is where the schema's version is recorded.
 const versionTable = "grantwire.schema_version"
 
 // SchemaVersion is the schema version this grantwire writes (the number of migrations).
@@ -33,7 +35,7 @@ var SchemaVersion = func() int32 {
 }()
 
 // schemaLock is the advisory lock under which one process creates or migrates the schema
-// while others wait (tern takes its own inside it; session locks nest).
+// while others wait.
 const schemaLock = int64(0x6772616e74770001) // "grantw" 0001
 
 // ensureSchema applies the migrations the database lacks. A schema at this version costs
@@ -60,26 +62,34 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return s.fail("migrate the schema", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "select pg_advisory_unlock($1)", schemaLock) }()
-	if _, err := conn.Exec(ctx, "create schema if not exists grantwire"); err != nil {
+	if _, err := conn.Exec(ctx, `create schema if not exists grantwire;
+		create table if not exists `+versionTable+` (version int4 not null);
+		insert into `+versionTable+` (version) select 0 where not exists (select 1 from `+versionTable+`)`); err != nil {
 		return s.fail("create the schema grantwire", err)
 	}
-	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
-	if err != nil {
-		return s.fail("prepare the schema's migrations", err)
-	}
-	sub, _ := fs.Sub(migrations, "migrations")
-	if err := m.LoadMigrations(sub); err != nil {
-		return fmt.Errorf("postgres: the embedded migrations: %w", err)
-	}
-	cur, err := m.GetCurrentVersion(ctx)
+	cur, err := s.schemaVersion(ctx, conn)
 	if err != nil {
 		return s.fail("read the schema version", err)
 	}
 	if cur > SchemaVersion {
 		return s.newerSchema(cur)
 	}
-	if err := m.Migrate(ctx); err != nil {
-		return s.fail(fmt.Sprintf("migrate the schema from version %d to %d", cur, SchemaVersion), err)
+	names, _ := fs.Glob(migrations, "migrations/*.sql")
+	for v := cur; v < SchemaVersion; v++ {
+		sql, err := migrations.ReadFile(names[v])
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "update "+versionTable+" set version = $1", v+1)
+			return err
+		})
+		if err != nil {
+			return s.fail(fmt.Sprintf("migrate the schema from version %d to %d (%s)", v, v+1, path.Base(names[v])), err)
+		}
 	}
 	return nil
 }

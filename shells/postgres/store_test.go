@@ -569,3 +569,14 @@ func TestEventsAcrossStores(t *testing.T) {
 func idOf(keyText string) string {
 	return strings.TrimSuffix(strings.Fields(keyText)[4], ",")
 }
+
+// TestMigrationsNumbered: the migrations are 001_… to NNN_… without a gap, so the schema's
+// version is their count.
+func TestMigrationsNumbered(t *testing.T) {
+	names, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	require.Len(t, names, int(postgres.SchemaVersion))
+	for i, n := range names {
+		require.True(t, strings.HasPrefix(filepath.Base(n), fmt.Sprintf("%03d_", i+1)), n)
+	}
+}
