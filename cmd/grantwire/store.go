@@ -328,7 +328,7 @@ not hold. Afterwards the old key may be removed from the key files.`,
 			a.printf("\n")
 			if rot.Left > 0 {
 				return &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-					Detail: fmt.Sprintf("%d secrets are sealed under a key this key file does not hold, so they were not wrapped again", rot.Left) + "; " + "add that key to the key file and run rotate-key again"}
+					Detail: fmt.Sprintf("%d secrets are sealed under a key this key file does not hold, so they were not wrapped again; add that key to the key file and run rotate-key again", rot.Left)}
 			}
 			return nil
 		}),

@@ -38,13 +38,13 @@ func (s *Store) fail(what string, err error) error {
 		switch pgErr.Code {
 		case "28P01", "28000": // invalid_password, invalid_authorization_specification
 			return &hostabi.HostError{Code: hostabi.HostErrIO,
-				Detail: fmt.Sprintf("the PostgreSQL store %s refused the login (%s); nothing was changed", s.display, pgErr.Message) + "; " + "check the user and password of the store URL (GRANTWIRE_STORE or --store)"}
+				Detail: fmt.Sprintf("the PostgreSQL store %s refused the login (%s); nothing was changed; check the user and password of the store URL (GRANTWIRE_STORE or --store)", s.display, pgErr.Message)}
 		case "3D000": // invalid_catalog_name
 			return &hostabi.HostError{Code: hostabi.HostErrIO,
 				Detail: fmt.Sprintf("the PostgreSQL store %s has no such database (%s); nothing was changed", s.display, pgErr.Message) + "; " + fmt.Sprintf("createdb -h %s -p %s DATABASE (the database of the store URL), then retry", s.host, s.port)}
 		case "42501": // insufficient_privilege
 			return &hostabi.HostError{Code: hostabi.HostErrIO,
-				Detail: fmt.Sprintf("the PostgreSQL store %s refused to %s (%s); nothing was changed", s.display, what, pgErr.Message) + "; " + "grant the store's user the privileges on schema grantwire (GRANT ALL ON SCHEMA grantwire TO USER), or use the user that created it"}
+				Detail: fmt.Sprintf("the PostgreSQL store %s refused to %s (%s); nothing was changed; grant the store's user the privileges on schema grantwire (GRANT ALL ON SCHEMA grantwire TO USER), or use the user that created it", s.display, what, pgErr.Message)}
 		}
 		return &hostabi.HostError{Code: hostabi.HostErrIO,
 			Detail: fmt.Sprintf("the PostgreSQL store %s could not %s (%s, SQLSTATE %s)", s.display, what, pgErr.Message, pgErr.Code)}

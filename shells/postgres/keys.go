@@ -101,7 +101,7 @@ func loadKeys(opts Options) (*keyRing, error) {
 	}
 	if src.env == "" && src.file == "" {
 		return nil, &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
-			Detail: "no key-encryption key for the PostgreSQL store's secrets: " + KeyFileEnv + " is not set" + "; " + "grantwire store new-key ~/.grantwire-store.key && export " + KeyFileEnv + "=~/.grantwire-store.key (or use the key file of the machines that already share the store)"}
+			Detail: "no key-encryption key for the PostgreSQL store's secrets: " + KeyFileEnv + " is not set; grantwire store new-key ~/.grantwire-store.key && export " + KeyFileEnv + "=~/.grantwire-store.key (or use the key file of the machines that already share the store)"}
 	}
 	r := &keyRing{source: src}
 	if err := r.reload(); err != nil {

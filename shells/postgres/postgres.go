@@ -186,7 +186,7 @@ func (s *Store) parseURL(rawURL string) (*pgxpool.Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 		return nil, &hostabi.HostError{Code: hostabi.HostErrIO,
-			Detail: "the store is not a PostgreSQL URL (postgres://user:password@host:port/database)" + "; " + "give the store as postgres://USER:PASSWORD@HOST:5432/DATABASE (GRANTWIRE_STORE or --store)"}
+			Detail: "the store is not a PostgreSQL URL (postgres://user:password@host:port/database); give the store as postgres://USER:PASSWORD@HOST:5432/DATABASE (GRANTWIRE_STORE or --store)"}
 	}
 	shown := *u
 	if shown.User != nil {
@@ -201,7 +201,7 @@ func (s *Store) parseURL(rawURL string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, &hostabi.HostError{Code: hostabi.HostErrIO,
-			Detail: fmt.Sprintf("the store URL %s is not one PostgreSQL accepts (%s)", s.display, redact(err.Error(), u)) + "; " + "give the store as postgres://USER:PASSWORD@HOST:5432/DATABASE (GRANTWIRE_STORE or --store)"}
+			Detail: fmt.Sprintf("the store URL %s is not one PostgreSQL accepts (%s); give the store as postgres://USER:PASSWORD@HOST:5432/DATABASE (GRANTWIRE_STORE or --store)", s.display, redact(err.Error(), u))}
 	}
 	return cfg, nil
 }
@@ -302,7 +302,7 @@ func (s *Store) warn(msg string) {
 func checkNames(opts Options) error {
 	if !homeName.MatchString(opts.Home) {
 		return &hostabi.HostError{Code: hostabi.HostErrIO,
-			Detail: fmt.Sprintf("the home name %q cannot be used in a PostgreSQL store", opts.Home) + "; " + "name the home with letters, digits, '.', '_' and '-' (at most 64)"}
+			Detail: fmt.Sprintf("the home name %q cannot be used in a PostgreSQL store; name the home with letters, digits, '.', '_' and '-' (at most 64)", opts.Home)}
 	}
 	return checkName("keyring service", opts.Service)
 }

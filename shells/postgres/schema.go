@@ -108,5 +108,5 @@ func missingSchema(err error) bool {
 
 func (s *Store) newerSchema(v int32) error {
 	return &hostabi.HostError{Code: hostabi.HostErrIO,
-		Detail: fmt.Sprintf("the PostgreSQL store %s has schema version %d, newer than this grantwire knows (%d): a newer grantwire migrated it, and this one could misread it, so it changes nothing", s.display, v, SchemaVersion) + "; " + "upgrade grantwire on this machine to the release the other machines of the store run (grantwire version prints this one's)"}
+		Detail: fmt.Sprintf("the PostgreSQL store %s has schema version %d, newer than this grantwire knows (%d): a newer grantwire migrated it, and this one could misread it, so it changes nothing; upgrade grantwire on this machine to the release the other machines of the store run (grantwire version prints this one's)", s.display, v, SchemaVersion)}
 }
