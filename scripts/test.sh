@@ -17,6 +17,18 @@ if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	trap keyring_stop EXIT
 	export GRANTWIRE_REAL_KEYRING=1
 fi
+# The PostgreSQL shell (shells/postgres) runs the corpus and its tests, and cmd/grantwire's
+# store copy its round trips, against a private cluster on a random loopback port
+# (scripts/postgres-lib.sh; Debian's postgresql installed with apt-get when missing and
+# possible); GRANTWIRE_REQUIRE_POSTGRES=1 makes a missing server fail them, never skip.
+. scripts/postgres-lib.sh
+pg_ensure_installed || {
+	echo "test: no PostgreSQL for the store tests (see above)" >&2
+	exit 1
+}
+pg_start
+trap 'pg_stop; if declare -F keyring_stop >/dev/null; then keyring_stop; fi' EXIT
+export GRANTWIRE_REQUIRE_POSTGRES=1
 # The Connectors page's browser test (surfaces/rest) drives a real headless Chromium:
 # Debian's chromium is installed with apt-get when missing and possible, as gnome-keyring is.
 . scripts/chromium-lib.sh

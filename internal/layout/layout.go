@@ -1,5 +1,6 @@
 // Package layout is grantwire's storage layout for Go code that stages or inspects a world
-// outside the core: the conformance runner, the OS-shell test world and the CLI's tests.
+// outside the core: the conformance runner, the OS-shell test world, the CLI's tests and
+// its store copy, and the shells' watchers (the views of a ledger they hand to the policy).
 // The policy owns the layout (policy/grantwire/store, docs/behaviour.md#files); this
 // package says the same once for Go, and TestLayoutMatchesPolicy (package conformance)
 // keeps the two in step.
@@ -137,4 +138,33 @@ type AccessToken struct {
 	ClientIDHash string `json:"client_id_hash"`
 	ConnectedAt  int64  `json:"connected_at"`
 	ExpiresAt    int64  `json:"expires_at"`
+}
+
+// ActivationsOf returns the "activations" member of an activations ledger ({} when there
+// is none); ok is false when doc is not a JSON object — including an empty file, which a
+// writer that truncates before writing leaves for a moment. What a shell's watcher of
+// other processes' changes hands to the policy (activation_changes), which judges the
+// entries.
+func ActivationsOf(doc []byte) (json.RawMessage, bool) {
+	var root struct {
+		Activations json.RawMessage `json:"activations"`
+	}
+	if json.Unmarshal(doc, &root) != nil {
+		return nil, false
+	}
+	if len(root.Activations) == 0 || string(root.Activations) == "null" {
+		return json.RawMessage(`{}`), true
+	}
+	return root.Activations, true
+}
+
+// GrantsOf returns the grants ledger as it is ({connector: {agent: [scopes]}}); ok is
+// false when doc is not a JSON object. What a shell's watcher hands to the policy
+// (grant_changes), which judges the entries.
+func GrantsOf(doc []byte) (json.RawMessage, bool) {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(doc, &root) != nil || root == nil {
+		return nil, false
+	}
+	return json.RawMessage(doc), true
 }

@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
 )
 
 // Options configures the OS shell. Zero values mean the documented defaults.
@@ -218,11 +219,11 @@ func New(opts Options) (*Shell, error) {
 		var watched []*watchedLedger
 		if opts.ActivationChanges != nil {
 			watched = append(watched, &watchedLedger{name: activationsFile, path: s.ledgers.Path(activationsFile),
-				view: activationsOf, changes: opts.ActivationChanges})
+				view: layout.ActivationsOf, changes: opts.ActivationChanges})
 		}
 		if opts.GrantChanges != nil {
 			watched = append(watched, &watchedLedger{name: grantsFile, path: s.ledgers.Path(grantsFile),
-				view: grantsOf, changes: opts.GrantChanges})
+				view: layout.GrantsOf, changes: opts.GrantChanges})
 		}
 		if len(watched) > 0 {
 			s.watcher = startWatcher(watched...)

@@ -174,31 +174,3 @@ func (w *ledgerWatcher) close() {
 	}
 	w.wg.Wait()
 }
-
-// activationsOf returns the "activations" member of an activations ledger ({} when there
-// is none); ok is false when doc is not a JSON object — including an empty file, which a
-// writer that truncates before writing leaves for a moment. Judging the entries is the
-// policy's (activation_changes).
-func activationsOf(doc []byte) (json.RawMessage, bool) {
-	var root struct {
-		Activations json.RawMessage `json:"activations"`
-	}
-	if json.Unmarshal(doc, &root) != nil {
-		return nil, false
-	}
-	if len(root.Activations) == 0 || string(root.Activations) == "null" {
-		return json.RawMessage(`{}`), true
-	}
-	return root.Activations, true
-}
-
-// grantsOf returns the grants ledger as it is ({connector: {agent: [scopes]}}); ok is
-// false when doc is not a JSON object. Judging the entries is the policy's
-// (grant_changes).
-func grantsOf(doc []byte) (json.RawMessage, bool) {
-	var root map[string]json.RawMessage
-	if json.Unmarshal(doc, &root) != nil || root == nil {
-		return nil, false
-	}
-	return json.RawMessage(doc), true
-}

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/shells/native"
+	"github.com/grantwire/grantwire/shells/postgres"
+)
+
+// `grantwire store`: moving a home to a PostgreSQL store (shells/postgres) and back, and
+// the store's key-encryption keys. Commands still run on the OS shell; --store on every
+// command comes with the one construction path of the client.
+
+func init() { extraCommands = append(extraCommands, newStoreCmd) }
+
+// envStore names the PostgreSQL store when --store is not given.
+const envStore = "GRANTWIRE_STORE"
+
+// storeFlags are the flags every store command shares.
+type storeFlags struct {
+	store, storeHome, keyFile, keyEnv string
+}
+
+func (f *storeFlags) add(cmd *cobra.Command, withStore bool) {
+	fs := cmd.Flags()
+	if withStore {
+		fs.StringVar(&f.store, "store", "", "the PostgreSQL store, postgres://USER:PASSWORD@HOST:5432/DATABASE (default $"+envStore+")")
+	}
+	fs.StringVar(&f.storeHome, "store-home", "default", "the home's name within the store")
+	fs.StringVar(&f.keyFile, "key-file", "", "the file of the store's key-encryption keys (default $"+postgres.KeyFileEnv+")")
+	fs.StringVar(&f.keyEnv, "key-env", "", "the name of an environment variable holding the keys instead of a file")
+}
+
+func (a *app) openStore(ctx context.Context, rawURL, service string, f storeFlags) (*postgres.Store, error) {
+	return postgres.Open(ctx, rawURL, postgres.Options{Home: f.storeHome, Service: service, KeyFile: a.expandHome(f.keyFile),
+		KeyEnv: f.keyEnv, Getenv: a.Getenv, NoWatch: true})
+}
+
+func isStoreURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+func newStoreCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Move a home to a PostgreSQL store and back; the store's keys",
+		Long: `A PostgreSQL store holds what a home holds — the ledgers as rows, the secrets sealed with
+AES-256-GCM under data keys wrapped by a key-encryption key that only the machines hold —
+so that machines share one set of connections, grants and locks.`,
+		Example: `  grantwire store new-key ~/.grantwire-store.key
+  export GRANTWIRE_STORE_KEY_FILE=~/.grantwire-store.key
+  grantwire store copy --from ~/.grantwire --to postgres://grantwire@db.example.com/grantwire
+  grantwire --keyring-service gaia.connections store copy --from ~/.gaia --to postgres://grantwire@db.example.com/grantwire --store-home gaia`,
+		Args: cobra.ArbitraryArgs,
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error { return a.group(cmd, args) }),
+	}
+	cmd.AddCommand(a.storeCopyCmd(), a.storeNewKeyCmd(), a.storeRotateKeyCmd(), a.storeMoveAsideCmd())
+	return cmd
+}
+
+func (a *app) storeCopyCmd() *cobra.Command {
+	var f storeFlags
+	var from, to string
+	var replace bool
+	cmd := &cobra.Command{
+		Use:   "copy --from HOME|URL --to URL|HOME",
+		Short: "Copy a home's ledgers and secrets to a PostgreSQL store, or a store's home back to a directory",
+		Long: `Copies every ledger of the home (byte for byte) and every secret of its keyring service, from
+a home directory and the OS credential store to a PostgreSQL store, or back. Secrets pass
+through this process's memory only, never a file. The keyring service is --keyring-service
+(else the home's own, as for any command); the store keeps secrets under the same service.
+When the destination already holds another value, nothing is copied unless --replace.`,
+		Example: `  grantwire store copy --from ~/.grantwire --to postgres://grantwire@db.example.com/grantwire
+  grantwire store copy --from postgres://grantwire@db.example.com/grantwire --to ~/.grantwire
+  grantwire --keyring-service gaia.connections store copy --from ~/.gaia --to postgres://grantwire@db.example.com/grantwire --store-home gaia`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			if from == "" || to == "" {
+				return usagef("store copy needs --from and --to: a home directory and a postgres:// URL")
+			}
+			if isStoreURL(from) == isStoreURL(to) {
+				return usagef("store copy copies between a home directory and a PostgreSQL store: exactly one of --from and --to is a postgres:// URL")
+			}
+			dir, url := a.expandHome(from), to
+			if isStoreURL(from) {
+				dir, url = a.expandHome(to), from
+			}
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
+			}
+			service := a.service
+			if !cmd.Flags().Changed("keyring-service") && a.Getenv(envService) == "" {
+				service = native.ServiceFor(dir, a.userHome())
+			}
+			ctx := cmd.Context()
+			st, err := a.openStore(ctx, url, service, f)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			home, closeHome, err := a.homeSide(dir, service)
+			if err != nil {
+				return err
+			}
+			defer closeHome()
+			src, dst := home, st.Side()
+			if isStoreURL(from) {
+				src, dst = st.Side(), home
+			}
+			rep, err := postgres.Copy(ctx, src, dst, postgres.CopyOptions{Replace: replace})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"from": src.Name, "to": dst.Name, "service": service,
+					"ledgers": nonNil(rep.Ledgers), "secrets": nonNil(rep.Secrets), "unchanged": rep.Same})
+			}
+			a.printf("copied %d ledgers and %d secrets (keyring service %s) from %s to %s", len(rep.Ledgers), len(rep.Secrets), service, src.Name, dst.Name)
+			if rep.Same > 0 {
+				a.printf("; %d were already there", rep.Same)
+			}
+			a.printf("\n")
+			return nil
+		}),
+	}
+	f.add(cmd, false)
+	cmd.Flags().StringVar(&from, "from", "", "a home directory, or a postgres:// URL")
+	cmd.Flags().StringVar(&to, "to", "", "a postgres:// URL, or a home directory")
+	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite ledgers and secrets the destination holds with other values")
+	return cmd
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// homeLedgers are the ledgers a home may hold (the policy's names, docs/behaviour.md#files).
+var homeLedgers = []string{layout.Grants, layout.Activations, layout.State, layout.MCPServers, layout.Agents, "mcp_remote.json"}
+
+// homeSide is a home directory and its keyring service on the OS shell, as one end of a
+// copy. Its secrets are those the layout names for every connector the catalog or the
+// home's ledgers mention (docs/behaviour.md#files: keyring slots), and the MCP values its
+// mcp_servers.json refers to: the OS credential store cannot be listed everywhere.
+func (a *app) homeSide(dir, service string) (postgres.Side, func(), error) {
+	sh, err := a.NewShell(native.Options{Home: dir, Service: service, NoWatch: true, Getenv: a.Getenv,
+		Warn: func(msg string) { a.warnf("%s", msg) }})
+	if err != nil {
+		return postgres.Side{}, nil, fmt.Errorf("cannot open the OS shell: %w", err)
+	}
+	c := sh.Capabilities()
+	side := postgres.Side{Name: dir, Files: c.Files, Keyring: c.Keyring, Service: service,
+		Ledgers: func(context.Context) ([]string, error) { return homeLedgers, nil },
+		Users: func(ctx context.Context) ([]string, error) {
+			cat, err := a.Catalog()
+			if err != nil {
+				return nil, err
+			}
+			ids := map[string]bool{}
+			for _, e := range cat.Entries() {
+				ids[e.ID] = true
+			}
+			var envUsers []string
+			for _, name := range homeLedgers {
+				doc, _, err := c.Files.Read(ctx, name)
+				if err != nil {
+					var refused *hostabi.FileRefused
+					if errors.As(err, &refused) {
+						continue // Copy refuses it with the reason
+					}
+					return nil, err
+				}
+				mentioned(name, doc, service, ids, &envUsers)
+			}
+			return keyringUsers(ids, envUsers), nil
+		}}
+	return side, func() { _ = sh.Close() }, nil
+}
+
+// mentioned adds the connectors a ledger names to ids, and the keyring users of service
+// that mcp_servers.json refers to ({"$keyring": "<service>:<user>"}) to envUsers.
+func mentioned(name string, doc []byte, service string, ids map[string]bool, envUsers *[]string) {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(doc, &root) != nil {
+		return
+	}
+	keysOf := func(raw json.RawMessage) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &m)
+		return m
+	}
+	switch name {
+	case layout.Grants, layout.State:
+		for id := range root {
+			ids[id] = true
+		}
+	case layout.Activations:
+		for id := range keysOf(root["activations"]) {
+			ids[id] = true
+		}
+	case "mcp_remote.json":
+		for id := range keysOf(root["servers"]) {
+			ids[id] = true
+		}
+	case layout.MCPServers:
+		servers := root["mcpServers"]
+		if servers == nil {
+			servers = root["servers"]
+		}
+		for id, raw := range keysOf(servers) {
+			ids[id] = true
+			var entry struct {
+				Env map[string]struct {
+					Keyring string `json:"$keyring"`
+				} `json:"env"`
+			}
+			_ = json.Unmarshal(raw, &entry)
+			for _, ref := range entry.Env {
+				if user, ok := strings.CutPrefix(ref.Keyring, service+":"); ok {
+					*envUsers = append(*envUsers, user)
+				}
+			}
+		}
+	}
+}
+
+// keyringUsers are the slots of the layout for every connector id (a connection, its
+// access token, its OAuth client; a remote MCP server's registration, pre-registered
+// client and tokens: policy/grantwire/store), plus the MCP values.
+func keyringUsers(ids map[string]bool, envUsers []string) []string {
+	out := append([]string(nil), envUsers...)
+	for id := range ids {
+		out = append(out, layout.ConnectionUser(id), layout.TokenUser(id), layout.ClientUser(id),
+			id+":mcp_client", id+":mcp_preregistered", id+":mcp_token")
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *app) storeNewKeyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "new-key FILE",
+		Short: "Write a new key-encryption key for a PostgreSQL store to FILE (mode 0600) and print its id",
+		Example: `  grantwire store new-key ~/.grantwire-store.key
+  grantwire store new-key new.key && cat new.key >> ~/.grantwire-store.key   # before rotate-key`,
+		Args: cobra.ExactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			path := a.expandHome(args[0])
+			k, text, err := postgres.NewKey()
+			if err != nil {
+				return err
+			}
+			file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if errors.Is(err, fs.ErrExist) {
+				return usagef("%s exists: new-key never replaces a key (choose another file)", path)
+			}
+			if err != nil {
+				return &hostabi.HostError{Code: hostabi.HostErrIO, Detail: fmt.Sprintf("cannot create %s: %v", path, errors.Unwrap(err)),
+					Fix: "mkdir -p " + filepath.Dir(path)}
+
+			}
+			_, werr := file.WriteString(text)
+			if err := errors.Join(werr, file.Sync(), file.Close()); err != nil {
+				_ = os.Remove(path)
+				return &hostabi.HostError{Code: hostabi.HostErrIO, Detail: fmt.Sprintf("cannot write %s: %v", path, err)}
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]string{"key_id": k.ID, "file": path})
+			}
+			a.printf("wrote the key %s to %s (keep it private, and the same on every machine of the store)\n", k.ID, path)
+			return nil
+		}),
+	}
+}
+
+func (a *app) storeRotateKeyCmd() *cobra.Command {
+	var f storeFlags
+	var to string
+	cmd := &cobra.Command{
+		Use:   "rotate-key --to KEY_ID",
+		Short: "Make another key the store's active key and wrap every secret's data key again under it",
+		Long: `Makes KEY_ID the key new secrets are sealed under and wraps every stored secret's data key
+again under it, one row at a time while the store is in use. The key file must hold both the
+current key and the new one (grantwire store new-key writes one; append it). Give every
+machine the new key first: a machine reads its key file again when it meets a key it does
+not hold. Afterwards the old key may be removed from the key files.`,
+		Example: `  grantwire store new-key new.key && cat new.key >> ~/.grantwire-store.key
+  grantwire store rotate-key --store postgres://grantwire@db.example.com/grantwire --to k0123456789abcdef`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			url, err := a.storeURL(f)
+			if err != nil {
+				return err
+			}
+			if to == "" {
+				return usagef("rotate-key needs --to KEY_ID (grantwire store new-key prints the id of a new key)")
+			}
+			st, err := a.openStore(cmd.Context(), url, a.service, f)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rot, err := st.RotateKey(cmd.Context(), to)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"from": nonNil(rot.From), "to": rot.To, "rewrapped": rot.Rewrapped, "left": rot.Left})
+			}
+			a.printf("the store's active key is now %s; %d data keys were wrapped again", rot.To, rot.Rewrapped)
+			if len(rot.From) > 0 {
+				a.printf(" (under %s before; that key may now leave the key files)", strings.Join(rot.From, ", "))
+			}
+			a.printf("\n")
+			if rot.Left > 0 {
+				return &hostabi.HostError{Code: hostabi.HostErrInsecureStore,
+					Detail: fmt.Sprintf("%d secrets are sealed under a key this key file does not hold, so they were not wrapped again; add that key to the key file and run rotate-key again", rot.Left)}
+			}
+			return nil
+		}),
+	}
+	f.add(cmd, true)
+	cmd.Flags().StringVar(&to, "to", "", "the id of the key to make active (it must be in the key file)")
+	return cmd
+}
+
+func (a *app) storeMoveAsideCmd() *cobra.Command {
+	var f storeFlags
+	cmd := &cobra.Command{
+		Use:     "move-aside LEDGER",
+		Short:   "Move an unreadable ledger of a PostgreSQL store aside (to LEDGER.corrupt), so that it starts empty",
+		Example: `  grantwire store move-aside --store postgres://grantwire@db.example.com/grantwire connectors/grants.json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			url, err := a.storeURL(f)
+			if err != nil {
+				return err
+			}
+			st, err := a.openStore(cmd.Context(), url, a.service, f)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			moved, err := st.MoveAside(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"ledger": args[0], "moved": moved})
+			}
+			if moved {
+				a.printf("moved %s aside to %s.corrupt; it starts empty\n", args[0], args[0])
+			} else {
+				a.printf("the store has no ledger %s in the home %s; nothing was moved\n", args[0], f.storeHome)
+			}
+			return nil
+		}),
+	}
+	f.add(cmd, true)
+	return cmd
+}
+
+func (a *app) storeURL(f storeFlags) (string, error) {
+	u := f.store
+	if u == "" {
+		u = a.Getenv(envStore)
+	}
+	if u == "" {
+		return "", usagef("no store: pass --store postgres://USER:PASSWORD@HOST:5432/DATABASE or set %s", envStore)
+	}
+	return u, nil
+}
