@@ -2,7 +2,6 @@
 # Go): gather facts -> ask the core -> apply what it decides -> repeat. It knows no operation
 # and no kind by name: per operation it reads only the manifest's prefetch templates.
 
-import json
 import threading
 
 from ._host import Canceled, Conflict
@@ -16,11 +15,8 @@ class Outcome:
     whether a host failure ended it, and secret(ref), which resolves a result's reference."""
 
     def __init__(self, decision, rounds, host_failure, refs):
-        self.result, self.error = decision.get("result"), decision.get("error")
-        self.rounds, self.host_failure, self._refs = rounds, host_failure, refs
-
-    def secret(self, ref):
-        return self._refs[ref]
+        self.result, self.error, self.rounds, self.host_failure = decision.get("result"), decision.get("error"), rounds, host_failure
+        self.secret = refs.__getitem__
 
 
 def run(engine, host, op, args, secrets=None, cancel=None):
@@ -34,72 +30,56 @@ def run(engine, host, op, args, secrets=None, cancel=None):
         base = {"arg": arg} if arg else {}
         query = {"op": op, "args": args, "facts": dict(base), "attempt": 0, "round": 0}
         pending = instantiate(engine.manifest.get("ops", {}).get(op, {}).get("prefetch", []), args)
-        host_failure, committed = False, False
-
-        def check_cancel():
-            if not committed and cancel is not None and cancel.is_set():
-                raise Canceled(f"{op} canceled before anything was written")
-
-        while query["round"] < MAX_ROUNDS:
+        host_failure = committed = False
+        for query["round"] in range(MAX_ROUNDS):
             facts = query["facts"]
             for n in pending:
                 if n["key"] in facts or ("after" in n and facts.get(n["after"]) != "held"):
                     continue
-                check_cancel()
-                if n.get("commit") and not committed:
-                    committed, cancel = True, _deadline(COMMIT_TIMEOUT_S)
+                if not committed and cancel is not None and cancel.is_set():
+                    raise Canceled(f"{op} canceled before anything was written")
+                if n.get("commit") and not committed:  # from here the operation finishes under its own deadline
+                    committed, cancel = True, threading.Event()
+                    timer = threading.Timer(COMMIT_TIMEOUT_S, cancel.set)
+                    timer.daemon = True
+                    timer.start()
                 facts[n["key"]] = fact = o.fetch(n, cancel)
                 host_failure = host_failure or (isinstance(fact, dict) and "host_error" in fact)
             d = engine.decide(query)
             if d["status"] == "need":
                 pending = d["needs"]
-                query["round"] += 1
                 continue
-            if d["effects"]:
-                check_cancel()
-            failure = o.apply(d["effects"], cancel)
+            if d["effects"] and not committed and cancel is not None and cancel.is_set():
+                raise Canceled(f"{op} canceled before anything was written")
+            failure, pending = o.apply(d["effects"], cancel), []
             if failure is None:
                 return Outcome(d, query["round"], host_failure, o.refs)
-            pending = []
-            if isinstance(failure, Conflict):
-                # A precondition failed: decide again from fresh facts, keeping the locks held.
+            if isinstance(failure, Conflict):  # a precondition failed: decide again from fresh facts, keeping the locks held
                 query["attempt"] += 1
                 query["facts"] = {**base, **{k: v for k, v in facts.items() if v == "held"}}
-            else:
-                host_failure = True  # the core reports it, and decides that nothing more is applied
-                facts[f"apply@{query['attempt']}"] = {"host_error": failure.json}
-            query["round"] += 1
+            else:  # the core reports it, and decides that nothing more is applied
+                host_failure, facts[f"apply@{query['attempt']}"] = True, {"host_error": failure.json}
         raise RuntimeError(f"driver: {op} asked more than {MAX_ROUNDS} questions")
     finally:
         o.end()
-
-
-def _deadline(seconds):
-    """An event set after seconds: the operation's own deadline once it has committed."""
-    ev = threading.Event()
-    t = threading.Timer(seconds, ev.set)
-    t.daemon = True
-    t.start()
-    return ev
 
 
 def instantiate(templates, args):
     """Turns prefetch templates into needs: {"$arg": name} becomes that string argument; a
     template whose argument is missing or not a string is dropped (the core asks for what it
     needs, or reports the usage error, in its first answer)."""
+
+    def fill(t):
+        if isinstance(t, dict) and isinstance(t.get("$arg"), str):
+            if not isinstance(args.get(t["$arg"]), str):
+                raise LookupError(t["$arg"])
+            return args[t["$arg"]]
+        return [fill(e) for e in t] if isinstance(t, list) else {k: fill(v) for k, v in t.items()} if isinstance(t, dict) else t
+
     out = []
     for t in templates:
-        complete = True
-
-        def arg(v):
-            nonlocal complete
-            if isinstance(v, dict) and isinstance(v.get("$arg"), str):
-                if not isinstance(args.get(v["$arg"]), str):
-                    complete = False
-                return args.get(v["$arg"])
-            return v
-
-        need = json.loads(json.dumps(t), object_hook=arg)
-        if complete:
-            out.append(need)
+        try:
+            out.append(fill(t))
+        except LookupError:
+            continue
     return out

@@ -24,12 +24,9 @@ class Corrupt(Exception):
 
 
 _WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
-# A number, and no "." or exponent left half-read after it ("1." is not a number, but "01"
-# is 0 followed by trailing data).
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+|(?!\.))(?:[eE][+-]?[0-9]+|(?![eE]))")
-_LITERALS = {"true": True, "false": False, "null": None}
-_SAFE = re.compile(r"-?[0-9]{1,16}")
+_TOKEN = re.compile(r'(?P<s>"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")|(?P<l>true|false|null)|'
+                    # a number, and no "." or exponent left half-read after it ("1." is not one; "01" is 0, then trailing data)
+                    r"(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+|(?!\.))(?:[eE][+-]?[0-9]+|(?![eE])))|(?P<p>[\[\]{}:,])")
 
 
 def parse(data):
@@ -40,70 +37,49 @@ def parse(data):
         raise Corrupt("not valid UTF-8") from None
     pos = 0
 
-    def skip():
+    def token():  # the next token: (kind, text); s string, l literal, n number, p punctuation
         nonlocal pos
-        pos = _WS.match(text, pos).end()
-        return text[pos : pos + 1]
-
-    def token(pattern):
-        nonlocal pos
-        m = pattern.match(text, pos)
+        m = _TOKEN.match(text, _WS.match(text, pos).end())
         if m is None:
             raise Corrupt("not valid JSON")
         pos = m.end()
-        return m.group()
+        return m.lastgroup, m.group()
 
-    def string():
-        s = json.loads(token(_STRING))
-        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # a lone surrogate reads as U+FFFD
-
-    def eat(c):
-        nonlocal pos
-        if skip() == c:
-            pos += 1
-            return True
-        return False
-
-    def value(depth):
-        nonlocal pos
+    def value(kind, t, depth):
         if depth > 64:
             raise Corrupt("nested deeper than 64")
-        c = skip()
-        if c == '"':
-            return string()
-        if c in ("t", "f", "n"):
-            for word, v in _LITERALS.items():
-                if text.startswith(word, pos):
-                    pos += len(word)
-                    return v
+        if kind == "s":  # a lone surrogate reads as U+FFFD
+            return json.loads(t).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        if kind == "l":
+            return {"true": True, "false": False, "null": None}[t]
+        if kind == "n":
+            return int(t) if re.fullmatch(r"-?[0-9]{1,16}", t) and abs(int(t)) < 2**53 and t != "-0" else Num(t)
+        if t not in "[{":
             raise Corrupt("not valid JSON")
-        if c not in ("[", "{"):
-            n = token(_NUMBER)
-            safe = _SAFE.fullmatch(n) and abs(int(n)) <= 2**53 - 1 and n != "-0"
-            return int(n) if safe else Num(n)
-        pos += 1
-        out, close = ([], "]") if c == "[" else ({}, "}")
-        if eat(close):
-            return out
-        while True:
-            if c == "[":
-                out.append(value(depth + 1))
+        out, close = ([], "]") if t == "[" else ({}, "}")
+        kind, t = token()
+        while (kind, t) != ("p", close):
+            if isinstance(out, list):
+                out.append(value(kind, t, depth + 1))
+            elif kind != "s":
+                raise Corrupt("not valid JSON")
+            elif (k := value(kind, t, depth + 1)) in out:
+                raise Corrupt("duplicate member " + encode(k))
+            elif token() != ("p", ":"):
+                raise Corrupt("not valid JSON")
             else:
-                skip()
-                k = string()
-                if k in out:
-                    raise Corrupt("duplicate member " + encode(k))
-                if not eat(":"):
+                out[k] = value(*token(), depth + 1)
+            kind, t = token()
+            if (kind, t) == ("p", ","):
+                kind, t = token()
+                if (kind, t) == ("p", close):
                     raise Corrupt("not valid JSON")
-                out[k] = value(depth + 1)
-            if not eat(","):
-                break
-        if not eat(close):
-            raise Corrupt("not valid JSON")
+            elif (kind, t) != ("p", close):
+                raise Corrupt("not valid JSON")
         return out
 
-    v = value(0)
-    if skip() != "":
+    v = value(*token(), 0)
+    if _WS.match(text, pos).end() < len(text):
         raise Corrupt("trailing data after the JSON document")
     return v
 
@@ -118,27 +94,19 @@ def encode(v, indent="", facts=False, pad=""):
     in which ledger preconditions are compared)."""
     if isinstance(v, Num):
         return encode({"$number": v.text}) if facts else v.text
-    if isinstance(v, str):
-        return _quote(v)
     if not isinstance(v, (dict, list)):
-        return json.dumps(v)
-    inner = pad + indent
-    nl = "\n" + inner if indent else ""
-    if isinstance(v, list):
-        items = [nl + encode(e, indent, facts, inner) for e in v]
-    else:
-        sep = ": " if indent else ":"
-        items = [nl + _quote(k) + sep + encode(v[k], indent, facts, inner) for k in sorted(v)]
-    close = "\n" + pad if indent and items else ""
-    return ("[" if isinstance(v, list) else "{") + ",".join(items) + close + ("]" if isinstance(v, list) else "}")
+        return _quote(v) if isinstance(v, str) else json.dumps(v)
+    nl = "\n" + pad + indent if indent else ""
+    items = [nl + encode(e, indent, facts, pad + indent) for e in v] if isinstance(v, list) else \
+        [nl + _quote(k) + (": " if indent else ":") + encode(v[k], indent, facts, pad + indent) for k in sorted(v)]
+    brackets = "[]" if isinstance(v, list) else "{}"
+    return brackets[0] + ",".join(items) + ("\n" + pad if indent and items else "") + brackets[1]
 
 
 def to_fact(v):
     """The value as facts carry it: Num as {"$number": text}."""
     if isinstance(v, Num):
         return {"$number": v.text}
-    if isinstance(v, list):
-        return [to_fact(e) for e in v]
-    if isinstance(v, dict):
-        return {k: to_fact(e) for k, e in v.items()}
+    if isinstance(v, (list, dict)):
+        return [to_fact(e) for e in v] if isinstance(v, list) else {k: to_fact(e) for k, e in v.items()}
     return v
