@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
@@ -88,11 +90,12 @@ const gmail = "https://www.googleapis.com/auth/gmail.readonly"
 // world is one home shared by Go and Python processes: a catalog whose google entry points at
 // a local authorization server, a keyring service of its own, one lock directory.
 type world struct {
-	env    []string
-	home   string
-	server *exec.Cmd
-	stderr *strings.Builder
-	mu     sync.Mutex
+	env                       []string
+	home                      string
+	lockDir, service, catalog string
+	server                    *exec.Cmd
+	stderr                    *strings.Builder
+	mu                        sync.Mutex
 }
 
 func newWorld(t *testing.T, e *pyenv, serverArgs ...string) *world {
@@ -132,8 +135,9 @@ func newWorld(t *testing.T, e *pyenv, serverArgs ...string) *world {
 	if err := os.WriteFile(catalog, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.env = []string{"GRANTWIRE_HOME=" + w.home, "GRANTWIRE_CATALOG=" + catalog, "GRANTWIRE_LOCK_DIR=" + filepath.Join(dir, "locks"),
-		"GRANTWIRE_KEYRING_SERVICE=grantwire.race." + testenv.RandHex(4), "BROWSER=" + e.browser}
+	w.lockDir, w.service, w.catalog = filepath.Join(dir, "locks"), "grantwire.race."+testenv.RandHex(4), catalog
+	w.env = []string{"GRANTWIRE_HOME=" + w.home, "GRANTWIRE_CATALOG=" + catalog, "GRANTWIRE_LOCK_DIR=" + w.lockDir,
+		"GRANTWIRE_KEYRING_SERVICE=" + w.service, "BROWSER=" + e.browser}
 	return w
 }
 
@@ -171,8 +175,9 @@ func (w *world) cli(t *testing.T, e *pyenv, stdin string, args ...string) (strin
 	return string(out), err
 }
 
-// TestOneHomeTwoLanguages runs Go CLI processes and Python processes at once on one home and
-// one keyring service (the private Secret Service), refreshing one connection at the local
+// TestOneHomeTwoLanguages runs Go CLI processes, a long-lived Go client (this test's process,
+// with the OS shell's keyring cache on) and Python processes at once on one home and one
+// keyring service (the private Secret Service), refreshing one connection at the local
 // authorization server while it rotates refresh tokens, detects reuse and issues access tokens
 // that last one second (so every hand-out refreshes, under the provider's lock shared by both
 // languages), and granting agents into one grants.json. 0 reuse at the server, 0 invalid_grant,
@@ -191,6 +196,27 @@ func TestOneHomeTwoLanguages(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan string, 100)
 	tokens := make(chan int, 100)
+	// A long-lived Go client: its cached keyring values are good only while every writer,
+	// Python's too, bumps the service's generation files.
+	ctx := context.Background()
+	client, err := grantwire.Open(ctx, native.Options{Home: w.home, Service: w.service, LockDir: w.lockDir, NoWatch: true, Prompt: io.Discard},
+		grantwire.WithCatalogFile(w.catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range rounds * 2 {
+			if _, err := client.GetAccessToken(ctx, "google", []string{gmail}, "builtin:email"); err != nil {
+				errs <- fmt.Sprintf("go client: %v", err)
+			} else {
+				tokens <- 1
+			}
+			time.Sleep(150 * time.Millisecond)
+		}
+	}()
 	for i := range goWorkers {
 		wg.Add(1)
 		go func() {
@@ -262,6 +288,6 @@ for k in range(%d):
 	if st["refreshes"] < handed/2 {
 		t.Errorf("only %d refreshes for %d hand-outs of one-second tokens: the race did not race", st["refreshes"], handed)
 	}
-	t.Logf("Go and Python on one home: %d hand-outs (%d Go, %d Python processes), %d refreshes at the rotating server, %d reuses, %d invalid_grant, %d grants kept",
+	t.Logf("Go and Python on one home: %d hand-outs (%d Go CLI processes, a Go client, %d Python processes), %d refreshes at the rotating server, %d reuses, %d invalid_grant, %d grants kept",
 		handed+2, goWorkers*rounds+1, pyWorkers+1, st["refreshes"], st["reuses"], st["invalid_grant"], len(grants["google"]))
 }

@@ -36,7 +36,7 @@ const requirePython = "GRANTWIRE_REQUIRE_PYTHON"
 // pyenv is the Python side of the tests: a virtual environment with requirements.lock and
 // the package installed from this checkout, and the Go binaries the Python tests drive.
 type pyenv struct {
-	repo, python                 string
+	repo, python                  string
 	cli, authserver, browser, bin string
 }
 
