@@ -177,3 +177,24 @@ def test_every_kind_was_validated():
     for kind in ("keyring.set", "keyring.delete", "ledger.write", "event.emit", "http.send"):
         assert SEEN["effect:" + kind] > 0, kind
     assert SEEN["query"] > 20 and SEEN["decision"] == SEEN["query"]
+
+
+def test_one_item_per_slot_with_the_go_shell(world):
+    # The Go CLI writes the client's slot (go-keyring), Python rewrites it (a forwarded import
+    # stores client and connection): one item remains, with go-keyring's attributes and label,
+    # and the Go CLI reads Python's client (else the connection would be stale: the tripwire).
+    import secretstorage
+    cli = os.environ.get("GRANTWIRE_CLI", "")
+    need(cli and os.path.exists(cli), "GRANTWIRE_CLI names no grantwire binary (the Go test builds it)")
+    run = lambda *args, stdin="": subprocess.run([cli, *args], input=stdin, capture_output=True, text=True, env={**os.environ, **world.env})
+    assert run("configure", "google", "--client-id", "go-client", "--client-secret-stdin", stdin="go-secret\n").returncode == 0
+    c = world.client()
+    c.do("import_forwarded", {"provider": "google", "scopes": [GMAIL], "account_email": "fwd@example.com", "grant_agents": []},
+         {"client_id": "py-client-2", "client_secret": "py-secret-2", "refresh_token": "fwd-refresh"})
+    conn = secretstorage.dbus_init()
+    items = list(secretstorage.search_items(conn, {"service": c.shell.service, "username": "provider:google"}))
+    assert len(items) == 1 and items[0].get_attributes() == {"service": c.shell.service, "username": "provider:google",
+                                                             "xdg:schema": "org.freedesktop.Secret.Generic"}
+    assert items[0].get_label() == f"Password for 'provider:google' on '{c.shell.service}'"
+    row = json.loads(run("status", "google", "--json").stdout)["connectors"][0]
+    assert row["configured"] and row["account"] == "fwd@example.com" and row.get("tripwire", "ok") == "ok", row

@@ -31,6 +31,14 @@ import filelock
 import keyring
 import keyring.backends.chainer
 import keyring.errors
+from keyring.backends import SecretService
+
+try:  # keyring's Secret Service library (Linux and the BSDs only)
+    import secretstorage
+    import secretstorage.util
+    _SS_MISSING, _SS_LOCKED = (secretstorage.exceptions.ItemNotFoundException,), (secretstorage.exceptions.LockedException,)
+except ImportError:
+    secretstorage, _SS_MISSING, _SS_LOCKED = None, (), ()
 
 from ._host import Canceled, HostError, NoResponse, Refused
 
@@ -111,7 +119,7 @@ class Keyring:
     generation files bumped around every write of grantwire's own services."""
 
     def __init__(self, home, lock_dir, timeout_s=10.0):
-        self.timeout_s, self._pool, self._backend = timeout_s, concurrent.futures.ThreadPoolExecutor(4), None
+        self.timeout_s, self._pool, self._backend, self._local = timeout_s, concurrent.futures.ThreadPoolExecutor(4), None, threading.local()
         self.gen_paths = lambda service: ([os.path.join(service_lock_dir(lock_dir, service), ".keyring-generation")] if lock_dir else []) + [
             os.path.join(home, ".keyring-generation")]
 
@@ -136,28 +144,50 @@ class Keyring:
 
     def _call(self, what, fn, *args):
         b = self.backend()
+        if isinstance(b, SecretService.Keyring):
+            fn = getattr(self, "_ss_" + fn)  # the Secret Service on this worker's connection and session
         try:
-            return self._pool.submit(fn if callable(fn) else getattr(b, fn), *args).result(self.timeout_s)
+            return self._pool.submit(getattr(b, fn) if isinstance(fn, str) else fn, *args).result(self.timeout_s)
         except concurrent.futures.TimeoutError:
             raise HostError("INSECURE_STORE", f"the OS credential store did not answer a {what} within {self.timeout_s:g}s",
                             "unlock the keyring (a locked keyring may be waiting for a password prompt), then retry") from None
-        except keyring.errors.PasswordDeleteError:
+        except (keyring.errors.PasswordDeleteError, *_SS_MISSING):
             return None
-        except keyring.errors.KeyringLocked as e:
+        except (keyring.errors.KeyringLocked, *_SS_LOCKED) as e:
             raise HostError("INSECURE_STORE", f"the default keyring collection is locked or missing ({e})", UNLOCK_FIX) from None
         except Exception as e:  # noqa: BLE001 - a backend failure is the store's
+            self._local.__dict__.pop("ss", None)  # a broken connection is opened again by the next call
             raise HostError("INSECURE_STORE", f"the OS credential store failed a {what} ({str(e)[:200]})", INSTALL_FIX) from None
 
+    # keyring's Secret Service backend opens a D-Bus connection and an encrypted session per
+    # call (tens of milliseconds); through its library, secretstorage, each worker thread keeps
+    # one. Items are written with go-keyring's attributes and label: keyring adds
+    # "application", so its replace would leave a second item beside the Go shell's.
+    def _collection(self):
+        if "ss" not in self._local.__dict__:
+            conn = secretstorage.dbus_init()
+            path = getattr(self.backend(), "preferred_collection", secretstorage.collection.DEFAULT_COLLECTION)
+            col = secretstorage.Collection(conn, path, secretstorage.util.open_session(conn))
+            if col.is_locked() and (col.unlock() or col.is_locked()):
+                raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
+            self._local.ss = col
+        return self._local.ss
+
+    def _ss_item(self, service, user):
+        return next(iter(self._collection().search_items({"username": user, "service": service})), None)
+
+    def _ss_get_password(self, service, user):
+        item = self._ss_item(service, user)
+        return None if item is None else item.get_secret().decode()
+
+    def _ss_set_password(self, service, user, value):
+        self._collection().create_item(f"Password for '{user}' on '{service}'", {"username": user, "service": service}, value, replace=True)
+
+    def _ss_delete_password(self, service, user):
+        item = self._ss_item(service, user)
+        item is None or item.delete()
+
     def _raw_set(self, service, user, value):
-        b = self.backend()
-        if type(b).__name__ == "Keyring" and type(b).__module__.endswith("SecretService"):
-            # go-keyring's attributes and label: keyring adds "application", so its replace
-            # would leave the Go shell's item beside a second one for the same slot.
-            def create():
-                col = b.get_preferred_collection()
-                with col.connection:
-                    col.create_item(f"Password for '{user}' on '{service}'", {"username": user, "service": service}, value, replace=True)
-            return self._call("write", create)
         self._call("write", "set_password", service, user, value)
 
     def get(self, service, user):
