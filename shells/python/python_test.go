@@ -303,7 +303,7 @@ func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 	}
 	cmd := exec.Command(e.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", report, "tests")
 	cmd.Env = append(os.Environ(), "GRANTWIRE_REPO="+e.repo, "GRANTWIRE_AUTHSERVER="+e.authserver, "GRANTWIRE_CLI="+e.cli,
-		"GRANTWIRE_REPLAY_IN="+in, "GRANTWIRE_REPLAY_OUT="+out, "GRANTWIRE_PY_SEEN="+seen, "PYTHONDONTWRITEBYTECODE=1")
+		"GRANTWIRE_STANDIN_BROWSER="+e.browser, "GRANTWIRE_REPLAY_IN="+in, "GRANTWIRE_REPLAY_OUT="+out, "GRANTWIRE_PY_SEEN="+seen, "PYTHONDONTWRITEBYTECODE=1")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	t0 := time.Now()

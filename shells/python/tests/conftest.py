@@ -121,7 +121,8 @@ def follow(url):
 class Server:
     def __init__(self, binary, tmp):
         self.client_id, self.secret = "py-client", "py-client-secret"
-        self.proc = subprocess.Popen([binary, "-client-id", self.client_id, "-client-secret", self.secret, "-expires-in", "3600"],
+        self.proc = subprocess.Popen([binary, "-client-id", self.client_id, "-client-secret", self.secret, "-expires-in", "3600",
+                                      "-device-interval", "1"],
                                      stdout=subprocess.PIPE, stderr=open(tmp / "authserver.log", "w"), text=True)
         self.endpoints = json.loads(self.proc.stdout.readline())
         self.issuer = self.endpoints["issuer"]

@@ -166,19 +166,6 @@ def test_cancel_before_commit_writes_nothing(world):
     assert not (world.home / "connectors" / "grants.json").exists()
 
 
-def test_every_kind_was_validated():
-    need(SEEN["query"] > 0, "no operation ran on the real world (see the skips above)")
-    # the operations above exchange every kind of need and effect but the device flow's
-    # (prompt.show, clock.sleep) and lock.release, which no operation of the policy emits (the
-    # driver releases every lock when an operation ends)
-    for kind in ("clock.now", "entropy", "env.get", "keyring.info", "keyring.get", "ledger.read", "file.digest", "lock.acquire",
-                 "http.request", "loopback.open", "loopback.wait"):
-        assert SEEN["fact:" + kind] > 0, kind
-    for kind in ("keyring.set", "keyring.delete", "ledger.write", "event.emit", "http.send"):
-        assert SEEN["effect:" + kind] > 0, kind
-    assert SEEN["query"] > 20 and SEEN["decision"] == SEEN["query"]
-
-
 def test_one_item_per_slot_with_the_go_shell(world):
     # The Go CLI writes the client's slot (go-keyring), Python rewrites it (a forwarded import
     # stores client and connection): one item remains, with go-keyring's attributes and label,
@@ -198,3 +185,33 @@ def test_one_item_per_slot_with_the_go_shell(world):
     assert items[0].get_label() == f"Password for 'provider:google' on '{c.shell.service}'"
     row = json.loads(run("status", "google", "--json").stdout)["connectors"][0]
     assert row["configured"] and row["account"] == "fwd@example.com" and row.get("tripwire", "ok") == "ok", row
+
+
+def test_device_flow(world):
+    # RFC 8628 on the local server: the code is shown (prompt.show), the token endpoint polled
+    # each interval (clock.sleep) until the user approves on the verification page.
+    browser = os.environ.get("GRANTWIRE_STANDIN_BROWSER", "")
+    need(browser and os.path.exists(browser), "GRANTWIRE_STANDIN_BROWSER names no stand-in browser (internal/cmd/browser; the Go test builds it)")
+    c = world.client()
+    c.do("configure_client", {"connector": "google"}, {"client_id": world.server.client_id, "client_secret": world.server.secret})
+    shown = []
+
+    def approve(code):
+        shown.append(code)
+        threading.Thread(target=subprocess.run, args=([browser, code["verification_uri_complete"]],), kwargs={"capture_output": True}).start()
+
+    r = c.connect("google", ["openid", "email"], flow="device", timeout_s=60, on_device_code=approve)
+    assert r["account"] == "user@example.com" and shown and shown[0]["user_code"] and "device_code" not in json.dumps(shown)
+    assert SEEN["fact:prompt.show"] > 0 and SEEN["fact:clock.sleep"] > 0
+
+
+def test_every_kind_was_validated():
+    # the operations of this file exchange every kind of need and effect but lock.release, which
+    # no operation of the policy emits (the driver releases every lock when an operation ends)
+    need(SEEN["query"] > 0, "no operation ran on the real world (see the skips above)")
+    for kind in ("clock.now", "clock.sleep", "entropy", "env.get", "keyring.info", "keyring.get", "ledger.read", "file.digest",
+                 "lock.acquire", "http.request", "loopback.open", "loopback.wait", "prompt.show"):
+        assert SEEN["fact:" + kind] > 0, kind
+    for kind in ("keyring.set", "keyring.delete", "ledger.write", "event.emit", "http.send"):
+        assert SEEN["effect:" + kind] > 0, kind
+    assert SEEN["query"] > 20 and SEEN["decision"] == SEEN["query"]

@@ -119,18 +119,19 @@ class Client:
         out = self.run("get_access_token", {"provider": provider, "scopes": list(scopes), "agent": agent})
         return {**out.result, "access_token": out.secret(out.result["access_token"]["$ref"])}
 
-    def connect(self, provider, scopes, grant_agents=(), *, timeout_s=None, show=None, cancel=None):
-        """Authorizes a provider in a browser that comes back to the loopback; show(url), when
-        given, shows the authorization URL instead of the browser."""
+    def connect(self, provider, scopes, grant_agents=(), *, timeout_s=None, flow=None, show=None, on_device_code=None, cancel=None):
+        """Authorizes a provider: in a browser that comes back to the loopback (show(url), when
+        given, shows the authorization URL instead of the browser), or with flow="device" on
+        another device (on_device_code(code), when given, receives what the user must enter
+        where, instead of the terminal; it must not block)."""
         args = {"connector": provider, "scopes": list(scopes), "grant_agents": list(grant_agents)}
-        if timeout_s is not None:
-            args["timeout_ms"] = int(timeout_s * 1000)
-        token = _os.browser_override.set(show) if show else None
+        args.update({"timeout_ms": int(timeout_s * 1000)} if timeout_s is not None else {}, **({"flow": flow} if flow else {}))
+        tokens = [(var, var.set(fn)) for var, fn in ((_os.browser_override, show), (_os.prompt_override, on_device_code)) if fn]
         try:
             return self.do("connect", args, cancel=cancel)
         finally:
-            if token is not None:
-                _os.browser_override.reset(token)
+            for var, token in tokens:
+                var.reset(token)
 
 
 _default_client, _default_lock, _flows = None, threading.Lock(), {}
