@@ -178,22 +178,22 @@ func (r *recorder) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, e
 	out, err := r.Engine.DecideJSON(ctx, dst, query)
 	if err == nil {
 		r.mu.Lock()
-		*r.log = append(*r.log, recorded{query: string(query), data: r.data, wasm: string(out)})
+		*r.log = append(*r.log, recorded{query: string(query), data: r.data, native: string(out)})
 		r.mu.Unlock()
 	}
 	return out, err
 }
 
-// corpusQueries runs the conformance corpus on the Go memory host (wasm engine), recording
-// every query, and decides each again on the native engine.
+// corpusQueries runs the conformance corpus on the Go memory host (native engine), recording
+// every query, and decides each again on the Wasm engine.
 func corpusQueries(t *testing.T) ([]recorded, [][]byte) {
 	t.Helper()
 	ctx := context.Background()
 	var log []recorded
 	var datas [][]byte
 	var mu sync.Mutex
-	shell := memshell.New("wasm", func(ctx context.Context, data []byte) (core.Engine, error) {
-		e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1))
+	shell := memshell.New("native", func(ctx context.Context, data []byte) (core.Engine, error) {
+		e, err := nativeengine.New(ctx, nativeengine.WithData(data))
 		if err != nil {
 			return nil, err
 		}
@@ -212,26 +212,27 @@ func corpusQueries(t *testing.T) ([]recorded, [][]byte) {
 			t.Fatalf("%s: %v", s.ID(), err)
 		}
 		if len(rep.Failures) > 0 {
-			t.Fatalf("%s fails on memhost/wasm: %s", s.ID(), strings.Join(rep.Failures, "\n"))
+			t.Fatalf("%s fails on memhost/native: %s", s.ID(), strings.Join(rep.Failures, "\n"))
 		}
 		for i := from; i < len(log); i++ {
 			log[i].scenario = s.ID()
 		}
 	}
-	natives := map[int]core.Engine{}
+	wasms := map[int]core.Engine{}
 	for i := range log {
-		n := natives[log[i].data]
-		if n == nil {
-			if n, err = nativeengine.New(ctx, nativeengine.WithData(datas[log[i].data])); err != nil {
+		w := wasms[log[i].data]
+		if w == nil {
+			if w, err = wasmengine.New(ctx, wasmengine.WithData(datas[log[i].data]), wasmengine.WithPoolSize(1)); err != nil {
 				t.Fatal(err)
 			}
-			natives[log[i].data] = n
+			defer w.Close(ctx)
+			wasms[log[i].data] = w
 		}
-		out, err := n.DecideJSON(ctx, nil, []byte(log[i].query))
+		out, err := w.DecideJSON(ctx, nil, []byte(log[i].query))
 		if err != nil {
-			t.Fatalf("%s: native: %v", log[i].scenario, err)
+			t.Fatalf("%s: wasm: %v", log[i].scenario, err)
 		}
-		log[i].native = string(out)
+		log[i].wasm = string(out)
 	}
 	return log, datas
 }
@@ -243,7 +244,7 @@ type pytestRun struct {
 	queries           []recorded
 	replayed          []string
 	seen              map[string]int
-	summary           string
+	summary, stdout   string
 	elapsed           time.Duration
 	recordedInSeconds float64
 }
@@ -301,7 +302,7 @@ func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 	if err := os.WriteFile(in, buf.Bytes(), 0o600); err != nil {
 		return nil, err.Error()
 	}
-	cmd := exec.Command(e.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", report, "tests")
+	cmd := exec.Command(e.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=5", "--junitxml", report, "tests")
 	cmd.Env = append(os.Environ(), "GRANTWIRE_REPO="+e.repo, "GRANTWIRE_AUTHSERVER="+e.authserver, "GRANTWIRE_CLI="+e.cli,
 		"GRANTWIRE_STANDIN_BROWSER="+e.browser, "GRANTWIRE_REPLAY_IN="+in, "GRANTWIRE_REPLAY_OUT="+out, "GRANTWIRE_PY_SEEN="+seen, "PYTHONDONTWRITEBYTECODE=1")
 	var stdout bytes.Buffer
@@ -313,7 +314,7 @@ func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 		return nil, fmt.Sprintf("pytest: %v\n%s", err, stdout.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	r.summary = lines[len(lines)-1]
+	r.summary, r.stdout = lines[len(lines)-1], stdout.String()
 	var suites struct {
 		Suites []struct {
 			Cases []junitCase `xml:"testcase"`
@@ -376,6 +377,9 @@ func TestPytest(t *testing.T) {
 	}
 	sort.Strings(kinds)
 	t.Logf("pytest: %s in %.1f s; validated against hostabi/schema: %s", r.summary, r.elapsed.Seconds(), strings.Join(kinds, ", "))
+	if i := strings.Index(r.stdout, "slowest"); i >= 0 {
+		t.Log(r.stdout[i:strings.LastIndex(r.stdout, "\n")])
+	}
 }
 
 // TestPythonDecisionsMatchGoEngines replays every query the Go corpus run asked (all 230

@@ -14,6 +14,9 @@ import wasmtime
 _ABI = ("opa_malloc", "opa_free", "opa_json_parse", "opa_json_dump", "opa_eval", "opa_heap_ptr_get", "builtins", "entrypoints")
 
 
+_compiled = {}
+
+
 def policy_wasm():
     """The bytes of the packaged policy.wasm."""
     return resources.files(__package__).joinpath("policy.wasm").read_bytes()
@@ -34,10 +37,13 @@ class Engine:
     on_decide(query_bytes, decision_bytes), when set, sees every evaluation."""
 
     def __init__(self, data, wasm=None):
-        config = wasmtime.Config()
-        config.cache = True  # wasmtime's compilation cache: a second process loads, not compiles
-        engine = wasmtime.Engine(config)
-        module = wasmtime.Module(engine, wasm if wasm is not None else policy_wasm())
+        wasm = wasm if wasm is not None else policy_wasm()
+        if wasm not in _compiled:  # once per process; wasmtime's cache spares a second process the compilation
+            config = wasmtime.Config()
+            config.cache = True
+            engine = wasmtime.Engine(config)
+            _compiled[wasm] = engine, wasmtime.Module(engine, wasm)
+        engine, module = _compiled[wasm]
         self._store = store = wasmtime.Store(engine)
         limits = next(i.type.limits for i in module.imports if i.name == "memory")
         self._mem, linker, i32 = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(limits.min, None))), wasmtime.Linker(engine), wasmtime.ValType.i32()
