@@ -113,7 +113,7 @@ func build() (*pyenv, error) {
 		return nil, err
 	}
 	if old, _ := os.ReadFile(filepath.Join(venv, "grantwire.stamp")); string(old) != stamp {
-		if err := run(py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation", "--force-reinstall", "."); err != nil {
+		if err := run(py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation", "--no-compile", "--force-reinstall", "."); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(venv, "grantwire.stamp"), []byte(stamp), 0o600); err != nil {

@@ -55,3 +55,10 @@ def test_forwarded_scope_mismatch_writes_nothing(world):
     with pytest.raises(TypeError):
         grantwire.import_forwarded_connection(provider="google", client_id="c", client_secret="s", refresh_token="r",
                                               scopes=[GMAIL], required_scopes=[])
+
+
+def test_a_missing_runtime_names_its_install():
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['wasmtime'] = None; import grantwire"], capture_output=True, text=True)
+    assert p.returncode != 0 and "pip install 'wasmtime>=50,<51'" in p.stderr, p.stderr

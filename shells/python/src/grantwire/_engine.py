@@ -9,7 +9,10 @@ import json
 import threading
 from importlib import resources
 
-import wasmtime
+try:
+    import wasmtime
+except ImportError as e:  # a missing runtime says which one, and how to install it
+    raise ImportError("grantwire runs policy.wasm on wasmtime, which is not installed: pip install 'wasmtime>=50,<51'") from e
 
 _ABI = ("opa_malloc", "opa_free", "opa_json_parse", "opa_json_dump", "opa_eval", "opa_heap_ptr_get", "builtins", "entrypoints")
 
@@ -19,7 +22,10 @@ _compiled = {}
 
 def policy_wasm():
     """The bytes of the packaged policy.wasm."""
-    return resources.files(__package__).joinpath("policy.wasm").read_bytes()
+    try:
+        return resources.files(__package__).joinpath("policy.wasm").read_bytes()
+    except FileNotFoundError:
+        raise PolicyError("policy.wasm is missing from the grantwire package: reinstall it from a checkout (pip install ./shells/python)") from None
 
 
 class PolicyError(Exception):
