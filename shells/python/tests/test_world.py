@@ -205,6 +205,29 @@ def test_device_flow(world):
     assert SEEN["fact:prompt.show"] > 0 and SEEN["fact:clock.sleep"] > 0
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "dangling"])
+def test_hostile_ledger_files_get_the_go_clis_error(world, kind):
+    grants = world.home / "connectors" / "grants.json"
+    grants.parent.mkdir(parents=True, mode=0o700)
+    if kind == "symlink":
+        target = world.tmp / "elsewhere.json"
+        target.write_text("{}")
+        grants.symlink_to(target)
+    elif kind == "dangling":
+        grants.symlink_to(world.tmp / "nothing.json")
+    else:
+        os.mkfifo(grants, 0o600)
+    c = world.client()
+    with pytest.raises(grantwire.ConnectorsError) as e:
+        c.get_access_token("google", [GMAIL], "builtin:email")
+    assert e.value.code == "CORRUPT_LEDGER"
+    cli = os.environ.get("GRANTWIRE_CLI", "")
+    need(cli and os.path.exists(cli), "GRANTWIRE_CLI names no grantwire binary (the Go test builds it)")
+    p = subprocess.run([cli, "token", "google", "--agent", "builtin:email", "--scopes", GMAIL], capture_output=True, text=True,
+                       env={**os.environ, **world.env}, timeout=60)
+    assert p.returncode == e.value.exit and e.value.summary in p.stderr and e.value.fix in p.stderr, (p.stderr, str(e.value))
+
+
 def test_every_kind_was_validated():
     # the operations of this file exchange every kind of need and effect but lock.release, which
     # no operation of the policy emits (the driver releases every lock when an operation ends)
