@@ -100,7 +100,8 @@ class Client:
             self.do("validate_catalog", check)
 
     def subscribe(self, fn):
-        """Calls fn({type, payload}) for every event an operation of this client emits."""
+        """Calls fn({type, payload}) for every event an operation of this client emits (on the OS
+        shell; a shell given as capabilities emits through its own emit)."""
         self.shell.subscribers.append(fn)
 
     def run(self, op, args, secrets=None, cancel=None):
