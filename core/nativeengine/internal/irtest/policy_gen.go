@@ -487,7 +487,7 @@ func f0_irtest_a(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b3:
 	l16 = l9
-	l4 = rt.AssignOnce(l4, l16, "core/nativeengine/internal/irtest/policy/builtins.rego:14")
+	l4 = rt.AssignOnce(l4, l16, "core/nativeengine/internal/irtest/policy/builtins.rego:14", "function data.irtest.a")
 b2:
 	if l4 != nil {
 		goto b5
@@ -538,7 +538,7 @@ b2:
 	}
 b6:
 	l21 = l9
-	l4 = rt.AssignOnce(l4, l21, "core/nativeengine/internal/irtest/policy/builtins.rego:16")
+	l4 = rt.AssignOnce(l4, l21, "core/nativeengine/internal/irtest/policy/builtins.rego:16", "function data.irtest.a")
 b5:
 	if l4 != nil {
 		goto b8
@@ -551,12 +551,12 @@ b5:
 		goto b8
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "core/nativeengine/internal/irtest/policy/builtins.rego:18")
+	l4 = rt.AssignOnce(l4, l8, "core/nativeengine/internal/irtest/policy/builtins.rego:18", "function data.irtest.a")
 b8:
 	if l4 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l4, "core/nativeengine/internal/irtest/policy/builtins.rego:18")
+	l2 = rt.AssignOnce(l2, l4, "core/nativeengine/internal/irtest/policy/builtins.rego:18", "function data.irtest.a")
 b9:
 	return l2
 }
@@ -574,7 +574,7 @@ func f1_irtest__member3(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b2
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "core/nativeengine/internal/irtest/policy/builtins.rego:27")
+	l6 = rt.AssignOnce(l6, rt.True, "core/nativeengine/internal/irtest/policy/builtins.rego:27", "function data.irtest._member3")
 b2:
 	if l6 != nil {
 		goto b3
@@ -582,12 +582,12 @@ b2:
 	l7 = l3
 	l8 = l4
 	l9 = l5
-	l6 = rt.AssignOnce(l6, rt.False, "core/nativeengine/internal/irtest/policy/builtins.rego:29")
+	l6 = rt.AssignOnce(l6, rt.False, "core/nativeengine/internal/irtest/policy/builtins.rego:29", "function data.irtest._member3")
 b3:
 	if l6 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l6, "core/nativeengine/internal/irtest/policy/builtins.rego:29")
+	l2 = rt.AssignOnce(l2, l6, "core/nativeengine/internal/irtest/policy/builtins.rego:29", "function data.irtest._member3")
 b4:
 	return l2
 }
@@ -619,12 +619,12 @@ func f2_irtest_eval(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:20")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:20", "rule data.irtest.eval")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:20")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:20", "rule data.irtest.eval")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -653,12 +653,12 @@ b2:
 	}
 	l15 = l14
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "core/nativeengine/internal/irtest/policy/builtins.rego:22")
+	l3 = rt.AssignOnce(l3, l16, "core/nativeengine/internal/irtest/policy/builtins.rego:22", "rule data.irtest.eval")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:22")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:22", "rule data.irtest.eval")
 b4:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -697,12 +697,12 @@ b7:
 		goto b5
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "core/nativeengine/internal/irtest/policy/builtins.rego:31")
+	l3 = rt.AssignOnce(l3, l19, "core/nativeengine/internal/irtest/policy/builtins.rego:31", "rule data.irtest.eval")
 b5:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:31")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:31", "rule data.irtest.eval")
 b8:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -751,12 +751,12 @@ b8:
 	}
 b10:
 	l19 = l5
-	l3 = rt.AssignOnce(l3, l19, "core/nativeengine/internal/irtest/policy/builtins.rego:33")
+	l3 = rt.AssignOnce(l3, l19, "core/nativeengine/internal/irtest/policy/builtins.rego:33", "rule data.irtest.eval")
 b9:
 	if l3 == nil {
 		goto b12
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:33")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:33", "rule data.irtest.eval")
 b12:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -779,12 +779,12 @@ b12:
 		goto b13
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:35")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:35", "rule data.irtest.eval")
 b13:
 	if l3 == nil {
 		goto b14
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:35")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:35", "rule data.irtest.eval")
 b14:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -807,12 +807,12 @@ b14:
 		goto b15
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:37")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:37", "rule data.irtest.eval")
 b15:
 	if l3 == nil {
 		goto b16
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:37", "rule data.irtest.eval")
 b16:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -830,12 +830,12 @@ b16:
 		goto b17
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:39")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:39", "rule data.irtest.eval")
 b17:
 	if l3 == nil {
 		goto b18
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:39", "rule data.irtest.eval")
 b18:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -858,12 +858,12 @@ b18:
 		goto b19
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:41")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:41", "rule data.irtest.eval")
 b19:
 	if l3 == nil {
 		goto b20
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:41", "rule data.irtest.eval")
 b20:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -881,12 +881,12 @@ b20:
 		goto b21
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:43")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:43", "rule data.irtest.eval")
 b21:
 	if l3 == nil {
 		goto b22
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:43")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:43", "rule data.irtest.eval")
 b22:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -904,12 +904,12 @@ b22:
 		goto b23
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:45")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:45", "rule data.irtest.eval")
 b23:
 	if l3 == nil {
 		goto b24
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:45")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:45", "rule data.irtest.eval")
 b24:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -937,12 +937,12 @@ b24:
 		goto b25
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:47")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:47", "rule data.irtest.eval")
 b25:
 	if l3 == nil {
 		goto b26
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:47")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:47", "rule data.irtest.eval")
 b26:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -960,12 +960,12 @@ b26:
 		goto b27
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:49")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:49", "rule data.irtest.eval")
 b27:
 	if l3 == nil {
 		goto b28
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:49")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:49", "rule data.irtest.eval")
 b28:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -983,12 +983,12 @@ b28:
 		goto b29
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:51")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:51", "rule data.irtest.eval")
 b29:
 	if l3 == nil {
 		goto b30
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:51", "rule data.irtest.eval")
 b30:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1006,12 +1006,12 @@ b30:
 		goto b31
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:53")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:53", "rule data.irtest.eval")
 b31:
 	if l3 == nil {
 		goto b32
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:53")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:53", "rule data.irtest.eval")
 b32:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1029,12 +1029,12 @@ b32:
 		goto b33
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:55")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:55", "rule data.irtest.eval")
 b33:
 	if l3 == nil {
 		goto b34
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:55")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:55", "rule data.irtest.eval")
 b34:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1052,12 +1052,12 @@ b34:
 		goto b35
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:57")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:57", "rule data.irtest.eval")
 b35:
 	if l3 == nil {
 		goto b36
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:57")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:57", "rule data.irtest.eval")
 b36:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1075,12 +1075,12 @@ b36:
 		goto b37
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:59")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:59", "rule data.irtest.eval")
 b37:
 	if l3 == nil {
 		goto b38
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:59")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:59", "rule data.irtest.eval")
 b38:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1103,12 +1103,12 @@ b38:
 		goto b39
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:61")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:61", "rule data.irtest.eval")
 b39:
 	if l3 == nil {
 		goto b40
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:61")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:61", "rule data.irtest.eval")
 b40:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1131,12 +1131,12 @@ b40:
 		goto b41
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:63")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:63", "rule data.irtest.eval")
 b41:
 	if l3 == nil {
 		goto b42
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:63")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:63", "rule data.irtest.eval")
 b42:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1154,12 +1154,12 @@ b42:
 		goto b43
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:65")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:65", "rule data.irtest.eval")
 b43:
 	if l3 == nil {
 		goto b44
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:65")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:65", "rule data.irtest.eval")
 b44:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1182,12 +1182,12 @@ b44:
 		goto b45
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:67")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:67", "rule data.irtest.eval")
 b45:
 	if l3 == nil {
 		goto b46
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:67")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:67", "rule data.irtest.eval")
 b46:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1210,12 +1210,12 @@ b46:
 		goto b47
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:69")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:69", "rule data.irtest.eval")
 b47:
 	if l3 == nil {
 		goto b48
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:69")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:69", "rule data.irtest.eval")
 b48:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1238,12 +1238,12 @@ b48:
 		goto b49
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:71")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:71", "rule data.irtest.eval")
 b49:
 	if l3 == nil {
 		goto b50
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:71")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:71", "rule data.irtest.eval")
 b50:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1261,12 +1261,12 @@ b50:
 		goto b51
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:73")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:73", "rule data.irtest.eval")
 b51:
 	if l3 == nil {
 		goto b52
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:73")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:73", "rule data.irtest.eval")
 b52:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1289,12 +1289,12 @@ b52:
 		goto b53
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:75")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:75", "rule data.irtest.eval")
 b53:
 	if l3 == nil {
 		goto b54
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:75")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:75", "rule data.irtest.eval")
 b54:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1317,12 +1317,12 @@ b54:
 		goto b55
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:77")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:77", "rule data.irtest.eval")
 b55:
 	if l3 == nil {
 		goto b56
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:77")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:77", "rule data.irtest.eval")
 b56:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1340,12 +1340,12 @@ b56:
 		goto b57
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:79")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:79", "rule data.irtest.eval")
 b57:
 	if l3 == nil {
 		goto b58
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:79")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:79", "rule data.irtest.eval")
 b58:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1368,12 +1368,12 @@ b58:
 		goto b59
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:81")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:81", "rule data.irtest.eval")
 b59:
 	if l3 == nil {
 		goto b60
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:81")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:81", "rule data.irtest.eval")
 b60:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1396,12 +1396,12 @@ b60:
 		goto b61
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:83")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:83", "rule data.irtest.eval")
 b61:
 	if l3 == nil {
 		goto b62
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:83")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:83", "rule data.irtest.eval")
 b62:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1424,12 +1424,12 @@ b62:
 		goto b63
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:85")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:85", "rule data.irtest.eval")
 b63:
 	if l3 == nil {
 		goto b64
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:85")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:85", "rule data.irtest.eval")
 b64:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1452,12 +1452,12 @@ b64:
 		goto b65
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:87")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:87", "rule data.irtest.eval")
 b65:
 	if l3 == nil {
 		goto b66
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:87")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:87", "rule data.irtest.eval")
 b66:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1480,12 +1480,12 @@ b66:
 		goto b67
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:89")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:89", "rule data.irtest.eval")
 b67:
 	if l3 == nil {
 		goto b68
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:89")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:89", "rule data.irtest.eval")
 b68:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1503,12 +1503,12 @@ b68:
 		goto b69
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:91")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:91", "rule data.irtest.eval")
 b69:
 	if l3 == nil {
 		goto b70
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:91")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:91", "rule data.irtest.eval")
 b70:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1526,12 +1526,12 @@ b70:
 		goto b71
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:93")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:93", "rule data.irtest.eval")
 b71:
 	if l3 == nil {
 		goto b72
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:93")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:93", "rule data.irtest.eval")
 b72:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1549,12 +1549,12 @@ b72:
 		goto b73
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:95")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:95", "rule data.irtest.eval")
 b73:
 	if l3 == nil {
 		goto b74
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:95")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:95", "rule data.irtest.eval")
 b74:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1577,12 +1577,12 @@ b74:
 		goto b75
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:97")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:97", "rule data.irtest.eval")
 b75:
 	if l3 == nil {
 		goto b76
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:97")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:97", "rule data.irtest.eval")
 b76:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1605,12 +1605,12 @@ b76:
 		goto b77
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:99")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:99", "rule data.irtest.eval")
 b77:
 	if l3 == nil {
 		goto b78
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:99")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:99", "rule data.irtest.eval")
 b78:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1633,12 +1633,12 @@ b78:
 		goto b79
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:101")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:101", "rule data.irtest.eval")
 b79:
 	if l3 == nil {
 		goto b80
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:101")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:101", "rule data.irtest.eval")
 b80:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1656,12 +1656,12 @@ b80:
 		goto b81
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:103")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:103", "rule data.irtest.eval")
 b81:
 	if l3 == nil {
 		goto b82
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:103")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:103", "rule data.irtest.eval")
 b82:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1684,12 +1684,12 @@ b82:
 		goto b83
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:105")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:105", "rule data.irtest.eval")
 b83:
 	if l3 == nil {
 		goto b84
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:105")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:105", "rule data.irtest.eval")
 b84:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1717,12 +1717,12 @@ b84:
 		goto b85
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:107")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:107", "rule data.irtest.eval")
 b85:
 	if l3 == nil {
 		goto b86
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:107")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:107", "rule data.irtest.eval")
 b86:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1740,12 +1740,12 @@ b86:
 		goto b87
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:109")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:109", "rule data.irtest.eval")
 b87:
 	if l3 == nil {
 		goto b88
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:109")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:109", "rule data.irtest.eval")
 b88:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1768,12 +1768,12 @@ b88:
 		goto b89
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:111")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:111", "rule data.irtest.eval")
 b89:
 	if l3 == nil {
 		goto b90
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:111")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:111", "rule data.irtest.eval")
 b90:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1796,12 +1796,12 @@ b90:
 		goto b91
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:113")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:113", "rule data.irtest.eval")
 b91:
 	if l3 == nil {
 		goto b92
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:113")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:113", "rule data.irtest.eval")
 b92:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1824,12 +1824,12 @@ b92:
 		goto b93
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:115")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:115", "rule data.irtest.eval")
 b93:
 	if l3 == nil {
 		goto b94
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:115")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:115", "rule data.irtest.eval")
 b94:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1852,12 +1852,12 @@ b94:
 		goto b95
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:117")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:117", "rule data.irtest.eval")
 b95:
 	if l3 == nil {
 		goto b96
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:117")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:117", "rule data.irtest.eval")
 b96:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1875,12 +1875,12 @@ b96:
 		goto b97
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:119")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:119", "rule data.irtest.eval")
 b97:
 	if l3 == nil {
 		goto b98
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:119")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:119", "rule data.irtest.eval")
 b98:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1898,12 +1898,12 @@ b98:
 		goto b99
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:121")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:121", "rule data.irtest.eval")
 b99:
 	if l3 == nil {
 		goto b100
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:121")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:121", "rule data.irtest.eval")
 b100:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1926,12 +1926,12 @@ b100:
 		goto b101
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:123")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:123", "rule data.irtest.eval")
 b101:
 	if l3 == nil {
 		goto b102
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:123")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:123", "rule data.irtest.eval")
 b102:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1954,12 +1954,12 @@ b102:
 		goto b103
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:125")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:125", "rule data.irtest.eval")
 b103:
 	if l3 == nil {
 		goto b104
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:125")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:125", "rule data.irtest.eval")
 b104:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -1977,12 +1977,12 @@ b104:
 		goto b105
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:127")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:127", "rule data.irtest.eval")
 b105:
 	if l3 == nil {
 		goto b106
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:127")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:127", "rule data.irtest.eval")
 b106:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2000,12 +2000,12 @@ b106:
 		goto b107
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:129")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:129", "rule data.irtest.eval")
 b107:
 	if l3 == nil {
 		goto b108
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:129")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:129", "rule data.irtest.eval")
 b108:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2023,12 +2023,12 @@ b108:
 		goto b109
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:131")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:131", "rule data.irtest.eval")
 b109:
 	if l3 == nil {
 		goto b110
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:131")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:131", "rule data.irtest.eval")
 b110:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2046,12 +2046,12 @@ b110:
 		goto b111
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:133")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:133", "rule data.irtest.eval")
 b111:
 	if l3 == nil {
 		goto b112
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:133")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:133", "rule data.irtest.eval")
 b112:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2069,12 +2069,12 @@ b112:
 		goto b113
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:135")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:135", "rule data.irtest.eval")
 b113:
 	if l3 == nil {
 		goto b114
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:135")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:135", "rule data.irtest.eval")
 b114:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2092,12 +2092,12 @@ b114:
 		goto b115
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:137")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:137", "rule data.irtest.eval")
 b115:
 	if l3 == nil {
 		goto b116
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:137")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:137", "rule data.irtest.eval")
 b116:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2115,12 +2115,12 @@ b116:
 		goto b117
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:139")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:139", "rule data.irtest.eval")
 b117:
 	if l3 == nil {
 		goto b118
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:139")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:139", "rule data.irtest.eval")
 b118:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2138,12 +2138,12 @@ b118:
 		goto b119
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:141")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:141", "rule data.irtest.eval")
 b119:
 	if l3 == nil {
 		goto b120
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:141")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:141", "rule data.irtest.eval")
 b120:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2166,12 +2166,12 @@ b120:
 		goto b121
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:143")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:143", "rule data.irtest.eval")
 b121:
 	if l3 == nil {
 		goto b122
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:143")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:143", "rule data.irtest.eval")
 b122:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2189,12 +2189,12 @@ b122:
 		goto b123
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:145")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:145", "rule data.irtest.eval")
 b123:
 	if l3 == nil {
 		goto b124
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:145")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:145", "rule data.irtest.eval")
 b124:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2212,12 +2212,12 @@ b124:
 		goto b125
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:147")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:147", "rule data.irtest.eval")
 b125:
 	if l3 == nil {
 		goto b126
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:147")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:147", "rule data.irtest.eval")
 b126:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2240,12 +2240,12 @@ b126:
 		goto b127
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:149")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:149", "rule data.irtest.eval")
 b127:
 	if l3 == nil {
 		goto b128
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:149")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:149", "rule data.irtest.eval")
 b128:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2263,12 +2263,12 @@ b128:
 		goto b129
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:151")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:151", "rule data.irtest.eval")
 b129:
 	if l3 == nil {
 		goto b130
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:151")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:151", "rule data.irtest.eval")
 b130:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2286,12 +2286,12 @@ b130:
 		goto b131
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:153")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:153", "rule data.irtest.eval")
 b131:
 	if l3 == nil {
 		goto b132
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:153")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:153", "rule data.irtest.eval")
 b132:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2314,12 +2314,12 @@ b132:
 		goto b133
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:155")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:155", "rule data.irtest.eval")
 b133:
 	if l3 == nil {
 		goto b134
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:155")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:155", "rule data.irtest.eval")
 b134:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2342,12 +2342,12 @@ b134:
 		goto b135
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:157")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:157", "rule data.irtest.eval")
 b135:
 	if l3 == nil {
 		goto b136
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:157")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:157", "rule data.irtest.eval")
 b136:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2365,12 +2365,12 @@ b136:
 		goto b137
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:159")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:159", "rule data.irtest.eval")
 b137:
 	if l3 == nil {
 		goto b138
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:159")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:159", "rule data.irtest.eval")
 b138:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2388,12 +2388,12 @@ b138:
 		goto b139
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:161")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:161", "rule data.irtest.eval")
 b139:
 	if l3 == nil {
 		goto b140
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:161")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:161", "rule data.irtest.eval")
 b140:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2416,12 +2416,12 @@ b140:
 		goto b141
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:163")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:163", "rule data.irtest.eval")
 b141:
 	if l3 == nil {
 		goto b142
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:163")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:163", "rule data.irtest.eval")
 b142:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2444,12 +2444,12 @@ b142:
 		goto b143
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:165")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:165", "rule data.irtest.eval")
 b143:
 	if l3 == nil {
 		goto b144
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:165")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:165", "rule data.irtest.eval")
 b144:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2472,12 +2472,12 @@ b144:
 		goto b145
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:167")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:167", "rule data.irtest.eval")
 b145:
 	if l3 == nil {
 		goto b146
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:167")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:167", "rule data.irtest.eval")
 b146:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2500,12 +2500,12 @@ b146:
 		goto b147
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:169")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:169", "rule data.irtest.eval")
 b147:
 	if l3 == nil {
 		goto b148
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:169")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:169", "rule data.irtest.eval")
 b148:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2528,12 +2528,12 @@ b148:
 		goto b149
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:171")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:171", "rule data.irtest.eval")
 b149:
 	if l3 == nil {
 		goto b150
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:171")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:171", "rule data.irtest.eval")
 b150:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2551,12 +2551,12 @@ b150:
 		goto b151
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:173")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:173", "rule data.irtest.eval")
 b151:
 	if l3 == nil {
 		goto b152
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:173")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:173", "rule data.irtest.eval")
 b152:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2579,12 +2579,12 @@ b152:
 		goto b153
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:175")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:175", "rule data.irtest.eval")
 b153:
 	if l3 == nil {
 		goto b154
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:175")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:175", "rule data.irtest.eval")
 b154:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2612,12 +2612,12 @@ b154:
 		goto b155
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:177")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:177", "rule data.irtest.eval")
 b155:
 	if l3 == nil {
 		goto b156
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:177")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:177", "rule data.irtest.eval")
 b156:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2640,12 +2640,12 @@ b156:
 		goto b157
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:179")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:179", "rule data.irtest.eval")
 b157:
 	if l3 == nil {
 		goto b158
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:179")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:179", "rule data.irtest.eval")
 b158:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2673,12 +2673,12 @@ b158:
 		goto b159
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:181")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:181", "rule data.irtest.eval")
 b159:
 	if l3 == nil {
 		goto b160
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:181")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:181", "rule data.irtest.eval")
 b160:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2696,12 +2696,12 @@ b160:
 		goto b161
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:183")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:183", "rule data.irtest.eval")
 b161:
 	if l3 == nil {
 		goto b162
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:183")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:183", "rule data.irtest.eval")
 b162:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2724,12 +2724,12 @@ b162:
 		goto b163
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:185")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:185", "rule data.irtest.eval")
 b163:
 	if l3 == nil {
 		goto b164
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:185")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:185", "rule data.irtest.eval")
 b164:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2752,12 +2752,12 @@ b164:
 		goto b165
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:187")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:187", "rule data.irtest.eval")
 b165:
 	if l3 == nil {
 		goto b166
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:187")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:187", "rule data.irtest.eval")
 b166:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2780,12 +2780,12 @@ b166:
 		goto b167
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:189")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:189", "rule data.irtest.eval")
 b167:
 	if l3 == nil {
 		goto b168
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:189")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:189", "rule data.irtest.eval")
 b168:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2803,12 +2803,12 @@ b168:
 		goto b169
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:191")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:191", "rule data.irtest.eval")
 b169:
 	if l3 == nil {
 		goto b170
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:191")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:191", "rule data.irtest.eval")
 b170:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2831,12 +2831,12 @@ b170:
 		goto b171
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:193")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:193", "rule data.irtest.eval")
 b171:
 	if l3 == nil {
 		goto b172
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:193")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:193", "rule data.irtest.eval")
 b172:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2854,12 +2854,12 @@ b172:
 		goto b173
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:195")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:195", "rule data.irtest.eval")
 b173:
 	if l3 == nil {
 		goto b174
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:195")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:195", "rule data.irtest.eval")
 b174:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2887,12 +2887,12 @@ b174:
 		goto b175
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:197")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:197", "rule data.irtest.eval")
 b175:
 	if l3 == nil {
 		goto b176
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:197")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:197", "rule data.irtest.eval")
 b176:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2920,12 +2920,12 @@ b176:
 		goto b177
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:199")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:199", "rule data.irtest.eval")
 b177:
 	if l3 == nil {
 		goto b178
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:199")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:199", "rule data.irtest.eval")
 b178:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2943,12 +2943,12 @@ b178:
 		goto b179
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:201")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:201", "rule data.irtest.eval")
 b179:
 	if l3 == nil {
 		goto b180
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:201")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:201", "rule data.irtest.eval")
 b180:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -2971,12 +2971,12 @@ b180:
 		goto b181
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:203")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:203", "rule data.irtest.eval")
 b181:
 	if l3 == nil {
 		goto b182
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:203")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:203", "rule data.irtest.eval")
 b182:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3004,12 +3004,12 @@ b182:
 		goto b183
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:205")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:205", "rule data.irtest.eval")
 b183:
 	if l3 == nil {
 		goto b184
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:205")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:205", "rule data.irtest.eval")
 b184:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3032,12 +3032,12 @@ b184:
 		goto b185
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:207")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:207", "rule data.irtest.eval")
 b185:
 	if l3 == nil {
 		goto b186
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:207")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:207", "rule data.irtest.eval")
 b186:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3060,12 +3060,12 @@ b186:
 		goto b187
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:209")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:209", "rule data.irtest.eval")
 b187:
 	if l3 == nil {
 		goto b188
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:209")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:209", "rule data.irtest.eval")
 b188:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3093,12 +3093,12 @@ b188:
 		goto b189
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:211")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:211", "rule data.irtest.eval")
 b189:
 	if l3 == nil {
 		goto b190
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:211")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:211", "rule data.irtest.eval")
 b190:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3116,12 +3116,12 @@ b190:
 		goto b191
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:213")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:213", "rule data.irtest.eval")
 b191:
 	if l3 == nil {
 		goto b192
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:213")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:213", "rule data.irtest.eval")
 b192:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3139,12 +3139,12 @@ b192:
 		goto b193
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:215")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:215", "rule data.irtest.eval")
 b193:
 	if l3 == nil {
 		goto b194
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:215")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:215", "rule data.irtest.eval")
 b194:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3167,12 +3167,12 @@ b194:
 		goto b195
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:217")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:217", "rule data.irtest.eval")
 b195:
 	if l3 == nil {
 		goto b196
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:217")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:217", "rule data.irtest.eval")
 b196:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3195,12 +3195,12 @@ b196:
 		goto b197
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:219")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:219", "rule data.irtest.eval")
 b197:
 	if l3 == nil {
 		goto b198
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:219")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:219", "rule data.irtest.eval")
 b198:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3223,12 +3223,12 @@ b198:
 		goto b199
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:221")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:221", "rule data.irtest.eval")
 b199:
 	if l3 == nil {
 		goto b200
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:221")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:221", "rule data.irtest.eval")
 b200:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3251,12 +3251,12 @@ b200:
 		goto b201
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:223")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:223", "rule data.irtest.eval")
 b201:
 	if l3 == nil {
 		goto b202
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:223")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:223", "rule data.irtest.eval")
 b202:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3279,12 +3279,12 @@ b202:
 		goto b203
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:225")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:225", "rule data.irtest.eval")
 b203:
 	if l3 == nil {
 		goto b204
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:225")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:225", "rule data.irtest.eval")
 b204:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3307,12 +3307,12 @@ b204:
 		goto b205
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:227")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:227", "rule data.irtest.eval")
 b205:
 	if l3 == nil {
 		goto b206
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:227")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:227", "rule data.irtest.eval")
 b206:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3335,12 +3335,12 @@ b206:
 		goto b207
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:229")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:229", "rule data.irtest.eval")
 b207:
 	if l3 == nil {
 		goto b208
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:229")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:229", "rule data.irtest.eval")
 b208:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3358,12 +3358,12 @@ b208:
 		goto b209
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:231")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:231", "rule data.irtest.eval")
 b209:
 	if l3 == nil {
 		goto b210
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:231")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:231", "rule data.irtest.eval")
 b210:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3391,12 +3391,12 @@ b210:
 		goto b211
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:233")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:233", "rule data.irtest.eval")
 b211:
 	if l3 == nil {
 		goto b212
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:233")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:233", "rule data.irtest.eval")
 b212:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3424,12 +3424,12 @@ b212:
 		goto b213
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:235")
+	l3 = rt.AssignOnce(l3, l15, "core/nativeengine/internal/irtest/policy/builtins.rego:235", "rule data.irtest.eval")
 b213:
 	if l3 == nil {
 		goto b214
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:235")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:235", "rule data.irtest.eval")
 b214:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3447,12 +3447,12 @@ b214:
 		goto b215
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:237")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:237", "rule data.irtest.eval")
 b215:
 	if l3 == nil {
 		goto b216
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:237")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:237", "rule data.irtest.eval")
 b216:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3470,12 +3470,12 @@ b216:
 		goto b217
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:239")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:239", "rule data.irtest.eval")
 b217:
 	if l3 == nil {
 		goto b218
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:239")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:239", "rule data.irtest.eval")
 b218:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3498,12 +3498,12 @@ b218:
 		goto b219
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:241")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:241", "rule data.irtest.eval")
 b219:
 	if l3 == nil {
 		goto b220
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:241")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:241", "rule data.irtest.eval")
 b220:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3526,12 +3526,12 @@ b220:
 		goto b221
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:243")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:243", "rule data.irtest.eval")
 b221:
 	if l3 == nil {
 		goto b222
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:243")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:243", "rule data.irtest.eval")
 b222:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3554,12 +3554,12 @@ b222:
 		goto b223
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:245")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:245", "rule data.irtest.eval")
 b223:
 	if l3 == nil {
 		goto b224
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:245")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:245", "rule data.irtest.eval")
 b224:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3582,12 +3582,12 @@ b224:
 		goto b225
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:247")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:247", "rule data.irtest.eval")
 b225:
 	if l3 == nil {
 		goto b226
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:247")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:247", "rule data.irtest.eval")
 b226:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3605,12 +3605,12 @@ b226:
 		goto b227
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:249")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:249", "rule data.irtest.eval")
 b227:
 	if l3 == nil {
 		goto b228
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:249")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:249", "rule data.irtest.eval")
 b228:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3633,12 +3633,12 @@ b228:
 		goto b229
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:251")
+	l3 = rt.AssignOnce(l3, l12, "core/nativeengine/internal/irtest/policy/builtins.rego:251", "rule data.irtest.eval")
 b229:
 	if l3 == nil {
 		goto b230
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:251")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:251", "rule data.irtest.eval")
 b230:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3656,12 +3656,12 @@ b230:
 		goto b231
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:253")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:253", "rule data.irtest.eval")
 b231:
 	if l3 == nil {
 		goto b232
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:253")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:253", "rule data.irtest.eval")
 b232:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3679,12 +3679,12 @@ b232:
 		goto b233
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:255")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:255", "rule data.irtest.eval")
 b233:
 	if l3 == nil {
 		goto b234
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:255")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:255", "rule data.irtest.eval")
 b234:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3702,12 +3702,12 @@ b234:
 		goto b235
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:257")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:257", "rule data.irtest.eval")
 b235:
 	if l3 == nil {
 		goto b236
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:257")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:257", "rule data.irtest.eval")
 b236:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3725,12 +3725,12 @@ b236:
 		goto b237
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:259")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:259", "rule data.irtest.eval")
 b237:
 	if l3 == nil {
 		goto b238
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:259")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:259", "rule data.irtest.eval")
 b238:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3748,12 +3748,12 @@ b238:
 		goto b239
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:261")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:261", "rule data.irtest.eval")
 b239:
 	if l3 == nil {
 		goto b240
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:261")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:261", "rule data.irtest.eval")
 b240:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3771,12 +3771,12 @@ b240:
 		goto b241
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:263")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:263", "rule data.irtest.eval")
 b241:
 	if l3 == nil {
 		goto b242
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:263")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:263", "rule data.irtest.eval")
 b242:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "f"); l4 == nil {
@@ -3794,12 +3794,12 @@ b242:
 		goto b243
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:265")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/builtins.rego:265", "rule data.irtest.eval")
 b243:
 	if l3 == nil {
 		goto b244
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:265")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/builtins.rego:265", "rule data.irtest.eval")
 b244:
 	return ev.SetMemo(2, l2)
 }
@@ -3857,12 +3857,12 @@ b2:
 	if l6 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:73")
+	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:73", "rule data.irtest.statements.all_pos")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:73")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:73", "rule data.irtest.statements.all_pos")
 b8:
 	return ev.SetMemo(3, l2)
 }
@@ -3881,12 +3881,12 @@ func f4_irtest__complete(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l5 = nc7
-	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:134")
+	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:134", "rule data.irtest._complete")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:134")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:134", "rule data.irtest._complete")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "conflict"); l4 == nil {
@@ -3896,12 +3896,12 @@ b2:
 		goto b3
 	}
 	l5 = nc9
-	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:136")
+	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:136", "rule data.irtest._complete")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:136")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:136", "rule data.irtest._complete")
 b4:
 	return ev.SetMemo(4, l2)
 }
@@ -3974,12 +3974,12 @@ func f6_irtest_statements_conflict(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "core/nativeengine/internal/irtest/policy/statements.rego:124")
+	l3 = rt.AssignOnce(l3, l6, "core/nativeengine/internal/irtest/policy/statements.rego:124", "rule data.irtest.statements.conflict")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:124")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:124", "rule data.irtest.statements.conflict")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "conflict"); l4 == nil {
@@ -3992,12 +3992,12 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "core/nativeengine/internal/irtest/policy/statements.rego:129")
+	l3 = rt.AssignOnce(l3, l6, "core/nativeengine/internal/irtest/policy/statements.rego:129", "rule data.irtest.statements.conflict")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:129")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:129", "rule data.irtest.statements.conflict")
 b4:
 	return ev.SetMemo(6, l2)
 }
@@ -4022,11 +4022,11 @@ func f7_irtest_statements_distinct(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l10 = l4
-	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:71")
+	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:71", "rule data.irtest.statements.distinct")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:71")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:71", "rule data.irtest.statements.distinct")
 b4:
 	return ev.SetMemo(7, l2)
 }
@@ -4042,11 +4042,11 @@ func f8_irtest_dyn_a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc7
-	l3 = rt.AssignOnce(l3, l4, "core/nativeengine/internal/irtest/policy/statements.rego:44")
+	l3 = rt.AssignOnce(l3, l4, "core/nativeengine/internal/irtest/policy/statements.rego:44", "rule data.irtest.dyn.a")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:44")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:44", "rule data.irtest.dyn.a")
 b2:
 	return ev.SetCached(8, ev.SetMemo(8, l2))
 }
@@ -4062,12 +4062,12 @@ func f9_irtest_dyn_b(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:46")
+	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:46", "rule data.irtest.dyn.b")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:46")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:46", "rule data.irtest.dyn.b")
 b2:
 	return ev.SetMemo(9, l2)
 }
@@ -4091,12 +4091,12 @@ func f10_irtest_dyn_c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, l5)
 	rt.ArrayAppend(l8, l7)
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/statements.rego:48")
+	l3 = rt.AssignOnce(l3, l9, "core/nativeengine/internal/irtest/policy/statements.rego:48", "rule data.irtest.dyn.c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:48")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:48", "rule data.irtest.dyn.c")
 b2:
 	return ev.SetMemo(10, l2)
 }
@@ -4134,12 +4134,12 @@ b5:
 	goto b1
 b3:
 	l10 = l6
-	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:42")
+	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:42", "rule data.irtest.statements.dynamic")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:42")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:42", "rule data.irtest.statements.dynamic")
 b6:
 	return ev.SetMemo(11, l2)
 }
@@ -4174,11 +4174,11 @@ func f12_irtest_statements_evens(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l14 = l4
-	l3 = rt.AssignOnce(l3, l14, "core/nativeengine/internal/irtest/policy/statements.rego:67")
+	l3 = rt.AssignOnce(l3, l14, "core/nativeengine/internal/irtest/policy/statements.rego:67", "rule data.irtest.statements.evens")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:67")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:67", "rule data.irtest.statements.evens")
 b4:
 	return ev.SetMemo(12, l2)
 }
@@ -4196,17 +4196,17 @@ func f13_irtest_statements_flag(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, sc[146], "core/nativeengine/internal/irtest/policy/statements.rego:110")
+	l3 = rt.AssignOnce(l3, sc[146], "core/nativeengine/internal/irtest/policy/statements.rego:110", "rule data.irtest.statements.flag")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:110")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:110", "rule data.irtest.statements.flag")
 b2:
 	if l2 != nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, sc[147], "core/nativeengine/internal/irtest/policy/statements.rego:108")
+	l2 = rt.AssignOnce(l2, sc[147], "core/nativeengine/internal/irtest/policy/statements.rego:108", "rule data.irtest.statements.flag")
 b3:
 	return ev.SetMemo(13, l2)
 }
@@ -4223,7 +4223,7 @@ func f14_irtest__grade(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, sc[149], "core/nativeengine/internal/irtest/policy/statements.rego:102")
+	l5 = rt.AssignOnce(l5, sc[149], "core/nativeengine/internal/irtest/policy/statements.rego:102", "function data.irtest._grade")
 b2:
 	if l5 != nil {
 		goto b3
@@ -4233,19 +4233,19 @@ b2:
 	if !rt.Equal(l6, l7) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, sc[48], "core/nativeengine/internal/irtest/policy/statements.rego:104")
+	l5 = rt.AssignOnce(l5, sc[48], "core/nativeengine/internal/irtest/policy/statements.rego:104", "function data.irtest._grade")
 b3:
 	if l5 != nil {
 		goto b4
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, sc[150], "core/nativeengine/internal/irtest/policy/statements.rego:106")
+	l5 = rt.AssignOnce(l5, sc[150], "core/nativeengine/internal/irtest/policy/statements.rego:106", "function data.irtest._grade")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "core/nativeengine/internal/irtest/policy/statements.rego:106")
+	l2 = rt.AssignOnce(l2, l5, "core/nativeengine/internal/irtest/policy/statements.rego:106", "function data.irtest._grade")
 b5:
 	return l2
 }
@@ -4266,12 +4266,12 @@ func f15_irtest_statements_grade(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:100")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:100", "rule data.irtest.statements.grade")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:100")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:100", "rule data.irtest.statements.grade")
 b2:
 	return ev.SetMemo(15, l2)
 }
@@ -4296,11 +4296,11 @@ func f16_irtest__tagset(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l10 = l4
-	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:115")
+	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:115", "rule data.irtest._tagset")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:115")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:115", "rule data.irtest._tagset")
 b4:
 	return ev.SetMemo(16, l2)
 }
@@ -4325,12 +4325,12 @@ func f17_irtest_statements_has_tag(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:113")
+	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:113", "rule data.irtest.statements.has_tag")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:113")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:113", "rule data.irtest.statements.has_tag")
 b2:
 	return ev.SetMemo(17, l2)
 }
@@ -4387,12 +4387,12 @@ b2:
 	if l6 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:117")
+	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:117", "rule data.irtest.statements.is_set")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:117")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:117", "rule data.irtest.statements.is_set")
 b8:
 	return ev.SetMemo(18, l2)
 }
@@ -4417,11 +4417,11 @@ func f19_irtest_statements_keys(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l10 = l4
-	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:86")
+	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:86", "rule data.irtest.statements.keys")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:86")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:86", "rule data.irtest.statements.keys")
 b4:
 	return ev.SetMemo(19, l2)
 }
@@ -4463,11 +4463,11 @@ func f21_irtest_tree_r(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc159
-	l3 = rt.AssignOnce(l3, l4, "core/nativeengine/internal/irtest/policy/statements.rego:55")
+	l3 = rt.AssignOnce(l3, l4, "core/nativeengine/internal/irtest/policy/statements.rego:55", "rule data.irtest.tree.r")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:55")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:55", "rule data.irtest.tree.r")
 b2:
 	return ev.SetCached(21, ev.SetMemo(21, l2))
 }
@@ -4483,12 +4483,12 @@ func f22_irtest_tree_v_y(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:53")
+	l3 = rt.AssignOnce(l3, l5, "core/nativeengine/internal/irtest/policy/statements.rego:53", "rule data.irtest.tree.v.y")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:53")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:53", "rule data.irtest.tree.v.y")
 b2:
 	return ev.SetMemo(22, l2)
 }
@@ -4525,11 +4525,11 @@ b5:
 	l8 = l4
 b4:
 	l11 = l8
-	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:51")
+	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:51", "rule data.irtest.statements.merged")
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:51", "rule data.irtest.statements.merged")
 b6:
 	return ev.SetMemo(23, l2)
 }
@@ -4556,14 +4556,14 @@ func f24_irtest__big(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		if rt.EqBool(l10, false) {
 			goto c2
 		}
-		l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:81")
+		l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:81", "rule data.irtest._big")
 	c2:
 	}
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:81")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:81", "rule data.irtest._big")
 b3:
 	return ev.SetMemo(24, l2)
 }
@@ -4583,12 +4583,12 @@ func f25_irtest_statements_none_big(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:79")
+	l3 = rt.AssignOnce(l3, rt.True, "core/nativeengine/internal/irtest/policy/statements.rego:79", "rule data.irtest.statements.none_big")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:79")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:79", "rule data.irtest.statements.none_big")
 b3:
 	return ev.SetMemo(25, l2)
 }
@@ -4609,12 +4609,12 @@ func f26_irtest_statements_nothing(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, l7)
 	rt.ArrayAppend(l6, l5)
 	l8 = l6
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:143")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:143", "rule data.irtest.statements.nothing")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:143")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:143", "rule data.irtest.statements.nothing")
 b2:
 	return ev.SetMemo(26, l2)
 }
@@ -4648,12 +4648,12 @@ func f27_irtest_statements_obj(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, l8)
-	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:62")
+	l3 = rt.AssignOnce(l3, l10, "core/nativeengine/internal/irtest/policy/statements.rego:62", "rule data.irtest.statements.obj")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:62")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:62", "rule data.irtest.statements.obj")
 b2:
 	return ev.SetMemo(27, l2)
 }
@@ -4690,12 +4690,12 @@ func f28_irtest_statements_pair(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, l10)
 	rt.ArrayAppend(l11, l9)
-	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:58")
+	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:58", "rule data.irtest.statements.pair")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:58")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:58", "rule data.irtest.statements.pair")
 b2:
 	return ev.SetMemo(28, l2)
 }
@@ -4729,11 +4729,11 @@ b3:
 		rt.ArrayAppend(l4, l15)
 	}
 	l16 = l4
-	l3 = rt.AssignOnce(l3, l16, "core/nativeengine/internal/irtest/policy/statements.rego:88")
+	l3 = rt.AssignOnce(l3, l16, "core/nativeengine/internal/irtest/policy/statements.rego:88", "rule data.irtest.statements.setmembers")
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:88")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:88", "rule data.irtest.statements.setmembers")
 b6:
 	return ev.SetMemo(29, l2)
 }
@@ -4764,11 +4764,11 @@ func f30_irtest_statements_squares(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l13 = l4
-	l3 = rt.AssignOnce(l3, l13, "core/nativeengine/internal/irtest/policy/statements.rego:69")
+	l3 = rt.AssignOnce(l3, l13, "core/nativeengine/internal/irtest/policy/statements.rego:69", "rule data.irtest.statements.squares")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:69")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:69", "rule data.irtest.statements.squares")
 b4:
 	return ev.SetMemo(30, l2)
 }
@@ -4831,7 +4831,7 @@ b4:
 	sv6 = l1
 	l1 = l6
 	wu6 = true
-	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:28")
+	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:28", "rule data.irtest.statements.with_data")
 	wu6 = false
 	l1 = sv6
 	ev.PopWith(ws6)
@@ -4849,7 +4849,7 @@ b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:28", "rule data.irtest.statements.with_data")
 b8:
 	return ev.SetMemo(32, l2)
 }
@@ -4864,12 +4864,12 @@ func f33_g2_data_irtest__thrice(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "core/nativeengine/internal/irtest/policy/statements.rego:39")
+	l4 = rt.AssignOnce(l4, l8, "core/nativeengine/internal/irtest/policy/statements.rego:39", "")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "core/nativeengine/internal/irtest/policy/statements.rego:39")
+	l2 = rt.AssignOnce(l2, l4, "core/nativeengine/internal/irtest/policy/statements.rego:39", "")
 b2:
 	return l2
 }
@@ -4890,12 +4890,12 @@ func f34_irtest_statements_with_func(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	l7 = l6
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:33")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:33", "rule data.irtest.statements.with_func")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:33")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:33", "rule data.irtest.statements.with_func")
 b2:
 	return ev.SetMemo(34, l2)
 }
@@ -4916,12 +4916,12 @@ func f35_irtest__double(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:23")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:23", "rule data.irtest._double")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:23")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:23", "rule data.irtest._double")
 b2:
 	return ev.SetMemo(35, l2)
 }
@@ -4953,7 +4953,7 @@ func f36_irtest_statements_with_input(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	sv4 = l0
 	l0 = l5
 	wu4 = true
-	l3 = rt.AssignOnce(l3, l7, "core/nativeengine/internal/irtest/policy/statements.rego:11")
+	l3 = rt.AssignOnce(l3, l7, "core/nativeengine/internal/irtest/policy/statements.rego:11", "rule data.irtest.statements.with_input")
 	wu4 = false
 	l0 = sv4
 	ev.PopWith(ws4)
@@ -4971,7 +4971,7 @@ b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:11")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:11", "rule data.irtest.statements.with_input")
 b6:
 	return ev.SetMemo(36, l2)
 }
@@ -5001,12 +5001,12 @@ func f37_irtest__deep(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l10, l7)
 	rt.ArrayAppend(l10, l9)
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:25")
+	l3 = rt.AssignOnce(l3, l11, "core/nativeengine/internal/irtest/policy/statements.rego:25", "rule data.irtest._deep")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:25")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:25", "rule data.irtest._deep")
 b2:
 	return ev.SetMemo(37, l2)
 }
@@ -5041,7 +5041,7 @@ func f38_irtest_statements_with_input_nested(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	sv4 = l0
 	l0 = l6
 	wu4 = true
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:19")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:19", "rule data.irtest.statements.with_input_nested")
 	wu4 = false
 	l0 = sv4
 	ev.PopWith(ws4)
@@ -5059,7 +5059,7 @@ b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:19")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:19", "rule data.irtest.statements.with_input_nested")
 b6:
 	return ev.SetMemo(38, l2)
 }
@@ -5093,7 +5093,7 @@ func f39_irtest_statements_with_input_whole(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	sv4 = l0
 	l0 = l6
 	wu4 = true
-	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:15")
+	l3 = rt.AssignOnce(l3, l8, "core/nativeengine/internal/irtest/policy/statements.rego:15", "rule data.irtest.statements.with_input_whole")
 	wu4 = false
 	l0 = sv4
 	ev.PopWith(ws4)
@@ -5111,7 +5111,7 @@ b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:15")
+	l2 = rt.AssignOnce(l2, l3, "core/nativeengine/internal/irtest/policy/statements.rego:15", "rule data.irtest.statements.with_input_whole")
 b6:
 	return ev.SetMemo(39, l2)
 }

@@ -465,7 +465,7 @@ func (ev *Eval) BiBitsLsh(a, b *V) *V {
 		if x.Sign() == 0 {
 			return ev.Int(0)
 		}
-		Fail("", "bits.lsh: shift too large")
+		failWith(BuiltinError, "bits.lsh: shift too large")
 	}
 	return ev.fromBigInt(new(big.Int).Lsh(x, uint(y.Uint64())))
 }

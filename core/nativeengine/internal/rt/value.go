@@ -432,10 +432,18 @@ func SetAdd(set, x *V) {
 func ArrayAppend(arr, x *V) { arr.a = append(arr.a, x) }
 
 // AssignOnce is the conflict check of AssignVarOnceStmt: target already holds a
-// different value.
-func AssignOnce(target, src *V, at string) *V {
+// different value. rule names what conflicts, as OPA's evaluator names it ("rule data.a.b",
+// "function data.a.f"; "" when the plan does not say).
+func AssignOnce(target, src *V, at, rule string) *V {
 	if target != nil && !Equal(target, src) {
-		Fail(at, "complete rules must not produce multiple outputs")
+		switch {
+		case strings.HasPrefix(rule, "function "):
+			Fail(at, rule+" produced conflicting values for the same inputs")
+		case rule != "":
+			Fail(at, rule+" produced conflicting values")
+		default:
+			Fail(at, "complete rules must not produce multiple outputs")
+		}
 	}
 	return src
 }
