@@ -13,9 +13,10 @@ import (
 // Program is a compiled policy bound to its data document: what generated code needs
 // beside its functions. It is safe for concurrent use.
 type Program struct {
-	Data  *V
-	cache []atomic.Pointer[cached]
-	pool  sync.Pool
+	Data    *V
+	cache   []atomic.Pointer[cached]
+	pool    sync.Pool
+	noCache bool
 }
 
 type cached struct{ v *V }
@@ -24,6 +25,15 @@ type cached struct{ v *V }
 func NewProgram(nfuncs int, data *V) *Program {
 	p := &Program{Data: data, cache: make([]atomic.Pointer[cached], nfuncs)}
 	p.pool.New = func() any { return &Eval{prog: p, memo: make([]memoEntry, nfuncs)} }
+	return p
+}
+
+// NewProgramNoCache is NewProgram without the engine-wide cache of input-independent
+// rules: every evaluation computes every rule it needs, as OPA's evaluator does (what a
+// benchmark compares).
+func NewProgramNoCache(nfuncs int, data *V) *Program {
+	p := NewProgram(nfuncs, data)
+	p.noCache = true
 	return p
 }
 
@@ -197,7 +207,7 @@ func (ev *Eval) SetMemo(fn int, v *V) *V {
 // (only data), computing it once on the heap when needed. ok is false inside WithStmt
 // blocks (input or data may be replaced there) and while it is being computed.
 func (ev *Eval) Cached(fn int, f func(*Eval, *V, *V) *V) (*V, bool) {
-	if ev.with > 0 {
+	if ev.with > 0 || ev.prog.noCache {
 		return nil, false
 	}
 	if c := ev.prog.cache[fn].Load(); c != nil {
