@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gobwas/glob"
+	gintersect "github.com/yashtewari/glob-intersection"
 )
 
 // Compiled patterns are kept, a bounded number of them, as topdown keeps them.
@@ -301,4 +302,72 @@ func DotStr(src *V, key string) *V {
 		}
 	}
 	return nil
+}
+
+//rego:builtin regex.template_match
+func (ev *Eval) BiRegexTemplateMatch(pattern, match, start, end *V) *V {
+	tpl, ok1 := Str(pattern)
+	s, ok2 := Str(match)
+	open, ok3 := Str(start)
+	closing, ok4 := Str(end)
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(open) != 1 || len(closing) != 1 {
+		return nil
+	}
+	gen, ok := regexTemplate(tpl, open[0], closing[0])
+	if !ok {
+		return nil
+	}
+	re, err := compileRegexp(gen)
+	if err != nil {
+		return nil
+	}
+	return Bool(re.MatchString(s))
+}
+
+// regexTemplate turns a template into a regular expression: its text outside the
+// delimiters matched literally, each delimited part (delimiters may nest) a group that
+// must be a regular expression of its own; false when delimiters do not balance.
+func regexTemplate(tpl string, open, closing byte) (string, bool) {
+	var b strings.Builder
+	b.WriteByte('^')
+	level, from, lit := 0, 0, 0
+	for i := 0; i < len(tpl); i++ {
+		switch tpl[i] {
+		case open:
+			if level++; level == 1 {
+				from = i
+			}
+		case closing:
+			level--
+			switch {
+			case level < 0:
+				return "", false
+			case level == 0:
+				inner := tpl[from+1 : i]
+				if _, err := regexp.Compile("^" + inner + "$"); err != nil {
+					return "", false
+				}
+				b.WriteString(regexp.QuoteMeta(tpl[lit:from]) + "(" + inner + ")")
+				lit = i + 1
+			}
+		}
+	}
+	if level != 0 {
+		return "", false
+	}
+	b.WriteString(regexp.QuoteMeta(tpl[lit:]) + "$")
+	return b.String(), true
+}
+
+//rego:builtin regex.globs_match
+func (ev *Eval) BiRegexGlobsMatch(a, b *V) *V {
+	x, y, ok := strs2(a, b)
+	if !ok {
+		return nil
+	}
+	ne, err := gintersect.NonEmpty(x, y)
+	if err != nil {
+		return nil
+	}
+	return Bool(ne)
 }

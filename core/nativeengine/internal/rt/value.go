@@ -1,4 +1,4 @@
-// Package rt is the runtime of policies compiled to Go by internal/tools/nativegen: Rego
+// Package rt is the runtime of policies compiled to Go by internal/nativegen: Rego
 // values, their order and canonical JSON, the statements of OPA's IR as functions, the
 // evaluation state (arena, memoisation, the engine-wide cache of input-independent rules)
 // and the built-in functions. Generated code calls it; nothing else should.
@@ -12,7 +12,16 @@
 // in BreakStmt indices, what CallDynamicStmt does with an undefined result), the runtime
 // and the generator do what OPA's own Wasm compiler does with it.
 //
-// This package links no OPA package (TestNoOPA).
+// The built-in functions are OPA's that compute from their arguments only; those that read
+// the world (http.send, rand.intn, net.lookup_ip_addr, a time zone database) are not
+// implemented, and a policy calling them is refused when it is compiled. time.now_ns is the
+// time the evaluation's caller sets (Eval.SetTime), as OPA's evaluator returns the time its
+// caller gives the query: the runtime reads no clock. An error OPA's evaluator reports even
+// with strict built-in errors off (a conflict, a halt) is an *Error carrying OPA's code and
+// message. Besides grantwire's policy and the test policy of package irtest, OPA's own test
+// cases check the runtime and the generator (`make opa-cases`, internal/tools/opacases).
+//
+// This package links no OPA package (TestNoOPA, of core/wasmengine and of package caserun).
 package rt
 
 import (
