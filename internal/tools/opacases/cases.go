@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
@@ -26,6 +27,8 @@ type testCase struct {
 	ID     string // the note, with "#2", "#3"… for the second, third… case of the same note
 	Family string // the directory of its file (aggregates, withkeyword…)
 	File   string // its file under v1/test/cases/testdata/v1
+
+	timeout time.Duration // the deadline of its evaluation, when not the run's
 }
 
 // loadCases reads every case of the OPA module pinned in go.mod (testdata.V1, embedded in

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -254,7 +255,7 @@ func prepare(ctx context.Context, o *outcome, pkg string, builtins map[string]na
 	}
 	o.job = &caseproto.Job{
 		Key: o.key, Input: in, Tagged: tagged, NowNS: time.Now().UnixNano(),
-		TimeoutMS: int(c.timeout.Milliseconds()), MemoryMB: c.memoryMB,
+		TimeoutMS: int(cmp.Or(o.tc.timeout, c.timeout).Milliseconds()), MemoryMB: c.memoryMB,
 	}
 	if o.tc.Data != nil {
 		if o.job.Data, err = jsonOf(*o.tc.Data); err != nil {
