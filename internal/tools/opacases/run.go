@@ -64,6 +64,7 @@ type outcome struct {
 	missing []string // out of reach: the built-in functions the runtime lacks
 	key     string
 	job     *caseproto.Job
+	exp     *expectation
 }
 
 type summary struct {
@@ -148,6 +149,7 @@ func run(c *config, w io.Writer) (*summary, error) {
 			for i := range next {
 				o := picked[i]
 				gens[i], exps[i] = prepare(ctx, o, fmt.Sprintf("s%03d", i/casesPerPkg), builtins, c)
+				o.exp = exps[i]
 			}
 		}()
 	}
