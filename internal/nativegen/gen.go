@@ -652,20 +652,22 @@ func (f *fn) plan(i int, p *ir.Plan) {
 func (f *fn) planBody(i int, p *ir.Plan) {
 	header := fmt.Sprintf("// %s\nfunc %s(ev *rt.Eval, l0, l1 *rt.V) *rt.V {\nrs := ev.Set(0)\n", p.Name, f.g.planName(i, p))
 	f.retFmt = ""
-	for _, b := range p.Blocks {
+	f.finish(header, p.Blocks, "return rs", []ir.Local{ir.Input, ir.Data})
+}
+
+// finish generates the blocks of a plan or function after its header, then its last
+// return, and declares its locals but params.
+func (f *fn) finish(header string, blocks []*ir.Block, ret string, params []ir.Local) {
+	for _, b := range blocks {
 		if !f.reach {
 			break
 		}
 		f.wrapped(b)
 	}
-	f.line("return rs")
+	f.line("%s", ret)
 	body := f.out.Bytes()
 	f.out = bytes.Buffer{}
-	f.declare([]ir.Local{ir.Input, ir.Data}, body)
-	f.finish(header)
-}
-
-func (f *fn) finish(header string) {
+	f.declare(params, body)
 	b := f.out.Bytes()
 	var out bytes.Buffer
 	out.WriteString(header)
@@ -705,17 +707,7 @@ func (f *fn) functionBody(i int, fnc *ir.Func) {
 	if memo {
 		fmt.Fprintf(&header, "if r, ok := ev.Memo(%d); ok {\nreturn r\n}\n", i)
 	}
-	for _, b := range fnc.Blocks {
-		if !f.reach {
-			break
-		}
-		f.wrapped(b)
-	}
-	f.line("return nil")
-	body := f.out.Bytes()
-	f.out = bytes.Buffer{}
-	f.declare(fnc.Params, body)
-	f.finish(header.String())
+	f.finish(header.String(), fnc.Blocks, "return nil", fnc.Params)
 }
 
 func (f *fn) wrapped(b *ir.Block) {

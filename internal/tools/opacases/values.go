@@ -112,14 +112,21 @@ func jsonString(s string) string {
 // of binding objects, each binding's JSON, sorted when the case sorts bindings, generated
 // variables dropped when it ignores them.
 func resultSet(tc *testCase, bindings []map[string]any) (ast.Set, error) {
-	got := ast.NewSet()
+	return bindingSet(bindings, tc.IgnoreGeneratedVars, tc.SortBindings)
+}
+
+// wantSet is a case's want_result as OPA's topdown harness reads it.
+func wantSet(want []map[string]any) (ast.Set, error) { return bindingSet(want, false, false) }
+
+func bindingSet(bindings []map[string]any, ignoreGenerated, sortArrays bool) (ast.Set, error) {
+	out := ast.NewSet()
 	for _, b := range bindings {
 		obj := ast.NewObject()
 		for name, v := range b {
-			if tc.IgnoreGeneratedVars && strings.HasPrefix(name, "__localq") {
+			if ignoreGenerated && strings.HasPrefix(name, "__localq") {
 				continue
 			}
-			if arr, ok := v.([]any); ok && tc.SortBindings {
+			if arr, ok := v.([]any); ok && sortArrays {
 				slices.SortFunc(arr, util.Compare)
 			}
 			val, err := ast.InterfaceToValue(v)
@@ -128,26 +135,9 @@ func resultSet(tc *testCase, bindings []map[string]any) (ast.Set, error) {
 			}
 			obj.Insert(ast.StringTerm(name), ast.NewTerm(val))
 		}
-		got.Add(ast.NewTerm(obj))
+		out.Add(ast.NewTerm(obj))
 	}
-	return got, nil
-}
-
-// wantSet is a case's want_result as OPA's topdown harness reads it.
-func wantSet(want []map[string]any) (ast.Set, error) {
-	exp := ast.NewSet()
-	for _, b := range want {
-		obj := ast.NewObject()
-		for k, v := range b {
-			val, err := ast.InterfaceToValue(v)
-			if err != nil {
-				return nil, err
-			}
-			obj.Insert(ast.StringTerm(k), ast.NewTerm(val))
-		}
-		exp.Add(ast.NewTerm(obj))
-	}
-	return exp, nil
+	return out, nil
 }
 
 // parseResult reads the runner's result set (canonical JSON: an array of objects).

@@ -74,6 +74,11 @@ func (ev *Eval) BiRegexMatch(a, b *V) *V {
 	if !ok {
 		return nil
 	}
+	return matches(pat, s)
+}
+
+// matches is whether s matches the regular expression pat (undefined when it is not one).
+func matches(pat, s string) *V {
 	re, err := compileRegexp(pat)
 	if err != nil {
 		return nil
@@ -97,15 +102,21 @@ func (ev *Eval) BiRegexSplit(a, b *V) *V {
 	return ev.strArray(re.Split(s, -1))
 }
 
-//rego:builtin regex.find_n
-func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
+// findArgs are the operands of the regex.find functions: a pattern, a string, a count.
+func findArgs(a, b, c *V) (*regexp.Regexp, string, int, bool) {
 	pat, s, ok := strs2(a, b)
 	n, ok2 := intOperand(c)
 	if !ok || !ok2 {
-		return nil
+		return nil, "", 0, false
 	}
 	re, err := compileRegexp(pat)
-	if err != nil {
+	return re, s, n, err == nil
+}
+
+//rego:builtin regex.find_n
+func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
+	re, s, n, ok := findArgs(a, b, c)
+	if !ok {
 		return nil
 	}
 	return ev.strArray(re.FindAllString(s, n))
@@ -113,13 +124,8 @@ func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
 
 //rego:builtin regex.find_all_string_submatch_n
 func (ev *Eval) BiRegexFindAllStringSubmatchN(a, b, c *V) *V {
-	pat, s, ok := strs2(a, b)
-	n, ok2 := intOperand(c)
-	if !ok || !ok2 {
-		return nil
-	}
-	re, err := compileRegexp(pat)
-	if err != nil {
+	re, s, n, ok := findArgs(a, b, c)
+	if !ok {
 		return nil
 	}
 	ms := re.FindAllStringSubmatch(s, n)
@@ -317,11 +323,7 @@ func (ev *Eval) BiRegexTemplateMatch(pattern, match, start, end *V) *V {
 	if !ok {
 		return nil
 	}
-	re, err := compileRegexp(gen)
-	if err != nil {
-		return nil
-	}
-	return Bool(re.MatchString(s))
+	return matches(gen, s)
 }
 
 // regexTemplate turns a template into a regular expression: its text outside the

@@ -25,6 +25,7 @@
 package rt
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -282,33 +283,25 @@ func EqBool(v *V, b bool) bool { return v != nil && v.k == KBool && (v.n != 0) =
 // search finds k among the sorted xs: its index, or where it would go.
 func search(xs []*V, k *V) (int, bool) {
 	if k.k == KStr {
-		lo, hi := 0, len(xs)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			x := xs[m]
-			var c int
-			if x.k == KStr {
-				c = strings.Compare(x.s, k.s)
-			} else if x.k < KStr {
-				c = -1
-			} else {
-				c = 1
-			}
-			switch {
-			case c < 0:
-				lo = m + 1
-			case c > 0:
-				hi = m
-			default:
-				return m, true
-			}
-		}
-		return lo, false
+		return searchStr(xs, k.s)
 	}
+	return slices.BinarySearchFunc(xs, k, Compare)
+}
+
+// searchStr is search for a string, comparing kinds before texts.
+func searchStr(xs []*V, key string) (int, bool) {
 	lo, hi := 0, len(xs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		c := Compare(xs[m], k)
+		x := xs[m]
+		var c int
+		if x.k == KStr {
+			c = strings.Compare(x.s, key)
+		} else if x.k < KStr {
+			c = -1
+		} else {
+			c = 1
+		}
 		switch {
 		case c < 0:
 			lo = m + 1
@@ -334,27 +327,8 @@ func GetStr(v *V, key string) *V {
 	if v == nil || v.k != KObj {
 		return nil
 	}
-	xs := v.a
-	lo, hi := 0, len(xs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		x := xs[m]
-		var c int
-		if x.k == KStr {
-			c = strings.Compare(x.s, key)
-		} else if x.k < KStr {
-			c = -1
-		} else {
-			c = 1
-		}
-		switch {
-		case c < 0:
-			lo = m + 1
-		case c > 0:
-			hi = m
-		default:
-			return v.o[m]
-		}
+	if i, ok := searchStr(v.a, key); ok {
+		return v.o[i]
 	}
 	return nil
 }
