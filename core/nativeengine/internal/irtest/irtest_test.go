@@ -134,6 +134,7 @@ var (
 		`"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxIiwibiI6WzEsMl19._Jzk3jr1mOyNpUFjxo84eFknHekGQ7delT-JjrOgg8o"`,
 		`"eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiIxIiwibiI6WzEsMl19.z1wlLBjYs4Oj4nPeu2l_TxWcwQysoQpXP4cgussn5rw3HsdPXqCv-sVGu0_6MQvjtM_S5jyalJHWmtsxavIzOw"`,
 		`"/a/{[0-9]+}/c"`, `"/a/1/c"`, `"{"`, `"}"`, `"a*b?c"`, `"[a-c]x"`,
+		`"https://u:p@example.com:8443/a%2Fb/c?x=1&y#frag"`, `"http://[::1]:80/"`, `"mailto:a@b"`, `"http://a b"`, `"%zz"`,
 	}
 	numPool = []string{
 		`0`, `1`, `-1`, `2`, `3`, `7`, `8`, `10`, `16`, `100`, `2147483647`, `2147483648`, `-2147483649`,

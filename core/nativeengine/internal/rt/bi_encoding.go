@@ -2,6 +2,7 @@ package rt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -375,4 +376,42 @@ func (ev *Eval) BiJWTDecode(a *V) *V {
 	out := ev.Array(3)
 	out.a = append(out.a, header, payload, ev.String(hex.EncodeToString([]byte(sig.s))))
 	return out
+}
+
+//rego:builtin uri.parse
+func (ev *Eval) BiURIParse(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	out := ev.Object(7)
+	put := func(k, v string) {
+		if v != "" {
+			ObjectInsert(out, ev.String(k), ev.String(v))
+		}
+	}
+	put("scheme", u.Scheme)
+	put("hostname", u.Hostname())
+	put("port", u.Port())
+	put("path", u.Path)
+	if u.Path != "" {
+		put("raw_path", cmp.Or(u.RawPath, u.Path))
+	}
+	put("raw_query", u.RawQuery)
+	put("fragment", u.Fragment)
+	return out
+}
+
+//rego:builtin uri.is_valid
+func (ev *Eval) BiURIIsValid(a *V) *V {
+	s, ok := Str(a)
+	if !ok || s == "" {
+		return False
+	}
+	_, err := url.Parse(s)
+	return Bool(err == nil)
 }

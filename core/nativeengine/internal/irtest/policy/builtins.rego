@@ -288,6 +288,10 @@ eval := union(a(0)) if input.f == "union"
 
 eval := upper(a(0)) if input.f == "upper"
 
+eval := uri.is_valid(a(0)) if input.f == "uri.is_valid"
+
+eval := uri.parse(a(0)) if input.f == "uri.parse"
+
 eval := urlquery.decode(a(0)) if input.f == "urlquery.decode"
 
 eval := urlquery.decode_object(a(0)) if input.f == "urlquery.decode_object"
