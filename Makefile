@@ -32,6 +32,10 @@ native: ## regenerate core/nativeengine/policy_gen.go (Go compiled from the poli
 native-check: ## fail if core/nativeengine's generated code differs from a fresh build of policy/
 	@scripts/build-native.sh --check
 
+.PHONY: opa-cases
+opa-cases: ## OPA's own test cases (every case of the OPA in go.mod) compiled to Go and run on the native engine: a table per family, then N passed, M failed
+	@go run ./internal/tools/opacases
+
 .PHONY: bundle
 bundle: ## build/grantwire-bundle.tar.gz (Rego, policy.wasm, catalog: grantwire --bundle) and build/grantwire-rego-bundle.tar.gz (no Wasm: opa eval -b, opa run)
 	go run -tags opa ./cmd/grantwire policy build --policy $(POLICY) -o build/grantwire-bundle.tar.gz

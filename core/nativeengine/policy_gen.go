@@ -1675,12 +1675,12 @@ func f0_grantwire_activations__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/activations/activations.rego:26")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/activations/activations.rego:26", "rule data.grantwire.activations._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:26", "rule data.grantwire.activations._c")
 b2:
 	return ev.SetMemo(0, l2)
 }
@@ -1699,12 +1699,12 @@ func f1_grantwire_activations__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/activations/activations.rego:28")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/activations/activations.rego:28", "rule data.grantwire.activations._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:28", "rule data.grantwire.activations._a")
 b2:
 	return ev.SetMemo(1, l2)
 }
@@ -1751,12 +1751,12 @@ func f2_grantwire_activations__pair_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l15, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:30")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:30", "rule data.grantwire.activations._pair_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:30")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:30", "rule data.grantwire.activations._pair_args")
 b2:
 	return ev.SetMemo(2, l2)
 }
@@ -1793,7 +1793,7 @@ func f3_grantwire_errors_error(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt.V 
 		goto b2
 	}
 	l19 = l18
-	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/errors/errors.rego:49")
+	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/errors/errors.rego:49", "function data.grantwire.errors.error")
 b2:
 	if l7 != nil {
 		goto b3
@@ -1811,12 +1811,12 @@ b2:
 		goto b3
 	}
 	l14 = l13
-	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/errors/errors.rego:52")
+	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/errors/errors.rego:52", "function data.grantwire.errors.error")
 b3:
 	if l7 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:52")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:52", "function data.grantwire.errors.error")
 b4:
 	return l2
 }
@@ -1838,12 +1838,12 @@ func f4_grantwire_errors_usage(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:64")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:64", "function data.grantwire.errors.usage")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:64")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:64", "function data.grantwire.errors.usage")
 b2:
 	return l2
 }
@@ -1923,12 +1923,12 @@ b2:
 		goto b1
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/activations/activations.rego:37")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/activations/activations.rego:37", "rule data.grantwire.activations._explicit")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:37", "rule data.grantwire.activations._explicit")
 b8:
 	return ev.SetMemo(5, l2)
 }
@@ -1953,12 +1953,12 @@ func f6_grantwire_activations__scopes_arg_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:44")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:44", "rule data.grantwire.activations._scopes_arg_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:44")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:44", "rule data.grantwire.activations._scopes_arg_ok")
 b2:
 	l3 = nil
 	if l4 = f5_grantwire_activations__explicit(ev, l0, l1); l4 == nil {
@@ -1967,12 +1967,12 @@ b2:
 	if rt.EqBool(l4, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:46")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:46", "rule data.grantwire.activations._scopes_arg_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:46")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:46", "rule data.grantwire.activations._scopes_arg_ok")
 b4:
 	return ev.SetMemo(6, l2)
 }
@@ -2050,11 +2050,11 @@ func f7_grantwire_catalog__added(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l27 = l4
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/catalog/catalog.rego:32")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/catalog/catalog.rego:32", "rule data.grantwire.catalog._added")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:32")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:32", "rule data.grantwire.catalog._added")
 b4:
 	return ev.SetMemo(7, l2)
 }
@@ -2093,12 +2093,12 @@ func f8_grantwire_catalog__has_added(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l12, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/catalog/catalog.rego:18")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/catalog/catalog.rego:18", "rule data.grantwire.catalog._has_added")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:18")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:18", "rule data.grantwire.catalog._has_added")
 b2:
 	return ev.SetMemo(8, l2)
 }
@@ -2130,18 +2130,18 @@ b3:
 	if rt.EqBool(l9, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/catalog/catalog.rego:23")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/catalog/catalog.rego:23", "rule data.grantwire.catalog._base")
 b2:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:26")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:26", "rule data.grantwire.catalog._base")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:26", "rule data.grantwire.catalog._base")
 b6:
 	return ev.SetCached(9, ev.SetMemo(9, l2))
 }
@@ -2171,7 +2171,7 @@ func f10_grantwire_catalog_connectors(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:13")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:13", "rule data.grantwire.catalog.connectors")
 b2:
 	if l3 != nil {
 		goto b3
@@ -2180,12 +2180,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/catalog/catalog.rego:15")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/catalog/catalog.rego:15", "rule data.grantwire.catalog.connectors")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:15")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:15", "rule data.grantwire.catalog.connectors")
 b4:
 	return ev.SetMemo(10, l2)
 }
@@ -2214,12 +2214,12 @@ func f11_grantwire_catalog_known(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:44")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:44", "function data.grantwire.catalog.known")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:44")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:44", "function data.grantwire.catalog.known")
 b2:
 	return l2
 }
@@ -2259,11 +2259,11 @@ func f12_grantwire_scopes__shell_special(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[49])
 	rt.ArrayAppend(l4, sc[50])
 	rt.ArrayAppend(l4, sc[51])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:155")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:155", "rule data.grantwire.scopes._shell_special")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:155")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:155", "rule data.grantwire.scopes._shell_special")
 b2:
 	return ev.SetCached(12, ev.SetMemo(12, l2))
 }
@@ -2287,14 +2287,14 @@ func f13_grantwire_scopes__special(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		if rt.EqBool(l11, false) {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:168")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:168", "function data.grantwire.scopes._special")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:168")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:168", "function data.grantwire.scopes._special")
 b3:
 	return l2
 }
@@ -2323,7 +2323,7 @@ func f14_grantwire_scopes_quote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/scopes/scopes.rego:163")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/scopes/scopes.rego:163", "function data.grantwire.scopes.quote")
 b2:
 	if l4 != nil {
 		goto b4
@@ -2341,12 +2341,12 @@ b2:
 		goto b4
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/scopes/scopes.rego:166")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/scopes/scopes.rego:166", "function data.grantwire.scopes.quote")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:166")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:166", "function data.grantwire.scopes.quote")
 b5:
 	return l2
 }
@@ -2373,12 +2373,12 @@ func f15_grantwire_errors_unknown_connector(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b1
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/errors/errors.rego:69")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/errors/errors.rego:69", "function data.grantwire.errors.unknown_connector")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:69")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:69", "function data.grantwire.errors.unknown_connector")
 b2:
 	return l2
 }
@@ -2396,11 +2396,11 @@ func f16_grantwire_catalog_mcp_types(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Set(0)
 	rt.SetAdd(l4, sc[16])
 	rt.SetAdd(l4, sc[56])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:70")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:70", "rule data.grantwire.catalog.mcp_types")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:70")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:70", "rule data.grantwire.catalog.mcp_types")
 b2:
 	return ev.SetCached(16, ev.SetMemo(16, l2))
 }
@@ -2430,12 +2430,12 @@ func f17_grantwire_catalog_mcp(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l12, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:75")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:75", "function data.grantwire.catalog.mcp")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:75")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:75", "function data.grantwire.catalog.mcp")
 b2:
 	return l2
 }
@@ -2455,12 +2455,12 @@ func f18_grantwire_catalog_type_of(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/catalog/catalog.rego:60")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/catalog/catalog.rego:60", "function data.grantwire.catalog.type_of")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:60")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:60", "function data.grantwire.catalog.type_of")
 b2:
 	return l2
 }
@@ -2486,19 +2486,19 @@ func f19_grantwire_catalog_default_scopes(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/catalog/catalog.rego:80")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/catalog/catalog.rego:80", "function data.grantwire.catalog.default_scopes")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/catalog/catalog.rego:83")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/catalog/catalog.rego:83", "function data.grantwire.catalog.default_scopes")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:83")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:83", "function data.grantwire.catalog.default_scopes")
 b4:
 	return l2
 }
@@ -2533,12 +2533,12 @@ func f20_grantwire_scopes_grant_cmd(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V
 		goto b1
 	}
 	l18 = l17
-	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/scopes/scopes.rego:185")
+	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/scopes/scopes.rego:185", "function data.grantwire.scopes.grant_cmd")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/scopes/scopes.rego:185")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/scopes/scopes.rego:185", "function data.grantwire.scopes.grant_cmd")
 b2:
 	return l2
 }
@@ -2561,12 +2561,12 @@ func f21_grantwire_errors_configuration(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *
 		goto b1
 	}
 	l14 = l13
-	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/errors/errors.rego:89")
+	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/errors/errors.rego:89", "function data.grantwire.errors.configuration")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:89")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:89", "function data.grantwire.errors.configuration")
 b2:
 	return l2
 }
@@ -2595,7 +2595,7 @@ n3:
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/activations/activations.rego:48")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/activations/activations.rego:48", "function data.grantwire.activations._guard")
 b2:
 	if l4 != nil {
 		goto b4
@@ -2620,7 +2620,7 @@ n5:
 		goto b4
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/activations/activations.rego:50")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/activations/activations.rego:50", "function data.grantwire.activations._guard")
 b4:
 	if l4 != nil {
 		goto b6
@@ -2646,7 +2646,7 @@ n7:
 		goto b6
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/activations/activations.rego:52")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/activations/activations.rego:52", "function data.grantwire.activations._guard")
 b6:
 	if l4 != nil {
 		goto b8
@@ -2725,12 +2725,12 @@ n9:
 		goto b8
 	}
 	l36 = l35
-	l4 = rt.AssignOnce(l4, l36, "policy/grantwire/activations/activations.rego:54")
+	l4 = rt.AssignOnce(l4, l36, "policy/grantwire/activations/activations.rego:54", "function data.grantwire.activations._guard")
 b8:
 	if l4 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/activations/activations.rego:54")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/activations/activations.rego:54", "function data.grantwire.activations._guard")
 b10:
 	return l2
 }
@@ -2745,11 +2745,11 @@ func f23_grantwire_step_fail(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l8, sc[67], l7)
 	rt.ObjectInsert(l8, sc[68], l6)
 	rt.ObjectInsert(l8, sc[69], sc[70])
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/step/step.rego:23")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/step/step.rego:23", "function data.grantwire.step.fail")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:23")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:23", "function data.grantwire.step.fail")
 b2:
 	return l2
 }
@@ -2770,12 +2770,12 @@ func f24_grantwire_activations__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:24")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:24", "rule data.grantwire.activations._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:24")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:24", "rule data.grantwire.activations._f")
 b2:
 	return ev.SetMemo(24, l2)
 }
@@ -2790,11 +2790,11 @@ func f25_grantwire_store_grants_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[71], "policy/grantwire/store/store.rego:343")
+	l3 = rt.AssignOnce(l3, sc[71], "policy/grantwire/store/store.rego:343", "rule data.grantwire.store.grants_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:343")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:343", "rule data.grantwire.store.grants_file")
 b2:
 	return ev.SetCached(25, ev.SetMemo(25, l2))
 }
@@ -2811,11 +2811,11 @@ func f26_grantwire_facts_ledger(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[73], sc[74])
 	rt.ObjectInsert(l10, sc[75], l8)
 	rt.ObjectInsert(l10, sc[76], l9)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:90")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:90", "function data.grantwire.facts.ledger")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:90")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:90", "function data.grantwire.facts.ledger")
 b2:
 	return l2
 }
@@ -2838,12 +2838,12 @@ func f27_grantwire_grants_grant_need(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.
 		goto b1
 	}
 	l14 = l13
-	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/grants/grants.rego:75")
+	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/grants/grants.rego:75", "function data.grantwire.grants.grant_need")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:75")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:75", "function data.grantwire.grants.grant_need")
 b2:
 	return l2
 }
@@ -2858,11 +2858,11 @@ func f28_grantwire_grants_activation_path(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	rt.ArrayAppend(l8, sc[78])
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, l7)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/grants/grants.rego:70")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/grants/grants.rego:70", "function data.grantwire.grants.activation_path")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/grants/grants.rego:70")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/grants/grants.rego:70", "function data.grantwire.grants.activation_path")
 b2:
 	return l2
 }
@@ -2877,11 +2877,11 @@ func f29_grantwire_store_activations_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[79], "policy/grantwire/store/store.rego:348")
+	l3 = rt.AssignOnce(l3, sc[79], "policy/grantwire/store/store.rego:348", "rule data.grantwire.store.activations_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:348")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:348", "rule data.grantwire.store.activations_file")
 b2:
 	return ev.SetCached(29, ev.SetMemo(29, l2))
 }
@@ -2905,12 +2905,12 @@ func f30_grantwire_grants_active_need(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt
 		goto b1
 	}
 	l15 = l14
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/grants/grants.rego:80")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/grants/grants.rego:80", "function data.grantwire.grants.active_need")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:80")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:80", "function data.grantwire.grants.active_need")
 b2:
 	return l2
 }
@@ -2925,11 +2925,11 @@ func f31_grantwire_store_mcp_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[81], "policy/grantwire/store/store.rego:358")
+	l3 = rt.AssignOnce(l3, sc[81], "policy/grantwire/store/store.rego:358", "rule data.grantwire.store.mcp_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:358")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:358", "rule data.grantwire.store.mcp_file")
 b2:
 	return ev.SetCached(31, ev.SetMemo(31, l2))
 }
@@ -2943,12 +2943,12 @@ func f32_grantwire_facts_has(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if l8 = rt.Dot(l6, l7); l8 == nil {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/facts/facts.rego:22")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/facts/facts.rego:22", "function data.grantwire.facts.has")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:22")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:22", "function data.grantwire.facts.has")
 b2:
 	return l2
 }
@@ -2963,11 +2963,11 @@ func f33_grantwire_store_agents_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[83], "policy/grantwire/store/store.rego:363")
+	l3 = rt.AssignOnce(l3, sc[83], "policy/grantwire/store/store.rego:363", "rule data.grantwire.store.agents_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:363")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:363", "rule data.grantwire.store.agents_file")
 b2:
 	return ev.SetCached(33, ev.SetMemo(33, l2))
 }
@@ -3003,19 +3003,19 @@ func f34_grantwire_agents__entries(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/agents/agents.rego:54")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/agents/agents.rego:54", "function data.grantwire.agents._entries")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/agents/agents.rego:57")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/agents/agents.rego:57", "function data.grantwire.agents._entries")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:57")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:57", "function data.grantwire.agents._entries")
 b4:
 	return l2
 }
@@ -3029,12 +3029,12 @@ func f35_grantwire_facts_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/facts/facts.rego:17")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/facts/facts.rego:17", "function data.grantwire.facts.key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:17")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:17", "function data.grantwire.facts.key")
 b2:
 	return l2
 }
@@ -3058,12 +3058,12 @@ func f36_grantwire_agents__src_key(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/agents/agents.rego:52")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/agents/agents.rego:52", "function data.grantwire.agents._src_key")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:52")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:52", "function data.grantwire.agents._src_key")
 b2:
 	return l2
 }
@@ -3080,7 +3080,7 @@ func f37_grantwire_agents__source_path(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/agents/agents.rego:60")
+	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/agents/agents.rego:60", "function data.grantwire.agents._source_path")
 b2:
 	if l5 != nil {
 		goto b3
@@ -3093,7 +3093,7 @@ b2:
 	if rt.EqBool(l8, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/agents/agents.rego:62")
+	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/agents/agents.rego:62", "function data.grantwire.agents._source_path")
 b3:
 	if l5 != nil {
 		goto b4
@@ -3119,12 +3119,12 @@ b3:
 		goto b4
 	}
 	l16 = l15
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/agents/agents.rego:64")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/agents/agents.rego:64", "function data.grantwire.agents._source_path")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:64")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:64", "function data.grantwire.agents._source_path")
 b5:
 	return l2
 }
@@ -3140,11 +3140,11 @@ func f38_grantwire_agents_max_source_bytes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc91
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:30")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:30", "rule data.grantwire.agents.max_source_bytes")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:30")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:30", "rule data.grantwire.agents.max_source_bytes")
 b2:
 	return ev.SetCached(38, ev.SetMemo(38, l2))
 }
@@ -3161,11 +3161,11 @@ func f39_grantwire_facts_digest(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[73], sc[92])
 	rt.ObjectInsert(l10, sc[93], l9)
 	rt.ObjectInsert(l10, sc[76], l8)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:95")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:95", "function data.grantwire.facts.digest")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:95")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:95", "function data.grantwire.facts.digest")
 b2:
 	return l2
 }
@@ -3195,7 +3195,7 @@ n3:
 	l13 = l12
 	l14 = ev.Array(1)
 	rt.ArrayAppend(l14, l13)
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:44")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:44", "function data.grantwire.agents.needs")
 b2:
 	if l5 != nil {
 		goto b4
@@ -3268,12 +3268,12 @@ b2:
 	}
 b5:
 	l35 = l8
-	l5 = rt.AssignOnce(l5, l35, "policy/grantwire/agents/agents.rego:46")
+	l5 = rt.AssignOnce(l5, l35, "policy/grantwire/agents/agents.rego:46", "function data.grantwire.agents.needs")
 b4:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:46")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:46", "function data.grantwire.agents.needs")
 b8:
 	return l2
 }
@@ -3334,12 +3334,12 @@ func f41_grantwire_activations__needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/activations/activations.rego:65")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/activations/activations.rego:65", "rule data.grantwire.activations._needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:65")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:65", "rule data.grantwire.activations._needs")
 b2:
 	return ev.SetMemo(41, l2)
 }
@@ -3372,11 +3372,11 @@ func f42_grantwire_facts_missing(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	c3:
 	}
 	l16 = l8
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/facts/facts.rego:29")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/facts/facts.rego:29", "function data.grantwire.facts.missing")
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:29")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:29", "function data.grantwire.facts.missing")
 b5:
 	return l2
 }
@@ -3389,11 +3389,11 @@ func f43_grantwire_step_need(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[94], l5)
 	rt.ObjectInsert(l6, sc[69], sc[95])
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/step/step.rego:13")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/step/step.rego:13", "function data.grantwire.step.need")
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/step/step.rego:13")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/step/step.rego:13", "function data.grantwire.step.need")
 b2:
 	return l2
 }
@@ -3415,11 +3415,11 @@ func f44_grantwire_agents__fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[107])
 	rt.SetAdd(l4, sc[108])
 	rt.SetAdd(l4, sc[85])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:37")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:37", "rule data.grantwire.agents._fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:37", "rule data.grantwire.agents._fields")
 b2:
 	return ev.SetCached(44, ev.SetMemo(44, l2))
 }
@@ -3440,12 +3440,12 @@ func f45_grantwire_agents__has(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:145")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:145", "function data.grantwire.agents._has")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:145")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:145", "function data.grantwire.agents._has")
 b2:
 	return l2
 }
@@ -3464,11 +3464,11 @@ func f46_grantwire_scopes__namespaces(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[114])
 	rt.ArrayAppend(l4, sc[115])
 	rt.ArrayAppend(l4, sc[116])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:84")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:84", "rule data.grantwire.scopes._namespaces")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:84")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:84", "rule data.grantwire.scopes._namespaces")
 b2:
 	return ev.SetCached(46, ev.SetMemo(46, l2))
 }
@@ -3485,7 +3485,7 @@ func f47_grantwire_scopes__padding(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = nc121
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/scopes/scopes.rego:78")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/scopes/scopes.rego:78", "function data.grantwire.scopes._padding")
 b2:
 	if l4 != nil {
 		goto b3
@@ -3498,19 +3498,19 @@ b2:
 		goto b3
 	}
 	l7 = nc99
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/scopes/scopes.rego:80")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/scopes/scopes.rego:80", "function data.grantwire.scopes._padding")
 b3:
 	if l4 != nil {
 		goto b4
 	}
 	l5 = l3
 	l6 = nc4
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/scopes/scopes.rego:82")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/scopes/scopes.rego:82", "function data.grantwire.scopes._padding")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:82")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:82", "function data.grantwire.scopes._padding")
 b5:
 	return l2
 }
@@ -3583,12 +3583,12 @@ n2:
 	if !rt.Equal(l30, l11) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/scopes/scopes.rego:68")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/scopes/scopes.rego:68", "function data.grantwire.scopes._word")
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:68")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:68", "function data.grantwire.scopes._word")
 b3:
 	return l2
 }
@@ -3613,11 +3613,11 @@ func f49_grantwire_scopes__escapes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[130])
 	rt.ArrayAppend(l4, sc[131])
 	rt.ArrayAppend(l4, sc[132])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:45")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:45", "rule data.grantwire.scopes._escapes")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:45")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:45", "rule data.grantwire.scopes._escapes")
 b2:
 	return ev.SetCached(49, ev.SetMemo(49, l2))
 }
@@ -3641,14 +3641,14 @@ func f50_grantwire_scopes__escaped(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		if rt.EqBool(l11, false) {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:58")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:58", "function data.grantwire.scopes._escaped")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:58")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:58", "function data.grantwire.scopes._escaped")
 b3:
 	return l2
 }
@@ -3679,12 +3679,12 @@ n2:
 	}
 	goto b1
 n3:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:52")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:52", "function data.grantwire.scopes.clean")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:52")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:52", "function data.grantwire.scopes.clean")
 b4:
 	return l2
 }
@@ -3725,11 +3725,11 @@ func f52_grantwire_scopes__name_forbidden(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[36])
 	rt.ArrayAppend(l4, sc[47])
 	rt.ArrayAppend(l4, sc[48])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:125")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:125", "rule data.grantwire.scopes._name_forbidden")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:125")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:125", "rule data.grantwire.scopes._name_forbidden")
 b2:
 	return ev.SetCached(52, ev.SetMemo(52, l2))
 }
@@ -3753,14 +3753,14 @@ func f53_grantwire_scopes__forbidden(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		if rt.EqBool(l11, false) {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:130")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:130", "function data.grantwire.scopes._forbidden")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:130")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:130", "function data.grantwire.scopes._forbidden")
 b3:
 	return l2
 }
@@ -3811,12 +3811,12 @@ n2:
 	}
 	goto b1
 n3:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:118")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:118", "function data.grantwire.scopes._name")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:118")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:118", "function data.grantwire.scopes._name")
 b4:
 	return l2
 }
@@ -3848,11 +3848,11 @@ func f55_grantwire_scopes__hex(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[152])
 	rt.SetAdd(l4, sc[153])
 	rt.SetAdd(l4, sc[154])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:86")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/scopes/scopes.rego:86", "rule data.grantwire.scopes._hex")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:86")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/scopes/scopes.rego:86", "rule data.grantwire.scopes._hex")
 b2:
 	return ev.SetCached(55, ev.SetMemo(55, l2))
 }
@@ -3892,14 +3892,14 @@ func f56_grantwire_scopes_valid_agent_id(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		if rt.EqBool(l17, false) {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:102")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:102", "function data.grantwire.scopes.valid_agent_id")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:102")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:102", "function data.grantwire.scopes.valid_agent_id")
 b3:
 	l4 = nil
 	l5 = l3
@@ -3987,12 +3987,12 @@ b5:
 	if rt.EqBool(l32, false) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:108")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:108", "function data.grantwire.scopes.valid_agent_id")
 b4:
 	if l4 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:108")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:108", "function data.grantwire.scopes.valid_agent_id")
 b11:
 	return l2
 }
@@ -4007,11 +4007,11 @@ func f57_grantwire_agents__id_grammar(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[156], "policy/grantwire/agents/agents.rego:147")
+	l3 = rt.AssignOnce(l3, sc[156], "policy/grantwire/agents/agents.rego:147", "rule data.grantwire.agents._id_grammar")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:147")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:147", "rule data.grantwire.agents._id_grammar")
 b2:
 	return ev.SetCached(57, ev.SetMemo(57, l2))
 }
@@ -4053,7 +4053,7 @@ func f58_grantwire_agents__custom_name(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:190")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:190", "function data.grantwire.agents._custom_name")
 b2:
 	if l4 != nil {
 		goto b3
@@ -4065,12 +4065,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/agents/agents.rego:194")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/agents/agents.rego:194", "function data.grantwire.agents._custom_name")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:194")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:194", "function data.grantwire.agents._custom_name")
 b4:
 	return l2
 }
@@ -4098,12 +4098,12 @@ func f59_grantwire_agents__custom_candidate(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 		goto b1
 	}
 	l14 = l13
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:188")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:188", "function data.grantwire.agents._custom_candidate")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:188")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:188", "function data.grantwire.agents._custom_candidate")
 b2:
 	return l2
 }
@@ -4130,12 +4130,12 @@ func f60_grantwire_agents__nonempty(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:176")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:176", "function data.grantwire.agents._nonempty")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:176")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:176", "function data.grantwire.agents._nonempty")
 b2:
 	return l2
 }
@@ -4166,12 +4166,12 @@ func f61_grantwire_scopes_valid_scope(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:148")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:148", "function data.grantwire.scopes.valid_scope")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:148")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:148", "function data.grantwire.scopes.valid_scope")
 b3:
 	return l2
 }
@@ -4229,12 +4229,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:138")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:138", "function data.grantwire.scopes.valid_scopes")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:138")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:138", "function data.grantwire.scopes.valid_scopes")
 b8:
 	return l2
 }
@@ -4253,11 +4253,11 @@ func f63_grantwire_scopes_set(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		rt.SetAdd(l6, l10)
 	}
 	l11 = l6
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/scopes/scopes.rego:12")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/scopes/scopes.rego:12", "function data.grantwire.scopes.set")
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:12")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:12", "function data.grantwire.scopes.set")
 b4:
 	return l2
 }
@@ -4288,12 +4288,12 @@ func f64_grantwire_agents__scope_list(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.Equal(l10, l12) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:181")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:181", "function data.grantwire.agents._scope_list")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:181")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:181", "function data.grantwire.agents._scope_list")
 b2:
 	return l2
 }
@@ -4311,7 +4311,7 @@ func f65_grantwire_agents__requirements_problem(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[160], "policy/grantwire/agents/agents.rego:150")
+	l4 = rt.AssignOnce(l4, sc[160], "policy/grantwire/agents/agents.rego:150", "function data.grantwire.agents._requirements_problem")
 b2:
 	if l4 != nil {
 		goto b4
@@ -4354,7 +4354,7 @@ b2:
 		goto b4
 	}
 	l21 = l20
-	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/agents/agents.rego:152")
+	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/agents/agents.rego:152", "function data.grantwire.agents._requirements_problem")
 b4:
 	if l4 != nil {
 		goto b8
@@ -4410,7 +4410,7 @@ b4:
 		goto b8
 	}
 	l26 = l25
-	l4 = rt.AssignOnce(l4, l26, "policy/grantwire/agents/agents.rego:157")
+	l4 = rt.AssignOnce(l4, l26, "policy/grantwire/agents/agents.rego:157", "function data.grantwire.agents._requirements_problem")
 b8:
 	if l4 != nil {
 		goto b12
@@ -4464,7 +4464,7 @@ b8:
 		goto b12
 	}
 	l26 = l25
-	l4 = rt.AssignOnce(l4, l26, "policy/grantwire/agents/agents.rego:164")
+	l4 = rt.AssignOnce(l4, l26, "policy/grantwire/agents/agents.rego:164", "function data.grantwire.agents._requirements_problem")
 b12:
 	if l4 != nil {
 		goto b16
@@ -4517,12 +4517,12 @@ b12:
 		goto b16
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/agents/agents.rego:169")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/agents/agents.rego:169", "function data.grantwire.agents._requirements_problem")
 b16:
 	if l4 == nil {
 		goto b20
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:169")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:169", "function data.grantwire.agents._requirements_problem")
 b20:
 	return l2
 }
@@ -4540,7 +4540,7 @@ func f66_grantwire_agents__entry_problem(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[103], "policy/grantwire/agents/agents.rego:121")
+	l4 = rt.AssignOnce(l4, sc[103], "policy/grantwire/agents/agents.rego:121", "function data.grantwire.agents._entry_problem")
 b2:
 	if l4 != nil {
 		goto b4
@@ -4602,7 +4602,7 @@ b2:
 			goto c5
 		}
 		l28 = l27
-		l4 = rt.AssignOnce(l4, l28, "policy/grantwire/agents/agents.rego:123")
+		l4 = rt.AssignOnce(l4, l28, "policy/grantwire/agents/agents.rego:123", "function data.grantwire.agents._entry_problem")
 	c5:
 	}
 b4:
@@ -4618,7 +4618,7 @@ b4:
 	}
 	goto b10
 n11:
-	l4 = rt.AssignOnce(l4, sc[111], "policy/grantwire/agents/agents.rego:126")
+	l4 = rt.AssignOnce(l4, sc[111], "policy/grantwire/agents/agents.rego:126", "function data.grantwire.agents._entry_problem")
 b10:
 	if l4 != nil {
 		goto b12
@@ -4652,7 +4652,7 @@ n13:
 		goto b12
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/agents/agents.rego:128")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/agents/agents.rego:128", "function data.grantwire.agents._entry_problem")
 b12:
 	if l4 != nil {
 		goto b14
@@ -4699,7 +4699,7 @@ n16:
 		goto b14
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:131")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:131", "function data.grantwire.agents._entry_problem")
 b14:
 	if l4 != nil {
 		goto b17
@@ -4742,7 +4742,7 @@ n18:
 		goto b17
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:134")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:134", "function data.grantwire.agents._entry_problem")
 b17:
 	if l4 != nil {
 		goto b19
@@ -4758,7 +4758,7 @@ b17:
 	}
 	l10 = l9
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/agents/agents.rego:137")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/agents/agents.rego:137", "function data.grantwire.agents._entry_problem")
 b19:
 	if l4 != nil {
 		goto b20
@@ -4776,12 +4776,12 @@ b19:
 	}
 	goto b20
 n21:
-	l4 = rt.AssignOnce(l4, sc[169], "policy/grantwire/agents/agents.rego:139")
+	l4 = rt.AssignOnce(l4, sc[169], "policy/grantwire/agents/agents.rego:139", "function data.grantwire.agents._entry_problem")
 b20:
 	if l4 == nil {
 		goto b22
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:139")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:139", "function data.grantwire.agents._entry_problem")
 b22:
 	return l2
 }
@@ -4803,12 +4803,12 @@ func f67_grantwire_agents__id_of(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/agents/agents.rego:204")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/agents/agents.rego:204", "function data.grantwire.agents._id_of")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:204")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:204", "function data.grantwire.agents._id_of")
 b2:
 	return l2
 }
@@ -4837,12 +4837,12 @@ func f68_grantwire_agents__source_problem_at(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	if rt.EqBool(l14, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:198")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:198", "function data.grantwire.agents._source_problem_at")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:198")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:198", "function data.grantwire.agents._source_problem_at")
 b2:
 	return l2
 }
@@ -4866,7 +4866,7 @@ func f69_grantwire_agents__problem(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/agents/agents.rego:93")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/agents/agents.rego:93", "function data.grantwire.agents._problem")
 b2:
 	if l4 != nil {
 		goto b3
@@ -4890,7 +4890,7 @@ b2:
 	}
 	goto b3
 n4:
-	l4 = rt.AssignOnce(l4, sc[97], "policy/grantwire/agents/agents.rego:95")
+	l4 = rt.AssignOnce(l4, sc[97], "policy/grantwire/agents/agents.rego:95", "function data.grantwire.agents._problem")
 b3:
 	if l4 != nil {
 		goto b5
@@ -4935,7 +4935,7 @@ b3:
 		goto b5
 	}
 	l19 = l18
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/agents/agents.rego:98")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/agents/agents.rego:98", "function data.grantwire.agents._problem")
 b5:
 	if l4 != nil {
 		goto b6
@@ -4964,7 +4964,7 @@ b5:
 	}
 	goto b6
 n7:
-	l4 = rt.AssignOnce(l4, sc[102], "policy/grantwire/agents/agents.rego:101")
+	l4 = rt.AssignOnce(l4, sc[102], "policy/grantwire/agents/agents.rego:101", "function data.grantwire.agents._problem")
 b6:
 	if l4 != nil {
 		goto b8
@@ -5010,7 +5010,7 @@ b9:
 		goto b8
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/agents/agents.rego:104")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/agents/agents.rego:104", "function data.grantwire.agents._problem")
 b8:
 	if l4 != nil {
 		goto b11
@@ -5099,12 +5099,12 @@ b12:
 		goto b11
 	}
 	l39 = l38
-	l4 = rt.AssignOnce(l4, l39, "policy/grantwire/agents/agents.rego:110")
+	l4 = rt.AssignOnce(l4, l39, "policy/grantwire/agents/agents.rego:110", "function data.grantwire.agents._problem")
 b11:
 	if l4 == nil {
 		goto b16
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:110")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:110", "function data.grantwire.agents._problem")
 b16:
 	return l2
 }
@@ -5146,12 +5146,12 @@ func f70_grantwire_agents__digest(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 		goto b1
 	}
 	l22 = l21
-	l6 = rt.AssignOnce(l6, l22, "policy/grantwire/agents/agents.rego:196")
+	l6 = rt.AssignOnce(l6, l22, "policy/grantwire/agents/agents.rego:196", "function data.grantwire.agents._digest")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/agents/agents.rego:196")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/agents/agents.rego:196", "function data.grantwire.agents._digest")
 b2:
 	return l2
 }
@@ -5187,12 +5187,12 @@ func f71_grantwire_agents__full_custom(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l14, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:237")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/agents/agents.rego:237", "function data.grantwire.agents._full_custom")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:237")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:237", "function data.grantwire.agents._full_custom")
 b2:
 	return l2
 }
@@ -5206,12 +5206,12 @@ func f72_grantwire_agents__matches(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if !rt.Equal(l6, l7) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:231")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:231", "function data.grantwire.agents._matches")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:231")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:231", "function data.grantwire.agents._matches")
 b2:
 	l5 = nil
 	l6 = l3
@@ -5224,12 +5224,12 @@ b2:
 	}
 	goto b3
 n4:
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:233")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/agents/agents.rego:233", "function data.grantwire.agents._matches")
 b3:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:233")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:233", "function data.grantwire.agents._matches")
 b5:
 	return l2
 }
@@ -5254,12 +5254,12 @@ n2:
 		goto b1
 	}
 	l14 = l13
-	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/agents/agents.rego:222")
+	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/agents/agents.rego:222", "function data.grantwire.agents._registered_id")
 b1:
 	if l7 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:222")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:222", "function data.grantwire.agents._registered_id")
 b3:
 	l7 = nil
 	l8 = l3
@@ -5295,12 +5295,12 @@ b3:
 	if rt.EqBool(l22, false) {
 		goto b4
 	}
-	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/agents/agents.rego:224")
+	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/agents/agents.rego:224", "function data.grantwire.agents._registered_id")
 b4:
 	if l7 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:224")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:224", "function data.grantwire.agents._registered_id")
 b5:
 	return l2
 }
@@ -5320,7 +5320,7 @@ func f74_grantwire_agents__unusable_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 	}
 	l11 = l10
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/agents/agents.rego:80")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/agents/agents.rego:80", "function data.grantwire.agents._unusable_problem")
 b2:
 	if l5 != nil {
 		goto b3
@@ -5407,12 +5407,12 @@ b4:
 		goto b3
 	}
 	l43 = l42
-	l5 = rt.AssignOnce(l5, l43, "policy/grantwire/agents/agents.rego:82")
+	l5 = rt.AssignOnce(l5, l43, "policy/grantwire/agents/agents.rego:82", "function data.grantwire.agents._unusable_problem")
 b3:
 	if l5 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:82")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:82", "function data.grantwire.agents._unusable_problem")
 b7:
 	return l2
 }
@@ -5446,12 +5446,12 @@ func f75_grantwire_errors_move_aside(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:315")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:315", "function data.grantwire.errors.move_aside")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:315")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:315", "function data.grantwire.errors.move_aside")
 b2:
 	return l2
 }
@@ -5507,12 +5507,12 @@ func f76_grantwire_errors__corrupt_fix(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 		goto b1
 	}
 	l23 = l22
-	l5 = rt.AssignOnce(l5, l23, "policy/grantwire/errors/errors.rego:305")
+	l5 = rt.AssignOnce(l5, l23, "policy/grantwire/errors/errors.rego:305", "function data.grantwire.errors._corrupt_fix")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:305")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:305", "function data.grantwire.errors._corrupt_fix")
 b2:
 	l5 = nil
 	l6 = l3
@@ -5527,12 +5527,12 @@ b2:
 		goto b3
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/errors/errors.rego:310")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/errors/errors.rego:310", "function data.grantwire.errors._corrupt_fix")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:310")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:310", "function data.grantwire.errors._corrupt_fix")
 b4:
 	return l2
 }
@@ -5567,12 +5567,12 @@ func f77_grantwire_errors_corrupt_ledger(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) 
 		goto b1
 	}
 	l17 = l16
-	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:295")
+	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:295", "function data.grantwire.errors.corrupt_ledger")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:295")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:295", "function data.grantwire.errors.corrupt_ledger")
 b2:
 	return l2
 }
@@ -5599,12 +5599,12 @@ func f78_grantwire_agents_unusable(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/agents/agents.rego:76")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/agents/agents.rego:76", "function data.grantwire.agents.unusable")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:76")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:76", "function data.grantwire.agents.unusable")
 b2:
 	return l2
 }
@@ -5636,18 +5636,18 @@ b3:
 	if rt.EqBool(l9, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/agents/agents.rego:32")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/agents/agents.rego:32", "rule data.grantwire.agents._builtins")
 b2:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:35")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/agents/agents.rego:35", "rule data.grantwire.agents._builtins")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:35")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:35", "rule data.grantwire.agents._builtins")
 b6:
 	return ev.SetCached(79, ev.SetMemo(79, l2))
 }
@@ -5685,12 +5685,12 @@ func f80_grantwire_agents__normal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l17, sc[107], l11)
 	rt.ObjectInsert(l17, sc[108], l14)
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:243")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/agents/agents.rego:243", "function data.grantwire.agents._normal")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:243")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:243", "function data.grantwire.agents._normal")
 b2:
 	return l2
 }
@@ -5726,11 +5726,11 @@ func f81_grantwire_agents__file_ids(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	}
 b2:
 	l20 = l8
-	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/agents/agents.rego:220")
+	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/agents/agents.rego:220", "function data.grantwire.agents._file_ids")
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:220")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:220", "function data.grantwire.agents._file_ids")
 b4:
 	return l2
 }
@@ -5843,12 +5843,12 @@ b4:
 		goto b1
 	}
 	l57 = l56
-	l5 = rt.AssignOnce(l5, l57, "policy/grantwire/agents/agents.rego:211")
+	l5 = rt.AssignOnce(l5, l57, "policy/grantwire/agents/agents.rego:211", "function data.grantwire.agents.registry")
 b1:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:211")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:211", "function data.grantwire.agents.registry")
 b8:
 	return l2
 }
@@ -5876,12 +5876,12 @@ func f83_grantwire_activations__agent(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/activations/activations.rego:74")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/activations/activations.rego:74", "rule data.grantwire.activations._agent")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:74")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:74", "rule data.grantwire.activations._agent")
 b2:
 	return ev.SetMemo(83, l2)
 }
@@ -5910,14 +5910,14 @@ func f84_grantwire_agents_declared(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 			goto c2
 		}
 		l15 = l14
-		l5 = rt.AssignOnce(l5, l15, "policy/grantwire/agents/agents.rego:288")
+		l5 = rt.AssignOnce(l5, l15, "policy/grantwire/agents/agents.rego:288", "function data.grantwire.agents.declared")
 	c2:
 	}
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:288")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:288", "function data.grantwire.agents.declared")
 b3:
 	return l2
 }
@@ -5941,12 +5941,12 @@ func f85_grantwire_activations__declared(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:76")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:76", "rule data.grantwire.activations._declared")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:76")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:76", "rule data.grantwire.activations._declared")
 b2:
 	return ev.SetMemo(85, l2)
 }
@@ -5967,12 +5967,12 @@ func f86_grantwire_activations__consumes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:78")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:78", "rule data.grantwire.activations._consumes")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:78")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:78", "rule data.grantwire.activations._consumes")
 b2:
 	return ev.SetMemo(86, l2)
 }
@@ -5990,7 +5990,7 @@ func f87_grantwire_activations__auto_source(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[189], "policy/grantwire/activations/activations.rego:89")
+	l3 = rt.AssignOnce(l3, sc[189], "policy/grantwire/activations/activations.rego:89", "rule data.grantwire.activations._auto_source")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6001,7 +6001,7 @@ b2:
 	if rt.EqBool(l4, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[192], "policy/grantwire/activations/activations.rego:91")
+	l3 = rt.AssignOnce(l3, sc[192], "policy/grantwire/activations/activations.rego:91", "rule data.grantwire.activations._auto_source")
 b3:
 	if l3 != nil {
 		goto b4
@@ -6012,12 +6012,12 @@ b3:
 	if rt.EqBool(l4, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[104], "policy/grantwire/activations/activations.rego:93")
+	l3 = rt.AssignOnce(l3, sc[104], "policy/grantwire/activations/activations.rego:93", "rule data.grantwire.activations._auto_source")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:93")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:93", "rule data.grantwire.activations._auto_source")
 b5:
 	return ev.SetMemo(87, l2)
 }
@@ -6041,7 +6041,7 @@ func f88_grantwire_activations__source(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqBool(l6, true) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[198], "policy/grantwire/activations/activations.rego:175")
+	l3 = rt.AssignOnce(l3, sc[198], "policy/grantwire/activations/activations.rego:175", "rule data.grantwire.activations._source")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6050,12 +6050,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:177")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:177", "rule data.grantwire.activations._source")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:177")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:177", "rule data.grantwire.activations._source")
 b4:
 	return ev.SetMemo(88, l2)
 }
@@ -6078,12 +6078,12 @@ func f89_grantwire_scopes_sorted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/scopes/scopes.rego:17")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/scopes/scopes.rego:17", "function data.grantwire.scopes.sorted")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:17")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:17", "function data.grantwire.scopes.sorted")
 b4:
 	return l2
 }
@@ -6109,7 +6109,7 @@ func f90_grantwire_activations__auto_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:81")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:81", "rule data.grantwire.activations._auto_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6128,7 +6128,7 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:83")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:83", "rule data.grantwire.activations._auto_scopes")
 b3:
 	if l3 != nil {
 		goto b4
@@ -6141,12 +6141,12 @@ b3:
 	}
 	l5 = ev.Array(1)
 	rt.ArrayAppend(l5, sc[199])
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:85")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:85", "rule data.grantwire.activations._auto_scopes")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:85")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:85", "rule data.grantwire.activations._auto_scopes")
 b5:
 	return ev.SetMemo(90, l2)
 }
@@ -6169,7 +6169,7 @@ func f91_grantwire_store_expect(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l9 = ev.Object(0)
 	rt.ObjectInsert(l9, sc[18], l8)
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:368")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:368", "function data.grantwire.store.expect")
 b2:
 	if l4 != nil {
 		goto b3
@@ -6177,12 +6177,12 @@ b2:
 	l5 = l3
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[17], rt.False)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:370")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:370", "function data.grantwire.store.expect")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:370")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:370", "function data.grantwire.store.expect")
 b4:
 	return l2
 }
@@ -6206,12 +6206,12 @@ func f92_grantwire_grants_put_op(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt.
 	rt.ArrayAppend(l15, l9)
 	rt.ObjectInsert(l14, sc[76], l15)
 	rt.ObjectInsert(l14, sc[18], l10)
-	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/grants/grants.rego:58")
+	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/grants/grants.rego:58", "function data.grantwire.grants.put_op")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/grants/grants.rego:58")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/grants/grants.rego:58", "function data.grantwire.grants.put_op")
 b2:
 	return l2
 }
@@ -6226,11 +6226,11 @@ func f93_grantwire_store_write(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l8, sc[73], sc[201])
 	rt.ObjectInsert(l8, sc[75], l6)
 	rt.ObjectInsert(l8, sc[202], l7)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/store/store.rego:375")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/store/store.rego:375", "function data.grantwire.store.write")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:375")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:375", "function data.grantwire.store.write")
 b2:
 	return l2
 }
@@ -6261,19 +6261,19 @@ func f94_grantwire_grants_write(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l13 = l12
 	l14 = ev.Array(1)
 	rt.ArrayAppend(l14, l13)
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/grants/grants.rego:63")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/grants/grants.rego:63", "function data.grantwire.grants.write")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/grants/grants.rego:65")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/grants/grants.rego:65", "function data.grantwire.grants.write")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:65")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:65", "function data.grantwire.grants.write")
 b4:
 	return l2
 }
@@ -6293,11 +6293,11 @@ func f95_grantwire_grants_changed_event(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *
 	rt.ObjectInsert(l11, sc[14], l9)
 	rt.ObjectInsert(l10, sc[204], l11)
 	rt.ObjectInsert(l10, sc[25], sc[207])
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/grants/grants.rego:42")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/grants/grants.rego:42", "function data.grantwire.grants.changed_event")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:42")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:42", "function data.grantwire.grants.changed_event")
 b2:
 	return l2
 }
@@ -6322,7 +6322,7 @@ func f96_grantwire_activations__grant_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:97")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:97", "rule data.grantwire.activations._grant_effects")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6378,12 +6378,12 @@ b2:
 		goto b3
 	}
 	l28 = l27
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/activations/activations.rego:99")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/activations/activations.rego:99", "rule data.grantwire.activations._grant_effects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:99")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:99", "rule data.grantwire.activations._grant_effects")
 b4:
 	return ev.SetMemo(96, l2)
 }
@@ -6420,18 +6420,18 @@ n3:
 	l11 = nc99
 	rt.ObjectInsert(l8, sc[18], l11)
 	rt.ArrayAppend(l7, l8)
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:105")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:105", "rule data.grantwire.activations._version_op")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/activations/activations.rego:107")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/activations/activations.rego:107", "rule data.grantwire.activations._version_op")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:107")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:107", "rule data.grantwire.activations._version_op")
 b5:
 	return ev.SetMemo(97, l2)
 }
@@ -6451,11 +6451,11 @@ func f98_grantwire_grants_activation_event(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 	rt.ObjectInsert(l11, sc[206], l7)
 	rt.ObjectInsert(l10, sc[204], l11)
 	rt.ObjectInsert(l10, sc[25], sc[208])
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/grants/grants.rego:50")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/grants/grants.rego:50", "function data.grantwire.grants.activation_event")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:50")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:50", "function data.grantwire.grants.activation_event")
 b2:
 	return l2
 }
@@ -6492,7 +6492,7 @@ func f99_grantwire_activations__activate_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.
 		goto b2
 	}
 	l10 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/activations/activations.rego:109")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/activations/activations.rego:109", "rule data.grantwire.activations._activate_effects")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6557,12 +6557,12 @@ b2:
 	l31 = ev.Array(2)
 	rt.ArrayAppend(l31, l24)
 	rt.ArrayAppend(l31, l30)
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/activations/activations.rego:112")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/activations/activations.rego:112", "rule data.grantwire.activations._activate_effects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:112")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:112", "rule data.grantwire.activations._activate_effects")
 b4:
 	return ev.SetMemo(99, l2)
 }
@@ -6586,12 +6586,12 @@ func f100_grantwire_activations__effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:179")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:179", "rule data.grantwire.activations._effects")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:179")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:179", "rule data.grantwire.activations._effects")
 b2:
 	return ev.SetMemo(100, l2)
 }
@@ -6617,19 +6617,19 @@ func f101_grantwire_mcp_env_spec(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/mcp/mcp.rego:34")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/mcp/mcp.rego:34", "function data.grantwire.mcp.env_spec")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/mcp/mcp.rego:37")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/mcp/mcp.rego:37", "function data.grantwire.mcp.env_spec")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:37")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:37", "function data.grantwire.mcp.env_spec")
 b4:
 	return l2
 }
@@ -6664,11 +6664,11 @@ func f102_grantwire_mcp__required(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b2:
 	l16 = l6
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/mcp/mcp.rego:41")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/mcp/mcp.rego:41", "function data.grantwire.mcp._required")
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:41")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:41", "function data.grantwire.mcp._required")
 b4:
 	return l2
 }
@@ -6692,18 +6692,18 @@ n3:
 	if rt.EqBool(l7, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[19], "policy/grantwire/store/store.rego:509")
+	l4 = rt.AssignOnce(l4, sc[19], "policy/grantwire/store/store.rego:509", "function data.grantwire.store.mcp_key")
 b2:
 	if l4 != nil {
 		goto b4
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[211], "policy/grantwire/store/store.rego:512")
+	l4 = rt.AssignOnce(l4, sc[211], "policy/grantwire/store/store.rego:512", "function data.grantwire.store.mcp_key")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:512")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:512", "function data.grantwire.store.mcp_key")
 b5:
 	return l2
 }
@@ -6744,12 +6744,12 @@ func f104_grantwire_mcp_entry(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l17, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/mcp/mcp.rego:46")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/mcp/mcp.rego:46", "function data.grantwire.mcp.entry")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:46")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:46", "function data.grantwire.mcp.entry")
 b2:
 	return l2
 }
@@ -6787,7 +6787,7 @@ func f105_grantwire_mcp_keys(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b2
 	}
 	l19 = l18
-	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/mcp/mcp.rego:55")
+	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/mcp/mcp.rego:55", "function data.grantwire.mcp.keys")
 b2:
 	if l5 != nil {
 		goto b3
@@ -6795,12 +6795,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = ev.Array(0)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/mcp/mcp.rego:58")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/mcp/mcp.rego:58", "function data.grantwire.mcp.keys")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:58")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:58", "function data.grantwire.mcp.keys")
 b4:
 	return l2
 }
@@ -6842,12 +6842,12 @@ b2:
 		goto b1
 	}
 	l20 = l19
-	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/mcp/mcp.rego:63")
+	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/mcp/mcp.rego:63", "function data.grantwire.mcp.missing_keys")
 b1:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:63")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/mcp/mcp.rego:63", "function data.grantwire.mcp.missing_keys")
 b5:
 	return l2
 }
@@ -6885,18 +6885,18 @@ func f107_grantwire_activations__missing_keys(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/activations/activations.rego:125")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/activations/activations.rego:125", "rule data.grantwire.activations._missing_keys")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/activations/activations.rego:127")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/activations/activations.rego:127", "rule data.grantwire.activations._missing_keys")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:127")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:127", "rule data.grantwire.activations._missing_keys")
 b4:
 	return ev.SetMemo(107, l2)
 }
@@ -6930,7 +6930,7 @@ func f108_grantwire_activations__grant_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/activations/activations.rego:120")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/activations/activations.rego:120", "rule data.grantwire.activations._grant_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -6939,12 +6939,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:122")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/activations/activations.rego:122", "rule data.grantwire.activations._grant_scopes")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:122")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:122", "rule data.grantwire.activations._grant_scopes")
 b4:
 	return ev.SetMemo(108, l2)
 }
@@ -6973,11 +6973,11 @@ func f109_grantwire_mcp__allowed(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b2:
 	l15 = l6
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/mcp/mcp.rego:39")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/mcp/mcp.rego:39", "function data.grantwire.mcp._allowed")
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:39")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:39", "function data.grantwire.mcp._allowed")
 b4:
 	return l2
 }
@@ -7010,7 +7010,7 @@ func f110_grantwire_mcp_configure_fix(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/mcp/mcp.rego:68")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/mcp/mcp.rego:68", "function data.grantwire.mcp.configure_fix")
 b2:
 	if l4 != nil {
 		goto b3
@@ -7023,12 +7023,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/mcp/mcp.rego:70")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/mcp/mcp.rego:70", "function data.grantwire.mcp.configure_fix")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:70")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:70", "function data.grantwire.mcp.configure_fix")
 b4:
 	return l2
 }
@@ -7089,11 +7089,11 @@ func f111_grantwire_activations__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, l23)
 b2:
 	l24 = l4
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/activations/activations.rego:129")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/activations/activations.rego:129", "rule data.grantwire.activations._warnings")
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:129")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:129", "rule data.grantwire.activations._warnings")
 b3:
 	return ev.SetMemo(111, l2)
 }
@@ -7108,11 +7108,11 @@ func f112_grantwire_step_done(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l8, sc[67], l7)
 	rt.ObjectInsert(l8, sc[0], l6)
 	rt.ObjectInsert(l8, sc[69], sc[70])
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/step/step.rego:18")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/step/step.rego:18", "function data.grantwire.step.done")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:18")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:18", "function data.grantwire.step.done")
 b2:
 	return l2
 }
@@ -7139,7 +7139,7 @@ func f113_grantwire_activations_activate(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:140")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:140", "rule data.grantwire.activations.activate")
 b2:
 	if l3 != nil {
 		goto b3
@@ -7172,7 +7172,7 @@ b2:
 		goto b3
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/activations/activations.rego:142")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/activations/activations.rego:142", "rule data.grantwire.activations.activate")
 b3:
 	if l3 != nil {
 		goto b4
@@ -7222,7 +7222,7 @@ n6:
 		goto b4
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/activations/activations.rego:145")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/activations/activations.rego:145", "rule data.grantwire.activations.activate")
 b4:
 	if l3 != nil {
 		goto b7
@@ -7313,7 +7313,7 @@ n9:
 		goto b7
 	}
 	l35 = l34
-	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/activations/activations.rego:149")
+	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/activations/activations.rego:149", "rule data.grantwire.activations.activate")
 b7:
 	if l3 != nil {
 		goto b10
@@ -7381,12 +7381,12 @@ b7:
 		goto b10
 	}
 	l31 = l30
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/activations/activations.rego:162")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/activations/activations.rego:162", "rule data.grantwire.activations.activate")
 b10:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:162")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:162", "rule data.grantwire.activations.activate")
 b11:
 	return ev.SetMemo(113, l2)
 }
@@ -7411,12 +7411,12 @@ func f114_grantwire_activations__before_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:274")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:274", "rule data.grantwire.activations._before_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:274")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:274", "rule data.grantwire.activations._before_object")
 b2:
 	return ev.SetMemo(114, l2)
 }
@@ -7441,12 +7441,12 @@ func f115_grantwire_activations__after_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:276")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:276", "rule data.grantwire.activations._after_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:276")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:276", "rule data.grantwire.activations._after_object")
 b2:
 	return ev.SetMemo(115, l2)
 }
@@ -7474,7 +7474,7 @@ func f116_grantwire_facts_value(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/facts/facts.rego:39")
+	l6 = rt.AssignOnce(l6, l14, "policy/grantwire/facts/facts.rego:39", "function data.grantwire.facts.value")
 b2:
 	if l6 != nil {
 		goto b3
@@ -7482,12 +7482,12 @@ b2:
 	l7 = l3
 	l8 = l4
 	l9 = l5
-	l6 = rt.AssignOnce(l6, l9, "policy/grantwire/facts/facts.rego:41")
+	l6 = rt.AssignOnce(l6, l9, "policy/grantwire/facts/facts.rego:41", "function data.grantwire.facts.value")
 b3:
 	if l6 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:41")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:41", "function data.grantwire.facts.value")
 b4:
 	return l2
 }
@@ -7512,7 +7512,7 @@ func f117_grantwire_activations__now(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:278")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:278", "rule data.grantwire.activations._now")
 b2:
 	if l3 != nil {
 		goto b3
@@ -7526,12 +7526,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:280")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:280", "rule data.grantwire.activations._now")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:280")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:280", "rule data.grantwire.activations._now")
 b4:
 	return ev.SetMemo(117, l2)
 }
@@ -7572,11 +7572,11 @@ func f118_grantwire_activations__pairs(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	c3:
 	}
 	l17 = l6
-	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/activations/activations.rego:282")
+	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/activations/activations.rego:282", "function data.grantwire.activations._pairs")
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/activations/activations.rego:282")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/activations/activations.rego:282", "function data.grantwire.activations._pairs")
 b5:
 	return l2
 }
@@ -7708,12 +7708,12 @@ b4:
 		goto b1
 	}
 	l53 = l52
-	l3 = rt.AssignOnce(l3, l53, "policy/grantwire/activations/activations.rego:284")
+	l3 = rt.AssignOnce(l3, l53, "policy/grantwire/activations/activations.rego:284", "rule data.grantwire.activations._changed")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:284")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:284", "rule data.grantwire.activations._changed")
 b6:
 	return ev.SetMemo(119, l2)
 }
@@ -7742,7 +7742,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:264")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:264", "rule data.grantwire.activations.changes")
 b2:
 	if l3 != nil {
 		goto b4
@@ -7791,7 +7791,7 @@ n5:
 		goto b4
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/activations/activations.rego:266")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/activations/activations.rego:266", "rule data.grantwire.activations.changes")
 b4:
 	if l3 != nil {
 		goto b6
@@ -7848,12 +7848,12 @@ b7:
 		goto b6
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/activations/activations.rego:270")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/activations/activations.rego:270", "rule data.grantwire.activations.changes")
 b6:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:270")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:270", "rule data.grantwire.activations.changes")
 b9:
 	return ev.SetMemo(120, l2)
 }
@@ -7880,7 +7880,7 @@ func f121_grantwire_activations_deactivate(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:185")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:185", "rule data.grantwire.activations.deactivate")
 b2:
 	if l3 != nil {
 		goto b3
@@ -7923,7 +7923,7 @@ b2:
 		goto b3
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/activations/activations.rego:187")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/activations/activations.rego:187", "rule data.grantwire.activations.deactivate")
 b3:
 	if l3 != nil {
 		goto b4
@@ -7960,7 +7960,7 @@ n5:
 		goto b4
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/activations/activations.rego:190")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/activations/activations.rego:190", "rule data.grantwire.activations.deactivate")
 b4:
 	if l3 != nil {
 		goto b6
@@ -8035,12 +8035,12 @@ b4:
 		goto b6
 	}
 	l34 = l33
-	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/activations/activations.rego:192")
+	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/activations/activations.rego:192", "rule data.grantwire.activations.deactivate")
 b6:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:192")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:192", "rule data.grantwire.activations.deactivate")
 b7:
 	return ev.SetMemo(121, l2)
 }
@@ -8065,12 +8065,12 @@ func f122_grantwire_activations__list_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:215")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:215", "rule data.grantwire.activations._list_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:215")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:215", "rule data.grantwire.activations._list_args")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -8086,12 +8086,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:217")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:217", "rule data.grantwire.activations._list_args")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:217")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:217", "rule data.grantwire.activations._list_args")
 b4:
 	return ev.SetMemo(122, l2)
 }
@@ -8128,7 +8128,7 @@ func f123_grantwire_activations__list_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/activations/activations.rego:219")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/activations/activations.rego:219", "rule data.grantwire.activations._list_need")
 b2:
 	if l3 != nil {
 		goto b3
@@ -8143,12 +8143,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:221")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:221", "rule data.grantwire.activations._list_need")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:221")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:221", "rule data.grantwire.activations._list_need")
 b4:
 	return ev.SetMemo(123, l2)
 }
@@ -8169,12 +8169,12 @@ func f124_grantwire_activations__list_value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:223")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:223", "rule data.grantwire.activations._list_value")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:223")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:223", "rule data.grantwire.activations._list_value")
 b2:
 	return ev.SetMemo(124, l2)
 }
@@ -8208,7 +8208,7 @@ func f125_grantwire_activations__list_result(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l11, sc[78], l8)
 	rt.ObjectInsert(l11, sc[2], l10)
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/activations/activations.rego:225")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/activations/activations.rego:225", "rule data.grantwire.activations._list_result")
 b2:
 	if l3 != nil {
 		goto b3
@@ -8220,12 +8220,12 @@ b2:
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[78], l5)
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:227")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/activations/activations.rego:227", "rule data.grantwire.activations._list_result")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:227")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:227", "rule data.grantwire.activations._list_result")
 b4:
 	return ev.SetMemo(125, l2)
 }
@@ -8254,7 +8254,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:204")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:204", "rule data.grantwire.activations.list")
 b2:
 	if l3 != nil {
 		goto b4
@@ -8294,7 +8294,7 @@ n5:
 		goto b4
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/activations/activations.rego:206")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/activations/activations.rego:206", "rule data.grantwire.activations.list")
 b4:
 	if l3 != nil {
 		goto b6
@@ -8329,7 +8329,7 @@ b4:
 		goto b6
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/activations/activations.rego:209")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/activations/activations.rego:209", "rule data.grantwire.activations.list")
 b6:
 	if l3 != nil {
 		goto b7
@@ -8343,12 +8343,12 @@ b6:
 		goto b7
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:212")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/activations/activations.rego:212", "rule data.grantwire.activations.list")
 b7:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:212")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:212", "rule data.grantwire.activations.list")
 b8:
 	return ev.SetMemo(126, l2)
 }
@@ -8370,12 +8370,12 @@ func f127_grantwire_activations__agent_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:231")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/activations/activations.rego:231", "rule data.grantwire.activations._agent_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:231")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:231", "rule data.grantwire.activations._agent_arg")
 b2:
 	return ev.SetMemo(127, l2)
 }
@@ -8390,11 +8390,11 @@ func f128_grantwire_store_remote_key(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[16], "policy/grantwire/store/store.rego:536")
+	l3 = rt.AssignOnce(l3, sc[16], "policy/grantwire/store/store.rego:536", "rule data.grantwire.store.remote_key")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:536")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:536", "rule data.grantwire.store.remote_key")
 b2:
 	return ev.SetCached(128, ev.SetMemo(128, l2))
 }
@@ -8409,11 +8409,11 @@ func f129_grantwire_store_remote_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[231], "policy/grantwire/store/store.rego:531")
+	l3 = rt.AssignOnce(l3, sc[231], "policy/grantwire/store/store.rego:531", "rule data.grantwire.store.remote_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:531")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:531", "rule data.grantwire.store.remote_file")
 b2:
 	return ev.SetCached(129, ev.SetMemo(129, l2))
 }
@@ -8442,7 +8442,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:237")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/activations/activations.rego:237", "rule data.grantwire.activations.visible")
 b2:
 	if l3 != nil {
 		goto b4
@@ -8507,7 +8507,7 @@ b2:
 		goto b4
 	}
 	l32 = l31
-	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/activations/activations.rego:239")
+	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/activations/activations.rego:239", "rule data.grantwire.activations.visible")
 b4:
 	if l3 != nil {
 		goto b5
@@ -8585,12 +8585,12 @@ b6:
 		goto b5
 	}
 	l36 = l35
-	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/activations/activations.rego:246")
+	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/activations/activations.rego:246", "rule data.grantwire.activations.visible")
 b5:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:246")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/activations/activations.rego:246", "rule data.grantwire.activations.visible")
 b8:
 	return ev.SetMemo(130, l2)
 }
@@ -8609,12 +8609,12 @@ func f131_grantwire_agents__source(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/agents/agents.rego:319")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/agents/agents.rego:319", "rule data.grantwire.agents._source")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:319")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:319", "rule data.grantwire.agents._source")
 b2:
 	return ev.SetMemo(131, l2)
 }
@@ -8636,12 +8636,12 @@ func f132_grantwire_agents__source_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/agents/agents.rego:321")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/agents/agents.rego:321", "rule data.grantwire.agents._source_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:321")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:321", "rule data.grantwire.agents._source_arg")
 b2:
 	return ev.SetMemo(132, l2)
 }
@@ -8662,12 +8662,12 @@ func f133_grantwire_agents__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/agents/agents.rego:298")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/agents/agents.rego:298", "rule data.grantwire.agents._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:298")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:298", "rule data.grantwire.agents._f")
 b2:
 	return ev.SetMemo(133, l2)
 }
@@ -8690,12 +8690,12 @@ func f134_grantwire_agents__last(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/agents/agents.rego:332")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/agents/agents.rego:332", "function data.grantwire.agents._last")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:332")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:332", "function data.grantwire.agents._last")
 b2:
 	return l2
 }
@@ -8740,7 +8740,7 @@ func f135_grantwire_agents__name(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/agents/agents.rego:323")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/agents/agents.rego:323", "rule data.grantwire.agents._name")
 b2:
 	if l3 != nil {
 		goto b3
@@ -8790,12 +8790,12 @@ b2:
 	}
 	l27 = l26
 	l28 = l27
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/agents/agents.rego:326")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/agents/agents.rego:326", "rule data.grantwire.agents._name")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:326")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:326", "rule data.grantwire.agents._name")
 b4:
 	return ev.SetMemo(135, l2)
 }
@@ -8821,12 +8821,12 @@ func f136_grantwire_agents_custom_id(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:296")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/agents/agents.rego:296", "function data.grantwire.agents.custom_id")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:296")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:296", "function data.grantwire.agents.custom_id")
 b2:
 	return l2
 }
@@ -8855,7 +8855,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/agents/agents.rego:340")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/agents/agents.rego:340", "rule data.grantwire.agents.agent_id")
 b2:
 	if l3 != nil {
 		goto b4
@@ -8890,7 +8890,7 @@ n5:
 		goto b4
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/agents/agents.rego:342")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/agents/agents.rego:342", "rule data.grantwire.agents.agent_id")
 b4:
 	if l3 != nil {
 		goto b6
@@ -8935,7 +8935,7 @@ n7:
 		goto b6
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/agents/agents.rego:344")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/agents/agents.rego:344", "rule data.grantwire.agents.agent_id")
 b6:
 	if l3 != nil {
 		goto b8
@@ -8991,7 +8991,7 @@ n9:
 		goto b8
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/agents/agents.rego:349")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/agents/agents.rego:349", "rule data.grantwire.agents.agent_id")
 b8:
 	if l3 != nil {
 		goto b10
@@ -9026,12 +9026,12 @@ b8:
 		goto b10
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/agents/agents.rego:354")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/agents/agents.rego:354", "rule data.grantwire.agents.agent_id")
 b10:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:354")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:354", "rule data.grantwire.agents.agent_id")
 b11:
 	return ev.SetMemo(137, l2)
 }
@@ -9091,7 +9091,7 @@ n3:
 		goto b2
 	}
 	l29 = l28
-	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/agents/agents.rego:278")
+	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/agents/agents.rego:278", "function data.grantwire.agents._why")
 b2:
 	if l7 != nil {
 		goto b4
@@ -9122,12 +9122,12 @@ b2:
 		goto b4
 	}
 	l20 = l19
-	l7 = rt.AssignOnce(l7, l20, "policy/grantwire/agents/agents.rego:280")
+	l7 = rt.AssignOnce(l7, l20, "policy/grantwire/agents/agents.rego:280", "function data.grantwire.agents._why")
 b4:
 	if l7 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:280")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/agents/agents.rego:280", "function data.grantwire.agents._why")
 b5:
 	return l2
 }
@@ -9165,7 +9165,7 @@ n3:
 		goto b2
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/agents/agents.rego:269")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/agents/agents.rego:269", "function data.grantwire.agents._declaration_problem")
 b2:
 	if l4 != nil {
 		goto b4
@@ -9250,12 +9250,12 @@ b5:
 		goto b4
 	}
 	l37 = l36
-	l4 = rt.AssignOnce(l4, l37, "policy/grantwire/agents/agents.rego:271")
+	l4 = rt.AssignOnce(l4, l37, "policy/grantwire/agents/agents.rego:271", "function data.grantwire.agents._declaration_problem")
 b4:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:271")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/agents/agents.rego:271", "function data.grantwire.agents._declaration_problem")
 b8:
 	return l2
 }
@@ -9354,12 +9354,12 @@ b5:
 		goto b1
 	}
 	l46 = l45
-	l5 = rt.AssignOnce(l5, l46, "policy/grantwire/agents/agents.rego:256")
+	l5 = rt.AssignOnce(l5, l46, "policy/grantwire/agents/agents.rego:256", "function data.grantwire.agents.problems")
 b1:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:256")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/agents/agents.rego:256", "function data.grantwire.agents.problems")
 b8:
 	return l2
 }
@@ -9395,7 +9395,7 @@ func f141_grantwire_agents_list(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/agents/agents.rego:306")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/agents/agents.rego:306", "rule data.grantwire.agents.list")
 b2:
 	if l3 != nil {
 		goto b3
@@ -9423,7 +9423,7 @@ b2:
 		goto b3
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/agents/agents.rego:309")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/agents/agents.rego:309", "rule data.grantwire.agents.list")
 b3:
 	if l3 != nil {
 		goto b4
@@ -9483,12 +9483,12 @@ b5:
 		goto b4
 	}
 	l31 = l30
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/agents/agents.rego:311")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/agents/agents.rego:311", "rule data.grantwire.agents.list")
 b4:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:311")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/agents/agents.rego:311", "rule data.grantwire.agents.list")
 b7:
 	return ev.SetMemo(141, l2)
 }
@@ -9520,17 +9520,17 @@ func f142_grantwire_catalog__strict(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:328")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:328", "rule data.grantwire.catalog._strict")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/catalog/catalog.rego:330")
+	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/catalog/catalog.rego:330", "rule data.grantwire.catalog._strict")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:330")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:330", "rule data.grantwire.catalog._strict")
 b4:
 	return ev.SetMemo(142, l2)
 }
@@ -9546,12 +9546,12 @@ func f143_grantwire_catalog__id_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:114")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:114", "function data.grantwire.catalog._id_ok")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:114")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:114", "function data.grantwire.catalog._id_ok")
 b2:
 	return l2
 }
@@ -9570,11 +9570,11 @@ func f144_grantwire_catalog__types(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[16])
 	rt.SetAdd(l4, sc[56])
 	rt.SetAdd(l4, sc[253])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:110")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:110", "rule data.grantwire.catalog._types")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:110")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:110", "rule data.grantwire.catalog._types")
 b2:
 	return ev.SetCached(144, ev.SetMemo(144, l2))
 }
@@ -9682,12 +9682,12 @@ b2:
 	if !rt.Equal(l31, l33) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:122")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:122", "function data.grantwire.catalog._scope_list")
 b1:
 	if l4 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:122")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:122", "function data.grantwire.catalog._scope_list")
 b11:
 	return l2
 }
@@ -9736,14 +9736,14 @@ func f146_grantwire_catalog__defaults_unavailable(ev *rt.Eval, l0, l1, l3 *rt.V)
 		}
 		goto c2
 	n3:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:177")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:177", "function data.grantwire.catalog._defaults_unavailable")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:177")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:177", "function data.grantwire.catalog._defaults_unavailable")
 b4:
 	return l2
 }
@@ -9759,12 +9759,12 @@ func f147_grantwire_catalog__env_var(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:116")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:116", "function data.grantwire.catalog._env_var")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:116")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:116", "function data.grantwire.catalog._env_var")
 b2:
 	return l2
 }
@@ -9795,13 +9795,13 @@ func f148_grantwire_catalog__bad_env_var(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		}
 		goto c2
 	n3:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:183")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:183", "function data.grantwire.catalog._bad_env_var")
 	c2:
 	}
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:183")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:183", "function data.grantwire.catalog._bad_env_var")
 b4:
 	return l2
 }
@@ -9817,12 +9817,12 @@ func f149_grantwire_catalog__tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:120")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:120", "function data.grantwire.catalog._tenant")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:120")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:120", "function data.grantwire.catalog._tenant")
 b2:
 	return l2
 }
@@ -9844,12 +9844,12 @@ func f150_grantwire_catalog__bad_tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:189")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:189", "function data.grantwire.catalog._bad_tenant")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:189")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:189", "function data.grantwire.catalog._bad_tenant")
 b3:
 	return l2
 }
@@ -9875,12 +9875,12 @@ func f151_grantwire_catalog__bad_auth_method(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:194")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:194", "function data.grantwire.catalog._bad_auth_method")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:194")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:194", "function data.grantwire.catalog._bad_auth_method")
 b3:
 	return l2
 }
@@ -9906,11 +9906,11 @@ func f152_grantwire_catalog__oauth_only(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[262])
 	rt.ArrayAppend(l4, sc[263])
 	rt.ArrayAppend(l4, sc[266])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:108")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:108", "rule data.grantwire.catalog._oauth_only")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:108")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:108", "rule data.grantwire.catalog._oauth_only")
 b2:
 	return ev.SetCached(152, ev.SetMemo(152, l2))
 }
@@ -9953,11 +9953,11 @@ func f153_grantwire_catalog__oauth_fields_set(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 	}
 b2:
 	l18 = l6
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/catalog/catalog.rego:199")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/catalog/catalog.rego:199", "function data.grantwire.catalog._oauth_fields_set")
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:199")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:199", "function data.grantwire.catalog._oauth_fields_set")
 b4:
 	return l2
 }
@@ -9982,12 +9982,12 @@ func f154_grantwire_catalog__oauth_field_elsewhere(ev *rt.Eval, l0, l1, l3 *rt.V
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:201")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:201", "function data.grantwire.catalog._oauth_field_elsewhere")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:201")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:201", "function data.grantwire.catalog._oauth_field_elsewhere")
 b2:
 	return l2
 }
@@ -10020,14 +10020,14 @@ func f155_grantwire_catalog__mcp_field_elsewhere(ev *rt.Eval, l0, l1, l3 *rt.V) 
 		if l15 = rt.Dot(l5, l14); l15 == nil {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:203")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:203", "function data.grantwire.catalog._mcp_field_elsewhere")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:203")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:203", "function data.grantwire.catalog._mcp_field_elsewhere")
 b3:
 	return l2
 }
@@ -10043,12 +10043,12 @@ func f156_grantwire_catalog__env_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:118")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:118", "function data.grantwire.catalog._env_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:118")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:118", "function data.grantwire.catalog._env_key")
 b2:
 	return l2
 }
@@ -10072,12 +10072,12 @@ func f157_grantwire_catalog__bad_env(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:209")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:209", "function data.grantwire.catalog._bad_env")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:209")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:209", "function data.grantwire.catalog._bad_env")
 b3:
 	l4 = nil
 	l5 = l3
@@ -10104,14 +10104,14 @@ b3:
 		}
 		goto c5
 	n6:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:214")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:214", "function data.grantwire.catalog._bad_env")
 	c5:
 	}
 b4:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:214")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:214", "function data.grantwire.catalog._bad_env")
 b7:
 	l4 = nil
 	l5 = l3
@@ -10156,12 +10156,12 @@ b7:
 	if rt.EqBool(l23, false) {
 		goto b8
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:219")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:219", "function data.grantwire.catalog._bad_env")
 b8:
 	if l4 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:219")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:219", "function data.grantwire.catalog._bad_env")
 b11:
 	return l2
 }
@@ -10183,12 +10183,12 @@ func f158_grantwire_catalog__bad_params(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:225")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:225", "function data.grantwire.catalog._bad_params")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:225")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:225", "function data.grantwire.catalog._bad_params")
 b3:
 	l4 = nil
 	l5 = l3
@@ -10210,14 +10210,14 @@ b3:
 		}
 		goto c5
 	n6:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:247")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:247", "function data.grantwire.catalog._bad_params")
 	c5:
 	}
 b4:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:247")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:247", "function data.grantwire.catalog._bad_params")
 b7:
 	return l2
 }
@@ -10242,12 +10242,12 @@ func f159_grantwire_catalog__str(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/catalog/catalog.rego:112")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/catalog/catalog.rego:112", "function data.grantwire.catalog._str")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:112")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:112", "function data.grantwire.catalog._str")
 b2:
 	return l2
 }
@@ -10269,12 +10269,12 @@ func f160_grantwire_catalog__bad_device_scopes(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:231")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:231", "function data.grantwire.catalog._bad_device_scopes")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:231")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:231", "function data.grantwire.catalog._bad_device_scopes")
 b3:
 	l4 = nil
 	l5 = l3
@@ -10290,12 +10290,12 @@ b3:
 	}
 	goto b4
 n5:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:236")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:236", "function data.grantwire.catalog._bad_device_scopes")
 b4:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:236")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:236", "function data.grantwire.catalog._bad_device_scopes")
 b6:
 	l4 = nil
 	l5 = l3
@@ -10338,14 +10338,14 @@ b6:
 		}
 		goto c8
 	n9:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:241")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:241", "function data.grantwire.catalog._bad_device_scopes")
 	c8:
 	}
 b7:
 	if l4 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:241")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:241", "function data.grantwire.catalog._bad_device_scopes")
 b10:
 	return l2
 }
@@ -10369,11 +10369,11 @@ func f161_grantwire_catalog__url_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[280])
 	rt.ArrayAppend(l4, sc[289])
 	rt.ArrayAppend(l4, sc[21])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:106")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:106", "rule data.grantwire.catalog._url_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:106")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:106", "rule data.grantwire.catalog._url_fields")
 b2:
 	return ev.SetCached(161, ev.SetMemo(161, l2))
 }
@@ -10389,11 +10389,11 @@ func f162_grantwire_transport_max_length(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc292
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/transport/transport.rego:17")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/transport/transport.rego:17", "rule data.grantwire.transport.max_length")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/transport/transport.rego:17")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/transport/transport.rego:17", "rule data.grantwire.transport.max_length")
 b2:
 	return ev.SetCached(162, ev.SetMemo(162, l2))
 }
@@ -10417,11 +10417,11 @@ func f163_grantwire_transport__bad(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[141])
 	rt.ArrayAppend(l4, sc[33])
 	rt.ArrayAppend(l4, sc[28])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/transport/transport.rego:19")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/transport/transport.rego:19", "rule data.grantwire.transport._bad")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/transport/transport.rego:19")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/transport/transport.rego:19", "rule data.grantwire.transport._bad")
 b2:
 	return ev.SetCached(163, ev.SetMemo(163, l2))
 }
@@ -10445,14 +10445,14 @@ func f164_grantwire_transport__special_chars(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 		if rt.EqBool(l11, false) {
 			goto c2
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:130")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:130", "function data.grantwire.transport._special_chars")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:130")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:130", "function data.grantwire.transport._special_chars")
 b3:
 	return l2
 }
@@ -10469,7 +10469,7 @@ func f165_grantwire_transport__padding(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = nc121
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/transport/transport.rego:177")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/transport/transport.rego:177", "function data.grantwire.transport._padding")
 b2:
 	if l4 != nil {
 		goto b3
@@ -10482,19 +10482,19 @@ b2:
 		goto b3
 	}
 	l7 = nc99
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/transport/transport.rego:179")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/transport/transport.rego:179", "function data.grantwire.transport._padding")
 b3:
 	if l4 != nil {
 		goto b4
 	}
 	l5 = l3
 	l6 = nc4
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/transport/transport.rego:181")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/transport/transport.rego:181", "function data.grantwire.transport._padding")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:181")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:181", "function data.grantwire.transport._padding")
 b5:
 	return l2
 }
@@ -10552,12 +10552,12 @@ n2:
 	if !rt.Equal(l22, l24) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:170")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:170", "function data.grantwire.transport._plain")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:170")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:170", "function data.grantwire.transport._plain")
 b3:
 	return l2
 }
@@ -10573,7 +10573,7 @@ func f167_grantwire_transport__scheme(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[296], "policy/grantwire/transport/transport.rego:21")
+	l4 = rt.AssignOnce(l4, sc[296], "policy/grantwire/transport/transport.rego:21", "function data.grantwire.transport._scheme")
 b2:
 	if l4 != nil {
 		goto b3
@@ -10585,12 +10585,12 @@ b2:
 	if rt.EqBool(l6, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, sc[298], "policy/grantwire/transport/transport.rego:23")
+	l4 = rt.AssignOnce(l4, sc[298], "policy/grantwire/transport/transport.rego:23", "function data.grantwire.transport._scheme")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:23")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:23", "function data.grantwire.transport._scheme")
 b4:
 	return l2
 }
@@ -10618,12 +10618,12 @@ func f168_grantwire_transport__rest(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/transport/transport.rego:25")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/transport/transport.rego:25", "function data.grantwire.transport._rest")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:25")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:25", "function data.grantwire.transport._rest")
 b2:
 	return l2
 }
@@ -10664,12 +10664,12 @@ func f169_grantwire_transport__authority(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l22 = l21
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/transport/transport.rego:27")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/transport/transport.rego:27", "function data.grantwire.transport._authority")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:27")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:27", "function data.grantwire.transport._authority")
 b2:
 	return l2
 }
@@ -10707,7 +10707,7 @@ func f170_grantwire_transport__host(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/transport/transport.rego:30")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/transport/transport.rego:30", "function data.grantwire.transport._host")
 b2:
 	if l4 != nil {
 		goto b3
@@ -10719,7 +10719,7 @@ b2:
 	if rt.EqBool(l6, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/transport/transport.rego:33")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/transport/transport.rego:33", "function data.grantwire.transport._host")
 b3:
 	if l4 != nil {
 		goto b4
@@ -10734,12 +10734,12 @@ b3:
 		goto b4
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/transport/transport.rego:35")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/transport/transport.rego:35", "function data.grantwire.transport._host")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:35")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:35", "function data.grantwire.transport._host")
 b5:
 	return l2
 }
@@ -10773,7 +10773,7 @@ func f171_grantwire_transport__port(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	l15 = l14
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/transport/transport.rego:37")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/transport/transport.rego:37", "function data.grantwire.transport._port")
 b2:
 	if l4 != nil {
 		goto b3
@@ -10797,7 +10797,7 @@ b2:
 		goto b3
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/transport/transport.rego:40")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/transport/transport.rego:40", "function data.grantwire.transport._port")
 b3:
 	if l4 != nil {
 		goto b4
@@ -10811,18 +10811,18 @@ b3:
 	}
 	goto b4
 n5:
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/transport/transport.rego:44")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/transport/transport.rego:44", "function data.grantwire.transport._port")
 b4:
 	if l4 != nil {
 		goto b6
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[302], "policy/grantwire/transport/transport.rego:46")
+	l4 = rt.AssignOnce(l4, sc[302], "policy/grantwire/transport/transport.rego:46", "function data.grantwire.transport._port")
 b6:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:46")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:46", "function data.grantwire.transport._port")
 b7:
 	return l2
 }
@@ -10834,12 +10834,12 @@ func f172_grantwire_transport__no_leading_zero(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 	if !rt.EqStr(l3, "0") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:60")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:60", "function data.grantwire.transport._no_leading_zero")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:60")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:60", "function data.grantwire.transport._no_leading_zero")
 b2:
 	l4 = nil
 	l5 = l3
@@ -10851,12 +10851,12 @@ b2:
 	}
 	goto b3
 n4:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:62")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:62", "function data.grantwire.transport._no_leading_zero")
 b3:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:62")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:62", "function data.grantwire.transport._no_leading_zero")
 b5:
 	return l2
 }
@@ -10959,12 +10959,12 @@ b2:
 	if rt.EqBool(l31, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:50")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:50", "function data.grantwire.transport._decimal")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:50")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:50", "function data.grantwire.transport._decimal")
 b8:
 	return l2
 }
@@ -10976,12 +10976,12 @@ func f174_grantwire_transport__port_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l3, "") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:64")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:64", "function data.grantwire.transport._port_ok")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:64")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:64", "function data.grantwire.transport._port_ok")
 b2:
 	l4 = nil
 	l5 = l3
@@ -11013,12 +11013,12 @@ b2:
 	if rt.EqBool(l14, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:66")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:66", "function data.grantwire.transport._port_ok")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:66")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:66", "function data.grantwire.transport._port_ok")
 b4:
 	return l2
 }
@@ -11034,12 +11034,12 @@ func f175_grantwire_transport__ip6(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:96")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:96", "function data.grantwire.transport._ip6")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:96")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:96", "function data.grantwire.transport._ip6")
 b2:
 	l4 = nil
 	l5 = l3
@@ -11049,12 +11049,12 @@ b2:
 	if rt.EqBool(l6, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:98")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:98", "function data.grantwire.transport._ip6")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:98")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:98", "function data.grantwire.transport._ip6")
 b4:
 	return l2
 }
@@ -11111,12 +11111,12 @@ n2:
 	if rt.EqBool(l19, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/transport/transport.rego:84")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/transport/transport.rego:84", "function data.grantwire.transport._ipv6")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:84")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:84", "function data.grantwire.transport._ipv6")
 b3:
 	return l2
 }
@@ -11192,12 +11192,12 @@ b2:
 	if l13 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:75")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:75", "function data.grantwire.transport.ipv4")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:75")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:75", "function data.grantwire.transport.ipv4")
 b8:
 	return l2
 }
@@ -11221,12 +11221,12 @@ n2:
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:102")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:102", "function data.grantwire.transport._numeric")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:102")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:102", "function data.grantwire.transport._numeric")
 b3:
 	l4 = nil
 	l5 = l3
@@ -11266,12 +11266,12 @@ n5:
 	if rt.EqBool(l19, false) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:108")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:108", "function data.grantwire.transport._numeric")
 b4:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:108")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:108", "function data.grantwire.transport._numeric")
 b6:
 	return l2
 }
@@ -11291,12 +11291,12 @@ func f179_grantwire_transport__mapped(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:128")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:128", "function data.grantwire.transport._mapped")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:128")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:128", "function data.grantwire.transport._mapped")
 b2:
 	return l2
 }
@@ -11318,12 +11318,12 @@ func f180_grantwire_transport__link_local(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:121")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:121", "function data.grantwire.transport._link_local")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:121")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:121", "function data.grantwire.transport._link_local")
 b2:
 	l4 = nil
 	l5 = l3
@@ -11337,12 +11337,12 @@ b2:
 	if rt.EqBool(l8, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:126")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:126", "function data.grantwire.transport._link_local")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:126")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:126", "function data.grantwire.transport._link_local")
 b4:
 	return l2
 }
@@ -11364,12 +11364,12 @@ func f181_grantwire_transport__loopback(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:114")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:114", "function data.grantwire.transport._loopback")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:114")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:114", "function data.grantwire.transport._loopback")
 b2:
 	l4 = nil
 	l5 = l3
@@ -11383,12 +11383,12 @@ b2:
 	if rt.EqBool(l8, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:119")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:119", "function data.grantwire.transport._loopback")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:119")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:119", "function data.grantwire.transport._loopback")
 b4:
 	return l2
 }
@@ -11406,7 +11406,7 @@ func f182_grantwire_transport_refusal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[291], "policy/grantwire/transport/transport.rego:138")
+	l4 = rt.AssignOnce(l4, sc[291], "policy/grantwire/transport/transport.rego:138", "function data.grantwire.transport.refusal")
 b2:
 	if l4 != nil {
 		goto b4
@@ -11426,7 +11426,7 @@ b2:
 	if rt.EqBool(l10, false) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, sc[293], "policy/grantwire/transport/transport.rego:140")
+	l4 = rt.AssignOnce(l4, sc[293], "policy/grantwire/transport/transport.rego:140", "function data.grantwire.transport.refusal")
 b4:
 	if l4 != nil {
 		goto b5
@@ -11440,7 +11440,7 @@ b4:
 	}
 	goto b5
 n6:
-	l4 = rt.AssignOnce(l4, sc[294], "policy/grantwire/transport/transport.rego:142")
+	l4 = rt.AssignOnce(l4, sc[294], "policy/grantwire/transport/transport.rego:142", "function data.grantwire.transport.refusal")
 b5:
 	if l4 != nil {
 		goto b7
@@ -11454,7 +11454,7 @@ b5:
 	}
 	goto b7
 n8:
-	l4 = rt.AssignOnce(l4, sc[299], "policy/grantwire/transport/transport.rego:144")
+	l4 = rt.AssignOnce(l4, sc[299], "policy/grantwire/transport/transport.rego:144", "function data.grantwire.transport.refusal")
 b7:
 	if l4 != nil {
 		goto b9
@@ -11470,7 +11470,7 @@ b7:
 	if rt.EqBool(l8, false) {
 		goto b9
 	}
-	l4 = rt.AssignOnce(l4, sc[300], "policy/grantwire/transport/transport.rego:146")
+	l4 = rt.AssignOnce(l4, sc[300], "policy/grantwire/transport/transport.rego:146", "function data.grantwire.transport.refusal")
 b9:
 	if l4 != nil {
 		goto b10
@@ -11487,7 +11487,7 @@ b9:
 	if !rt.EqStr(l9, "") {
 		goto b10
 	}
-	l4 = rt.AssignOnce(l4, sc[301], "policy/grantwire/transport/transport.rego:148")
+	l4 = rt.AssignOnce(l4, sc[301], "policy/grantwire/transport/transport.rego:148", "function data.grantwire.transport.refusal")
 b10:
 	if l4 != nil {
 		goto b11
@@ -11509,7 +11509,7 @@ b10:
 	}
 	goto b11
 n12:
-	l4 = rt.AssignOnce(l4, sc[304], "policy/grantwire/transport/transport.rego:150")
+	l4 = rt.AssignOnce(l4, sc[304], "policy/grantwire/transport/transport.rego:150", "function data.grantwire.transport.refusal")
 b11:
 	if l4 != nil {
 		goto b13
@@ -11530,7 +11530,7 @@ b11:
 	if rt.EqBool(l11, false) {
 		goto b13
 	}
-	l4 = rt.AssignOnce(l4, sc[305], "policy/grantwire/transport/transport.rego:152")
+	l4 = rt.AssignOnce(l4, sc[305], "policy/grantwire/transport/transport.rego:152", "function data.grantwire.transport.refusal")
 b13:
 	if l4 != nil {
 		goto b14
@@ -11559,7 +11559,7 @@ b13:
 	}
 	goto b14
 n15:
-	l4 = rt.AssignOnce(l4, sc[308], "policy/grantwire/transport/transport.rego:155")
+	l4 = rt.AssignOnce(l4, sc[308], "policy/grantwire/transport/transport.rego:155", "function data.grantwire.transport.refusal")
 b14:
 	if l4 != nil {
 		goto b16
@@ -11579,7 +11579,7 @@ b14:
 	if rt.EqBool(l10, false) {
 		goto b16
 	}
-	l4 = rt.AssignOnce(l4, sc[312], "policy/grantwire/transport/transport.rego:159")
+	l4 = rt.AssignOnce(l4, sc[312], "policy/grantwire/transport/transport.rego:159", "function data.grantwire.transport.refusal")
 b16:
 	if l4 != nil {
 		goto b17
@@ -11599,7 +11599,7 @@ b16:
 	if rt.EqBool(l10, false) {
 		goto b17
 	}
-	l4 = rt.AssignOnce(l4, sc[313], "policy/grantwire/transport/transport.rego:161")
+	l4 = rt.AssignOnce(l4, sc[313], "policy/grantwire/transport/transport.rego:161", "function data.grantwire.transport.refusal")
 b17:
 	if l4 != nil {
 		goto b18
@@ -11619,7 +11619,7 @@ b17:
 	if rt.EqBool(l10, false) {
 		goto b18
 	}
-	l4 = rt.AssignOnce(l4, sc[316], "policy/grantwire/transport/transport.rego:163")
+	l4 = rt.AssignOnce(l4, sc[316], "policy/grantwire/transport/transport.rego:163", "function data.grantwire.transport.refusal")
 b18:
 	if l4 != nil {
 		goto b19
@@ -11648,12 +11648,12 @@ b18:
 	}
 	goto b19
 n20:
-	l4 = rt.AssignOnce(l4, sc[319], "policy/grantwire/transport/transport.rego:165")
+	l4 = rt.AssignOnce(l4, sc[319], "policy/grantwire/transport/transport.rego:165", "function data.grantwire.transport.refusal")
 b19:
 	if l4 == nil {
 		goto b21
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:165")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:165", "function data.grantwire.transport.refusal")
 b21:
 	return l2
 }
@@ -11692,12 +11692,12 @@ func f183_grantwire_catalog__tenant_url(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/catalog/catalog.rego:143")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/catalog/catalog.rego:143", "function data.grantwire.catalog._tenant_url")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:143")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:143", "function data.grantwire.catalog._tenant_url")
 b2:
 	return l2
 }
@@ -11735,7 +11735,7 @@ func f184_grantwire_catalog__url_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 		goto b2
 	}
 	l18 = l17
-	l5 = rt.AssignOnce(l5, l18, "policy/grantwire/catalog/catalog.rego:135")
+	l5 = rt.AssignOnce(l5, l18, "policy/grantwire/catalog/catalog.rego:135", "function data.grantwire.catalog._url_problem")
 b2:
 	if l5 != nil {
 		goto b3
@@ -11767,12 +11767,12 @@ n4:
 		goto b3
 	}
 	l14 = l13
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/catalog/catalog.rego:138")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/catalog/catalog.rego:138", "function data.grantwire.catalog._url_problem")
 b3:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:138")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:138", "function data.grantwire.catalog._url_problem")
 b5:
 	return l2
 }
@@ -12068,12 +12068,12 @@ b23:
 		goto b1
 	}
 	l114 = l113
-	l5 = rt.AssignOnce(l5, l114, "policy/grantwire/catalog/catalog.rego:156")
+	l5 = rt.AssignOnce(l5, l114, "policy/grantwire/catalog/catalog.rego:156", "function data.grantwire.catalog._base_problems")
 b1:
 	if l5 == nil {
 		goto b25
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:156")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:156", "function data.grantwire.catalog._base_problems")
 b25:
 	return l2
 }
@@ -12115,11 +12115,11 @@ func f186_grantwire_catalog__fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[25])
 	rt.SetAdd(l4, sc[21])
 	rt.SetAdd(l4, sc[276])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:98")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/catalog/catalog.rego:98", "rule data.grantwire.catalog._fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:98")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:98", "rule data.grantwire.catalog._fields")
 b2:
 	return ev.SetCached(186, ev.SetMemo(186, l2))
 }
@@ -12155,12 +12155,12 @@ func f187_grantwire_catalog__unknown_fields(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b1
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/catalog/catalog.rego:264")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/catalog/catalog.rego:264", "function data.grantwire.catalog._unknown_fields")
 b1:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:264")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:264", "function data.grantwire.catalog._unknown_fields")
 b5:
 	return l2
 }
@@ -12194,14 +12194,14 @@ func f188_grantwire_catalog__oauth_incomplete(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 		}
 		goto c2
 	n3:
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:266")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:266", "function data.grantwire.catalog._oauth_incomplete")
 	c2:
 	}
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:266")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:266", "function data.grantwire.catalog._oauth_incomplete")
 b4:
 	l4 = nil
 	l5 = l3
@@ -12233,14 +12233,14 @@ b4:
 		if !rt.Equal(l17, l18) {
 			goto c6
 		}
-		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:272")
+		l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:272", "function data.grantwire.catalog._oauth_incomplete")
 	c6:
 	}
 b5:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:272")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:272", "function data.grantwire.catalog._oauth_incomplete")
 b7:
 	return l2
 }
@@ -12264,12 +12264,12 @@ func f189_grantwire_catalog__secret_env_missing(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:278")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:278", "function data.grantwire.catalog._secret_env_missing")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:278")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:278", "function data.grantwire.catalog._secret_env_missing")
 b3:
 	return l2
 }
@@ -12296,12 +12296,12 @@ func f190_grantwire_catalog__mcp_incomplete(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	if !rt.EqStr(l10, "") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:283")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:283", "function data.grantwire.catalog._mcp_incomplete")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:283")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:283", "function data.grantwire.catalog._mcp_incomplete")
 b2:
 	return l2
 }
@@ -12325,12 +12325,12 @@ func f191_grantwire_catalog__remote_incomplete(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:288")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:288", "function data.grantwire.catalog._remote_incomplete")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:288")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:288", "function data.grantwire.catalog._remote_incomplete")
 b3:
 	return l2
 }
@@ -12344,12 +12344,12 @@ func f192_grantwire_catalog__strict_problems(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 		goto b1
 	}
 	l7 = ev.Array(0)
-	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/catalog/catalog.rego:252")
+	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/catalog/catalog.rego:252", "function data.grantwire.catalog._strict_problems")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:252")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:252", "function data.grantwire.catalog._strict_problems")
 b2:
 	l5 = nil
 	l6 = l3
@@ -12479,12 +12479,12 @@ b10:
 		goto b3
 	}
 	l55 = l54
-	l5 = rt.AssignOnce(l5, l55, "policy/grantwire/catalog/catalog.rego:254")
+	l5 = rt.AssignOnce(l5, l55, "policy/grantwire/catalog/catalog.rego:254", "function data.grantwire.catalog._strict_problems")
 b3:
 	if l5 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:254")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/catalog/catalog.rego:254", "function data.grantwire.catalog._strict_problems")
 b11:
 	return l2
 }
@@ -12508,12 +12508,12 @@ func f193_grantwire_catalog_entry_problems(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 		goto b1
 	}
 	l15 = l14
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/catalog/catalog.rego:154")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/catalog/catalog.rego:154", "function data.grantwire.catalog.entry_problems")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/catalog/catalog.rego:154")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/catalog/catalog.rego:154", "function data.grantwire.catalog.entry_problems")
 b2:
 	return l2
 }
@@ -12537,7 +12537,7 @@ func f194_grantwire_catalog_problems(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	l11 = ev.Array(1)
 	rt.ArrayAppend(l11, sc[250])
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/catalog/catalog.rego:297")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/catalog/catalog.rego:297", "function data.grantwire.catalog.problems")
 b2:
 	if l4 != nil {
 		goto b3
@@ -12586,12 +12586,12 @@ b4:
 		goto b3
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/catalog/catalog.rego:299")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/catalog/catalog.rego:299", "function data.grantwire.catalog.problems")
 b3:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:299")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:299", "function data.grantwire.catalog.problems")
 b7:
 	return l2
 }
@@ -12630,17 +12630,17 @@ func f195_grantwire_catalog__file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/catalog/catalog.rego:324")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/catalog/catalog.rego:324", "rule data.grantwire.catalog._file")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/catalog/catalog.rego:326")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/catalog/catalog.rego:326", "rule data.grantwire.catalog._file")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:326")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:326", "rule data.grantwire.catalog._file")
 b4:
 	return ev.SetMemo(195, l2)
 }
@@ -12701,17 +12701,17 @@ func f196_grantwire_catalog__more(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/catalog/catalog.rego:332")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/catalog/catalog.rego:332", "rule data.grantwire.catalog._more")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/catalog/catalog.rego:334")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/catalog/catalog.rego:334", "rule data.grantwire.catalog._more")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:334")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:334", "rule data.grantwire.catalog._more")
 b4:
 	return ev.SetMemo(196, l2)
 }
@@ -12747,7 +12747,7 @@ func f197_grantwire_catalog_validate(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l13, sc[248], l14)
 	rt.ObjectInsert(l11, sc[0], l13)
 	rt.ObjectInsert(l11, sc[69], sc[70])
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/catalog/catalog.rego:313")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/catalog/catalog.rego:313", "rule data.grantwire.catalog.validate")
 b2:
 	if l3 != nil {
 		goto b3
@@ -12802,12 +12802,12 @@ b2:
 	rt.ObjectInsert(l25, sc[67], l26)
 	rt.ObjectInsert(l25, sc[68], l24)
 	rt.ObjectInsert(l25, sc[69], sc[70])
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/catalog/catalog.rego:315")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/catalog/catalog.rego:315", "rule data.grantwire.catalog.validate")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:315")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:315", "rule data.grantwire.catalog.validate")
 b4:
 	return ev.SetMemo(197, l2)
 }
@@ -12826,12 +12826,12 @@ func f198_grantwire_client__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/client/client.rego:23")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/client/client.rego:23", "rule data.grantwire.client._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:23")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:23", "rule data.grantwire.client._c")
 b2:
 	return ev.SetMemo(198, l2)
 }
@@ -12847,12 +12847,12 @@ func f199_grantwire_client_valid_tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/client/client.rego:41")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/client/client.rego:41", "function data.grantwire.client.valid_tenant")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/client/client.rego:41")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/client/client.rego:41", "function data.grantwire.client.valid_tenant")
 b2:
 	return l2
 }
@@ -12875,12 +12875,12 @@ func f200_grantwire_client__tenant_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:34")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:34", "rule data.grantwire.client._tenant_ok")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:34")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:34", "rule data.grantwire.client._tenant_ok")
 b3:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -12896,12 +12896,12 @@ b3:
 	if rt.EqBool(l7, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:36")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:36", "rule data.grantwire.client._tenant_ok")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:36")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:36", "rule data.grantwire.client._tenant_ok")
 b5:
 	return ev.SetMemo(200, l2)
 }
@@ -12929,12 +12929,12 @@ func f201_grantwire_client__args_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:29")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:29", "rule data.grantwire.client._args_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:29")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:29", "rule data.grantwire.client._args_ok")
 b2:
 	return ev.SetMemo(201, l2)
 }
@@ -12956,12 +12956,12 @@ func f202_grantwire_catalog_oauth(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l8, "oauth_pkce") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:65")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:65", "function data.grantwire.catalog.oauth")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:65")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:65", "function data.grantwire.catalog.oauth")
 b2:
 	return l2
 }
@@ -12982,12 +12982,12 @@ func f203_grantwire_client__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:21")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:21", "rule data.grantwire.client._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:21")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:21", "rule data.grantwire.client._f")
 b2:
 	return ev.SetMemo(203, l2)
 }
@@ -13005,12 +13005,12 @@ func f204_grantwire_facts_arg(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:51")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:51", "function data.grantwire.facts.arg")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:51")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:51", "function data.grantwire.facts.arg")
 b2:
 	return l2
 }
@@ -13030,12 +13030,12 @@ func f205_grantwire_client__id(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:25")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:25", "rule data.grantwire.client._id")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:25")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:25", "rule data.grantwire.client._id")
 b2:
 	return ev.SetMemo(205, l2)
 }
@@ -13055,12 +13055,12 @@ func f206_grantwire_client__secret(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:27")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:27", "rule data.grantwire.client._secret")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:27")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:27", "rule data.grantwire.client._secret")
 b2:
 	return ev.SetMemo(206, l2)
 }
@@ -13078,12 +13078,12 @@ func f207_grantwire_client__has_secret(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:47")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:47", "rule data.grantwire.client._has_secret")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:47")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:47", "rule data.grantwire.client._has_secret")
 b2:
 	return ev.SetMemo(207, l2)
 }
@@ -13110,12 +13110,12 @@ func f208_grantwire_facts_not_held(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/facts/facts.rego:107")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/facts/facts.rego:107", "function data.grantwire.facts.not_held")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:107")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:107", "function data.grantwire.facts.not_held")
 b2:
 	return l2
 }
@@ -13141,12 +13141,12 @@ func f209_grantwire_errors_busy(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:187")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:187", "function data.grantwire.errors.busy")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:187")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:187", "function data.grantwire.errors.busy")
 b2:
 	return l2
 }
@@ -13162,11 +13162,11 @@ func f210_grantwire_client_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/client/client.rego:19")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/client/client.rego:19", "rule data.grantwire.client.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:19")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:19", "rule data.grantwire.client.lock_wait_ms")
 b2:
 	return ev.SetCached(210, ev.SetMemo(210, l2))
 }
@@ -13183,11 +13183,11 @@ func f211_grantwire_facts_lock(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[73], sc[351])
 	rt.ObjectInsert(l10, sc[107], l8)
 	rt.ObjectInsert(l10, sc[352], l9)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:100")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:100", "function data.grantwire.facts.lock")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:100")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:100", "function data.grantwire.facts.lock")
 b2:
 	return l2
 }
@@ -13204,12 +13204,12 @@ func f212_grantwire_store_client_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:29")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:29", "function data.grantwire.store.client_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:29")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:29", "function data.grantwire.store.client_user")
 b2:
 	return l2
 }
@@ -13225,11 +13225,11 @@ func f213_grantwire_facts_keyring_secret(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	rt.ObjectInsert(l8, sc[72], l6)
 	rt.ObjectInsert(l8, sc[73], sc[355])
 	rt.ObjectInsert(l8, sc[356], l7)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:83")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:83", "function data.grantwire.facts.keyring_secret")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:83")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:83", "function data.grantwire.facts.keyring_secret")
 b2:
 	return l2
 }
@@ -13246,12 +13246,12 @@ func f214_grantwire_facts_after(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:117")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:117", "function data.grantwire.facts.after")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:117")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:117", "function data.grantwire.facts.after")
 b2:
 	return l2
 }
@@ -13274,7 +13274,7 @@ func f215_grantwire_store_slot_expect(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l9 = ev.Object(0)
 	rt.ObjectInsert(l9, sc[98], l8)
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:293")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:293", "function data.grantwire.store.slot_expect")
 b2:
 	if l4 != nil {
 		goto b3
@@ -13282,12 +13282,12 @@ b2:
 	l5 = l3
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[174], rt.False)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:295")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:295", "function data.grantwire.store.slot_expect")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:295")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:295", "function data.grantwire.store.slot_expect")
 b4:
 	return l2
 }
@@ -13304,12 +13304,12 @@ func f216_grantwire_store_token_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:34")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:34", "function data.grantwire.store.token_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:34")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:34", "function data.grantwire.store.token_user")
 b2:
 	return l2
 }
@@ -13326,12 +13326,12 @@ func f217_grantwire_store_drop_token(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l8 = ev.Object(0)
 	rt.ObjectInsert(l8, sc[73], sc[359])
 	rt.ObjectInsert(l8, sc[356], l7)
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:335")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:335", "function data.grantwire.store.drop_token")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:335")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:335", "function data.grantwire.store.drop_token")
 b2:
 	return l2
 }
@@ -13350,12 +13350,12 @@ func f218_grantwire_client__hash(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/client/client.rego:53")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/client/client.rego:53", "rule data.grantwire.client._hash")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:53")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:53", "rule data.grantwire.client._hash")
 b2:
 	return ev.SetMemo(218, l2)
 }
@@ -13373,17 +13373,17 @@ func f219_grantwire_client__has_secret_bool(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:49")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/client/client.rego:49", "rule data.grantwire.client._has_secret_bool")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/client/client.rego:51")
+	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/client/client.rego:51", "rule data.grantwire.client._has_secret_bool")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:51", "rule data.grantwire.client._has_secret_bool")
 b4:
 	return ev.SetMemo(219, l2)
 }
@@ -13409,19 +13409,19 @@ func f220_grantwire_store_catalog_tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/store/store.rego:267")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/store/store.rego:267", "function data.grantwire.store.catalog_tenant")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:270")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:270", "function data.grantwire.store.catalog_tenant")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:270")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:270", "function data.grantwire.store.catalog_tenant")
 b4:
 	return l2
 }
@@ -13453,7 +13453,7 @@ func f221_grantwire_client__tenant(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/client/client.rego:43")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/client/client.rego:43", "rule data.grantwire.client._tenant")
 b2:
 	if l3 != nil {
 		goto b3
@@ -13466,12 +13466,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:45")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/client/client.rego:45", "rule data.grantwire.client._tenant")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:45")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:45", "rule data.grantwire.client._tenant")
 b4:
 	return ev.SetMemo(221, l2)
 }
@@ -13499,17 +13499,17 @@ func f222_grantwire_client__secret_value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l8 = ev.Object(0)
 	rt.ObjectInsert(l8, sc[361], l7)
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:60")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:60", "rule data.grantwire.client._secret_value")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/client/client.rego:62")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/client/client.rego:62", "rule data.grantwire.client._secret_value")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:62")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:62", "rule data.grantwire.client._secret_value")
 b4:
 	return ev.SetMemo(222, l2)
 }
@@ -13538,18 +13538,18 @@ func f223_grantwire_client__tenant_member(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l9 = ev.Object(0)
 	rt.ObjectInsert(l9, sc[266], l8)
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/client/client.rego:64")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/client/client.rego:64", "rule data.grantwire.client._tenant_member")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/client/client.rego:66")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/client/client.rego:66", "rule data.grantwire.client._tenant_member")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:66")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:66", "rule data.grantwire.client._tenant_member")
 b4:
 	return ev.SetMemo(223, l2)
 }
@@ -13585,12 +13585,12 @@ func f224_grantwire_client__value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/client/client.rego:55")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/client/client.rego:55", "rule data.grantwire.client._value")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:55")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:55", "rule data.grantwire.client._value")
 b2:
 	return ev.SetMemo(224, l2)
 }
@@ -13619,7 +13619,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:72")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:72", "rule data.grantwire.client.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -13649,7 +13649,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/client/client.rego:77")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/client/client.rego:77", "rule data.grantwire.client.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -13692,7 +13692,7 @@ n7:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/client/client.rego:79")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/client/client.rego:79", "rule data.grantwire.client.decision")
 b6:
 	if l3 != nil {
 		goto b8
@@ -13714,7 +13714,7 @@ n9:
 		goto b8
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:84")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/client/client.rego:84", "rule data.grantwire.client.decision")
 b8:
 	if l3 != nil {
 		goto b10
@@ -13781,7 +13781,7 @@ n11:
 		goto b10
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/client/client.rego:86")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/client/client.rego:86", "rule data.grantwire.client.decision")
 b10:
 	if l3 != nil {
 		goto b12
@@ -13809,7 +13809,7 @@ b10:
 		goto b12
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/client/client.rego:96")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/client/client.rego:96", "rule data.grantwire.client.decision")
 b12:
 	if l3 != nil {
 		goto b13
@@ -13869,7 +13869,7 @@ b12:
 		goto b13
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/client/client.rego:98")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/client/client.rego:98", "rule data.grantwire.client.decision")
 b13:
 	if l3 != nil {
 		goto b14
@@ -13954,12 +13954,12 @@ b13:
 		goto b14
 	}
 	l37 = l36
-	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/client/client.rego:104")
+	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/client/client.rego:104", "rule data.grantwire.client.decision")
 b14:
 	if l3 == nil {
 		goto b15
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:104")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/client/client.rego:104", "rule data.grantwire.client.decision")
 b15:
 	return ev.SetMemo(225, l2)
 }
@@ -13978,12 +13978,12 @@ func f226_grantwire_connect__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:67")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:67", "rule data.grantwire.connect._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:67")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:67", "rule data.grantwire.connect._c")
 b2:
 	return ev.SetMemo(226, l2)
 }
@@ -14041,12 +14041,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:69")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:69", "function data.grantwire.connect._str_list")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:69")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:69", "function data.grantwire.connect._str_list")
 b8:
 	return l2
 }
@@ -14069,12 +14069,12 @@ func f228_grantwire_connect__timeout_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:98")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:98", "rule data.grantwire.connect._timeout_ok")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:98")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:98", "rule data.grantwire.connect._timeout_ok")
 b3:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -14138,12 +14138,12 @@ b3:
 	if rt.EqBool(l24, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:100")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:100", "rule data.grantwire.connect._timeout_ok")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:100")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:100", "rule data.grantwire.connect._timeout_ok")
 b5:
 	return ev.SetMemo(228, l2)
 }
@@ -14171,12 +14171,12 @@ func f229_grantwire_connect__flow_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:84")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:84", "rule data.grantwire.connect._flow_ok")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:84")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:84", "rule data.grantwire.connect._flow_ok")
 b3:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -14196,12 +14196,12 @@ b3:
 	if rt.EqBool(l8, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:86")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:86", "rule data.grantwire.connect._flow_ok")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:86")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:86", "rule data.grantwire.connect._flow_ok")
 b5:
 	return ev.SetMemo(229, l2)
 }
@@ -14261,12 +14261,12 @@ func f230_grantwire_connect__args_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l16, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:76")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:76", "rule data.grantwire.connect._args_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:76")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:76", "rule data.grantwire.connect._args_ok")
 b2:
 	return ev.SetMemo(230, l2)
 }
@@ -14287,12 +14287,12 @@ func f231_grantwire_connect__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:65")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:65", "rule data.grantwire.connect._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:65")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:65", "rule data.grantwire.connect._f")
 b2:
 	return ev.SetMemo(231, l2)
 }
@@ -14311,11 +14311,11 @@ func f232_grantwire_facts_keyring(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt
 	rt.ObjectInsert(l12, sc[72], l8)
 	rt.ObjectInsert(l12, sc[73], sc[355])
 	rt.ObjectInsert(l12, sc[356], l9)
-	l7 = rt.AssignOnce(l7, l12, "policy/grantwire/facts/facts.rego:78")
+	l7 = rt.AssignOnce(l7, l12, "policy/grantwire/facts/facts.rego:78", "function data.grantwire.facts.keyring")
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/facts/facts.rego:78")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/facts/facts.rego:78", "function data.grantwire.facts.keyring")
 b2:
 	return l2
 }
@@ -14369,7 +14369,7 @@ func f233_grantwire_store_env_name(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V 
 		goto b2
 	}
 	l23 = l22
-	l6 = rt.AssignOnce(l6, l23, "policy/grantwire/store/store.rego:76")
+	l6 = rt.AssignOnce(l6, l23, "policy/grantwire/store/store.rego:76", "function data.grantwire.store.env_name")
 b2:
 	if l6 != nil {
 		goto b3
@@ -14397,12 +14397,12 @@ b2:
 		goto b3
 	}
 	l18 = l17
-	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/store/store.rego:79")
+	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/store/store.rego:79", "function data.grantwire.store.env_name")
 b3:
 	if l6 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:79")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:79", "function data.grantwire.store.env_name")
 b4:
 	return l2
 }
@@ -14419,11 +14419,11 @@ func f234_grantwire_facts_env(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[73], sc[380])
 	rt.ObjectInsert(l10, sc[107], l8)
 	rt.ObjectInsert(l10, sc[381], l9)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:66")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:66", "function data.grantwire.facts.env")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:66")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:66", "function data.grantwire.facts.env")
 b2:
 	return l2
 }
@@ -14480,12 +14480,12 @@ func f235_grantwire_store_client_needs(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *r
 	rt.ArrayAppend(l29, l14)
 	rt.ArrayAppend(l29, l21)
 	rt.ArrayAppend(l29, l28)
-	l6 = rt.AssignOnce(l6, l29, "policy/grantwire/store/store.rego:58")
+	l6 = rt.AssignOnce(l6, l29, "policy/grantwire/store/store.rego:58", "function data.grantwire.store.client_needs")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:58")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:58", "function data.grantwire.store.client_needs")
 b2:
 	return l2
 }
@@ -14502,12 +14502,12 @@ func f236_grantwire_store_conn_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:24")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:24", "function data.grantwire.store.conn_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:24")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:24", "function data.grantwire.store.conn_user")
 b2:
 	return l2
 }
@@ -14528,12 +14528,12 @@ func f237_grantwire_store_conn_need(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:44")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:44", "function data.grantwire.store.conn_need")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:44")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:44", "function data.grantwire.store.conn_need")
 b2:
 	return l2
 }
@@ -14594,12 +14594,12 @@ func f238_grantwire_connect__needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/connect/connect.rego:117")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/connect/connect.rego:117", "rule data.grantwire.connect._needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:117")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:117", "rule data.grantwire.connect._needs")
 b2:
 	return ev.SetMemo(238, l2)
 }
@@ -14622,12 +14622,12 @@ func f239_grantwire_connect__agents(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:113")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:113", "rule data.grantwire.connect._agents")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:113")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:113", "rule data.grantwire.connect._agents")
 b2:
 	return ev.SetMemo(239, l2)
 }
@@ -14647,12 +14647,12 @@ func f240_grantwire_connect__registry(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:115")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:115", "rule data.grantwire.connect._registry")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:115")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:115", "rule data.grantwire.connect._registry")
 b2:
 	return ev.SetMemo(240, l2)
 }
@@ -14689,11 +14689,11 @@ func f241_grantwire_connect__unknown_agents(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l12 = l4
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:127")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:127", "rule data.grantwire.connect._unknown_agents")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:127")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:127", "rule data.grantwire.connect._unknown_agents")
 b5:
 	return ev.SetMemo(241, l2)
 }
@@ -14721,12 +14721,12 @@ func f242_grantwire_errors_unknown_agents(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/errors/errors.rego:79")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/errors/errors.rego:79", "function data.grantwire.errors.unknown_agents")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:79")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:79", "function data.grantwire.errors.unknown_agents")
 b2:
 	return l2
 }
@@ -14741,11 +14741,11 @@ func f243_grantwire_store__empty_digest(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[394], "policy/grantwire/store/store.rego:81")
+	l3 = rt.AssignOnce(l3, sc[394], "policy/grantwire/store/store.rego:81", "rule data.grantwire.store._empty_digest")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:81")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:81", "rule data.grantwire.store._empty_digest")
 b2:
 	return ev.SetCached(243, ev.SetMemo(243, l2))
 }
@@ -14779,12 +14779,12 @@ func f244_grantwire_store__secret(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:84")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:84", "function data.grantwire.store._secret")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:84")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:84", "function data.grantwire.store._secret")
 b2:
 	return l2
 }
@@ -14800,19 +14800,19 @@ func f245_grantwire_store__secret_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/store/store.rego:251")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/store/store.rego:251", "function data.grantwire.store._secret_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:253")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:253", "function data.grantwire.store._secret_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:253")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:253", "function data.grantwire.store._secret_or_null")
 b4:
 	return l2
 }
@@ -14828,18 +14828,18 @@ func f246_grantwire_store__is_secret(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:96")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:96", "function data.grantwire.store._is_secret")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/store/store.rego:98")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/store/store.rego:98", "function data.grantwire.store._is_secret")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:98")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:98", "function data.grantwire.store._is_secret")
 b4:
 	return l2
 }
@@ -14864,7 +14864,7 @@ func f247_grantwire_store__tenant(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:260")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:260", "function data.grantwire.store._tenant")
 b2:
 	if l5 != nil {
 		goto b3
@@ -14875,12 +14875,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l5 = rt.AssignOnce(l5, l9, "policy/grantwire/store/store.rego:262")
+	l5 = rt.AssignOnce(l5, l9, "policy/grantwire/store/store.rego:262", "function data.grantwire.store._tenant")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:262")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:262", "function data.grantwire.store._tenant")
 b4:
 	return l2
 }
@@ -14910,19 +14910,19 @@ func f248_grantwire_store__env_secret(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:255")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:255", "function data.grantwire.store._env_secret")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:258")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:258", "function data.grantwire.store._env_secret")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:258")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:258", "function data.grantwire.store._env_secret")
 b4:
 	return l2
 }
@@ -15011,7 +15011,7 @@ func f249_grantwire_store_client(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l38, sc[266], l30)
 	rt.ObjectInsert(l38, sc[98], l37)
 	l39 = l38
-	l6 = rt.AssignOnce(l6, l39, "policy/grantwire/store/store.rego:224")
+	l6 = rt.AssignOnce(l6, l39, "policy/grantwire/store/store.rego:224", "function data.grantwire.store.client")
 b2:
 	if l6 != nil {
 		goto b3
@@ -15109,7 +15109,7 @@ b2:
 	rt.ObjectInsert(l44, sc[266], l32)
 	rt.ObjectInsert(l44, sc[98], l38)
 	l45 = l44
-	l6 = rt.AssignOnce(l6, l45, "policy/grantwire/store/store.rego:237")
+	l6 = rt.AssignOnce(l6, l45, "policy/grantwire/store/store.rego:237", "function data.grantwire.store.client")
 b3:
 	if l6 != nil {
 		goto b4
@@ -15119,12 +15119,12 @@ b3:
 	l9 = l5
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[174], rt.False)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/store/store.rego:249")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/store/store.rego:249", "function data.grantwire.store.client")
 b4:
 	if l6 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:249")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:249", "function data.grantwire.store.client")
 b5:
 	return l2
 }
@@ -15148,12 +15148,12 @@ func f250_grantwire_connect__client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:125")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:125", "rule data.grantwire.connect._client")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:125")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:125", "rule data.grantwire.connect._client")
 b2:
 	return ev.SetMemo(250, l2)
 }
@@ -15183,7 +15183,7 @@ func f251_grantwire_store_configure_client_cmd(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:69")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:69", "function data.grantwire.store.configure_client_cmd")
 b2:
 	if l4 != nil {
 		goto b3
@@ -15197,12 +15197,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:71")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:71", "function data.grantwire.store.configure_client_cmd")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:71")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:71", "function data.grantwire.store.configure_client_cmd")
 b4:
 	return l2
 }
@@ -15243,12 +15243,12 @@ func f252_grantwire_connect__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:300")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:300", "rule data.grantwire.connect._no_client")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:300")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:300", "rule data.grantwire.connect._no_client")
 b2:
 	return ev.SetMemo(252, l2)
 }
@@ -15271,12 +15271,12 @@ func f253_grantwire_connect__explicit(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:111")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:111", "rule data.grantwire.connect._explicit")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:111")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:111", "rule data.grantwire.connect._explicit")
 b2:
 	return ev.SetMemo(253, l2)
 }
@@ -15313,12 +15313,12 @@ func f254_grantwire_connect__declared(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l17, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/connect/connect.rego:129")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/connect/connect.rego:129", "function data.grantwire.connect._declared")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:129")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:129", "function data.grantwire.connect._declared")
 b2:
 	return l2
 }
@@ -15352,11 +15352,11 @@ func f255_grantwire_connect__undeclaring(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:134")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:134", "rule data.grantwire.connect._undeclaring")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:134")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:134", "rule data.grantwire.connect._undeclaring")
 b5:
 	return ev.SetMemo(255, l2)
 }
@@ -15414,12 +15414,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:89")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:89", "function data.grantwire.store._strings")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:89")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:89", "function data.grantwire.store._strings")
 b8:
 	return l2
 }
@@ -15445,11 +15445,11 @@ func f257_grantwire_store__digit_chars(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[143])
 	rt.SetAdd(l4, sc[147])
 	rt.SetAdd(l4, sc[148])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/store/store.rego:142")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/store/store.rego:142", "rule data.grantwire.store._digit_chars")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:142")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:142", "rule data.grantwire.store._digit_chars")
 b2:
 	return ev.SetCached(257, ev.SetMemo(257, l2))
 }
@@ -15461,12 +15461,12 @@ func f258_grantwire_store__no_leading_zero(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 	if !rt.EqStr(l3, "0") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:144")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:144", "function data.grantwire.store._no_leading_zero")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:144")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:144", "function data.grantwire.store._no_leading_zero")
 b2:
 	l4 = nil
 	l5 = l3
@@ -15478,12 +15478,12 @@ b2:
 	}
 	goto b3
 n4:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:146")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:146", "function data.grantwire.store._no_leading_zero")
 b3:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:146")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:146", "function data.grantwire.store._no_leading_zero")
 b5:
 	return l2
 }
@@ -15579,12 +15579,12 @@ b2:
 	if rt.EqBool(l32, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:132")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:132", "function data.grantwire.store._digits")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:132")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:132", "function data.grantwire.store._digits")
 b8:
 	return l2
 }
@@ -15612,7 +15612,7 @@ func f260_grantwire_store_ms(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:112")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/store/store.rego:112", "function data.grantwire.store.ms")
 b2:
 	if l4 != nil {
 		goto b3
@@ -15761,12 +15761,12 @@ b4:
 	}
 	l63 = l62
 	l64 = l63
-	l4 = rt.AssignOnce(l4, l64, "policy/grantwire/store/store.rego:115")
+	l4 = rt.AssignOnce(l4, l64, "policy/grantwire/store/store.rego:115", "function data.grantwire.store.ms")
 b3:
 	if l4 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:115")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:115", "function data.grantwire.store.ms")
 b10:
 	return l2
 }
@@ -15790,18 +15790,18 @@ func f261_grantwire_store__account(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:195")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:195", "function data.grantwire.store._account")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/store/store.rego:197")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/store/store.rego:197", "function data.grantwire.store._account")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:197")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:197", "function data.grantwire.store._account")
 b4:
 	return l2
 }
@@ -15817,19 +15817,19 @@ func f262_grantwire_store__str_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/store/store.rego:100")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/store/store.rego:100", "function data.grantwire.store._str_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:102")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/store/store.rego:102", "function data.grantwire.store._str_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:102")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:102", "function data.grantwire.store._str_or_null")
 b4:
 	return l2
 }
@@ -15849,7 +15849,7 @@ func f263_grantwire_store_connection(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 n3:
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[174], rt.False)
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/store/store.rego:173")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/store/store.rego:173", "function data.grantwire.store.connection")
 b2:
 	if l4 != nil {
 		goto b4
@@ -15946,7 +15946,7 @@ b2:
 	rt.ObjectInsert(l41, sc[415], rt.True)
 	rt.ObjectInsert(l41, sc[98], l40)
 	l42 = l41
-	l4 = rt.AssignOnce(l4, l42, "policy/grantwire/store/store.rego:175")
+	l4 = rt.AssignOnce(l4, l42, "policy/grantwire/store/store.rego:175", "function data.grantwire.store.connection")
 b4:
 	if l4 != nil {
 		goto b5
@@ -15961,12 +15961,12 @@ b4:
 	rt.ObjectInsert(l8, sc[415], rt.False)
 	rt.ObjectInsert(l8, sc[98], l7)
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/store/store.rego:193")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/store/store.rego:193", "function data.grantwire.store.connection")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:193")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:193", "function data.grantwire.store.connection")
 b6:
 	return l2
 }
@@ -15989,12 +15989,12 @@ func f264_grantwire_connect__conn(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:136")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:136", "rule data.grantwire.connect._conn")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:136")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:136", "rule data.grantwire.connect._conn")
 b2:
 	return ev.SetMemo(264, l2)
 }
@@ -16015,12 +16015,12 @@ func f265_grantwire_connect__prior(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:138")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:138", "rule data.grantwire.connect._prior")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:138")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:138", "rule data.grantwire.connect._prior")
 b2:
 	l3 = nil
 	if l4 = f231_grantwire_connect__f(ev, l0, l1); l4 == nil {
@@ -16043,12 +16043,12 @@ b2:
 	if rt.EqBool(l12, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:140")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:140", "rule data.grantwire.connect._prior")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:140")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:140", "rule data.grantwire.connect._prior")
 b4:
 	return ev.SetMemo(265, l2)
 }
@@ -16075,12 +16075,12 @@ func f266_grantwire_scopes_union(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/scopes/scopes.rego:36")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/scopes/scopes.rego:36", "function data.grantwire.scopes.union")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:36")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:36", "function data.grantwire.scopes.union")
 b2:
 	return l2
 }
@@ -16130,12 +16130,12 @@ b2:
 		goto b1
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/connect/connect.rego:142")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/connect/connect.rego:142", "rule data.grantwire.connect._prior_scopes")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:142")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:142", "rule data.grantwire.connect._prior_scopes")
 b5:
 	return ev.SetMemo(267, l2)
 }
@@ -16171,18 +16171,18 @@ func f268_grantwire_scopes_flag(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/scopes/scopes.rego:176")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/scopes/scopes.rego:176", "function data.grantwire.scopes.flag")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/scopes/scopes.rego:178")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/scopes/scopes.rego:178", "function data.grantwire.scopes.flag")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:178")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:178", "function data.grantwire.scopes.flag")
 b4:
 	return l2
 }
@@ -16205,12 +16205,12 @@ func f269_grantwire_scopes_connect_cmd(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/scopes/scopes.rego:190")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/scopes/scopes.rego:190", "function data.grantwire.scopes.connect_cmd")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:190")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:190", "function data.grantwire.scopes.connect_cmd")
 b2:
 	return l2
 }
@@ -16235,17 +16235,17 @@ func f270_grantwire_connect__flow(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:88")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:88", "rule data.grantwire.connect._flow")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[372], "policy/grantwire/connect/connect.rego:90")
+	l3 = rt.AssignOnce(l3, sc[372], "policy/grantwire/connect/connect.rego:90", "rule data.grantwire.connect._flow")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:90")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:90", "rule data.grantwire.connect._flow")
 b4:
 	return ev.SetMemo(270, l2)
 }
@@ -16263,12 +16263,12 @@ func f271_grantwire_connect__device(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqStr(l4, "device") {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:92")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:92", "rule data.grantwire.connect._device")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:92")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:92", "rule data.grantwire.connect._device")
 b2:
 	return ev.SetMemo(271, l2)
 }
@@ -16299,7 +16299,7 @@ func f272_grantwire_connect__authorize_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:148")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:148", "rule data.grantwire.connect._authorize_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -16355,7 +16355,7 @@ b4:
 		goto b3
 	}
 	l28 = l27
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/connect/connect.rego:150")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/connect/connect.rego:150", "rule data.grantwire.connect._authorize_scopes")
 b3:
 	if l3 != nil {
 		goto b7
@@ -16372,12 +16372,12 @@ b3:
 		goto b7
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:155")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:155", "rule data.grantwire.connect._authorize_scopes")
 b7:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:155")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:155", "rule data.grantwire.connect._authorize_scopes")
 b8:
 	return ev.SetMemo(272, l2)
 }
@@ -16394,12 +16394,12 @@ func f273_grantwire_oauth__spec(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/oauth/oauth.rego:36")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/oauth/oauth.rego:36", "function data.grantwire.oauth._spec")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:36")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:36", "function data.grantwire.oauth._spec")
 b2:
 	return l2
 }
@@ -16423,12 +16423,12 @@ func f274_grantwire_oauth__limited(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:188")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:188", "function data.grantwire.oauth._limited")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:188")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:188", "function data.grantwire.oauth._limited")
 b2:
 	return l2
 }
@@ -16447,12 +16447,12 @@ func f275_grantwire_oauth__device_scope(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	}
 	goto b1
 n2:
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:186")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:186", "function data.grantwire.oauth._device_scope")
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:186")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:186", "function data.grantwire.oauth._device_scope")
 b3:
 	l5 = nil
 	l6 = l3
@@ -16471,12 +16471,12 @@ b3:
 	if rt.EqBool(l12, false) {
 		goto b4
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:190")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:190", "function data.grantwire.oauth._device_scope")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:190")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:190", "function data.grantwire.oauth._device_scope")
 b5:
 	return l2
 }
@@ -16557,12 +16557,12 @@ b2:
 	if l19 != nil {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:178")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:178", "function data.grantwire.oauth.device_allows")
 b1:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:178")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:178", "function data.grantwire.oauth.device_allows")
 b8:
 	return l2
 }
@@ -16593,7 +16593,7 @@ func f277_grantwire_connect__again_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:164")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:164", "rule data.grantwire.connect._again_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -16614,7 +16614,7 @@ b2:
 		goto b3
 	}
 	l10 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:166")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:166", "rule data.grantwire.connect._again_scopes")
 b3:
 	if l3 != nil {
 		goto b4
@@ -16623,12 +16623,12 @@ b3:
 		goto b4
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:168")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:168", "rule data.grantwire.connect._again_scopes")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:168")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:168", "rule data.grantwire.connect._again_scopes")
 b5:
 	return ev.SetMemo(277, l2)
 }
@@ -16690,12 +16690,12 @@ b2:
 		goto b1
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/connect/connect.rego:159")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/connect/connect.rego:159", "rule data.grantwire.connect._again")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:159")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:159", "rule data.grantwire.connect._again")
 b4:
 	return ev.SetMemo(278, l2)
 }
@@ -16718,12 +16718,12 @@ func f279_grantwire_connect__paste_cmd(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:437")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:437", "rule data.grantwire.connect._paste_cmd")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:437")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:437", "rule data.grantwire.connect._paste_cmd")
 b2:
 	return ev.SetMemo(279, l2)
 }
@@ -16752,11 +16752,11 @@ func f280_grantwire_oauth_device_refused(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	c3:
 	}
 	l14 = l8
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/oauth/oauth.rego:195")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/oauth/oauth.rego:195", "function data.grantwire.oauth.device_refused")
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:195")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:195", "function data.grantwire.oauth.device_refused")
 b5:
 	return l2
 }
@@ -16807,7 +16807,7 @@ n3:
 		goto b2
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:521")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:521", "rule data.grantwire.connect._device_refusal")
 b2:
 	if l3 != nil {
 		goto b4
@@ -16869,12 +16869,12 @@ b2:
 		goto b4
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/connect/connect.rego:530")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/connect/connect.rego:530", "rule data.grantwire.connect._device_refusal")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:530")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:530", "rule data.grantwire.connect._device_refusal")
 b5:
 	return ev.SetMemo(281, l2)
 }
@@ -16892,17 +16892,17 @@ func f282_grantwire_connect__auth_endpoint(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[278], "policy/grantwire/connect/connect.rego:174")
+	l3 = rt.AssignOnce(l3, sc[278], "policy/grantwire/connect/connect.rego:174", "rule data.grantwire.connect._auth_endpoint")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[274], "policy/grantwire/connect/connect.rego:176")
+	l3 = rt.AssignOnce(l3, sc[274], "policy/grantwire/connect/connect.rego:176", "rule data.grantwire.connect._auth_endpoint")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:176")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:176", "rule data.grantwire.connect._auth_endpoint")
 b4:
 	return ev.SetMemo(282, l2)
 }
@@ -16944,7 +16944,7 @@ func f283_grantwire_oauth_endpoint(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V 
 		goto b2
 	}
 	l18 = l17
-	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/oauth/oauth.rego:43")
+	l6 = rt.AssignOnce(l6, l18, "policy/grantwire/oauth/oauth.rego:43", "function data.grantwire.oauth.endpoint")
 b2:
 	if l6 != nil {
 		goto b3
@@ -16980,12 +16980,12 @@ b2:
 	}
 	goto b3
 n4:
-	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/oauth/oauth.rego:48")
+	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/oauth/oauth.rego:48", "function data.grantwire.oauth.endpoint")
 b3:
 	if l6 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:48")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:48", "function data.grantwire.oauth.endpoint")
 b5:
 	return l2
 }
@@ -17003,12 +17003,12 @@ func f284_grantwire_transport_allowed(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:186")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/transport/transport.rego:186", "function data.grantwire.transport.allowed")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:186")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:186", "function data.grantwire.transport.allowed")
 b3:
 	return l2
 }
@@ -17039,12 +17039,12 @@ func f285_grantwire_connect__endpoint_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:205")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:205", "function data.grantwire.connect._endpoint_ok")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:205")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:205", "function data.grantwire.connect._endpoint_ok")
 b2:
 	return l2
 }
@@ -17073,7 +17073,7 @@ n3:
 		goto b2
 	}
 	l13 = l12
-	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/oauth/oauth.rego:58")
+	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/oauth/oauth.rego:58", "function data.grantwire.oauth.endpoint_problem")
 b2:
 	if l6 != nil {
 		goto b4
@@ -17099,12 +17099,12 @@ b2:
 		goto b4
 	}
 	l16 = l15
-	l6 = rt.AssignOnce(l6, l16, "policy/grantwire/oauth/oauth.rego:60")
+	l6 = rt.AssignOnce(l6, l16, "policy/grantwire/oauth/oauth.rego:60", "function data.grantwire.oauth.endpoint_problem")
 b4:
 	if l6 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:60")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:60", "function data.grantwire.oauth.endpoint_problem")
 b5:
 	return l2
 }
@@ -17147,7 +17147,7 @@ n3:
 		goto b2
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:178")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:178", "rule data.grantwire.connect._endpoint_problem")
 b2:
 	if l3 != nil {
 		goto b4
@@ -17175,12 +17175,12 @@ n5:
 		goto b4
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:180")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:180", "rule data.grantwire.connect._endpoint_problem")
 b4:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:180")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:180", "rule data.grantwire.connect._endpoint_problem")
 b6:
 	return ev.SetMemo(287, l2)
 }
@@ -17203,12 +17203,12 @@ func f288_grantwire_errors_insecure_transport(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:288")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:288", "function data.grantwire.errors.insecure_transport")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:288")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:288", "function data.grantwire.errors.insecure_transport")
 b2:
 	return l2
 }
@@ -17238,18 +17238,18 @@ func f289_grantwire_oauth__separator(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/oauth/oauth.rego:270")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/oauth/oauth.rego:270", "function data.grantwire.oauth._separator")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[28], "policy/grantwire/oauth/oauth.rego:274")
+	l4 = rt.AssignOnce(l4, sc[28], "policy/grantwire/oauth/oauth.rego:274", "function data.grantwire.oauth._separator")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:274")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:274", "function data.grantwire.oauth._separator")
 b4:
 	return l2
 }
@@ -17265,11 +17265,11 @@ func f290_grantwire_oauth_token_timeout_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc428
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:24")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:24", "rule data.grantwire.oauth.token_timeout_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:24")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:24", "rule data.grantwire.oauth.token_timeout_ms")
 b2:
 	return ev.SetCached(290, ev.SetMemo(290, l2))
 }
@@ -17287,12 +17287,12 @@ func f291_grantwire_facts_http(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:124")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/facts/facts.rego:124", "function data.grantwire.facts.http")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:124")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:124", "function data.grantwire.facts.http")
 b2:
 	return l2
 }
@@ -17347,12 +17347,12 @@ func f292_grantwire_oauth_device_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V)
 		goto b1
 	}
 	l29 = l28
-	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/oauth/oauth.rego:154")
+	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/oauth/oauth.rego:154", "function data.grantwire.oauth.device_need")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:154")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:154", "function data.grantwire.oauth.device_need")
 b2:
 	return l2
 }
@@ -17365,11 +17365,11 @@ func f293_grantwire_facts_now(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[72], l5)
 	rt.ObjectInsert(l6, sc[73], sc[439])
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:56")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:56", "function data.grantwire.facts.now")
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:56")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:56", "function data.grantwire.facts.now")
 b2:
 	return l2
 }
@@ -17393,7 +17393,7 @@ func f294_grantwire_oauth__verification_uri(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:236")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:236", "function data.grantwire.oauth._verification_uri")
 b2:
 	if l4 != nil {
 		goto b3
@@ -17413,12 +17413,12 @@ b2:
 		goto b3
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:238")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:238", "function data.grantwire.oauth._verification_uri")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:238")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:238", "function data.grantwire.oauth._verification_uri")
 b4:
 	return l2
 }
@@ -17502,12 +17502,12 @@ func f295_grantwire_oauth__device_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.Equal(l28, l27) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:226")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:226", "function data.grantwire.oauth._device_ok")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:226")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:226", "function data.grantwire.oauth._device_ok")
 b2:
 	return l2
 }
@@ -17556,19 +17556,19 @@ func f296_grantwire_oauth__interval(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l19 = l18
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/oauth/oauth.rego:246")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/oauth/oauth.rego:246", "function data.grantwire.oauth._interval")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = nc145
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:250")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:250", "function data.grantwire.oauth._interval")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:250")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:250", "function data.grantwire.oauth._interval")
 b4:
 	return l2
 }
@@ -17592,19 +17592,19 @@ func f297_grantwire_oauth__complete_uri(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:242")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:242", "function data.grantwire.oauth._complete_uri")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:244")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:244", "function data.grantwire.oauth._complete_uri")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:244")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:244", "function data.grantwire.oauth._complete_uri")
 b4:
 	return l2
 }
@@ -17624,12 +17624,12 @@ func f298_grantwire_oauth__has_error(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:224")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:224", "function data.grantwire.oauth._has_error")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:224")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:224", "function data.grantwire.oauth._has_error")
 b2:
 	return l2
 }
@@ -17642,7 +17642,7 @@ func f299_grantwire_oauth__transport_detail(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	if !rt.EqStr(l5, "timeout") {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[453], "policy/grantwire/oauth/oauth.rego:377")
+	l4 = rt.AssignOnce(l4, sc[453], "policy/grantwire/oauth/oauth.rego:377", "function data.grantwire.oauth._transport_detail")
 b2:
 	if l4 != nil {
 		goto b3
@@ -17651,7 +17651,7 @@ b2:
 	if !rt.EqStr(l5, "refused") {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, sc[455], "policy/grantwire/oauth/oauth.rego:379")
+	l4 = rt.AssignOnce(l4, sc[455], "policy/grantwire/oauth/oauth.rego:379", "function data.grantwire.oauth._transport_detail")
 b3:
 	if l4 != nil {
 		goto b4
@@ -17660,18 +17660,18 @@ b3:
 	if !rt.EqStr(l5, "tls") {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, sc[457], "policy/grantwire/oauth/oauth.rego:381")
+	l4 = rt.AssignOnce(l4, sc[457], "policy/grantwire/oauth/oauth.rego:381", "function data.grantwire.oauth._transport_detail")
 b4:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[458], "policy/grantwire/oauth/oauth.rego:383")
+	l4 = rt.AssignOnce(l4, sc[458], "policy/grantwire/oauth/oauth.rego:383", "function data.grantwire.oauth._transport_detail")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:383")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:383", "function data.grantwire.oauth._transport_detail")
 b6:
 	return l2
 }
@@ -17699,18 +17699,18 @@ func f300_grantwire_oauth__word(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:372")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:372", "function data.grantwire.oauth._word")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[460], "policy/grantwire/oauth/oauth.rego:375")
+	l4 = rt.AssignOnce(l4, sc[460], "policy/grantwire/oauth/oauth.rego:375", "function data.grantwire.oauth._word")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:375")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:375", "function data.grantwire.oauth._word")
 b4:
 	return l2
 }
@@ -17726,18 +17726,18 @@ func f301_grantwire_oauth_error_code(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:390")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:390", "function data.grantwire.oauth.error_code")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[463], "policy/grantwire/oauth/oauth.rego:392")
+	l4 = rt.AssignOnce(l4, sc[463], "policy/grantwire/oauth/oauth.rego:392", "function data.grantwire.oauth.error_code")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:392")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:392", "function data.grantwire.oauth.error_code")
 b4:
 	return l2
 }
@@ -17751,12 +17751,12 @@ func f302_grantwire_oauth__code(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:385")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:385", "function data.grantwire.oauth._code")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:385")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:385", "function data.grantwire.oauth._code")
 b2:
 	return l2
 }
@@ -17772,19 +17772,19 @@ func f303_grantwire_oauth__number(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:363")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/oauth/oauth.rego:363", "function data.grantwire.oauth._number")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = nc4
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:365")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:365", "function data.grantwire.oauth._number")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:365")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:365", "function data.grantwire.oauth._number")
 b4:
 	return l2
 }
@@ -17799,7 +17799,7 @@ func f304_grantwire_oauth__error_status(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = nc464
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:368")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:368", "function data.grantwire.oauth._error_status")
 b2:
 	if l4 != nil {
 		goto b3
@@ -17809,12 +17809,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:370")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:370", "function data.grantwire.oauth._error_status")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:370")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:370", "function data.grantwire.oauth._error_status")
 b4:
 	return l2
 }
@@ -17834,12 +17834,12 @@ func f305_grantwire_oauth__json_object(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:357")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:357", "function data.grantwire.oauth._json_object")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:357")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:357", "function data.grantwire.oauth._json_object")
 b2:
 	return l2
 }
@@ -17865,12 +17865,12 @@ func f306_grantwire_oauth__has_access(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:359")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:359", "function data.grantwire.oauth._has_access")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:359")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:359", "function data.grantwire.oauth._has_access")
 b2:
 	return l2
 }
@@ -17886,11 +17886,11 @@ func f307_grantwire_oauth_default_expires_in(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc471
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:29")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:29", "rule data.grantwire.oauth.default_expires_in")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:29")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:29", "rule data.grantwire.oauth.default_expires_in")
 b2:
 	return ev.SetCached(307, ev.SetMemo(307, l2))
 }
@@ -17939,7 +17939,7 @@ func f308_grantwire_oauth__expires_in(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l19 = l18
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/oauth/oauth.rego:398")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/oauth/oauth.rego:398", "function data.grantwire.oauth._expires_in")
 b2:
 	if l4 != nil {
 		goto b3
@@ -17949,12 +17949,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:402")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:402", "function data.grantwire.oauth._expires_in")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:402")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:402", "function data.grantwire.oauth._expires_in")
 b4:
 	return l2
 }
@@ -17981,19 +17981,19 @@ func f309_grantwire_oauth__refresh(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/oauth/oauth.rego:394")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/oauth/oauth.rego:394", "function data.grantwire.oauth._refresh")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:396")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:396", "function data.grantwire.oauth._refresh")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:396")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:396", "function data.grantwire.oauth._refresh")
 b4:
 	return l2
 }
@@ -18060,19 +18060,19 @@ b3:
 		goto b2
 	}
 	l28 = l27
-	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/oauth/oauth.rego:406")
+	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/oauth/oauth.rego:406", "function data.grantwire.oauth._granted")
 b2:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:409")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/oauth/oauth.rego:409", "function data.grantwire.oauth._granted")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:409")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:409", "function data.grantwire.oauth._granted")
 b6:
 	return l2
 }
@@ -18112,7 +18112,7 @@ func f311_grantwire_oauth_response(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l16, sc[449], rt.False)
 	l17 = nc4
 	rt.ObjectInsert(l16, sc[69], l17)
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/oauth/oauth.rego:335")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/oauth/oauth.rego:335", "function data.grantwire.oauth.response")
 b2:
 	if l4 != nil {
 		goto b3
@@ -18166,7 +18166,7 @@ b2:
 	rt.ObjectInsert(l22, sc[73], sc[465])
 	rt.ObjectInsert(l22, sc[449], rt.False)
 	rt.ObjectInsert(l22, sc[69], l21)
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/oauth/oauth.rego:337")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/oauth/oauth.rego:337", "function data.grantwire.oauth.response")
 b3:
 	if l4 != nil {
 		goto b4
@@ -18198,7 +18198,7 @@ n5:
 	rt.ObjectInsert(l11, sc[449], rt.False)
 	rt.ObjectInsert(l11, sc[69], l10)
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/oauth/oauth.rego:340")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/oauth/oauth.rego:340", "function data.grantwire.oauth.response")
 b4:
 	if l4 != nil {
 		goto b6
@@ -18230,7 +18230,7 @@ n7:
 	rt.ObjectInsert(l11, sc[449], rt.False)
 	rt.ObjectInsert(l11, sc[69], l10)
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/oauth/oauth.rego:343")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/oauth/oauth.rego:343", "function data.grantwire.oauth.response")
 b6:
 	if l4 != nil {
 		goto b8
@@ -18281,7 +18281,7 @@ b6:
 	rt.ObjectInsert(l23, sc[414], l15)
 	rt.ObjectInsert(l23, sc[431], l19)
 	l24 = l23
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/oauth/oauth.rego:346")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/oauth/oauth.rego:346", "function data.grantwire.oauth.response")
 b8:
 	if l4 != nil {
 		goto b9
@@ -18301,12 +18301,12 @@ b8:
 	rt.ObjectInsert(l10, sc[73], sc[69])
 	rt.ObjectInsert(l10, sc[449], rt.False)
 	rt.ObjectInsert(l10, sc[69], l9)
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:354")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/oauth/oauth.rego:354", "function data.grantwire.oauth.response")
 b9:
 	if l4 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:354")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:354", "function data.grantwire.oauth.response")
 b10:
 	return l2
 }
@@ -18387,7 +18387,7 @@ func f312_grantwire_oauth_device_response(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l32, sc[444], l18)
 	rt.ObjectInsert(l32, sc[448], l22)
 	l33 = l32
-	l4 = rt.AssignOnce(l4, l33, "policy/grantwire/oauth/oauth.rego:207")
+	l4 = rt.AssignOnce(l4, l33, "policy/grantwire/oauth/oauth.rego:207", "function data.grantwire.oauth.device_response")
 b2:
 	if l4 != nil {
 		goto b3
@@ -18429,7 +18429,7 @@ n4:
 	rt.ObjectInsert(l14, sc[449], rt.False)
 	l15 = nc441
 	rt.ObjectInsert(l14, sc[69], l15)
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/oauth/oauth.rego:218")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/oauth/oauth.rego:218", "function data.grantwire.oauth.device_response")
 b3:
 	if l4 != nil {
 		goto b5
@@ -18439,12 +18439,12 @@ b3:
 		goto b5
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:222")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/oauth/oauth.rego:222", "function data.grantwire.oauth.device_response")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:222")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:222", "function data.grantwire.oauth.device_response")
 b6:
 	return l2
 }
@@ -18467,12 +18467,12 @@ func f313_grantwire_connect__dev(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:540")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:540", "rule data.grantwire.connect._dev")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:540")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:540", "rule data.grantwire.connect._dev")
 b2:
 	return ev.SetMemo(313, l2)
 }
@@ -18508,7 +18508,7 @@ func f314_grantwire_connect__device_text(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:663")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:663", "rule data.grantwire.connect._device_text")
 b2:
 	if l3 != nil {
 		goto b3
@@ -18551,7 +18551,7 @@ b2:
 		goto b3
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:665")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:665", "rule data.grantwire.connect._device_text")
 b3:
 	if l3 != nil {
 		goto b4
@@ -18565,7 +18565,7 @@ b3:
 	if !rt.EqStr(l5, "not_json") {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[485], "policy/grantwire/connect/connect.rego:667")
+	l3 = rt.AssignOnce(l3, sc[485], "policy/grantwire/connect/connect.rego:667", "rule data.grantwire.connect._device_text")
 b4:
 	if l3 != nil {
 		goto b5
@@ -18579,7 +18579,7 @@ b4:
 	if !rt.EqStr(l5, "invalid") {
 		goto b5
 	}
-	l3 = rt.AssignOnce(l3, sc[486], "policy/grantwire/connect/connect.rego:669")
+	l3 = rt.AssignOnce(l3, sc[486], "policy/grantwire/connect/connect.rego:669", "rule data.grantwire.connect._device_text")
 b5:
 	if l3 != nil {
 		goto b6
@@ -18604,12 +18604,12 @@ b5:
 		goto b6
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:671")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:671", "rule data.grantwire.connect._device_text")
 b6:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:671")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:671", "rule data.grantwire.connect._device_text")
 b7:
 	return ev.SetMemo(314, l2)
 }
@@ -18664,7 +18664,7 @@ func f315_grantwire_connect__device_failure(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:635")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:635", "rule data.grantwire.connect._device_failure")
 b2:
 	if l3 != nil {
 		goto b3
@@ -18728,7 +18728,7 @@ b2:
 		goto b3
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/connect/connect.rego:641")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/connect/connect.rego:641", "rule data.grantwire.connect._device_failure")
 b3:
 	if l3 != nil {
 		goto b4
@@ -18769,7 +18769,7 @@ b3:
 		goto b4
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:650")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:650", "rule data.grantwire.connect._device_failure")
 b4:
 	if l3 != nil {
 		goto b5
@@ -18817,12 +18817,12 @@ b4:
 		goto b5
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:656")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:656", "rule data.grantwire.connect._device_failure")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:656")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:656", "rule data.grantwire.connect._device_failure")
 b6:
 	return ev.SetMemo(315, l2)
 }
@@ -18838,11 +18838,11 @@ func f316_grantwire_connect_default_timeout_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc492
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:44")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:44", "rule data.grantwire.connect.default_timeout_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:44")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:44", "rule data.grantwire.connect.default_timeout_ms")
 b2:
 	return ev.SetCached(316, ev.SetMemo(316, l2))
 }
@@ -18874,7 +18874,7 @@ func f317_grantwire_connect__timeout(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:107")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:107", "rule data.grantwire.connect._timeout")
 b2:
 	if l3 != nil {
 		goto b3
@@ -18883,12 +18883,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:109")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:109", "rule data.grantwire.connect._timeout")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:109")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:109", "rule data.grantwire.connect._timeout")
 b4:
 	return ev.SetMemo(317, l2)
 }
@@ -18923,12 +18923,12 @@ func f318_grantwire_connect__window(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:543")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:543", "rule data.grantwire.connect._window")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:543")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:543", "rule data.grantwire.connect._window")
 b2:
 	return ev.SetMemo(318, l2)
 }
@@ -18946,19 +18946,19 @@ func f319_grantwire_facts__complete(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[448], l5)
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/facts/facts.rego:175")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/facts/facts.rego:175", "function data.grantwire.facts._complete")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Object(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:177")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:177", "function data.grantwire.facts._complete")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:177")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:177", "function data.grantwire.facts._complete")
 b4:
 	return l2
 }
@@ -18990,12 +18990,12 @@ func f320_grantwire_facts_prompt(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7, l8, l9
 		goto b1
 	}
 	l22 = l21
-	l10 = rt.AssignOnce(l10, l22, "policy/grantwire/facts/facts.rego:167")
+	l10 = rt.AssignOnce(l10, l22, "policy/grantwire/facts/facts.rego:167", "function data.grantwire.facts.prompt")
 b1:
 	if l10 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l10, "policy/grantwire/facts/facts.rego:167")
+	l2 = rt.AssignOnce(l2, l10, "policy/grantwire/facts/facts.rego:167", "function data.grantwire.facts.prompt")
 b2:
 	return l2
 }
@@ -19052,12 +19052,12 @@ func f321_grantwire_connect__prompt_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/connect/connect.rego:602")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/connect/connect.rego:602", "rule data.grantwire.connect._prompt_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:602")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:602", "rule data.grantwire.connect._prompt_need")
 b2:
 	return ev.SetMemo(321, l2)
 }
@@ -19075,12 +19075,12 @@ func f322_grantwire_errors_headless(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V
 		goto b1
 	}
 	l12 = l11
-	l6 = rt.AssignOnce(l6, l12, "policy/grantwire/errors/errors.rego:378")
+	l6 = rt.AssignOnce(l6, l12, "policy/grantwire/errors/errors.rego:378", "function data.grantwire.errors.headless")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:378")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:378", "function data.grantwire.errors.headless")
 b2:
 	return l2
 }
@@ -19113,11 +19113,11 @@ func f323_grantwire_connect__poll_facts(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:554")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:554", "rule data.grantwire.connect._poll_facts")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:554")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:554", "rule data.grantwire.connect._poll_facts")
 b4:
 	return ev.SetMemo(323, l2)
 }
@@ -19137,12 +19137,12 @@ func f324_grantwire_connect__polls(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:551")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:551", "rule data.grantwire.connect._polls")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:551")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:551", "rule data.grantwire.connect._polls")
 b2:
 	return ev.SetMemo(324, l2)
 }
@@ -19164,12 +19164,12 @@ func f325_grantwire_connect__poll_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/connect/connect.rego:547")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/connect/connect.rego:547", "function data.grantwire.connect._poll_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:547")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:547", "function data.grantwire.connect._poll_key")
 b2:
 	return l2
 }
@@ -19200,12 +19200,12 @@ func f326_grantwire_connect__last(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:556")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:556", "rule data.grantwire.connect._last")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:556")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:556", "rule data.grantwire.connect._last")
 b2:
 	return ev.SetMemo(326, l2)
 }
@@ -19242,12 +19242,12 @@ b2:
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:565")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:565", "rule data.grantwire.connect._unanswered")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:565")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:565", "rule data.grantwire.connect._unanswered")
 b4:
 	return ev.SetMemo(327, l2)
 }
@@ -19263,11 +19263,11 @@ func f328_grantwire_connect_max_unanswered(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc118
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:63")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:63", "rule data.grantwire.connect.max_unanswered")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:63")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:63", "rule data.grantwire.connect.max_unanswered")
 b2:
 	return ev.SetCached(328, ev.SetMemo(328, l2))
 }
@@ -19296,12 +19296,12 @@ func f329_grantwire_connect__pending(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:583")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:583", "function data.grantwire.connect._pending")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:583")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:583", "function data.grantwire.connect._pending")
 b2:
 	l4 = nil
 	l5 = l3
@@ -19331,12 +19331,12 @@ b2:
 	if rt.EqBool(l12, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:588")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/connect/connect.rego:588", "function data.grantwire.connect._pending")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:588")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:588", "function data.grantwire.connect._pending")
 b4:
 	return l2
 }
@@ -19358,12 +19358,12 @@ func f330_grantwire_connect__sleep_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/connect/connect.rego:549")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/connect/connect.rego:549", "function data.grantwire.connect._sleep_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:549")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:549", "function data.grantwire.connect._sleep_key")
 b2:
 	return l2
 }
@@ -19401,7 +19401,7 @@ func f331_grantwire_connect__clock(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:559")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:559", "rule data.grantwire.connect._clock")
 b2:
 	if l3 != nil {
 		goto b3
@@ -19413,12 +19413,12 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:561")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:561", "rule data.grantwire.connect._clock")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:561")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:561", "rule data.grantwire.connect._clock")
 b4:
 	return ev.SetMemo(331, l2)
 }
@@ -19445,12 +19445,12 @@ func f332_grantwire_connect__deadline(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:545")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:545", "rule data.grantwire.connect._deadline")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:545")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:545", "rule data.grantwire.connect._deadline")
 b2:
 	return ev.SetMemo(332, l2)
 }
@@ -19466,11 +19466,11 @@ func f333_grantwire_connect_max_polls(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc503
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:51")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:51", "rule data.grantwire.connect.max_polls")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:51", "rule data.grantwire.connect.max_polls")
 b2:
 	return ev.SetCached(333, ev.SetMemo(333, l2))
 }
@@ -19489,12 +19489,12 @@ func f334_grantwire_connect__keep_polling(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l4, l5) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:594")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:594", "rule data.grantwire.connect._keep_polling")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:594")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:594", "rule data.grantwire.connect._keep_polling")
 b2:
 	l3 = nil
 	if l4 = f326_grantwire_connect__last(ev, l0, l1); l4 == nil {
@@ -19535,12 +19535,12 @@ b2:
 	if rt.EqBool(l16, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:596")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:596", "rule data.grantwire.connect._keep_polling")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:596")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:596", "rule data.grantwire.connect._keep_polling")
 b4:
 	return ev.SetMemo(334, l2)
 }
@@ -19556,11 +19556,11 @@ func f335_grantwire_connect_slow_down_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:56")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:56", "rule data.grantwire.connect.slow_down_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:56")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:56", "rule data.grantwire.connect.slow_down_ms")
 b2:
 	return ev.SetCached(335, ev.SetMemo(335, l2))
 }
@@ -19599,12 +19599,12 @@ b2:
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:563")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:563", "rule data.grantwire.connect._slow_downs")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:563")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:563", "rule data.grantwire.connect._slow_downs")
 b4:
 	return ev.SetMemo(336, l2)
 }
@@ -19640,12 +19640,12 @@ func f337_grantwire_connect__floor_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:575")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:575", "rule data.grantwire.connect._floor_ms")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:575")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:575", "rule data.grantwire.connect._floor_ms")
 b2:
 	return ev.SetMemo(337, l2)
 }
@@ -19717,12 +19717,12 @@ b2:
 		goto b1
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/connect/connect.rego:568")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/connect/connect.rego:568", "rule data.grantwire.connect._hinted")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:568")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:568", "rule data.grantwire.connect._hinted")
 b4:
 	return ev.SetMemo(338, l2)
 }
@@ -19791,12 +19791,12 @@ func f339_grantwire_connect__wait(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l31 = l30
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/connect/connect.rego:579")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/connect/connect.rego:579", "rule data.grantwire.connect._wait")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:579")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:579", "rule data.grantwire.connect._wait")
 b2:
 	return ev.SetMemo(339, l2)
 }
@@ -19839,12 +19839,12 @@ func f340_grantwire_connect__next_wait(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:581")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:581", "rule data.grantwire.connect._next_wait")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:581")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:581", "rule data.grantwire.connect._next_wait")
 b2:
 	return ev.SetMemo(340, l2)
 }
@@ -19859,11 +19859,11 @@ func f341_grantwire_facts_sleep(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l8, sc[72], l6)
 	rt.ObjectInsert(l8, sc[73], sc[504])
 	rt.ObjectInsert(l8, sc[505], l7)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:159")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:159", "function data.grantwire.facts.sleep")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:159")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:159", "function data.grantwire.facts.sleep")
 b2:
 	return l2
 }
@@ -19878,11 +19878,11 @@ func f342_grantwire_oauth_device_grant_type(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[506], "policy/grantwire/oauth/oauth.rego:145")
+	l3 = rt.AssignOnce(l3, sc[506], "policy/grantwire/oauth/oauth.rego:145", "rule data.grantwire.oauth.device_grant_type")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:145")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:145", "rule data.grantwire.oauth.device_grant_type")
 b2:
 	return ev.SetCached(342, ev.SetMemo(342, l2))
 }
@@ -19911,7 +19911,7 @@ func f343_grantwire_oauth_auth_method(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:67")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:67", "function data.grantwire.oauth.auth_method")
 b2:
 	if l5 != nil {
 		goto b3
@@ -19924,19 +19924,19 @@ b2:
 	if !rt.EqBool(l8, true) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, sc[270], "policy/grantwire/oauth/oauth.rego:70")
+	l5 = rt.AssignOnce(l5, sc[270], "policy/grantwire/oauth/oauth.rego:70", "function data.grantwire.oauth.auth_method")
 b3:
 	if l5 != nil {
 		goto b4
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, sc[272], "policy/grantwire/oauth/oauth.rego:72")
+	l5 = rt.AssignOnce(l5, sc[272], "policy/grantwire/oauth/oauth.rego:72", "function data.grantwire.oauth.auth_method")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:72")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:72", "function data.grantwire.oauth.auth_method")
 b5:
 	return l2
 }
@@ -19972,7 +19972,7 @@ func f344_grantwire_oauth__auth_form(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l15, sc[338], l12)
 	rt.ObjectInsert(l15, sc[340], l14)
 	l16 = l15
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/oauth/oauth.rego:80")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/oauth/oauth.rego:80", "function data.grantwire.oauth._auth_form")
 b2:
 	if l5 != nil {
 		goto b3
@@ -19993,7 +19993,7 @@ b2:
 		goto b3
 	}
 	l11 = ev.Object(0)
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:83")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:83", "function data.grantwire.oauth._auth_form")
 b3:
 	if l5 != nil {
 		goto b4
@@ -20007,12 +20007,12 @@ b3:
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[338], l9)
 	l11 = l10
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:86")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:86", "function data.grantwire.oauth._auth_form")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:86")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:86", "function data.grantwire.oauth._auth_form")
 b5:
 	return l2
 }
@@ -20052,7 +20052,7 @@ func f345_grantwire_oauth__auth_headers(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	rt.ObjectInsert(l16, sc[508], l17)
 	rt.ObjectInsert(l15, sc[507], l16)
 	l18 = l15
-	l5 = rt.AssignOnce(l5, l18, "policy/grantwire/oauth/oauth.rego:75")
+	l5 = rt.AssignOnce(l5, l18, "policy/grantwire/oauth/oauth.rego:75", "function data.grantwire.oauth._auth_headers")
 b2:
 	if l5 != nil {
 		goto b3
@@ -20060,12 +20060,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = ev.Object(0)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/oauth/oauth.rego:78")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/oauth/oauth.rego:78", "function data.grantwire.oauth._auth_headers")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:78")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:78", "function data.grantwire.oauth._auth_headers")
 b4:
 	return l2
 }
@@ -20084,11 +20084,11 @@ func f346_grantwire_oauth_secret_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[468])
 	rt.ArrayAppend(l4, sc[385])
 	rt.ArrayAppend(l4, sc[509])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:34")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/oauth/oauth.rego:34", "rule data.grantwire.oauth.secret_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:34")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/oauth/oauth.rego:34", "rule data.grantwire.oauth.secret_fields")
 b2:
 	return ev.SetCached(346, ev.SetMemo(346, l2))
 }
@@ -20146,12 +20146,12 @@ func f347_grantwire_oauth__token_request(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt
 		goto b1
 	}
 	l31 = l30
-	l7 = rt.AssignOnce(l7, l31, "policy/grantwire/oauth/oauth.rego:120")
+	l7 = rt.AssignOnce(l7, l31, "policy/grantwire/oauth/oauth.rego:120", "function data.grantwire.oauth._token_request")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:120")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:120", "function data.grantwire.oauth._token_request")
 b2:
 	return l2
 }
@@ -20175,12 +20175,12 @@ func f348_grantwire_oauth_device_poll_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *
 		goto b1
 	}
 	l16 = l15
-	l7 = rt.AssignOnce(l7, l16, "policy/grantwire/oauth/oauth.rego:169")
+	l7 = rt.AssignOnce(l7, l16, "policy/grantwire/oauth/oauth.rego:169", "function data.grantwire.oauth.device_poll_need")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:169")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:169", "function data.grantwire.oauth.device_poll_need")
 b2:
 	return l2
 }
@@ -20209,7 +20209,7 @@ func f349_grantwire_errors__decimal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:56")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:56", "function data.grantwire.errors._decimal")
 b2:
 	if l4 != nil {
 		goto b3
@@ -20219,12 +20219,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/errors/errors.rego:59")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/errors/errors.rego:59", "function data.grantwire.errors._decimal")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:59")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:59", "function data.grantwire.errors._decimal")
 b4:
 	return l2
 }
@@ -20266,7 +20266,7 @@ func f350_grantwire_errors_duration(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l19 = l18
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/errors/errors.rego:361")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/errors/errors.rego:361", "function data.grantwire.errors.duration")
 b2:
 	if l4 != nil {
 		goto b3
@@ -20297,7 +20297,7 @@ b2:
 		goto b3
 	}
 	l17 = l16
-	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/errors/errors.rego:364")
+	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/errors/errors.rego:364", "function data.grantwire.errors.duration")
 b3:
 	if l4 != nil {
 		goto b4
@@ -20314,12 +20314,12 @@ b3:
 		goto b4
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/errors/errors.rego:366")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/errors/errors.rego:366", "function data.grantwire.errors.duration")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:366")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:366", "function data.grantwire.errors.duration")
 b5:
 	return l2
 }
@@ -20352,12 +20352,12 @@ func f351_grantwire_connect__not_in_time(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:633")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:633", "rule data.grantwire.connect._not_in_time")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:633")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:633", "rule data.grantwire.connect._not_in_time")
 b2:
 	return ev.SetMemo(351, l2)
 }
@@ -20380,12 +20380,12 @@ func f352_grantwire_connect__device_cmd(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:435")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:435", "rule data.grantwire.connect._device_cmd")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:435")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:435", "rule data.grantwire.connect._device_cmd")
 b2:
 	return ev.SetMemo(352, l2)
 }
@@ -20410,12 +20410,12 @@ func f353_grantwire_errors_device_timeout(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V)
 		goto b1
 	}
 	l15 = l14
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/errors/errors.rego:385")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/errors/errors.rego:385", "function data.grantwire.errors.device_timeout")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:385")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:385", "function data.grantwire.errors.device_timeout")
 b2:
 	return l2
 }
@@ -20443,12 +20443,12 @@ func f354_grantwire_errors_consent_denied(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/errors/errors.rego:278")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/errors/errors.rego:278", "function data.grantwire.errors.consent_denied")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:278")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:278", "function data.grantwire.errors.consent_denied")
 b2:
 	return l2
 }
@@ -20496,7 +20496,7 @@ func f355_grantwire_connect__r(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:207")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:207", "rule data.grantwire.connect._r")
 b2:
 	if l3 != nil {
 		goto b3
@@ -20512,12 +20512,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:210")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:210", "rule data.grantwire.connect._r")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:210")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:210", "rule data.grantwire.connect._r")
 b4:
 	return ev.SetMemo(355, l2)
 }
@@ -20566,7 +20566,7 @@ n3:
 		goto b2
 	}
 	l19 = l18
-	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/oauth/oauth.rego:94")
+	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/oauth/oauth.rego:94", "function data.grantwire.oauth.invalid_client")
 b2:
 	if l5 != nil {
 		goto b4
@@ -20606,12 +20606,12 @@ b2:
 		goto b4
 	}
 	l20 = l19
-	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/oauth/oauth.rego:104")
+	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/oauth/oauth.rego:104", "function data.grantwire.oauth.invalid_client")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:104")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:104", "function data.grantwire.oauth.invalid_client")
 b5:
 	return l2
 }
@@ -20639,7 +20639,7 @@ func f357_grantwire_errors__failure_text(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:253")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:253", "function data.grantwire.errors._failure_text")
 b2:
 	if l4 != nil {
 		goto b3
@@ -20651,7 +20651,7 @@ b2:
 	if !rt.EqStr(l6, "not_json") {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, sc[533], "policy/grantwire/errors/errors.rego:255")
+	l4 = rt.AssignOnce(l4, sc[533], "policy/grantwire/errors/errors.rego:255", "function data.grantwire.errors._failure_text")
 b3:
 	if l4 != nil {
 		goto b4
@@ -20663,7 +20663,7 @@ b3:
 	if !rt.EqStr(l6, "no_access_token") {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, sc[534], "policy/grantwire/errors/errors.rego:257")
+	l4 = rt.AssignOnce(l4, sc[534], "policy/grantwire/errors/errors.rego:257", "function data.grantwire.errors._failure_text")
 b4:
 	if l4 != nil {
 		goto b5
@@ -20697,7 +20697,7 @@ b4:
 		goto b5
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:259")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:259", "function data.grantwire.errors._failure_text")
 b5:
 	if l4 != nil {
 		goto b6
@@ -20719,12 +20719,12 @@ b5:
 		goto b6
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:261")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/errors/errors.rego:261", "function data.grantwire.errors._failure_text")
 b6:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:261")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:261", "function data.grantwire.errors._failure_text")
 b7:
 	return l2
 }
@@ -20764,12 +20764,12 @@ func f358_grantwire_errors_token_failure(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 		goto b1
 	}
 	l19 = l18
-	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/errors/errors.rego:246")
+	l5 = rt.AssignOnce(l5, l19, "policy/grantwire/errors/errors.rego:246", "function data.grantwire.errors.token_failure")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:246")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:246", "function data.grantwire.errors.token_failure")
 b2:
 	return l2
 }
@@ -20811,7 +20811,7 @@ func f359_grantwire_connect__token_error(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:306")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:306", "rule data.grantwire.connect._token_error")
 b2:
 	if l3 != nil {
 		goto b3
@@ -20828,12 +20828,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:309")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:309", "rule data.grantwire.connect._token_error")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:309")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:309", "rule data.grantwire.connect._token_error")
 b4:
 	return ev.SetMemo(359, l2)
 }
@@ -20884,7 +20884,7 @@ n3:
 		goto b2
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:607")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:607", "rule data.grantwire.connect._device_step")
 b2:
 	if l3 != nil {
 		goto b4
@@ -20909,7 +20909,7 @@ n5:
 		goto b4
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:612")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:612", "rule data.grantwire.connect._device_step")
 b4:
 	if l3 != nil {
 		goto b6
@@ -20936,7 +20936,7 @@ n7:
 		goto b6
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:614")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:614", "rule data.grantwire.connect._device_step")
 b6:
 	if l3 != nil {
 		goto b8
@@ -20980,7 +20980,7 @@ n9:
 		goto b8
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:616")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:616", "rule data.grantwire.connect._device_step")
 b8:
 	if l3 != nil {
 		goto b10
@@ -21056,7 +21056,7 @@ b8:
 		goto b10
 	}
 	l36 = l35
-	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/connect/connect.rego:618")
+	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/connect/connect.rego:618", "rule data.grantwire.connect._device_step")
 b10:
 	if l3 != nil {
 		goto b11
@@ -21092,7 +21092,7 @@ b10:
 		goto b11
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:623")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:623", "rule data.grantwire.connect._device_step")
 b11:
 	if l3 != nil {
 		goto b12
@@ -21133,7 +21133,7 @@ b11:
 		goto b12
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:625")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:625", "rule data.grantwire.connect._device_step")
 b12:
 	if l3 != nil {
 		goto b13
@@ -21176,7 +21176,7 @@ b12:
 		goto b13
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:627")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:627", "rule data.grantwire.connect._device_step")
 b13:
 	if l3 != nil {
 		goto b14
@@ -21201,12 +21201,12 @@ n15:
 		goto b14
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:629")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:629", "rule data.grantwire.connect._device_step")
 b14:
 	if l3 == nil {
 		goto b16
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:629")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:629", "rule data.grantwire.connect._device_step")
 b16:
 	return ev.SetMemo(360, l2)
 }
@@ -21224,17 +21224,17 @@ func f361_grantwire_connect__mode(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqStr(l4, "paste") {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[373], "policy/grantwire/connect/connect.rego:94")
+	l3 = rt.AssignOnce(l3, sc[373], "policy/grantwire/connect/connect.rego:94", "rule data.grantwire.connect._mode")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[536], "policy/grantwire/connect/connect.rego:96")
+	l3 = rt.AssignOnce(l3, sc[536], "policy/grantwire/connect/connect.rego:96", "rule data.grantwire.connect._mode")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:96")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:96", "rule data.grantwire.connect._mode")
 b4:
 	return ev.SetMemo(361, l2)
 }
@@ -21251,11 +21251,11 @@ func f362_grantwire_facts_loopback_mode(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *
 	rt.ObjectInsert(l10, sc[72], l7)
 	rt.ObjectInsert(l10, sc[73], sc[537])
 	rt.ObjectInsert(l10, sc[538], l9)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:146")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/facts/facts.rego:146", "function data.grantwire.facts.loopback_mode")
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:146")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/facts/facts.rego:146", "function data.grantwire.facts.loopback_mode")
 b2:
 	return l2
 }
@@ -21277,12 +21277,12 @@ func f363_grantwire_connect__redirect(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:188")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/connect/connect.rego:188", "rule data.grantwire.connect._redirect")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:188")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:188", "rule data.grantwire.connect._redirect")
 b2:
 	return ev.SetMemo(363, l2)
 }
@@ -21304,12 +21304,12 @@ func f364_grantwire_connect__listening(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:199")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:199", "rule data.grantwire.connect._listening")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:199")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:199", "rule data.grantwire.connect._listening")
 b2:
 	return ev.SetMemo(364, l2)
 }
@@ -21339,7 +21339,7 @@ func f365_grantwire_connect__other_way(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:441")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:441", "rule data.grantwire.connect._other_way")
 b2:
 	if l3 != nil {
 		goto b3
@@ -21354,17 +21354,17 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:443")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:443", "rule data.grantwire.connect._other_way")
 b3:
 	if l3 != nil {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/connect/connect.rego:445")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/connect/connect.rego:445", "rule data.grantwire.connect._other_way")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:445")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:445", "rule data.grantwire.connect._other_way")
 b5:
 	return ev.SetMemo(365, l2)
 }
@@ -21406,7 +21406,7 @@ func f366_grantwire_connect__no_loopback(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:499")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:499", "rule data.grantwire.connect._no_loopback")
 b2:
 	if l3 != nil {
 		goto b3
@@ -21435,12 +21435,12 @@ b2:
 		goto b3
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:505")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:505", "rule data.grantwire.connect._no_loopback")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:505")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:505", "rule data.grantwire.connect._no_loopback")
 b4:
 	return ev.SetMemo(366, l2)
 }
@@ -21455,11 +21455,11 @@ func f367_grantwire_facts_entropy(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l8, sc[544], l7)
 	rt.ObjectInsert(l8, sc[72], l6)
 	rt.ObjectInsert(l8, sc[73], sc[545])
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:61")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:61", "function data.grantwire.facts.entropy")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:61")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:61", "function data.grantwire.facts.entropy")
 b2:
 	return l2
 }
@@ -21476,11 +21476,11 @@ func f368_grantwire_connect__state(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l3 = nil
 	l4 = ev.Object(0)
 	rt.ObjectInsert(l4, sc[361], sc[550])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:186")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:186", "rule data.grantwire.connect._state")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:186")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:186", "rule data.grantwire.connect._state")
 b2:
 	return ev.SetCached(368, ev.SetMemo(368, l2))
 }
@@ -21497,11 +21497,11 @@ func f369_grantwire_connect__verifier(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l3 = nil
 	l4 = ev.Object(0)
 	rt.ObjectInsert(l4, sc[361], sc[551])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:184")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:184", "rule data.grantwire.connect._verifier")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:184")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:184", "rule data.grantwire.connect._verifier")
 b2:
 	return ev.SetCached(369, ev.SetMemo(369, l2))
 }
@@ -21562,12 +21562,12 @@ func f370_grantwire_oauth_authorization_url(ev *rt.Eval, l0, l1, l3, l4, l5, l6,
 	l35 = ev.Object(0)
 	rt.ObjectInsert(l35, sc[557], l19)
 	rt.ObjectInsert(l35, sc[558], l34)
-	l9 = rt.AssignOnce(l9, l35, "policy/grantwire/oauth/oauth.rego:257")
+	l9 = rt.AssignOnce(l9, l35, "policy/grantwire/oauth/oauth.rego:257", "function data.grantwire.oauth.authorization_url")
 b1:
 	if l9 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l9, "policy/grantwire/oauth/oauth.rego:257")
+	l2 = rt.AssignOnce(l2, l9, "policy/grantwire/oauth/oauth.rego:257", "function data.grantwire.oauth.authorization_url")
 b2:
 	return l2
 }
@@ -21607,12 +21607,12 @@ func f371_grantwire_connect__auth_url(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:190")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:190", "rule data.grantwire.connect._auth_url")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:190")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:190", "rule data.grantwire.connect._auth_url")
 b2:
 	return ev.SetMemo(371, l2)
 }
@@ -21633,11 +21633,11 @@ func f372_grantwire_facts_loopback_wait(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7 
 	rt.ObjectInsert(l14, sc[548], l11)
 	rt.ObjectInsert(l14, sc[367], l12)
 	rt.ObjectInsert(l14, sc[21], l10)
-	l8 = rt.AssignOnce(l8, l14, "policy/grantwire/facts/facts.rego:151")
+	l8 = rt.AssignOnce(l8, l14, "policy/grantwire/facts/facts.rego:151", "function data.grantwire.facts.loopback_wait")
 	if l8 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/facts/facts.rego:151")
+	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/facts/facts.rego:151", "function data.grantwire.facts.loopback_wait")
 b2:
 	return l2
 }
@@ -21689,7 +21689,7 @@ func f373_grantwire_connect__wait_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:491")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:491", "rule data.grantwire.connect._wait_need")
 b2:
 	if l3 != nil {
 		goto b3
@@ -21714,12 +21714,12 @@ b2:
 		goto b3
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:496")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:496", "rule data.grantwire.connect._wait_need")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:496")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:496", "rule data.grantwire.connect._wait_need")
 b4:
 	return ev.SetMemo(373, l2)
 }
@@ -21738,12 +21738,12 @@ func f374_grantwire_connect__cb(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:192")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:192", "rule data.grantwire.connect._cb")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:192")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:192", "rule data.grantwire.connect._cb")
 b2:
 	return ev.SetMemo(374, l2)
 }
@@ -21773,7 +21773,7 @@ func f375_grantwire_connect__paste_again(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:515")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:515", "rule data.grantwire.connect._paste_again")
 b2:
 	if l3 != nil {
 		goto b3
@@ -21782,12 +21782,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:517")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:517", "rule data.grantwire.connect._paste_again")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:517")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:517", "rule data.grantwire.connect._paste_again")
 b4:
 	return ev.SetMemo(375, l2)
 }
@@ -21829,7 +21829,7 @@ func f376_grantwire_connect__nothing_came(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:507")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:507", "rule data.grantwire.connect._nothing_came")
 b2:
 	if l3 != nil {
 		goto b3
@@ -21838,12 +21838,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:513")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:513", "rule data.grantwire.connect._nothing_came")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:513")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:513", "rule data.grantwire.connect._nothing_came")
 b4:
 	return ev.SetMemo(376, l2)
 }
@@ -21874,12 +21874,12 @@ func f377_grantwire_errors_authorization_timeout(ev *rt.Eval, l0, l1, l3, l4, l5
 		goto b1
 	}
 	l17 = l16
-	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:349")
+	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:349", "function data.grantwire.errors.authorization_timeout")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:349")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:349", "function data.grantwire.errors.authorization_timeout")
 b2:
 	return l2
 }
@@ -21900,12 +21900,12 @@ func f378_grantwire_connect__params(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:194")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:194", "rule data.grantwire.connect._params")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:194")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:194", "rule data.grantwire.connect._params")
 b2:
 	return ev.SetMemo(378, l2)
 }
@@ -21931,12 +21931,12 @@ func f379_grantwire_transport_origin(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/transport/transport.rego:191")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/transport/transport.rego:191", "function data.grantwire.transport.origin")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:191")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/transport/transport.rego:191", "function data.grantwire.transport.origin")
 b2:
 	return l2
 }
@@ -21967,7 +21967,7 @@ func f380_grantwire_oauth_issuer(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:419")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/oauth/oauth.rego:419", "function data.grantwire.oauth.issuer")
 b2:
 	if l5 != nil {
 		goto b3
@@ -21986,12 +21986,12 @@ b2:
 		goto b3
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/oauth/oauth.rego:423")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/oauth/oauth.rego:423", "function data.grantwire.oauth.issuer")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:423")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:423", "function data.grantwire.oauth.issuer")
 b4:
 	return l2
 }
@@ -22011,12 +22011,12 @@ func f381_grantwire_oauth__has_iss(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:361")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:361", "function data.grantwire.oauth._has_iss")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:361")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:361", "function data.grantwire.oauth._has_iss")
 b2:
 	return l2
 }
@@ -22054,12 +22054,12 @@ func f382_grantwire_oauth_issuer_required(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l15, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:428")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/oauth/oauth.rego:428", "function data.grantwire.oauth.issuer_required")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:428")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:428", "function data.grantwire.oauth.issuer_required")
 b2:
 	return l2
 }
@@ -22095,7 +22095,7 @@ func f383_grantwire_oauth_issuer_problem(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) 
 	if rt.EqBool(l17, false) {
 		goto b2
 	}
-	l6 = rt.AssignOnce(l6, sc[568], "policy/grantwire/oauth/oauth.rego:438")
+	l6 = rt.AssignOnce(l6, sc[568], "policy/grantwire/oauth/oauth.rego:438", "function data.grantwire.oauth.issuer_problem")
 b2:
 	if l6 != nil {
 		goto b3
@@ -22117,12 +22117,12 @@ n4:
 	if rt.EqBool(l11, false) {
 		goto b3
 	}
-	l6 = rt.AssignOnce(l6, sc[569], "policy/grantwire/oauth/oauth.rego:441")
+	l6 = rt.AssignOnce(l6, sc[569], "policy/grantwire/oauth/oauth.rego:441", "function data.grantwire.oauth.issuer_problem")
 b3:
 	if l6 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:441")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:441", "function data.grantwire.oauth.issuer_problem")
 b5:
 	return l2
 }
@@ -22149,12 +22149,12 @@ func f384_grantwire_errors_issuer_mismatch(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *r
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/errors/errors.rego:337")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/errors/errors.rego:337", "function data.grantwire.errors.issuer_mismatch")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:337")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:337", "function data.grantwire.errors.issuer_mismatch")
 b2:
 	return l2
 }
@@ -22180,12 +22180,12 @@ func f385_grantwire_errors_provider_problem(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.
 		goto b1
 	}
 	l15 = l14
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/errors/errors.rego:234")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/errors/errors.rego:234", "function data.grantwire.errors.provider_problem")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:234")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:234", "function data.grantwire.errors.provider_problem")
 b2:
 	return l2
 }
@@ -22213,12 +22213,12 @@ func f386_grantwire_connect__has_code(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:201")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:201", "rule data.grantwire.connect._has_code")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:201")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:201", "rule data.grantwire.connect._has_code")
 b2:
 	return ev.SetMemo(386, l2)
 }
@@ -22243,12 +22243,12 @@ func f387_grantwire_connect__code(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l8 = ev.Object(0)
 	rt.ObjectInsert(l8, sc[361], l7)
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:196")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:196", "rule data.grantwire.connect._code")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:196")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:196", "rule data.grantwire.connect._code")
 b2:
 	return ev.SetMemo(387, l2)
 }
@@ -22264,12 +22264,12 @@ func f388_grantwire_facts_commit(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/facts/facts.rego:131")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/facts/facts.rego:131", "function data.grantwire.facts.commit")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:131")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:131", "function data.grantwire.facts.commit")
 b2:
 	return l2
 }
@@ -22290,12 +22290,12 @@ func f389_grantwire_oauth_token_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) 
 		goto b1
 	}
 	l15 = l14
-	l7 = rt.AssignOnce(l7, l15, "policy/grantwire/oauth/oauth.rego:118")
+	l7 = rt.AssignOnce(l7, l15, "policy/grantwire/oauth/oauth.rego:118", "function data.grantwire.oauth.token_need")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:118")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:118", "function data.grantwire.oauth.token_need")
 b2:
 	return l2
 }
@@ -22319,12 +22319,12 @@ func f390_grantwire_oauth_exchange_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7,
 		goto b1
 	}
 	l18 = l17
-	l9 = rt.AssignOnce(l9, l18, "policy/grantwire/oauth/oauth.rego:137")
+	l9 = rt.AssignOnce(l9, l18, "policy/grantwire/oauth/oauth.rego:137", "function data.grantwire.oauth.exchange_need")
 b1:
 	if l9 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l9, "policy/grantwire/oauth/oauth.rego:137")
+	l2 = rt.AssignOnce(l2, l9, "policy/grantwire/oauth/oauth.rego:137", "function data.grantwire.oauth.exchange_need")
 b2:
 	return l2
 }
@@ -22366,7 +22366,7 @@ n3:
 		goto b2
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:457")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:457", "rule data.grantwire.connect._browser_step")
 b2:
 	if l3 != nil {
 		goto b4
@@ -22388,7 +22388,7 @@ n5:
 		goto b4
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:459")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:459", "rule data.grantwire.connect._browser_step")
 b4:
 	if l3 != nil {
 		goto b6
@@ -22430,7 +22430,7 @@ b4:
 		goto b6
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:461")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:461", "rule data.grantwire.connect._browser_step")
 b6:
 	if l3 != nil {
 		goto b7
@@ -22457,7 +22457,7 @@ n8:
 		goto b7
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:464")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:464", "rule data.grantwire.connect._browser_step")
 b7:
 	if l3 != nil {
 		goto b9
@@ -22480,7 +22480,7 @@ b7:
 		goto b9
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:466")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:466", "rule data.grantwire.connect._browser_step")
 b9:
 	if l3 != nil {
 		goto b10
@@ -22519,7 +22519,7 @@ b9:
 		goto b10
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:468")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/connect/connect.rego:468", "rule data.grantwire.connect._browser_step")
 b10:
 	if l3 != nil {
 		goto b11
@@ -22554,7 +22554,7 @@ b10:
 		goto b11
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:470")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:470", "rule data.grantwire.connect._browser_step")
 b11:
 	if l3 != nil {
 		goto b12
@@ -22581,7 +22581,7 @@ b11:
 		goto b12
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:472")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/connect/connect.rego:472", "rule data.grantwire.connect._browser_step")
 b12:
 	if l3 != nil {
 		goto b13
@@ -22631,7 +22631,7 @@ b12:
 		goto b13
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/connect/connect.rego:474")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/connect/connect.rego:474", "rule data.grantwire.connect._browser_step")
 b13:
 	if l3 != nil {
 		goto b14
@@ -22657,7 +22657,7 @@ n15:
 		goto b14
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:483")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:483", "rule data.grantwire.connect._browser_step")
 b14:
 	if l3 != nil {
 		goto b16
@@ -22704,7 +22704,7 @@ n17:
 		goto b16
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:485")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/connect/connect.rego:485", "rule data.grantwire.connect._browser_step")
 b16:
 	if l3 != nil {
 		goto b18
@@ -22729,12 +22729,12 @@ n19:
 		goto b18
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:487")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:487", "rule data.grantwire.connect._browser_step")
 b18:
 	if l3 == nil {
 		goto b20
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:487")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:487", "rule data.grantwire.connect._browser_step")
 b20:
 	return ev.SetMemo(391, l2)
 }
@@ -22756,12 +22756,12 @@ func f392_grantwire_connect__authorize(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:447")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:447", "rule data.grantwire.connect._authorize")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:447")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:447", "rule data.grantwire.connect._authorize")
 b2:
 	l3 = nil
 	if l4 = f271_grantwire_connect__device(ev, l0, l1); l4 == nil {
@@ -22776,12 +22776,12 @@ n4:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:452")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:452", "rule data.grantwire.connect._authorize")
 b3:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:452")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:452", "rule data.grantwire.connect._authorize")
 b5:
 	return ev.SetMemo(392, l2)
 }
@@ -22806,12 +22806,12 @@ func f393_grantwire_connect__has_refresh(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:203")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:203", "rule data.grantwire.connect._has_refresh")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:203")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:203", "rule data.grantwire.connect._has_refresh")
 b2:
 	return ev.SetMemo(393, l2)
 }
@@ -22826,11 +22826,11 @@ func f394_grantwire_connect__no_refresh_text(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[579], "policy/grantwire/connect/connect.rego:398")
+	l3 = rt.AssignOnce(l3, sc[579], "policy/grantwire/connect/connect.rego:398", "rule data.grantwire.connect._no_refresh_text")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:398")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:398", "rule data.grantwire.connect._no_refresh_text")
 b2:
 	return ev.SetCached(394, ev.SetMemo(394, l2))
 }
@@ -22852,7 +22852,7 @@ func f395_grantwire_connect__offline_asked(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[582], "policy/grantwire/connect/connect.rego:425")
+	l3 = rt.AssignOnce(l3, sc[582], "policy/grantwire/connect/connect.rego:425", "rule data.grantwire.connect._offline_asked")
 b2:
 	if l3 != nil {
 		goto b3
@@ -22901,12 +22901,12 @@ b2:
 	if !rt.EqStr(l21, "consent") {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[586], "policy/grantwire/connect/connect.rego:427")
+	l3 = rt.AssignOnce(l3, sc[586], "policy/grantwire/connect/connect.rego:427", "rule data.grantwire.connect._offline_asked")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:427")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:427", "rule data.grantwire.connect._offline_asked")
 b4:
 	return ev.SetMemo(395, l2)
 }
@@ -22995,7 +22995,7 @@ n3:
 		goto b2
 	}
 	l35 = l34
-	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/connect/connect.rego:400")
+	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/connect/connect.rego:400", "rule data.grantwire.connect._no_refresh")
 b2:
 	if l3 != nil {
 		goto b4
@@ -23036,7 +23036,7 @@ b2:
 		goto b4
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:407")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:407", "rule data.grantwire.connect._no_refresh")
 b4:
 	if l3 != nil {
 		goto b5
@@ -23067,12 +23067,12 @@ b4:
 		goto b5
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:416")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:416", "rule data.grantwire.connect._no_refresh")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:416")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:416", "rule data.grantwire.connect._no_refresh")
 b6:
 	return ev.SetMemo(396, l2)
 }
@@ -23097,12 +23097,12 @@ func f397_grantwire_oauth_has_userinfo(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	if rt.EqBool(l12, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:289")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/oauth/oauth.rego:289", "function data.grantwire.oauth.has_userinfo")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:289")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/oauth/oauth.rego:289", "function data.grantwire.oauth.has_userinfo")
 b2:
 	return l2
 }
@@ -23141,12 +23141,12 @@ func f398_grantwire_oauth_userinfo_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.
 		goto b1
 	}
 	l22 = l21
-	l7 = rt.AssignOnce(l7, l22, "policy/grantwire/oauth/oauth.rego:279")
+	l7 = rt.AssignOnce(l7, l22, "policy/grantwire/oauth/oauth.rego:279", "function data.grantwire.oauth.userinfo_need")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:279")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:279", "function data.grantwire.oauth.userinfo_need")
 b2:
 	return l2
 }
@@ -23198,18 +23198,18 @@ func f399_grantwire_connect__userinfo_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l19 = l18
 	l20 = ev.Array(1)
 	rt.ArrayAppend(l20, l19)
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:227")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:227", "rule data.grantwire.connect._userinfo_needs")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:229")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:229", "rule data.grantwire.connect._userinfo_needs")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:229")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:229", "rule data.grantwire.connect._userinfo_needs")
 b4:
 	return ev.SetMemo(399, l2)
 }
@@ -23225,11 +23225,11 @@ func f400_grantwire_connect_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc428
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:39")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:39", "rule data.grantwire.connect.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:39", "rule data.grantwire.connect.lock_wait_ms")
 b2:
 	return ev.SetCached(400, ev.SetMemo(400, l2))
 }
@@ -23244,11 +23244,11 @@ func f401_grantwire_store_state_file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[598], "policy/grantwire/store/store.rego:353")
+	l3 = rt.AssignOnce(l3, sc[598], "policy/grantwire/store/store.rego:353", "rule data.grantwire.store.state_file")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:353")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/store/store.rego:353", "rule data.grantwire.store.state_file")
 b2:
 	return ev.SetCached(401, ev.SetMemo(401, l2))
 }
@@ -23265,12 +23265,12 @@ func f402_grantwire_connect__grant_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/connect/connect.rego:231")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/connect/connect.rego:231", "function data.grantwire.connect._grant_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:231")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:231", "function data.grantwire.connect._grant_key")
 b2:
 	return l2
 }
@@ -23371,12 +23371,12 @@ b2:
 		goto b1
 	}
 	l46 = l45
-	l3 = rt.AssignOnce(l3, l46, "policy/grantwire/connect/connect.rego:233")
+	l3 = rt.AssignOnce(l3, l46, "policy/grantwire/connect/connect.rego:233", "rule data.grantwire.connect._locked_needs")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:233")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:233", "rule data.grantwire.connect._locked_needs")
 b4:
 	return ev.SetMemo(403, l2)
 }
@@ -23399,12 +23399,12 @@ func f404_grantwire_connect__winner(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:245")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/connect/connect.rego:245", "rule data.grantwire.connect._winner")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:245")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:245", "rule data.grantwire.connect._winner")
 b2:
 	return ev.SetMemo(404, l2)
 }
@@ -23440,12 +23440,12 @@ func f405_grantwire_connect__same_as_start(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l7, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:252")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:252", "rule data.grantwire.connect._same_as_start")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:252")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:252", "rule data.grantwire.connect._same_as_start")
 b2:
 	return ev.SetMemo(405, l2)
 }
@@ -23474,12 +23474,12 @@ func f406_grantwire_connect__superseded(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:247")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/connect/connect.rego:247", "rule data.grantwire.connect._superseded")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:247")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:247", "rule data.grantwire.connect._superseded")
 b3:
 	return ev.SetMemo(406, l2)
 }
@@ -23503,18 +23503,18 @@ func f407_grantwire_errors__as(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/errors/errors.rego:404")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/errors/errors.rego:404", "function data.grantwire.errors._as")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/errors/errors.rego:406")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/errors/errors.rego:406", "function data.grantwire.errors._as")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:406")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:406", "function data.grantwire.errors._as")
 b4:
 	return l2
 }
@@ -23547,12 +23547,12 @@ func f408_grantwire_errors_connect_superseded(ev *rt.Eval, l0, l1, l3, l4 *rt.V)
 		goto b1
 	}
 	l16 = l15
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/errors/errors.rego:394")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/errors/errors.rego:394", "function data.grantwire.errors.connect_superseded")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:394")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:394", "function data.grantwire.errors.connect_superseded")
 b2:
 	return l2
 }
@@ -23609,12 +23609,12 @@ func f409_grantwire_oauth_revoke_effect(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *
 	l27 = nc350
 	rt.ObjectInsert(l26, sc[367], l27)
 	rt.ObjectInsert(l26, sc[21], l25)
-	l6 = rt.AssignOnce(l6, l26, "policy/grantwire/oauth/oauth.rego:313")
+	l6 = rt.AssignOnce(l6, l26, "policy/grantwire/oauth/oauth.rego:313", "function data.grantwire.oauth.revoke_effect")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:313")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/oauth/oauth.rego:313", "function data.grantwire.oauth.revoke_effect")
 b2:
 	return l2
 }
@@ -23655,11 +23655,11 @@ func f410_grantwire_connect__discard(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, l16)
 b2:
 	l17 = l4
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:257")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/connect/connect.rego:257", "rule data.grantwire.connect._discard")
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:257")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:257", "rule data.grantwire.connect._discard")
 b3:
 	return ev.SetMemo(410, l2)
 }
@@ -23709,7 +23709,7 @@ func f411_grantwire_oauth_account(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:294")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:294", "function data.grantwire.oauth.account")
 b2:
 	if l4 != nil {
 		goto b3
@@ -23755,7 +23755,7 @@ b2:
 		goto b3
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:298")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:298", "function data.grantwire.oauth.account")
 b3:
 	if l4 != nil {
 		goto b4
@@ -23801,18 +23801,18 @@ b3:
 		goto b4
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:302")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/oauth/oauth.rego:302", "function data.grantwire.oauth.account")
 b4:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/oauth/oauth.rego:306")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/oauth/oauth.rego:306", "function data.grantwire.oauth.account")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:306")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/oauth/oauth.rego:306", "function data.grantwire.oauth.account")
 b6:
 	return l2
 }
@@ -23845,17 +23845,17 @@ func f412_grantwire_connect__account(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:223")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:223", "rule data.grantwire.connect._account")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/connect/connect.rego:225")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/connect/connect.rego:225", "rule data.grantwire.connect._account")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:225")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:225", "rule data.grantwire.connect._account")
 b4:
 	return ev.SetMemo(412, l2)
 }
@@ -23884,7 +23884,7 @@ func f413_grantwire_connect__wanted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/connect/connect.rego:170")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/connect/connect.rego:170", "function data.grantwire.connect._wanted")
 b2:
 	if l4 != nil {
 		goto b3
@@ -23898,12 +23898,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/connect/connect.rego:172")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/connect/connect.rego:172", "function data.grantwire.connect._wanted")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:172")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:172", "function data.grantwire.connect._wanted")
 b4:
 	return l2
 }
@@ -23959,7 +23959,7 @@ func f414_grantwire_connect__stored_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b3:
 	l20 = l8
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:214")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/connect/connect.rego:214", "rule data.grantwire.connect._stored_scopes")
 b2:
 	if l3 != nil {
 		goto b5
@@ -23968,12 +23968,12 @@ b2:
 		goto b5
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:216")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:216", "rule data.grantwire.connect._stored_scopes")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:216")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:216", "rule data.grantwire.connect._stored_scopes")
 b6:
 	return ev.SetMemo(414, l2)
 }
@@ -24016,12 +24016,12 @@ b2:
 		goto b1
 	}
 	l20 = l19
-	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/connect/connect.rego:221")
+	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/connect/connect.rego:221", "function data.grantwire.connect._agent_scopes")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:221")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/connect/connect.rego:221", "function data.grantwire.connect._agent_scopes")
 b4:
 	return l2
 }
@@ -24048,12 +24048,12 @@ func f416_grantwire_scopes_missing(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/scopes/scopes.rego:22")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/scopes/scopes.rego:22", "function data.grantwire.scopes.missing")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:22")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:22", "function data.grantwire.scopes.missing")
 b2:
 	return l2
 }
@@ -24077,12 +24077,12 @@ func f417_grantwire_connect__not_granted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:218")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:218", "rule data.grantwire.connect._not_granted")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:218")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:218", "rule data.grantwire.connect._not_granted")
 b2:
 	return ev.SetMemo(417, l2)
 }
@@ -24095,7 +24095,7 @@ func f418_grantwire_store__a(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l5, "array") {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[615], "policy/grantwire/store/store.rego:392")
+	l4 = rt.AssignOnce(l4, sc[615], "policy/grantwire/store/store.rego:392", "function data.grantwire.store._a")
 b2:
 	if l4 != nil {
 		goto b3
@@ -24108,12 +24108,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:394")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:394", "function data.grantwire.store._a")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:394")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:394", "function data.grantwire.store._a")
 b4:
 	return l2
 }
@@ -24171,12 +24171,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:437")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:437", "function data.grantwire.store._grant_map")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:437")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:437", "function data.grantwire.store._grant_map")
 b8:
 	return l2
 }
@@ -24196,12 +24196,12 @@ func f420_grantwire_store__grants(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:426")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:426", "function data.grantwire.store._grants")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:426")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:426", "function data.grantwire.store._grants")
 b2:
 	l5 = nil
 	l6 = nc99
@@ -24215,12 +24215,12 @@ b2:
 	if rt.EqBool(l8, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:428")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:428", "function data.grantwire.store._grants")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:428")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:428", "function data.grantwire.store._grants")
 b4:
 	l5 = nil
 	l6 = nc4
@@ -24276,12 +24276,12 @@ b6:
 	if l10 != nil {
 		goto b5
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:430")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:430", "function data.grantwire.store._grants")
 b5:
 	if l5 == nil {
 		goto b12
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:430")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:430", "function data.grantwire.store._grants")
 b12:
 	return l2
 }
@@ -24339,12 +24339,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:444")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:444", "function data.grantwire.store._bools")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:444")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:444", "function data.grantwire.store._bools")
 b8:
 	return l2
 }
@@ -24402,12 +24402,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:451")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:451", "function data.grantwire.store._act_map")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:451")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:451", "function data.grantwire.store._act_map")
 b8:
 	return l2
 }
@@ -24443,12 +24443,12 @@ func f423_grantwire_store__activations(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	if rt.EqBool(l15, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:458")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:458", "function data.grantwire.store._activations")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:458")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:458", "function data.grantwire.store._activations")
 b2:
 	l5 = nil
 	l6 = l3
@@ -24467,12 +24467,12 @@ b2:
 	if rt.EqBool(l11, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:464")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:464", "function data.grantwire.store._activations")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:464")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:464", "function data.grantwire.store._activations")
 b4:
 	l5 = nil
 	l6 = l3
@@ -24491,12 +24491,12 @@ b4:
 	if rt.EqBool(l11, false) {
 		goto b5
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:469")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:469", "function data.grantwire.store._activations")
 b5:
 	if l5 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:469")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:469", "function data.grantwire.store._activations")
 b6:
 	l5 = nil
 	l6 = l3
@@ -24515,12 +24515,12 @@ b6:
 	if rt.EqBool(l11, false) {
 		goto b7
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:474")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:474", "function data.grantwire.store._activations")
 b7:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:474")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:474", "function data.grantwire.store._activations")
 b8:
 	return l2
 }
@@ -24578,12 +24578,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:479")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/store/store.rego:479", "function data.grantwire.store._objects")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:479")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:479", "function data.grantwire.store._objects")
 b8:
 	return l2
 }
@@ -24603,12 +24603,12 @@ func f425_grantwire_store__state(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:486")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:486", "function data.grantwire.store._state")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:486")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:486", "function data.grantwire.store._state")
 b2:
 	l5 = nil
 	l6 = nc99
@@ -24622,12 +24622,12 @@ b2:
 	if rt.EqBool(l8, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:488")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:488", "function data.grantwire.store._state")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:488")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:488", "function data.grantwire.store._state")
 b4:
 	return l2
 }
@@ -24667,12 +24667,12 @@ func f426_grantwire_store__mcp(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l17, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:490")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:490", "function data.grantwire.store._mcp")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:490")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:490", "function data.grantwire.store._mcp")
 b2:
 	l5 = nil
 	l6 = l3
@@ -24691,12 +24691,12 @@ b2:
 	if rt.EqBool(l11, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:496")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:496", "function data.grantwire.store._mcp")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:496")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:496", "function data.grantwire.store._mcp")
 b4:
 	l5 = nil
 	l6 = l3
@@ -24715,12 +24715,12 @@ b4:
 	if rt.EqBool(l11, false) {
 		goto b5
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:501")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:501", "function data.grantwire.store._mcp")
 b5:
 	if l5 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:501")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:501", "function data.grantwire.store._mcp")
 b6:
 	return l2
 }
@@ -24756,12 +24756,12 @@ func f427_grantwire_store__remote(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l15, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:562")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:562", "function data.grantwire.store._remote")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:562")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:562", "function data.grantwire.store._remote")
 b2:
 	l5 = nil
 	l6 = l3
@@ -24780,12 +24780,12 @@ b2:
 	if rt.EqBool(l11, false) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:568")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:568", "function data.grantwire.store._remote")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:568")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:568", "function data.grantwire.store._remote")
 b4:
 	l5 = nil
 	l6 = l3
@@ -24804,12 +24804,12 @@ b4:
 	if rt.EqBool(l11, false) {
 		goto b5
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:573")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:573", "function data.grantwire.store._remote")
 b5:
 	if l5 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:573")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:573", "function data.grantwire.store._remote")
 b6:
 	return l2
 }
@@ -24837,12 +24837,12 @@ func f428_grantwire_store_shaped(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:404")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:404", "function data.grantwire.store.shaped")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:404")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:404", "function data.grantwire.store.shaped")
 b2:
 	l6 = nil
 	l7 = l3
@@ -24860,12 +24860,12 @@ b2:
 	if rt.EqBool(l11, false) {
 		goto b3
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:409")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:409", "function data.grantwire.store.shaped")
 b3:
 	if l6 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:409")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:409", "function data.grantwire.store.shaped")
 b4:
 	l6 = nil
 	l7 = l3
@@ -24887,12 +24887,12 @@ b4:
 	if rt.EqBool(l13, false) {
 		goto b5
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:414")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:414", "function data.grantwire.store.shaped")
 b5:
 	if l6 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:414")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:414", "function data.grantwire.store.shaped")
 b6:
 	l6 = nil
 	l7 = l3
@@ -24910,12 +24910,12 @@ b6:
 	if rt.EqBool(l11, false) {
 		goto b7
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:419")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:419", "function data.grantwire.store.shaped")
 b7:
 	if l6 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:419")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:419", "function data.grantwire.store.shaped")
 b8:
 	l6 = nil
 	l7 = l3
@@ -24955,12 +24955,12 @@ b8:
 	}
 	goto b9
 n10:
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:424")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:424", "function data.grantwire.store.shaped")
 b9:
 	if l6 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:424")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:424", "function data.grantwire.store.shaped")
 b11:
 	l6 = nil
 	l7 = l3
@@ -24978,12 +24978,12 @@ b11:
 	if rt.EqBool(l11, false) {
 		goto b12
 	}
-	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:557")
+	l6 = rt.AssignOnce(l6, rt.True, "policy/grantwire/store/store.rego:557", "function data.grantwire.store.shaped")
 b12:
 	if l6 == nil {
 		goto b13
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:557")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:557", "function data.grantwire.store.shaped")
 b13:
 	return l2
 }
@@ -25007,7 +25007,7 @@ func f429_grantwire_store_problem(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:382")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/store/store.rego:382", "function data.grantwire.store.problem")
 b2:
 	if l4 != nil {
 		goto b3
@@ -25075,7 +25075,7 @@ b4:
 		goto b3
 	}
 	l29 = l28
-	l4 = rt.AssignOnce(l4, l29, "policy/grantwire/store/store.rego:384")
+	l4 = rt.AssignOnce(l4, l29, "policy/grantwire/store/store.rego:384", "function data.grantwire.store.problem")
 b3:
 	if l4 != nil {
 		goto b6
@@ -25107,12 +25107,12 @@ b3:
 	}
 	goto b6
 n7:
-	l4 = rt.AssignOnce(l4, sc[619], "policy/grantwire/store/store.rego:387")
+	l4 = rt.AssignOnce(l4, sc[619], "policy/grantwire/store/store.rego:387", "function data.grantwire.store.problem")
 b6:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:387")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:387", "function data.grantwire.store.problem")
 b8:
 	return l2
 }
@@ -25212,12 +25212,12 @@ b3:
 		goto b1
 	}
 	l39 = l38
-	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/connect/connect.rego:265")
+	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/connect/connect.rego:265", "rule data.grantwire.connect._warnings")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:265")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:265", "rule data.grantwire.connect._warnings")
 b4:
 	return ev.SetMemo(430, l2)
 }
@@ -25236,12 +25236,12 @@ func f431_grantwire_connect__now(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:259")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/connect/connect.rego:259", "rule data.grantwire.connect._now")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:259")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:259", "rule data.grantwire.connect._now")
 b2:
 	return ev.SetMemo(431, l2)
 }
@@ -25270,7 +25270,7 @@ func f432_grantwire_store__pad3(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/store/store.rego:156")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/store/store.rego:156", "function data.grantwire.store._pad3")
 b2:
 	if l4 != nil {
 		goto b3
@@ -25295,7 +25295,7 @@ b2:
 		goto b3
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/store/store.rego:158")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/store/store.rego:158", "function data.grantwire.store._pad3")
 b3:
 	if l4 != nil {
 		goto b4
@@ -25306,12 +25306,12 @@ b3:
 		goto b4
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:160")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:160", "function data.grantwire.store._pad3")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:160")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:160", "function data.grantwire.store._pad3")
 b5:
 	return l2
 }
@@ -25358,12 +25358,12 @@ func f433_grantwire_store_seconds(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l23 = l22
 	l24 = ev.Object(0)
 	rt.ObjectInsert(l24, sc[406], l23)
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/store/store.rego:154")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/store/store.rego:154", "function data.grantwire.store.seconds")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:154")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:154", "function data.grantwire.store.seconds")
 b2:
 	return l2
 }
@@ -25382,7 +25382,7 @@ func f434_grantwire_store__opt(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	}
 	l9 = ev.Object(0)
 	rt.ObjectInsert(l9, l6, l7)
-	l5 = rt.AssignOnce(l5, l9, "policy/grantwire/store/store.rego:212")
+	l5 = rt.AssignOnce(l5, l9, "policy/grantwire/store/store.rego:212", "function data.grantwire.store._opt")
 b2:
 	if l5 != nil {
 		goto b3
@@ -25390,12 +25390,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = ev.Object(0)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/store/store.rego:214")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/store/store.rego:214", "function data.grantwire.store._opt")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:214")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:214", "function data.grantwire.store._opt")
 b4:
 	return l2
 }
@@ -25437,12 +25437,12 @@ func f435_grantwire_store_conn_blob(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7, l8,
 		goto b1
 	}
 	l28 = l27
-	l10 = rt.AssignOnce(l10, l28, "policy/grantwire/store/store.rego:204")
+	l10 = rt.AssignOnce(l10, l28, "policy/grantwire/store/store.rego:204", "function data.grantwire.store.conn_blob")
 b1:
 	if l10 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l10, "policy/grantwire/store/store.rego:204")
+	l2 = rt.AssignOnce(l2, l10, "policy/grantwire/store/store.rego:204", "function data.grantwire.store.conn_blob")
 b2:
 	return l2
 }
@@ -25469,12 +25469,12 @@ func f436_grantwire_store_put_token(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7 *rt.
 	rt.ObjectInsert(l17, sc[405], l13)
 	rt.ObjectInsert(l17, sc[623], l11)
 	rt.ObjectInsert(l16, sc[18], l17)
-	l8 = rt.AssignOnce(l8, l16, "policy/grantwire/store/store.rego:324")
+	l8 = rt.AssignOnce(l8, l16, "policy/grantwire/store/store.rego:324", "function data.grantwire.store.put_token")
 b1:
 	if l8 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/store/store.rego:324")
+	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/store/store.rego:324", "function data.grantwire.store.put_token")
 b2:
 	return l2
 }
@@ -25495,11 +25495,11 @@ func f437_grantwire_store_state_entry(ev *rt.Eval, l0, l1, l3, l4, l5, l6, l7 *r
 	rt.ObjectInsert(l14, sc[405], l11)
 	rt.ObjectInsert(l14, sc[14], l10)
 	rt.ObjectInsert(l14, sc[266], l13)
-	l8 = rt.AssignOnce(l8, l14, "policy/grantwire/store/store.rego:517")
+	l8 = rt.AssignOnce(l8, l14, "policy/grantwire/store/store.rego:517", "function data.grantwire.store.state_entry")
 	if l8 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/store/store.rego:517")
+	l2 = rt.AssignOnce(l2, l8, "policy/grantwire/store/store.rego:517", "function data.grantwire.store.state_entry")
 b2:
 	return l2
 }
@@ -25577,18 +25577,18 @@ n3:
 	l30 = l29
 	l31 = ev.Array(1)
 	rt.ArrayAppend(l31, l30)
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/connect/connect.rego:261")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/connect/connect.rego:261", "rule data.grantwire.connect._mirror")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:263")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/connect/connect.rego:263", "rule data.grantwire.connect._mirror")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:263")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:263", "rule data.grantwire.connect._mirror")
 b5:
 	return ev.SetMemo(438, l2)
 }
@@ -25813,12 +25813,12 @@ b4:
 		goto b1
 	}
 	l103 = l102
-	l3 = rt.AssignOnce(l3, l103, "policy/grantwire/connect/connect.rego:280")
+	l3 = rt.AssignOnce(l3, l103, "policy/grantwire/connect/connect.rego:280", "rule data.grantwire.connect._effects")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:280")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:280", "rule data.grantwire.connect._effects")
 b6:
 	return ev.SetMemo(439, l2)
 }
@@ -25847,7 +25847,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:315")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:315", "rule data.grantwire.connect.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -25877,7 +25877,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:317")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:317", "rule data.grantwire.connect.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -25928,7 +25928,7 @@ n7:
 		goto b6
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/connect/connect.rego:319")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/connect/connect.rego:319", "rule data.grantwire.connect.decision")
 b6:
 	if l3 != nil {
 		goto b8
@@ -25961,7 +25961,7 @@ b6:
 		goto b8
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:324")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:324", "rule data.grantwire.connect.decision")
 b8:
 	if l3 != nil {
 		goto b9
@@ -26004,7 +26004,7 @@ b8:
 		goto b9
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:327")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/connect/connect.rego:327", "rule data.grantwire.connect.decision")
 b9:
 	if l3 != nil {
 		goto b10
@@ -26037,7 +26037,7 @@ b9:
 		goto b10
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:330")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:330", "rule data.grantwire.connect.decision")
 b10:
 	if l3 != nil {
 		goto b11
@@ -26062,7 +26062,7 @@ n12:
 		goto b11
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:332")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/connect/connect.rego:332", "rule data.grantwire.connect.decision")
 b11:
 	if l3 != nil {
 		goto b13
@@ -26179,7 +26179,7 @@ b14:
 		goto b13
 	}
 	l52 = l51
-	l3 = rt.AssignOnce(l3, l52, "policy/grantwire/connect/connect.rego:334")
+	l3 = rt.AssignOnce(l3, l52, "policy/grantwire/connect/connect.rego:334", "rule data.grantwire.connect.decision")
 b13:
 	if l3 != nil {
 		goto b16
@@ -26288,7 +26288,7 @@ b13:
 		goto b16
 	}
 	l48 = l47
-	l3 = rt.AssignOnce(l3, l48, "policy/grantwire/connect/connect.rego:350")
+	l3 = rt.AssignOnce(l3, l48, "policy/grantwire/connect/connect.rego:350", "rule data.grantwire.connect.decision")
 b16:
 	if l3 != nil {
 		goto b17
@@ -26324,7 +26324,7 @@ n18:
 		goto b17
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:365")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/connect/connect.rego:365", "rule data.grantwire.connect.decision")
 b17:
 	if l3 != nil {
 		goto b19
@@ -26348,7 +26348,7 @@ b17:
 		goto b19
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:368")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/connect/connect.rego:368", "rule data.grantwire.connect.decision")
 b19:
 	if l3 != nil {
 		goto b20
@@ -26357,7 +26357,7 @@ b19:
 		goto b20
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:370")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/connect/connect.rego:370", "rule data.grantwire.connect.decision")
 b20:
 	if l3 != nil {
 		goto b21
@@ -26379,7 +26379,7 @@ n22:
 		goto b21
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:372")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/connect/connect.rego:372", "rule data.grantwire.connect.decision")
 b21:
 	if l3 != nil {
 		goto b23
@@ -26412,7 +26412,7 @@ b21:
 		goto b23
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:374")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:374", "rule data.grantwire.connect.decision")
 b23:
 	if l3 != nil {
 		goto b24
@@ -26440,7 +26440,7 @@ b23:
 		goto b24
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:377")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/connect/connect.rego:377", "rule data.grantwire.connect.decision")
 b24:
 	if l3 != nil {
 		goto b25
@@ -26473,7 +26473,7 @@ b24:
 		goto b25
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:379")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/connect/connect.rego:379", "rule data.grantwire.connect.decision")
 b25:
 	if l3 != nil {
 		goto b26
@@ -26507,7 +26507,7 @@ b25:
 		goto b26
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:382")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/connect/connect.rego:382", "rule data.grantwire.connect.decision")
 b26:
 	if l3 != nil {
 		goto b27
@@ -26566,12 +26566,12 @@ b28:
 		goto b27
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/connect/connect.rego:384")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/connect/connect.rego:384", "rule data.grantwire.connect.decision")
 b27:
 	if l3 == nil {
 		goto b30
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:384")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/connect/connect.rego:384", "rule data.grantwire.connect.decision")
 b30:
 	return ev.SetMemo(440, l2)
 }
@@ -26593,12 +26593,12 @@ func f441_grantwire__args_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:210")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:210", "rule data.grantwire._args_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:210")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:210", "rule data.grantwire._args_object")
 b2:
 	return ev.SetMemo(441, l2)
 }
@@ -26619,12 +26619,12 @@ func f442_grantwire__facts(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/decide.rego:113")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/decide.rego:113", "rule data.grantwire._facts")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:113")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:113", "rule data.grantwire._facts")
 b2:
 	return ev.SetMemo(442, l2)
 }
@@ -26676,11 +26676,11 @@ func f443_grantwire_facts_host_errors(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b2:
 	l25 = l6
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/facts/facts.rego:185")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/facts/facts.rego:185", "function data.grantwire.facts.host_errors")
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:185")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:185", "function data.grantwire.facts.host_errors")
 b6:
 	return l2
 }
@@ -26717,7 +26717,7 @@ func f444_grantwire_errors_host_failure(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/errors/errors.rego:322")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/errors/errors.rego:322", "function data.grantwire.errors.host_failure")
 b2:
 	if l4 != nil {
 		goto b3
@@ -26743,12 +26743,12 @@ b2:
 		goto b3
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:329")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/errors/errors.rego:329", "function data.grantwire.errors.host_failure")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:329")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:329", "function data.grantwire.errors.host_failure")
 b4:
 	return l2
 }
@@ -26764,12 +26764,12 @@ func f445_grantwire__op(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:41")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:41", "rule data.grantwire._op")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:41", "rule data.grantwire._op")
 b2:
 	return ev.SetMemo(445, l2)
 }
@@ -26787,11 +26787,11 @@ func f446_grantwire__revoking_ops(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Set(0)
 	rt.SetAdd(l4, sc[636])
 	rt.SetAdd(l4, sc[637])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:161")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:161", "rule data.grantwire._revoking_ops")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:161")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:161", "rule data.grantwire._revoking_ops")
 b2:
 	return ev.SetCached(446, ev.SetMemo(446, l2))
 }
@@ -26855,12 +26855,12 @@ b2:
 		goto b1
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/decide.rego:166")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/decide.rego:166", "rule data.grantwire._ledger_keys")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:166")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:166", "rule data.grantwire._ledger_keys")
 b5:
 	return ev.SetMemo(447, l2)
 }
@@ -26899,11 +26899,11 @@ func f448_grantwire__unusable_ledgers(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l14 = l4
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/decide.rego:172")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/decide.rego:172", "rule data.grantwire._unusable_ledgers")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:172")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:172", "rule data.grantwire._unusable_ledgers")
 b4:
 	return ev.SetMemo(448, l2)
 }
@@ -26938,12 +26938,12 @@ func f449_grantwire_store_ledger_name(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/store/store.rego:399")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/store/store.rego:399", "function data.grantwire.store.ledger_name")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:399")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:399", "function data.grantwire.store.ledger_name")
 b2:
 	return l2
 }
@@ -26969,18 +26969,18 @@ func f450_grantwire__round(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:219")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:219", "rule data.grantwire._round")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = nc4
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:221")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:221", "rule data.grantwire._round")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:221")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:221", "rule data.grantwire._round")
 b4:
 	return ev.SetMemo(450, l2)
 }
@@ -27016,7 +27016,7 @@ func f451_grantwire__checked_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/decide.rego:187")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/decide.rego:187", "rule data.grantwire._checked_args")
 b2:
 	if l3 != nil {
 		goto b3
@@ -27025,12 +27025,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:189")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:189", "rule data.grantwire._checked_args")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:189")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:189", "rule data.grantwire._checked_args")
 b4:
 	return ev.SetMemo(451, l2)
 }
@@ -27157,7 +27157,7 @@ func f454_grantwire__arg_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l3 = rt.AssignOnce(l3, sc[642], "policy/grantwire/decide.rego:176")
+	l3 = rt.AssignOnce(l3, sc[642], "policy/grantwire/decide.rego:176", "rule data.grantwire._arg_problem")
 b2:
 	if l3 != nil {
 		goto b4
@@ -27178,7 +27178,7 @@ b2:
 		}
 		goto c5
 	n6:
-		l3 = rt.AssignOnce(l3, sc[643], "policy/grantwire/decide.rego:178")
+		l3 = rt.AssignOnce(l3, sc[643], "policy/grantwire/decide.rego:178", "rule data.grantwire._arg_problem")
 	c5:
 	}
 b4:
@@ -27201,14 +27201,14 @@ b4:
 		}
 		goto c8
 	n9:
-		l3 = rt.AssignOnce(l3, sc[644], "policy/grantwire/decide.rego:181")
+		l3 = rt.AssignOnce(l3, sc[644], "policy/grantwire/decide.rego:181", "rule data.grantwire._arg_problem")
 	c8:
 	}
 b7:
 	if l3 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:181")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:181", "rule data.grantwire._arg_problem")
 b10:
 	return ev.SetMemo(454, l2)
 }
@@ -27234,18 +27234,18 @@ func f455_grantwire__attempts(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:212")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:212", "rule data.grantwire._attempts")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = nc4
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:214")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:214", "rule data.grantwire._attempts")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:214")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:214", "rule data.grantwire._attempts")
 b4:
 	return ev.SetMemo(455, l2)
 }
@@ -27261,11 +27261,11 @@ func f456_grantwire_max_attempts(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc176
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:39")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/decide.rego:39", "rule data.grantwire.max_attempts")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:39", "rule data.grantwire.max_attempts")
 b2:
 	return ev.SetCached(456, ev.SetMemo(456, l2))
 }
@@ -27295,12 +27295,12 @@ func f457_grantwire_errors_busy_conflict(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/errors/errors.rego:197")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/errors/errors.rego:197", "function data.grantwire.errors.busy_conflict")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:197")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:197", "function data.grantwire.errors.busy_conflict")
 b2:
 	return l2
 }
@@ -27329,12 +27329,12 @@ func f458_grantwire_catalog_base_known(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:52")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/catalog/catalog.rego:52", "function data.grantwire.catalog.base_known")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:52")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/catalog/catalog.rego:52", "function data.grantwire.catalog.base_known")
 b2:
 	return l2
 }
@@ -27374,12 +27374,12 @@ n2:
 	}
 	goto b1
 n3:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/decide.rego:153")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/decide.rego:153", "function data.grantwire._unread_remote")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/decide.rego:153")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/decide.rego:153", "function data.grantwire._unread_remote")
 b4:
 	return l2
 }
@@ -27406,12 +27406,12 @@ func f460_grantwire__remote_unread(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:149")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:149", "rule data.grantwire._remote_unread")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:149")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:149", "rule data.grantwire._remote_unread")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -27429,12 +27429,12 @@ b2:
 	if rt.EqBool(l9, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:151")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:151", "rule data.grantwire._remote_unread")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:151")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:151", "rule data.grantwire._remote_unread")
 b4:
 	return ev.SetMemo(460, l2)
 }
@@ -27462,12 +27462,12 @@ func f461_grantwire_remote_ledger_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:58")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:58", "rule data.grantwire.remote.ledger_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:58")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:58", "rule data.grantwire.remote.ledger_need")
 b2:
 	return ev.SetCached(461, ev.SetMemo(461, l2))
 }
@@ -27486,12 +27486,12 @@ func f462_grantwire_gate__p(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:48")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:48", "rule data.grantwire.gate._p")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:48")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:48", "rule data.grantwire.gate._p")
 b2:
 	return ev.SetMemo(462, l2)
 }
@@ -27510,12 +27510,12 @@ func f463_grantwire_gate__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:50")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:50", "rule data.grantwire.gate._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:50")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:50", "rule data.grantwire.gate._a")
 b2:
 	return ev.SetMemo(463, l2)
 }
@@ -27534,12 +27534,12 @@ func f464_grantwire_gate__req(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:52")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:52", "rule data.grantwire.gate._req")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:52")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:52", "rule data.grantwire.gate._req")
 b2:
 	return ev.SetMemo(464, l2)
 }
@@ -27636,12 +27636,12 @@ b2:
 	if l18 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:54")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:54", "rule data.grantwire.gate._valid_args")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:54")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:54", "rule data.grantwire.gate._valid_args")
 b8:
 	return ev.SetMemo(465, l2)
 }
@@ -27662,12 +27662,12 @@ func f466_grantwire_gate__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/gate/gate.rego:46")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/gate/gate.rego:46", "rule data.grantwire.gate._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:46")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:46", "rule data.grantwire.gate._f")
 b2:
 	return ev.SetMemo(466, l2)
 }
@@ -27691,12 +27691,12 @@ func f467_grantwire_gate__prefetched(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if l8 = rt.DotStr(l7, "now"); l8 == nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:87")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:87", "rule data.grantwire.gate._prefetched")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:87")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:87", "rule data.grantwire.gate._prefetched")
 b2:
 	return ev.SetMemo(467, l2)
 }
@@ -27734,12 +27734,12 @@ func f468_grantwire_gate_prefetch(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, l12)
 	rt.ArrayAppend(l15, l14)
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/gate/gate.rego:70")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/gate/gate.rego:70", "rule data.grantwire.gate.prefetch")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:70")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:70", "rule data.grantwire.gate.prefetch")
 b2:
 	return ev.SetMemo(468, l2)
 }
@@ -27760,12 +27760,12 @@ func f469_grantwire_gate__held(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:98")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:98", "rule data.grantwire.gate._held")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:98")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:98", "rule data.grantwire.gate._held")
 b2:
 	return ev.SetMemo(469, l2)
 }
@@ -27818,12 +27818,12 @@ b2:
 	if l9 != nil {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/scopes/scopes.rego:27")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/scopes/scopes.rego:27", "function data.grantwire.scopes.covers")
 b1:
 	if l5 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:27")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/scopes/scopes.rego:27", "function data.grantwire.scopes.covers")
 b8:
 	return l2
 }
@@ -27861,12 +27861,12 @@ func f471_grantwire_gate__granted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:100")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:100", "rule data.grantwire.gate._granted")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:100")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:100", "rule data.grantwire.gate._granted")
 b2:
 	return ev.SetMemo(471, l2)
 }
@@ -27899,18 +27899,18 @@ func f472_grantwire_errors__not_granted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/errors/errors.rego:106")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/errors/errors.rego:106", "function data.grantwire.errors._not_granted")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[194], "policy/grantwire/errors/errors.rego:108")
+	l4 = rt.AssignOnce(l4, sc[194], "policy/grantwire/errors/errors.rego:108", "function data.grantwire.errors._not_granted")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:108")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:108", "function data.grantwire.errors._not_granted")
 b4:
 	return l2
 }
@@ -27969,12 +27969,12 @@ func f473_grantwire_errors_agent_not_granted(ev *rt.Eval, l0, l1, l3, l4, l5, l6
 		goto b1
 	}
 	l31 = l30
-	l7 = rt.AssignOnce(l7, l31, "policy/grantwire/errors/errors.rego:94")
+	l7 = rt.AssignOnce(l7, l31, "policy/grantwire/errors/errors.rego:94", "function data.grantwire.errors.agent_not_granted")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:94")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:94", "function data.grantwire.errors.agent_not_granted")
 b2:
 	return l2
 }
@@ -28004,12 +28004,12 @@ func f474_grantwire_gate__connection_read(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if l11 = rt.DotStr(l10, "client@env_secret"); l11 == nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:92")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:92", "rule data.grantwire.gate._connection_read")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:92")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:92", "rule data.grantwire.gate._connection_read")
 b2:
 	return ev.SetMemo(474, l2)
 }
@@ -28030,12 +28030,12 @@ func f475_grantwire_store_token_need(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:49")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/store/store.rego:49", "function data.grantwire.store.token_need")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:49")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:49", "function data.grantwire.store.token_need")
 b2:
 	return l2
 }
@@ -28078,12 +28078,12 @@ func f476_grantwire_gate_connection_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/gate/gate.rego:81")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/gate/gate.rego:81", "rule data.grantwire.gate.connection_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:81")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:81", "rule data.grantwire.gate.connection_needs")
 b2:
 	return ev.SetMemo(476, l2)
 }
@@ -28106,12 +28106,12 @@ func f477_grantwire_gate__conn(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:105")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:105", "rule data.grantwire.gate._conn")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:105")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:105", "rule data.grantwire.gate._conn")
 b2:
 	return ev.SetMemo(477, l2)
 }
@@ -28139,12 +28139,12 @@ func f478_grantwire_errors_not_connected(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:113")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:113", "function data.grantwire.errors.not_connected")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:113")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:113", "function data.grantwire.errors.not_connected")
 b2:
 	return l2
 }
@@ -28187,12 +28187,12 @@ func f479_grantwire_store_client_read(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l16, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:275")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/store/store.rego:275", "function data.grantwire.store.client_read")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:275")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:275", "function data.grantwire.store.client_read")
 b2:
 	return l2
 }
@@ -28226,7 +28226,7 @@ func f480_grantwire_gate__client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:107")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:107", "rule data.grantwire.gate._client")
 b2:
 	if l3 != nil {
 		goto b3
@@ -28243,12 +28243,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:109")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:109", "rule data.grantwire.gate._client")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:109")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:109", "rule data.grantwire.gate._client")
 b4:
 	return ev.SetMemo(480, l2)
 }
@@ -28278,12 +28278,12 @@ func f481_grantwire_tripwire__same_client(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	if !rt.Equal(l11, l12) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/tripwire/tripwire.rego:33")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/tripwire/tripwire.rego:33", "function data.grantwire.tripwire._same_client")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/tripwire/tripwire.rego:33")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/tripwire/tripwire.rego:33", "function data.grantwire.tripwire._same_client")
 b2:
 	return l2
 }
@@ -28302,7 +28302,7 @@ func f482_grantwire_tripwire_verdict(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l5 = rt.AssignOnce(l5, sc[96], "policy/grantwire/tripwire/tripwire.rego:19")
+	l5 = rt.AssignOnce(l5, sc[96], "policy/grantwire/tripwire/tripwire.rego:19", "function data.grantwire.tripwire.verdict")
 b2:
 	if l5 != nil {
 		goto b4
@@ -28317,7 +28317,7 @@ b2:
 	}
 	goto b4
 n5:
-	l5 = rt.AssignOnce(l5, sc[662], "policy/grantwire/tripwire/tripwire.rego:21")
+	l5 = rt.AssignOnce(l5, sc[662], "policy/grantwire/tripwire/tripwire.rego:21", "function data.grantwire.tripwire.verdict")
 b4:
 	if l5 != nil {
 		goto b6
@@ -28332,7 +28332,7 @@ b4:
 	}
 	goto b6
 n7:
-	l5 = rt.AssignOnce(l5, sc[357], "policy/grantwire/tripwire/tripwire.rego:23")
+	l5 = rt.AssignOnce(l5, sc[357], "policy/grantwire/tripwire/tripwire.rego:23", "function data.grantwire.tripwire.verdict")
 b6:
 	if l5 != nil {
 		goto b8
@@ -28369,19 +28369,19 @@ b6:
 	if rt.EqBool(l18, false) {
 		goto b8
 	}
-	l5 = rt.AssignOnce(l5, sc[266], "policy/grantwire/tripwire/tripwire.rego:25")
+	l5 = rt.AssignOnce(l5, sc[266], "policy/grantwire/tripwire/tripwire.rego:25", "function data.grantwire.tripwire.verdict")
 b8:
 	if l5 != nil {
 		goto b9
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, sc[449], "policy/grantwire/tripwire/tripwire.rego:31")
+	l5 = rt.AssignOnce(l5, sc[449], "policy/grantwire/tripwire/tripwire.rego:31", "function data.grantwire.tripwire.verdict")
 b9:
 	if l5 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/tripwire/tripwire.rego:31")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/tripwire/tripwire.rego:31", "function data.grantwire.tripwire.verdict")
 b10:
 	return l2
 }
@@ -28405,12 +28405,12 @@ func f483_grantwire_gate__verdict_a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:111")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:111", "rule data.grantwire.gate._verdict_a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:111")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:111", "rule data.grantwire.gate._verdict_a")
 b2:
 	return ev.SetMemo(483, l2)
 }
@@ -28465,12 +28465,12 @@ func f484_grantwire_errors_connection_missing_scopes(ev *rt.Eval, l0, l1, l3, l4
 		goto b1
 	}
 	l29 = l28
-	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/errors/errors.rego:138")
+	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/errors/errors.rego:138", "function data.grantwire.errors.connection_missing_scopes")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:138")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:138", "function data.grantwire.errors.connection_missing_scopes")
 b2:
 	return l2
 }
@@ -28486,11 +28486,11 @@ func f485_grantwire_gate_margin_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc511
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:34")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:34", "rule data.grantwire.gate.margin_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:34")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:34", "rule data.grantwire.gate.margin_ms")
 b2:
 	return ev.SetCached(485, ev.SetMemo(485, l2))
 }
@@ -28583,12 +28583,12 @@ func f486_grantwire_store_token(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt.V
 	rt.ObjectInsert(l35, sc[623], l32)
 	rt.ObjectInsert(l35, sc[525], l34)
 	l36 = l35
-	l7 = rt.AssignOnce(l7, l36, "policy/grantwire/store/store.rego:310")
+	l7 = rt.AssignOnce(l7, l36, "policy/grantwire/store/store.rego:310", "function data.grantwire.store.token")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/store/store.rego:310")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/store/store.rego:310", "function data.grantwire.store.token")
 b2:
 	return l2
 }
@@ -28630,12 +28630,12 @@ func f487_grantwire_gate__result(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l19, sc[649], l18)
 	rt.ObjectInsert(l19, sc[14], l11)
 	l21 = l19
-	l5 = rt.AssignOnce(l5, l21, "policy/grantwire/gate/gate.rego:113")
+	l5 = rt.AssignOnce(l5, l21, "policy/grantwire/gate/gate.rego:113", "function data.grantwire.gate._result")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/gate/gate.rego:113")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/gate/gate.rego:113", "function data.grantwire.gate._result")
 b2:
 	return l2
 }
@@ -28651,11 +28651,11 @@ func f488_grantwire_gate_refresh_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc665
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:44")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:44", "rule data.grantwire.gate.refresh_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:44")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:44", "rule data.grantwire.gate.refresh_wait_ms")
 b2:
 	return ev.SetCached(488, ev.SetMemo(488, l2))
 }
@@ -28762,12 +28762,12 @@ b2:
 		goto b1
 	}
 	l52 = l51
-	l4 = rt.AssignOnce(l4, l52, "policy/grantwire/gate/gate.rego:168")
+	l4 = rt.AssignOnce(l4, l52, "policy/grantwire/gate/gate.rego:168", "function data.grantwire.gate._locked_needs")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:168")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:168", "function data.grantwire.gate._locked_needs")
 b4:
 	return l2
 }
@@ -28790,12 +28790,12 @@ func f490_grantwire_gate__lconn(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:188")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/gate/gate.rego:188", "rule data.grantwire.gate._lconn")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:188")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:188", "rule data.grantwire.gate._lconn")
 b2:
 	return ev.SetMemo(490, l2)
 }
@@ -28819,12 +28819,12 @@ func f491_grantwire_gate__lclient(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:190")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:190", "rule data.grantwire.gate._lclient")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:190")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:190", "rule data.grantwire.gate._lclient")
 b2:
 	return ev.SetMemo(491, l2)
 }
@@ -28857,12 +28857,12 @@ func f492_grantwire_errors_reauth_required(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 		goto b1
 	}
 	l17 = l16
-	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:154")
+	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:154", "function data.grantwire.errors.reauth_required")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:154")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:154", "function data.grantwire.errors.reauth_required")
 b2:
 	return l2
 }
@@ -28904,7 +28904,7 @@ n3:
 	l16 = l15
 	l17 = ev.Array(1)
 	rt.ArrayAppend(l17, l16)
-	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/gate/gate.rego:213")
+	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/gate/gate.rego:213", "function data.grantwire.gate.mirror_delete")
 b2:
 	if l5 != nil {
 		goto b4
@@ -28912,12 +28912,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = ev.Array(0)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/gate/gate.rego:216")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/gate/gate.rego:216", "function data.grantwire.gate.mirror_delete")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/gate/gate.rego:216")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/gate/gate.rego:216", "function data.grantwire.gate.mirror_delete")
 b5:
 	return l2
 }
@@ -28972,12 +28972,12 @@ func f494_grantwire_gate_clear(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt.V 
 		goto b1
 	}
 	l29 = l28
-	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/gate/gate.rego:199")
+	l7 = rt.AssignOnce(l7, l29, "policy/grantwire/gate/gate.rego:199", "function data.grantwire.gate.clear")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/gate/gate.rego:199")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/gate/gate.rego:199", "function data.grantwire.gate.clear")
 b2:
 	return l2
 }
@@ -29018,12 +29018,12 @@ func f495_grantwire_gate__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:162")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:162", "rule data.grantwire.gate._no_client")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:162")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:162", "rule data.grantwire.gate._no_client")
 b2:
 	return ev.SetMemo(495, l2)
 }
@@ -29059,7 +29059,7 @@ func f496_grantwire_gate__reconnect_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:218")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:218", "rule data.grantwire.gate._reconnect_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -29068,12 +29068,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/gate/gate.rego:220")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/gate/gate.rego:220", "rule data.grantwire.gate._reconnect_scopes")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:220")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:220", "rule data.grantwire.gate._reconnect_scopes")
 b4:
 	return ev.SetMemo(496, l2)
 }
@@ -29110,12 +29110,12 @@ func f497_grantwire_errors_tenant_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *
 		goto b1
 	}
 	l19 = l18
-	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/errors/errors.rego:164")
+	l7 = rt.AssignOnce(l7, l19, "policy/grantwire/errors/errors.rego:164", "function data.grantwire.errors.tenant_mismatch")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:164")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/errors/errors.rego:164", "function data.grantwire.errors.tenant_mismatch")
 b2:
 	return l2
 }
@@ -29148,12 +29148,12 @@ func f498_grantwire_gate__token_endpoint_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:250")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/gate/gate.rego:250", "rule data.grantwire.gate._token_endpoint_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:250")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:250", "rule data.grantwire.gate._token_endpoint_ok")
 b2:
 	return ev.SetMemo(498, l2)
 }
@@ -29173,12 +29173,12 @@ func f499_grantwire_oauth_refresh_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V
 		goto b1
 	}
 	l14 = l13
-	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/oauth/oauth.rego:132")
+	l7 = rt.AssignOnce(l7, l14, "policy/grantwire/oauth/oauth.rego:132", "function data.grantwire.oauth.refresh_need")
 b1:
 	if l7 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:132")
+	l2 = rt.AssignOnce(l2, l7, "policy/grantwire/oauth/oauth.rego:132", "function data.grantwire.oauth.refresh_need")
 b2:
 	return l2
 }
@@ -29229,7 +29229,7 @@ func f500_grantwire_gate__held_after(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b3:
 	l21 = l9
-	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/gate/gate.rego:256")
+	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/gate/gate.rego:256", "function data.grantwire.gate._held_after")
 b2:
 	if l4 != nil {
 		goto b5
@@ -29242,12 +29242,12 @@ b2:
 		goto b5
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/gate/gate.rego:258")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/gate/gate.rego:258", "function data.grantwire.gate._held_after")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:258")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:258", "function data.grantwire.gate._held_after")
 b6:
 	return l2
 }
@@ -29290,12 +29290,12 @@ func f501_grantwire_gate__rotated(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l16, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:260")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:260", "function data.grantwire.gate._rotated")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:260")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:260", "function data.grantwire.gate._rotated")
 b2:
 	return l2
 }
@@ -29311,12 +29311,12 @@ func f502_grantwire_gate__changed(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:278")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:278", "function data.grantwire.gate._changed")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:278")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:278", "function data.grantwire.gate._changed")
 b2:
 	l4 = nil
 	l5 = l3
@@ -29345,12 +29345,12 @@ b2:
 	if rt.EqBool(l15, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:280")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/gate/gate.rego:280", "function data.grantwire.gate._changed")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:280")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:280", "function data.grantwire.gate._changed")
 b4:
 	return l2
 }
@@ -29376,7 +29376,7 @@ func f503_grantwire_gate__new_refresh(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[361], l9)
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/gate/gate.rego:282")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/gate/gate.rego:282", "function data.grantwire.gate._new_refresh")
 b2:
 	if l4 != nil {
 		goto b3
@@ -29395,12 +29395,12 @@ b2:
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[361], l9)
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/gate/gate.rego:284")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/gate/gate.rego:284", "function data.grantwire.gate._new_refresh")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:284")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:284", "function data.grantwire.gate._new_refresh")
 b4:
 	return l2
 }
@@ -29463,19 +29463,19 @@ func f504_grantwire_gate__save(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l25, sc[18], l20)
 	rt.ArrayAppend(l24, l25)
 	l27 = l24
-	l4 = rt.AssignOnce(l4, l27, "policy/grantwire/gate/gate.rego:267")
+	l4 = rt.AssignOnce(l4, l27, "policy/grantwire/gate/gate.rego:267", "function data.grantwire.gate._save")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/gate/gate.rego:276")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/gate/gate.rego:276", "function data.grantwire.gate._save")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:276")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:276", "function data.grantwire.gate._save")
 b4:
 	return l2
 }
@@ -29505,12 +29505,12 @@ func f505_grantwire_gate__expires_at(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/gate/gate.rego:252")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/gate/gate.rego:252", "function data.grantwire.gate._expires_at")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:252")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:252", "function data.grantwire.gate._expires_at")
 b2:
 	return l2
 }
@@ -29555,12 +29555,12 @@ func f506_grantwire_gate__token_effect(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l21 = l20
-	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/gate/gate.rego:286")
+	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/gate/gate.rego:286", "function data.grantwire.gate._token_effect")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:286")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:286", "function data.grantwire.gate._token_effect")
 b2:
 	return l2
 }
@@ -29589,12 +29589,12 @@ func f507_grantwire_errors_connection_revoked(ev *rt.Eval, l0, l1, l3, l4 *rt.V)
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:177")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:177", "function data.grantwire.errors.connection_revoked")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:177")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:177", "function data.grantwire.errors.connection_revoked")
 b2:
 	return l2
 }
@@ -29664,7 +29664,7 @@ n3:
 		goto b2
 	}
 	l30 = l29
-	l4 = rt.AssignOnce(l4, l30, "policy/grantwire/gate/gate.rego:291")
+	l4 = rt.AssignOnce(l4, l30, "policy/grantwire/gate/gate.rego:291", "function data.grantwire.gate._refreshed")
 b2:
 	if l4 != nil {
 		goto b4
@@ -29724,7 +29724,7 @@ b2:
 		goto b4
 	}
 	l28 = l27
-	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/gate/gate.rego:297")
+	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/gate/gate.rego:297", "function data.grantwire.gate._refreshed")
 b4:
 	if l4 != nil {
 		goto b5
@@ -29777,7 +29777,7 @@ b4:
 		goto b5
 	}
 	l24 = l23
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/gate/gate.rego:307")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/gate/gate.rego:307", "function data.grantwire.gate._refreshed")
 b5:
 	if l4 != nil {
 		goto b6
@@ -29812,7 +29812,7 @@ b5:
 		goto b6
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:313")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:313", "function data.grantwire.gate._refreshed")
 b6:
 	if l4 != nil {
 		goto b7
@@ -29842,7 +29842,7 @@ b6:
 		goto b7
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:316")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:316", "function data.grantwire.gate._refreshed")
 b7:
 	if l4 != nil {
 		goto b8
@@ -29861,12 +29861,12 @@ b7:
 		goto b8
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/gate/gate.rego:321")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/gate/gate.rego:321", "function data.grantwire.gate._refreshed")
 b8:
 	if l4 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:321")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:321", "function data.grantwire.gate._refreshed")
 b9:
 	return l2
 }
@@ -29914,7 +29914,7 @@ func f509_grantwire_gate__locked(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l22 = l21
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:222")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:222", "function data.grantwire.gate._locked")
 b2:
 	if l4 != nil {
 		goto b3
@@ -29932,7 +29932,7 @@ b2:
 		goto b3
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/gate/gate.rego:227")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/gate/gate.rego:227", "function data.grantwire.gate._locked")
 b3:
 	if l4 != nil {
 		goto b4
@@ -29976,7 +29976,7 @@ b3:
 		goto b4
 	}
 	l22 = l21
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:229")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:229", "function data.grantwire.gate._locked")
 b4:
 	if l4 != nil {
 		goto b5
@@ -30034,7 +30034,7 @@ b4:
 		goto b5
 	}
 	l28 = l27
-	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/gate/gate.rego:234")
+	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/gate/gate.rego:234", "function data.grantwire.gate._locked")
 b5:
 	if l4 != nil {
 		goto b6
@@ -30087,7 +30087,7 @@ n7:
 		goto b6
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/gate/gate.rego:239")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/gate/gate.rego:239", "function data.grantwire.gate._locked")
 b6:
 	if l4 != nil {
 		goto b8
@@ -30133,7 +30133,7 @@ b6:
 		goto b8
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/gate/gate.rego:241")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/gate/gate.rego:241", "function data.grantwire.gate._locked")
 b8:
 	if l4 != nil {
 		goto b9
@@ -30171,7 +30171,7 @@ n10:
 		goto b9
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/gate/gate.rego:243")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/gate/gate.rego:243", "function data.grantwire.gate._locked")
 b9:
 	if l4 != nil {
 		goto b11
@@ -30219,7 +30219,7 @@ n12:
 		goto b11
 	}
 	l22 = l21
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:245")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/gate/gate.rego:245", "function data.grantwire.gate._locked")
 b11:
 	if l4 != nil {
 		goto b13
@@ -30240,12 +30240,12 @@ b11:
 		goto b13
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/gate/gate.rego:247")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/gate/gate.rego:247", "function data.grantwire.gate._locked")
 b13:
 	if l4 == nil {
 		goto b14
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:247")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:247", "function data.grantwire.gate._locked")
 b14:
 	return l2
 }
@@ -30278,7 +30278,7 @@ func f510_grantwire_gate__phase_b(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/gate/gate.rego:179")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/gate/gate.rego:179", "function data.grantwire.gate._phase_b")
 b2:
 	if l4 != nil {
 		goto b3
@@ -30312,7 +30312,7 @@ b2:
 		goto b3
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/gate/gate.rego:181")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/gate/gate.rego:181", "function data.grantwire.gate._phase_b")
 b3:
 	if l4 != nil {
 		goto b4
@@ -30346,7 +30346,7 @@ n5:
 		goto b4
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:184")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/gate/gate.rego:184", "function data.grantwire.gate._phase_b")
 b4:
 	if l4 != nil {
 		goto b6
@@ -30368,12 +30368,12 @@ b4:
 		goto b6
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/gate/gate.rego:186")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/gate/gate.rego:186", "function data.grantwire.gate._phase_b")
 b6:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:186")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/gate/gate.rego:186", "function data.grantwire.gate._phase_b")
 b7:
 	return l2
 }
@@ -30432,7 +30432,7 @@ n3:
 		goto b2
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/gate/gate.rego:156")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/gate/gate.rego:156", "rule data.grantwire.gate._phase_a_ok")
 b2:
 	if l3 != nil {
 		goto b4
@@ -30477,7 +30477,7 @@ b2:
 		goto b4
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/gate/gate.rego:158")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/gate/gate.rego:158", "rule data.grantwire.gate._phase_a_ok")
 b4:
 	if l3 != nil {
 		goto b5
@@ -30490,12 +30490,12 @@ b4:
 		goto b5
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/gate/gate.rego:160")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/gate/gate.rego:160", "rule data.grantwire.gate._phase_a_ok")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:160")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:160", "rule data.grantwire.gate._phase_a_ok")
 b6:
 	return ev.SetMemo(511, l2)
 }
@@ -30514,11 +30514,11 @@ func f512_grantwire_tripwire_resolvable(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[357])
 	rt.SetAdd(l4, sc[662])
 	rt.SetAdd(l4, sc[266])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:41")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:41", "rule data.grantwire.tripwire.resolvable")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:41", "rule data.grantwire.tripwire.resolvable")
 b2:
 	return ev.SetCached(512, ev.SetMemo(512, l2))
 }
@@ -30534,11 +30534,11 @@ func f513_grantwire_gate_tripwire_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc349
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:39")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/gate/gate.rego:39", "rule data.grantwire.gate.tripwire_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:39", "rule data.grantwire.gate.tripwire_wait_ms")
 b2:
 	return ev.SetCached(513, ev.SetMemo(513, l2))
 }
@@ -30560,7 +30560,7 @@ func f514_grantwire_gate__phase_a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:144")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/gate/gate.rego:144", "rule data.grantwire.gate._phase_a")
 b2:
 	if l3 != nil {
 		goto b3
@@ -30603,7 +30603,7 @@ n4:
 		goto b3
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:146")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:146", "rule data.grantwire.gate._phase_a")
 b3:
 	if l3 != nil {
 		goto b5
@@ -30623,7 +30623,7 @@ b3:
 		goto b5
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:149")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:149", "rule data.grantwire.gate._phase_a")
 b5:
 	if l3 != nil {
 		goto b6
@@ -30646,12 +30646,12 @@ b5:
 		goto b6
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/gate/gate.rego:151")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/gate/gate.rego:151", "rule data.grantwire.gate._phase_a")
 b6:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:151")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:151", "rule data.grantwire.gate._phase_a")
 b7:
 	return ev.SetMemo(514, l2)
 }
@@ -30680,7 +30680,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:124")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/gate/gate.rego:124", "rule data.grantwire.gate.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -30710,7 +30710,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/gate/gate.rego:126")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/gate/gate.rego:126", "rule data.grantwire.gate.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -30753,7 +30753,7 @@ n7:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/gate/gate.rego:128")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/gate/gate.rego:128", "rule data.grantwire.gate.decision")
 b6:
 	if l3 != nil {
 		goto b8
@@ -30782,7 +30782,7 @@ n9:
 		goto b8
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:133")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:133", "rule data.grantwire.gate.decision")
 b8:
 	if l3 != nil {
 		goto b10
@@ -30820,7 +30820,7 @@ n11:
 		goto b10
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:135")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/gate/gate.rego:135", "rule data.grantwire.gate.decision")
 b10:
 	if l3 != nil {
 		goto b12
@@ -30849,7 +30849,7 @@ n13:
 		goto b12
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:137")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/gate/gate.rego:137", "rule data.grantwire.gate.decision")
 b12:
 	if l3 != nil {
 		goto b14
@@ -30882,7 +30882,7 @@ n15:
 		goto b14
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/gate/gate.rego:139")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/gate/gate.rego:139", "rule data.grantwire.gate.decision")
 b14:
 	if l3 != nil {
 		goto b16
@@ -30891,12 +30891,12 @@ b14:
 		goto b16
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/gate/gate.rego:141")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/gate/gate.rego:141", "rule data.grantwire.gate.decision")
 b16:
 	if l3 == nil {
 		goto b17
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:141")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/gate/gate.rego:141", "rule data.grantwire.gate.decision")
 b17:
 	return ev.SetMemo(515, l2)
 }
@@ -30915,12 +30915,12 @@ func f516_grantwire_grants__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/grants/grants.rego:22")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/grants/grants.rego:22", "rule data.grantwire.grants._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:22")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:22", "rule data.grantwire.grants._c")
 b2:
 	return ev.SetMemo(516, l2)
 }
@@ -30939,12 +30939,12 @@ func f517_grantwire_grants__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/grants/grants.rego:24")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/grants/grants.rego:24", "rule data.grantwire.grants._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:24")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:24", "rule data.grantwire.grants._a")
 b2:
 	return ev.SetMemo(517, l2)
 }
@@ -30991,12 +30991,12 @@ func f518_grantwire_grants__pair_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l15, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:26")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:26", "rule data.grantwire.grants._pair_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:26", "rule data.grantwire.grants._pair_args")
 b2:
 	return ev.SetMemo(518, l2)
 }
@@ -31069,12 +31069,12 @@ b2:
 	if l11 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:32")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:32", "rule data.grantwire.grants._scope_list")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:32")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:32", "rule data.grantwire.grants._scope_list")
 b8:
 	return ev.SetMemo(519, l2)
 }
@@ -31095,12 +31095,12 @@ func f520_grantwire_grants__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:20")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:20", "rule data.grantwire.grants._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:20")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:20", "rule data.grantwire.grants._f")
 b2:
 	return ev.SetMemo(520, l2)
 }
@@ -31120,12 +31120,12 @@ func f521_grantwire_grants__registry_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:105")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:105", "rule data.grantwire.grants._registry_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:105")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:105", "rule data.grantwire.grants._registry_needs")
 b2:
 	return ev.SetMemo(521, l2)
 }
@@ -31148,12 +31148,12 @@ func f522_grantwire_grants__new(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:82")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:82", "rule data.grantwire.grants._new")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:82")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:82", "rule data.grantwire.grants._new")
 b2:
 	return ev.SetMemo(522, l2)
 }
@@ -31206,11 +31206,11 @@ func f523_grantwire_grants__unlisted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l20 = l4
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/grants/grants.rego:85")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/grants/grants.rego:85", "rule data.grantwire.grants._unlisted")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:85")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:85", "rule data.grantwire.grants._unlisted")
 b5:
 	return ev.SetMemo(523, l2)
 }
@@ -31237,12 +31237,12 @@ func f524_grantwire_grants__known_agent(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if l10 = rt.Dot(l7, l9); l10 == nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:102")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:102", "rule data.grantwire.grants._known_agent")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:102")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:102", "rule data.grantwire.grants._known_agent")
 b2:
 	return ev.SetMemo(524, l2)
 }
@@ -31333,12 +31333,12 @@ b3:
 		goto b1
 	}
 	l34 = l33
-	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/grants/grants.rego:87")
+	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/grants/grants.rego:87", "rule data.grantwire.grants._warnings")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:87")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:87", "rule data.grantwire.grants._warnings")
 b5:
 	return ev.SetMemo(525, l2)
 }
@@ -31371,12 +31371,12 @@ func f526_grantwire_grants__grant_result(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l14, sc[14], l11)
 	rt.ObjectInsert(l14, sc[220], l13)
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/grants/grants.rego:128")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/grants/grants.rego:128", "function data.grantwire.grants._grant_result")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:128")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:128", "function data.grantwire.grants._grant_result")
 b2:
 	return l2
 }
@@ -31405,7 +31405,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:111")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:111", "rule data.grantwire.grants.grant")
 b2:
 	if l3 != nil {
 		goto b4
@@ -31427,7 +31427,7 @@ n5:
 		goto b4
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:113")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:113", "rule data.grantwire.grants.grant")
 b4:
 	if l3 != nil {
 		goto b6
@@ -31457,7 +31457,7 @@ n7:
 		goto b6
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:115")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:115", "rule data.grantwire.grants.grant")
 b6:
 	if l3 != nil {
 		goto b8
@@ -31508,7 +31508,7 @@ b6:
 		goto b8
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/grants/grants.rego:117")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/grants/grants.rego:117", "rule data.grantwire.grants.grant")
 b8:
 	if l3 != nil {
 		goto b9
@@ -31549,7 +31549,7 @@ b8:
 		goto b9
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/grants/grants.rego:120")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/grants/grants.rego:120", "rule data.grantwire.grants.grant")
 b9:
 	if l3 != nil {
 		goto b10
@@ -31613,12 +31613,12 @@ b9:
 		goto b10
 	}
 	l32 = l31
-	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/grants/grants.rego:123")
+	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/grants/grants.rego:123", "rule data.grantwire.grants.grant")
 b10:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:123")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:123", "rule data.grantwire.grants.grant")
 b11:
 	return ev.SetMemo(527, l2)
 }
@@ -31643,12 +31643,12 @@ func f528_grantwire_grants__usable(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/grants/grants.rego:153")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/grants/grants.rego:153", "function data.grantwire.grants._usable")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:153")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:153", "function data.grantwire.grants._usable")
 b3:
 	return l2
 }
@@ -31731,18 +31731,18 @@ func f529_grantwire_grants__revoke_grant(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l31 = ev.Array(2)
 	rt.ArrayAppend(l31, l23)
 	rt.ArrayAppend(l31, l30)
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/grants/grants.rego:155")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/grants/grants.rego:155", "rule data.grantwire.grants._revoke_grant")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:161")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:161", "rule data.grantwire.grants._revoke_grant")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:161")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:161", "rule data.grantwire.grants._revoke_grant")
 b4:
 	return ev.SetMemo(529, l2)
 }
@@ -31825,18 +31825,18 @@ func f530_grantwire_grants__revoke_activation(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l31 = ev.Array(2)
 	rt.ArrayAppend(l31, l24)
 	rt.ArrayAppend(l31, l30)
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/grants/grants.rego:163")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/grants/grants.rego:163", "rule data.grantwire.grants._revoke_activation")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:172")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:172", "rule data.grantwire.grants._revoke_activation")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:172")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:172", "rule data.grantwire.grants._revoke_activation")
 b4:
 	return ev.SetMemo(530, l2)
 }
@@ -31860,12 +31860,12 @@ func f531_grantwire_grants__revoke_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:151")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:151", "rule data.grantwire.grants._revoke_effects")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:151")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:151", "rule data.grantwire.grants._revoke_effects")
 b2:
 	return ev.SetMemo(531, l2)
 }
@@ -31883,11 +31883,11 @@ func f532_grantwire_grants__unusable_text(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Object(0)
 	rt.ObjectInsert(l4, sc[80], sc[695])
 	rt.ObjectInsert(l4, sc[77], sc[696])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:174")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/grants/grants.rego:174", "rule data.grantwire.grants._unusable_text")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:174")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:174", "rule data.grantwire.grants._unusable_text")
 b2:
 	return ev.SetCached(532, ev.SetMemo(532, l2))
 }
@@ -31981,11 +31981,11 @@ func f533_grantwire_grants__revoke_warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	c3:
 	}
 	l36 = l4
-	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/grants/grants.rego:179")
+	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/grants/grants.rego:179", "rule data.grantwire.grants._revoke_warnings")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:179")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:179", "rule data.grantwire.grants._revoke_warnings")
 b4:
 	return ev.SetMemo(533, l2)
 }
@@ -32014,7 +32014,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:139")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:139", "rule data.grantwire.grants.revoke")
 b2:
 	if l3 != nil {
 		goto b4
@@ -32044,7 +32044,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:141")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:141", "rule data.grantwire.grants.revoke")
 b4:
 	if l3 != nil {
 		goto b6
@@ -32100,7 +32100,7 @@ b4:
 		goto b6
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/grants/grants.rego:143")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/grants/grants.rego:143", "rule data.grantwire.grants.revoke")
 b6:
 	if l3 != nil {
 		goto b7
@@ -32143,12 +32143,12 @@ b6:
 		goto b7
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/grants/grants.rego:146")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/grants/grants.rego:146", "rule data.grantwire.grants.revoke")
 b7:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:146")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:146", "rule data.grantwire.grants.revoke")
 b8:
 	return ev.SetMemo(534, l2)
 }
@@ -32173,12 +32173,12 @@ func f535_grantwire_grants__list_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:202")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:202", "rule data.grantwire.grants._list_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:202")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:202", "rule data.grantwire.grants._list_args")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -32194,12 +32194,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:204")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:204", "rule data.grantwire.grants._list_args")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:204")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:204", "rule data.grantwire.grants._list_args")
 b4:
 	return ev.SetMemo(535, l2)
 }
@@ -32235,7 +32235,7 @@ func f536_grantwire_grants__list_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:206")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/grants/grants.rego:206", "rule data.grantwire.grants._list_need")
 b2:
 	if l3 != nil {
 		goto b3
@@ -32249,12 +32249,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:208")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:208", "rule data.grantwire.grants._list_need")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:208")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:208", "rule data.grantwire.grants._list_need")
 b4:
 	return ev.SetMemo(536, l2)
 }
@@ -32275,12 +32275,12 @@ func f537_grantwire_grants__list_value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:210")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:210", "rule data.grantwire.grants._list_value")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:210")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:210", "rule data.grantwire.grants._list_value")
 b2:
 	return ev.SetMemo(537, l2)
 }
@@ -32314,7 +32314,7 @@ func f538_grantwire_grants__list_result(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l11, sc[2], l8)
 	rt.ObjectInsert(l11, sc[230], l10)
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/grants/grants.rego:212")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/grants/grants.rego:212", "rule data.grantwire.grants._list_result")
 b2:
 	if l3 != nil {
 		goto b3
@@ -32326,12 +32326,12 @@ b2:
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[230], l5)
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:214")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:214", "rule data.grantwire.grants._list_result")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:214")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:214", "rule data.grantwire.grants._list_result")
 b4:
 	return ev.SetMemo(538, l2)
 }
@@ -32360,7 +32360,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:191")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:191", "rule data.grantwire.grants.list")
 b2:
 	if l3 != nil {
 		goto b4
@@ -32400,7 +32400,7 @@ n5:
 		goto b4
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/grants/grants.rego:193")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/grants/grants.rego:193", "rule data.grantwire.grants.list")
 b4:
 	if l3 != nil {
 		goto b6
@@ -32435,7 +32435,7 @@ b4:
 		goto b6
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/grants/grants.rego:196")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/grants/grants.rego:196", "rule data.grantwire.grants.list")
 b6:
 	if l3 != nil {
 		goto b7
@@ -32449,12 +32449,12 @@ b6:
 		goto b7
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:199")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:199", "rule data.grantwire.grants.list")
 b7:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:199")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:199", "rule data.grantwire.grants.list")
 b8:
 	return ev.SetMemo(539, l2)
 }
@@ -32479,12 +32479,12 @@ func f540_grantwire_grants__before_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:236")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:236", "rule data.grantwire.grants._before_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:236")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:236", "rule data.grantwire.grants._before_object")
 b2:
 	return ev.SetMemo(540, l2)
 }
@@ -32509,12 +32509,12 @@ func f541_grantwire_grants__after_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:238")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/grants/grants.rego:238", "rule data.grantwire.grants._after_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:238")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:238", "rule data.grantwire.grants._after_object")
 b2:
 	return ev.SetMemo(541, l2)
 }
@@ -32539,7 +32539,7 @@ func f542_grantwire_grants__now(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:240")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/grants/grants.rego:240", "rule data.grantwire.grants._now")
 b2:
 	if l3 != nil {
 		goto b3
@@ -32553,12 +32553,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:242")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/grants/grants.rego:242", "rule data.grantwire.grants._now")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:242")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:242", "rule data.grantwire.grants._now")
 b4:
 	return ev.SetMemo(542, l2)
 }
@@ -32635,12 +32635,12 @@ b2:
 	if l18 != nil {
 		goto b1
 	}
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/grants/grants.rego:245")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/grants/grants.rego:245", "function data.grantwire.grants._held")
 b1:
 	if l6 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:245")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/grants/grants.rego:245", "function data.grantwire.grants._held")
 b8:
 	return l2
 }
@@ -32683,11 +32683,11 @@ func f544_grantwire_grants__grant_pairs(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	c3:
 	}
 	l18 = l6
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/grants/grants.rego:254")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/grants/grants.rego:254", "function data.grantwire.grants._grant_pairs")
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:254")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/grants/grants.rego:254", "function data.grantwire.grants._grant_pairs")
 b5:
 	return l2
 }
@@ -32720,12 +32720,12 @@ func f545_grantwire_grants__same(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if !rt.Equal(l12, l16) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/grants/grants.rego:256")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/grants/grants.rego:256", "function data.grantwire.grants._same")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/grants/grants.rego:256")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/grants/grants.rego:256", "function data.grantwire.grants._same")
 b2:
 	return l2
 }
@@ -32859,12 +32859,12 @@ b5:
 		goto b1
 	}
 	l52 = l51
-	l3 = rt.AssignOnce(l3, l52, "policy/grantwire/grants/grants.rego:258")
+	l3 = rt.AssignOnce(l3, l52, "policy/grantwire/grants/grants.rego:258", "rule data.grantwire.grants._changed")
 b1:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:258")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:258", "rule data.grantwire.grants._changed")
 b7:
 	return ev.SetMemo(546, l2)
 }
@@ -32893,7 +32893,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:226")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/grants/grants.rego:226", "rule data.grantwire.grants.changes")
 b2:
 	if l3 != nil {
 		goto b4
@@ -32941,7 +32941,7 @@ n5:
 		goto b4
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/grants/grants.rego:228")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/grants/grants.rego:228", "rule data.grantwire.grants.changes")
 b4:
 	if l3 != nil {
 		goto b6
@@ -32998,12 +32998,12 @@ b7:
 		goto b6
 	}
 	l23 = l22
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/grants/grants.rego:232")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/grants/grants.rego:232", "rule data.grantwire.grants.changes")
 b6:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:232")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/grants/grants.rego:232", "rule data.grantwire.grants.changes")
 b9:
 	return ev.SetMemo(547, l2)
 }
@@ -33022,12 +33022,12 @@ func f548_grantwire_disconnect__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/disconnect/disconnect.rego:32")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/disconnect/disconnect.rego:32", "rule data.grantwire.disconnect._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:32")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:32", "rule data.grantwire.disconnect._c")
 b2:
 	return ev.SetMemo(548, l2)
 }
@@ -33049,12 +33049,12 @@ func f549_grantwire_disconnect__connector_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:35")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:35", "rule data.grantwire.disconnect._connector_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:35")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:35", "rule data.grantwire.disconnect._connector_arg")
 b2:
 	return ev.SetMemo(549, l2)
 }
@@ -33075,12 +33075,12 @@ func f550_grantwire_disconnect__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/disconnect/disconnect.rego:30")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/disconnect/disconnect.rego:30", "rule data.grantwire.disconnect._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:30")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:30", "rule data.grantwire.disconnect._f")
 b2:
 	return ev.SetMemo(550, l2)
 }
@@ -33096,11 +33096,11 @@ func f551_grantwire_disconnect_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:28")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:28", "rule data.grantwire.disconnect.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:28", "rule data.grantwire.disconnect.lock_wait_ms")
 b2:
 	return ev.SetCached(551, ev.SetMemo(551, l2))
 }
@@ -33120,12 +33120,12 @@ func f552_grantwire_disconnect__type(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/disconnect/disconnect.rego:37")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/disconnect/disconnect.rego:37", "rule data.grantwire.disconnect._type")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:37", "rule data.grantwire.disconnect._type")
 b2:
 	return ev.SetMemo(552, l2)
 }
@@ -33143,12 +33143,12 @@ func f553_grantwire_disconnect__mcp_server(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqStr(l4, "mcp_server") {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:39")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:39", "rule data.grantwire.disconnect._mcp_server")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:39", "rule data.grantwire.disconnect._mcp_server")
 b2:
 	return ev.SetMemo(553, l2)
 }
@@ -33177,7 +33177,7 @@ func f554_grantwire_disconnect__stored_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l9 = l8
 	l10 = ev.Array(1)
 	rt.ArrayAppend(l10, l9)
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/disconnect/disconnect.rego:50")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/disconnect/disconnect.rego:50", "rule data.grantwire.disconnect._stored_needs")
 b2:
 	if l3 != nil {
 		goto b3
@@ -33219,12 +33219,12 @@ b2:
 		goto b3
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/disconnect/disconnect.rego:52")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/disconnect/disconnect.rego:52", "rule data.grantwire.disconnect._stored_needs")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:52")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:52", "rule data.grantwire.disconnect._stored_needs")
 b4:
 	return ev.SetMemo(554, l2)
 }
@@ -33311,12 +33311,12 @@ b2:
 		goto b1
 	}
 	l39 = l38
-	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/disconnect/disconnect.rego:41")
+	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/disconnect/disconnect.rego:41", "rule data.grantwire.disconnect._needs")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:41", "rule data.grantwire.disconnect._needs")
 b4:
 	return ev.SetMemo(555, l2)
 }
@@ -33339,12 +33339,12 @@ func f556_grantwire_disconnect__conn(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/disconnect/disconnect.rego:62")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/disconnect/disconnect.rego:62", "rule data.grantwire.disconnect._conn")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:62")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:62", "rule data.grantwire.disconnect._conn")
 b2:
 	return ev.SetMemo(556, l2)
 }
@@ -33368,12 +33368,12 @@ func f557_grantwire_disconnect__client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/disconnect/disconnect.rego:64")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/disconnect/disconnect.rego:64", "rule data.grantwire.disconnect._client")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:64")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:64", "rule data.grantwire.disconnect._client")
 b2:
 	return ev.SetMemo(557, l2)
 }
@@ -33431,11 +33431,11 @@ n3:
 	rt.ArrayAppend(l4, l19)
 b2:
 	l20 = l4
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/disconnect/disconnect.rego:130")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/disconnect/disconnect.rego:130", "rule data.grantwire.disconnect._revoke")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:130")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:130", "rule data.grantwire.disconnect._revoke")
 b4:
 	return ev.SetMemo(558, l2)
 }
@@ -33470,12 +33470,12 @@ func f559_grantwire_disconnect__usable(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/disconnect/disconnect.rego:57")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/disconnect/disconnect.rego:57", "function data.grantwire.disconnect._usable")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/disconnect/disconnect.rego:57")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/disconnect/disconnect.rego:57", "function data.grantwire.disconnect._usable")
 b3:
 	return l2
 }
@@ -33510,18 +33510,18 @@ func f560_grantwire_disconnect__granted_agents(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:97")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:97", "rule data.grantwire.disconnect._granted_agents")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:99")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:99", "rule data.grantwire.disconnect._granted_agents")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:99")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:99", "rule data.grantwire.disconnect._granted_agents")
 b4:
 	return ev.SetMemo(560, l2)
 }
@@ -33611,18 +33611,18 @@ b3:
 		goto b2
 	}
 	l36 = l35
-	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/disconnect/disconnect.rego:105")
+	l3 = rt.AssignOnce(l3, l36, "policy/grantwire/disconnect/disconnect.rego:105", "rule data.grantwire.disconnect._wipe_grants")
 b2:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:111")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:111", "rule data.grantwire.disconnect._wipe_grants")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:111")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:111", "rule data.grantwire.disconnect._wipe_grants")
 b6:
 	return ev.SetMemo(561, l2)
 }
@@ -33668,18 +33668,18 @@ b3:
 		goto b2
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/disconnect/disconnect.rego:101")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/disconnect/disconnect.rego:101", "rule data.grantwire.disconnect._active_agents")
 b2:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:103")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:103", "rule data.grantwire.disconnect._active_agents")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:103")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:103", "rule data.grantwire.disconnect._active_agents")
 b6:
 	return ev.SetMemo(562, l2)
 }
@@ -33769,18 +33769,18 @@ b3:
 		goto b2
 	}
 	l35 = l34
-	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/disconnect/disconnect.rego:113")
+	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/disconnect/disconnect.rego:113", "rule data.grantwire.disconnect._wipe_actives")
 b2:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:119")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/disconnect/disconnect.rego:119", "rule data.grantwire.disconnect._wipe_actives")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:119")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:119", "rule data.grantwire.disconnect._wipe_actives")
 b6:
 	return ev.SetMemo(563, l2)
 }
@@ -33813,7 +33813,7 @@ func f564_grantwire_disconnect__mcp_keys(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/disconnect/disconnect.rego:69")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/disconnect/disconnect.rego:69", "rule data.grantwire.disconnect._mcp_keys")
 b2:
 	if l3 != nil {
 		goto b3
@@ -33846,12 +33846,12 @@ b4:
 		goto b3
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/disconnect/disconnect.rego:71")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/disconnect/disconnect.rego:71", "rule data.grantwire.disconnect._mcp_keys")
 b3:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:71")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:71", "rule data.grantwire.disconnect._mcp_keys")
 b6:
 	return ev.SetMemo(564, l2)
 }
@@ -33870,12 +33870,12 @@ func f565_grantwire_store_mcp_user(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/store/store.rego:39")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/store/store.rego:39", "function data.grantwire.store.mcp_user")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:39")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/store/store.rego:39", "function data.grantwire.store.mcp_user")
 b2:
 	return l2
 }
@@ -33984,7 +33984,7 @@ b5:
 		goto b2
 	}
 	l42 = l41
-	l3 = rt.AssignOnce(l3, l42, "policy/grantwire/disconnect/disconnect.rego:81")
+	l3 = rt.AssignOnce(l3, l42, "policy/grantwire/disconnect/disconnect.rego:81", "rule data.grantwire.disconnect._delete_stored")
 b2:
 	if l3 != nil {
 		goto b6
@@ -34030,12 +34030,12 @@ b2:
 		goto b6
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/disconnect/disconnect.rego:89")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/disconnect/disconnect.rego:89", "rule data.grantwire.disconnect._delete_stored")
 b6:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:89")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:89", "rule data.grantwire.disconnect._delete_stored")
 b7:
 	return ev.SetMemo(566, l2)
 }
@@ -34056,12 +34056,12 @@ func f567_grantwire_disconnect__removed(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:73")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:73", "rule data.grantwire.disconnect._removed")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:73")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:73", "rule data.grantwire.disconnect._removed")
 b2:
 	l3 = nil
 	if l4 = f550_grantwire_disconnect__f(ev, l0, l1); l4 == nil {
@@ -34081,12 +34081,12 @@ b2:
 	if rt.EqBool(l9, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:75")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:75", "rule data.grantwire.disconnect._removed")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:75")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:75", "rule data.grantwire.disconnect._removed")
 b4:
 	return ev.SetMemo(567, l2)
 }
@@ -34104,17 +34104,17 @@ func f568_grantwire_disconnect__removed_bool(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:77")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/disconnect/disconnect.rego:77", "rule data.grantwire.disconnect._removed_bool")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/disconnect/disconnect.rego:79")
+	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/disconnect/disconnect.rego:79", "rule data.grantwire.disconnect._removed_bool")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:79")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:79", "rule data.grantwire.disconnect._removed_bool")
 b4:
 	return ev.SetMemo(568, l2)
 }
@@ -34165,11 +34165,11 @@ func f569_grantwire_disconnect__unclean(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	c3:
 	}
 	l18 = l4
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/disconnect/disconnect.rego:121")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/disconnect/disconnect.rego:121", "rule data.grantwire.disconnect._unclean")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:121")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:121", "rule data.grantwire.disconnect._unclean")
 b4:
 	return ev.SetMemo(569, l2)
 }
@@ -34242,11 +34242,11 @@ func f570_grantwire_disconnect__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l28 = l4
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/disconnect/disconnect.rego:123")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/disconnect/disconnect.rego:123", "rule data.grantwire.disconnect._warnings")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:123")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:123", "rule data.grantwire.disconnect._warnings")
 b4:
 	return ev.SetMemo(570, l2)
 }
@@ -34275,7 +34275,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/disconnect/disconnect.rego:140")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/disconnect/disconnect.rego:140", "rule data.grantwire.disconnect.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -34305,7 +34305,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:142")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:142", "rule data.grantwire.disconnect.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -34333,7 +34333,7 @@ b4:
 		goto b6
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:144")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/disconnect/disconnect.rego:144", "rule data.grantwire.disconnect.decision")
 b6:
 	if l3 != nil {
 		goto b7
@@ -34366,7 +34366,7 @@ b6:
 		goto b7
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/disconnect/disconnect.rego:146")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/disconnect/disconnect.rego:146", "rule data.grantwire.disconnect.decision")
 b7:
 	if l3 != nil {
 		goto b8
@@ -34459,12 +34459,12 @@ b7:
 		goto b8
 	}
 	l44 = l43
-	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/disconnect/disconnect.rego:149")
+	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/disconnect/disconnect.rego:149", "rule data.grantwire.disconnect.decision")
 b8:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:149")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/disconnect/disconnect.rego:149", "rule data.grantwire.disconnect.decision")
 b9:
 	return ev.SetMemo(571, l2)
 }
@@ -34483,12 +34483,12 @@ func f572_grantwire_status__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/status/status.rego:24")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/status/status.rego:24", "rule data.grantwire.status._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:24")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:24", "rule data.grantwire.status._c")
 b2:
 	return ev.SetMemo(572, l2)
 }
@@ -34509,12 +34509,12 @@ func f573_grantwire_status__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:22")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:22", "rule data.grantwire.status._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:22")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:22", "rule data.grantwire.status._f")
 b2:
 	return ev.SetMemo(573, l2)
 }
@@ -34541,12 +34541,12 @@ func f574_grantwire_catalog__base_ids(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/catalog/catalog.rego:93")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/catalog/catalog.rego:93", "rule data.grantwire.catalog._base_ids")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:93")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:93", "rule data.grantwire.catalog._base_ids")
 b2:
 	return ev.SetCached(574, ev.SetMemo(574, l2))
 }
@@ -34576,7 +34576,7 @@ func f575_grantwire_catalog_ids(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:88")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/catalog/catalog.rego:88", "rule data.grantwire.catalog.ids")
 b2:
 	if l3 != nil {
 		goto b3
@@ -34585,12 +34585,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/catalog/catalog.rego:90")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/catalog/catalog.rego:90", "rule data.grantwire.catalog.ids")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:90")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/catalog/catalog.rego:90", "rule data.grantwire.catalog.ids")
 b4:
 	return ev.SetMemo(575, l2)
 }
@@ -34619,7 +34619,7 @@ func f576_grantwire_status__ids(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l9 = ev.Array(1)
 	rt.ArrayAppend(l9, l8)
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/status/status.rego:31")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/status/status.rego:31", "rule data.grantwire.status._ids")
 b2:
 	if l3 != nil {
 		goto b3
@@ -34628,12 +34628,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/status/status.rego:33")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/status/status.rego:33", "rule data.grantwire.status._ids")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:33")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:33", "rule data.grantwire.status._ids")
 b4:
 	return ev.SetMemo(576, l2)
 }
@@ -34665,11 +34665,11 @@ func f577_grantwire_status__oauth_ids(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/status.rego:35")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/status.rego:35", "rule data.grantwire.status._oauth_ids")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:35")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:35", "rule data.grantwire.status._oauth_ids")
 b4:
 	return ev.SetMemo(577, l2)
 }
@@ -34687,12 +34687,12 @@ func f578_grantwire_status__ck(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/status/status.rego:26")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/status/status.rego:26", "function data.grantwire.status._ck")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/status.rego:26")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/status.rego:26", "function data.grantwire.status._ck")
 b2:
 	return l2
 }
@@ -34794,12 +34794,12 @@ b4:
 		goto b1
 	}
 	l49 = l48
-	l3 = rt.AssignOnce(l3, l49, "policy/grantwire/status/status.rego:37")
+	l3 = rt.AssignOnce(l3, l49, "policy/grantwire/status/status.rego:37", "rule data.grantwire.status._status_needs")
 b1:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:37", "rule data.grantwire.status._status_needs")
 b7:
 	return ev.SetMemo(579, l2)
 }
@@ -34824,12 +34824,12 @@ func f580_grantwire_status__conn(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/status/status.rego:49")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/status/status.rego:49", "function data.grantwire.status._conn")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:49")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:49", "function data.grantwire.status._conn")
 b2:
 	return l2
 }
@@ -34909,11 +34909,11 @@ func f581_grantwire_status__status_fresh(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l34 = l4
-	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/status/status.rego:54")
+	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/status/status.rego:54", "rule data.grantwire.status._status_fresh")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:54")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:54", "rule data.grantwire.status._status_fresh")
 b5:
 	return ev.SetMemo(581, l2)
 }
@@ -34934,12 +34934,12 @@ func f582_grantwire_status__all_actives(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/status.rego:67")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/status.rego:67", "rule data.grantwire.status._all_actives")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:67")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:67", "rule data.grantwire.status._all_actives")
 b2:
 	return ev.SetMemo(582, l2)
 }
@@ -34960,12 +34960,12 @@ func f583_grantwire_status__all_grants(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/status.rego:65")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/status.rego:65", "rule data.grantwire.status._all_grants")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:65")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:65", "rule data.grantwire.status._all_grants")
 b2:
 	return ev.SetMemo(583, l2)
 }
@@ -34988,12 +34988,12 @@ func f584_grantwire_status__configured_mcp(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:105")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:105", "function data.grantwire.status._configured_mcp")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:105")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:105", "function data.grantwire.status._configured_mcp")
 b2:
 	return l2
 }
@@ -35009,18 +35009,18 @@ func f585_grantwire_status__configured_mcp_bool(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:107")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:107", "function data.grantwire.status._configured_mcp_bool")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/status/status.rego:109")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/status/status.rego:109", "function data.grantwire.status._configured_mcp_bool")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:109")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:109", "function data.grantwire.status._configured_mcp_bool")
 b4:
 	return l2
 }
@@ -35056,7 +35056,7 @@ func f586_grantwire_status__client(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/status/status.rego:61")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/status/status.rego:61", "function data.grantwire.status._client")
 b2:
 	if l4 != nil {
 		goto b3
@@ -35074,12 +35074,12 @@ b2:
 		goto b3
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/status/status.rego:63")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/status/status.rego:63", "function data.grantwire.status._client")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:63")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:63", "function data.grantwire.status._client")
 b4:
 	return l2
 }
@@ -35092,18 +35092,18 @@ func f587_grantwire_status__bool(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:69")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:69", "function data.grantwire.status._bool")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/status/status.rego:71")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/status/status.rego:71", "function data.grantwire.status._bool")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:71")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:71", "function data.grantwire.status._bool")
 b4:
 	return l2
 }
@@ -35124,11 +35124,11 @@ func f588_grantwire_tripwire_reason(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l4, sc[662], sc[662])
 	rt.ObjectInsert(l4, sc[449], sc[449])
 	rt.ObjectInsert(l4, sc[266], sc[681])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:51")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:51", "rule data.grantwire.tripwire.reason")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:51", "rule data.grantwire.tripwire.reason")
 b2:
 	return ev.SetCached(588, ev.SetMemo(588, l2))
 }
@@ -35175,7 +35175,7 @@ func f589_grantwire_status__state(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l20, sc[624], l9)
 	rt.ObjectInsert(l20, sc[714], l14)
 	rt.ObjectInsert(l20, sc[219], l19)
-	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/status/status.rego:86")
+	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/status/status.rego:86", "function data.grantwire.status._state")
 b2:
 	if l4 != nil {
 		goto b3
@@ -35191,7 +35191,7 @@ b2:
 n4:
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[624], rt.False)
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/status/status.rego:92")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/status/status.rego:92", "function data.grantwire.status._state")
 b3:
 	if l4 != nil {
 		goto b5
@@ -35224,7 +35224,7 @@ n6:
 	l15 = ev.Object(0)
 	rt.ObjectInsert(l15, sc[715], l14)
 	rt.ObjectInsert(l15, sc[624], rt.False)
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/status/status.rego:94")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/status/status.rego:94", "function data.grantwire.status._state")
 b5:
 	if l4 != nil {
 		goto b7
@@ -35299,12 +35299,12 @@ b5:
 	rt.ObjectInsert(l37, sc[14], l27)
 	rt.ObjectInsert(l37, sc[716], l36)
 	l38 = l37
-	l4 = rt.AssignOnce(l4, l38, "policy/grantwire/status/status.rego:96")
+	l4 = rt.AssignOnce(l4, l38, "policy/grantwire/status/status.rego:96", "function data.grantwire.status._state")
 b7:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:96")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:96", "function data.grantwire.status._state")
 b8:
 	return l2
 }
@@ -35404,12 +35404,12 @@ b2:
 		goto b1
 	}
 	l45 = l44
-	l4 = rt.AssignOnce(l4, l45, "policy/grantwire/status/status.rego:73")
+	l4 = rt.AssignOnce(l4, l45, "policy/grantwire/status/status.rego:73", "function data.grantwire.status._entry")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:73")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:73", "function data.grantwire.status._entry")
 b4:
 	return l2
 }
@@ -35456,7 +35456,7 @@ n3:
 		goto b2
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:118")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:118", "rule data.grantwire.status.status")
 b2:
 	if l3 != nil {
 		goto b4
@@ -35489,7 +35489,7 @@ b2:
 		goto b4
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:121")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:121", "rule data.grantwire.status.status")
 b4:
 	if l3 != nil {
 		goto b5
@@ -35522,7 +35522,7 @@ b4:
 		goto b5
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:124")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:124", "rule data.grantwire.status.status")
 b5:
 	if l3 != nil {
 		goto b6
@@ -35553,12 +35553,12 @@ b7:
 		goto b6
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:127")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:127", "rule data.grantwire.status.status")
 b6:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:127")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:127", "rule data.grantwire.status.status")
 b9:
 	return ev.SetMemo(591, l2)
 }
@@ -35590,11 +35590,11 @@ func f592_grantwire_status__all_oauth(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/status.rego:132")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/status.rego:132", "rule data.grantwire.status._all_oauth")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:132")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:132", "rule data.grantwire.status._all_oauth")
 b4:
 	return ev.SetMemo(592, l2)
 }
@@ -35660,12 +35660,12 @@ b4:
 		goto b1
 	}
 	l31 = l30
-	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/status/status.rego:134")
+	l3 = rt.AssignOnce(l3, l31, "policy/grantwire/status/status.rego:134", "rule data.grantwire.status._round1")
 b1:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:134")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:134", "rule data.grantwire.status._round1")
 b7:
 	return ev.SetMemo(593, l2)
 }
@@ -35701,11 +35701,11 @@ func f594_grantwire_status__connected(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l13 = l4
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/status/status.rego:139")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/status/status.rego:139", "rule data.grantwire.status._connected")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:139")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:139", "rule data.grantwire.status._connected")
 b4:
 	return ev.SetMemo(594, l2)
 }
@@ -35727,12 +35727,12 @@ func f595_grantwire_status__v1(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/status/status.rego:141")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/status/status.rego:141", "function data.grantwire.status._v1")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:141")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:141", "function data.grantwire.status._v1")
 b2:
 	return l2
 }
@@ -35786,11 +35786,11 @@ func f596_grantwire_status__round2(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l23 = l4
-	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/status/status.rego:143")
+	l3 = rt.AssignOnce(l3, l23, "policy/grantwire/status/status.rego:143", "rule data.grantwire.status._round2")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:143")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:143", "rule data.grantwire.status._round2")
 b5:
 	return ev.SetMemo(596, l2)
 }
@@ -35836,11 +35836,11 @@ func f597_grantwire_status__suspect(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l16 = l4
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:150")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:150", "rule data.grantwire.status._suspect")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:150")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:150", "rule data.grantwire.status._suspect")
 b4:
 	return ev.SetMemo(597, l2)
 }
@@ -35957,11 +35957,11 @@ func f598_grantwire_status__round3(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l56 = l4
-	l3 = rt.AssignOnce(l3, l56, "policy/grantwire/status/status.rego:152")
+	l3 = rt.AssignOnce(l3, l56, "policy/grantwire/status/status.rego:152", "rule data.grantwire.status._round3")
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:152")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:152", "rule data.grantwire.status._round3")
 b7:
 	return ev.SetMemo(598, l2)
 }
@@ -35985,12 +35985,12 @@ func f599_grantwire_status__skipped(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:213")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:213", "function data.grantwire.status._skipped")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:213")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:213", "function data.grantwire.status._skipped")
 b2:
 	return l2
 }
@@ -36014,12 +36014,12 @@ func f600_grantwire_status__busy(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:164")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/status/status.rego:164", "function data.grantwire.status._busy")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:164")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:164", "function data.grantwire.status._busy")
 b2:
 	return l2
 }
@@ -36044,12 +36044,12 @@ func f601_grantwire_status__lconn(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/status/status.rego:166")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/status/status.rego:166", "function data.grantwire.status._lconn")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:166")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:166", "function data.grantwire.status._lconn")
 b2:
 	return l2
 }
@@ -36089,18 +36089,18 @@ func f602_grantwire_status__v2(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/status/status.rego:168")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/status/status.rego:168", "function data.grantwire.status._v2")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[718], "policy/grantwire/status/status.rego:170")
+	l4 = rt.AssignOnce(l4, sc[718], "policy/grantwire/status/status.rego:170", "function data.grantwire.status._v2")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:170")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:170", "function data.grantwire.status._v2")
 b4:
 	return l2
 }
@@ -36119,11 +36119,11 @@ func f603_grantwire_tripwire_clearing(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.SetAdd(l4, sc[357])
 	rt.SetAdd(l4, sc[96])
 	rt.SetAdd(l4, sc[266])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:46")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/tripwire/tripwire.rego:46", "rule data.grantwire.tripwire.clearing")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:46")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/tripwire/tripwire.rego:46", "rule data.grantwire.tripwire.clearing")
 b2:
 	return ev.SetCached(603, ev.SetMemo(603, l2))
 }
@@ -36171,11 +36171,11 @@ func f604_grantwire_status__cleared(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l16 = l4
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:201")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:201", "rule data.grantwire.status._cleared")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:201")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:201", "rule data.grantwire.status._cleared")
 b5:
 	return ev.SetMemo(604, l2)
 }
@@ -36199,7 +36199,7 @@ func f605_grantwire_status__final_conn(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:172")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:172", "function data.grantwire.status._final_conn")
 b2:
 	if l4 != nil {
 		goto b3
@@ -36209,12 +36209,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/status/status.rego:174")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/status/status.rego:174", "function data.grantwire.status._final_conn")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:174")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:174", "function data.grantwire.status._final_conn")
 b4:
 	return l2
 }
@@ -36259,12 +36259,12 @@ func f606_grantwire_status__row_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l22, sc[405], l14)
 	rt.ObjectInsert(l22, sc[649], l5)
 	rt.ObjectInsert(l22, sc[14], l21)
-	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/status/status.rego:176")
+	l4 = rt.AssignOnce(l4, l22, "policy/grantwire/status/status.rego:176", "function data.grantwire.status._row_ok")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:176")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:176", "function data.grantwire.status._row_ok")
 b2:
 	return l2
 }
@@ -36295,7 +36295,7 @@ func f607_grantwire_status__row(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[649], l5)
 	l11 = ev.Array(0)
 	rt.ObjectInsert(l10, sc[14], l11)
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:188")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:188", "function data.grantwire.status._row")
 b2:
 	if l4 != nil {
 		goto b3
@@ -36313,7 +36313,7 @@ b2:
 	rt.ObjectInsert(l8, sc[649], l5)
 	l9 = ev.Array(0)
 	rt.ObjectInsert(l8, sc[14], l9)
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/status/status.rego:191")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/status/status.rego:191", "function data.grantwire.status._row")
 b3:
 	if l4 != nil {
 		goto b4
@@ -36335,7 +36335,7 @@ n5:
 		goto b4
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:193")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/status/status.rego:193", "function data.grantwire.status._row")
 b4:
 	if l4 != nil {
 		goto b6
@@ -36352,7 +36352,7 @@ b4:
 		goto b6
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/status/status.rego:195")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/status/status.rego:195", "function data.grantwire.status._row")
 b6:
 	if l4 != nil {
 		goto b7
@@ -36370,12 +36370,12 @@ b6:
 	rt.ObjectInsert(l8, sc[649], l5)
 	l9 = ev.Array(0)
 	rt.ObjectInsert(l8, sc[14], l9)
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/status/status.rego:197")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/status/status.rego:197", "function data.grantwire.status._row")
 b7:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:197")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/status.rego:197", "function data.grantwire.status._row")
 b8:
 	return l2
 }
@@ -36406,11 +36406,11 @@ func f608_grantwire_status__listed(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l13 = l4
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/status/status.rego:183")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/status/status.rego:183", "rule data.grantwire.status._listed")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:183")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:183", "rule data.grantwire.status._listed")
 b4:
 	return ev.SetMemo(608, l2)
 }
@@ -36472,11 +36472,11 @@ func f609_grantwire_status__clear_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l28 = l4
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/status/status.rego:207")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/status/status.rego:207", "rule data.grantwire.status._clear_effects")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:207")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:207", "rule data.grantwire.status._clear_effects")
 b5:
 	return ev.SetMemo(609, l2)
 }
@@ -36516,7 +36516,7 @@ func f610_grantwire_status_connections(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:223")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:223", "rule data.grantwire.status.connections")
 b2:
 	if l3 != nil {
 		goto b3
@@ -36549,7 +36549,7 @@ b2:
 		goto b3
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:226")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:226", "rule data.grantwire.status.connections")
 b3:
 	if l3 != nil {
 		goto b4
@@ -36601,7 +36601,7 @@ b5:
 		goto b4
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/status/status.rego:229")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/status/status.rego:229", "rule data.grantwire.status.connections")
 b4:
 	if l3 != nil {
 		goto b8
@@ -36651,12 +36651,12 @@ b9:
 		goto b8
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/status/status.rego:232")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/status/status.rego:232", "rule data.grantwire.status.connections")
 b8:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:232")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:232", "rule data.grantwire.status.connections")
 b11:
 	return ev.SetMemo(610, l2)
 }
@@ -36678,12 +36678,12 @@ func f611_grantwire_status__connector_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/status/status.rego:246")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/status/status.rego:246", "rule data.grantwire.status._connector_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:246")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:246", "rule data.grantwire.status._connector_arg")
 b2:
 	return ev.SetMemo(611, l2)
 }
@@ -36703,12 +36703,12 @@ func f612_grantwire_status__t(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:243")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:243", "rule data.grantwire.status._t")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:243")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:243", "rule data.grantwire.status._t")
 b2:
 	return ev.SetMemo(612, l2)
 }
@@ -36725,19 +36725,19 @@ func f613_grantwire_status__or(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, l6, "policy/grantwire/status/status.rego:318")
+	l5 = rt.AssignOnce(l5, l6, "policy/grantwire/status/status.rego:318", "function data.grantwire.status._or")
 b2:
 	if l5 != nil {
 		goto b3
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/status/status.rego:320")
+	l5 = rt.AssignOnce(l5, l7, "policy/grantwire/status/status.rego:320", "function data.grantwire.status._or")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/status.rego:320")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/status.rego:320", "function data.grantwire.status._or")
 b4:
 	return l2
 }
@@ -36767,7 +36767,7 @@ func f614_grantwire_errors__configure_cmd(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 		goto b2
 	}
 	l14 = l13
-	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/errors/errors.rego:131")
+	l5 = rt.AssignOnce(l5, l14, "policy/grantwire/errors/errors.rego:131", "function data.grantwire.errors._configure_cmd")
 b2:
 	if l5 != nil {
 		goto b3
@@ -36781,12 +36781,12 @@ b2:
 		goto b3
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/errors/errors.rego:133")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/errors/errors.rego:133", "function data.grantwire.errors._configure_cmd")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:133")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:133", "function data.grantwire.errors._configure_cmd")
 b4:
 	return l2
 }
@@ -36815,12 +36815,12 @@ func f615_grantwire_errors_not_connected_mcp(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:123")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/errors/errors.rego:123", "function data.grantwire.errors.not_connected_mcp")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:123")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:123", "function data.grantwire.errors.not_connected_mcp")
 b2:
 	return l2
 }
@@ -36849,7 +36849,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/status/status.rego:256")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/status/status.rego:256", "rule data.grantwire.status.test")
 b2:
 	if l3 != nil {
 		goto b4
@@ -36867,7 +36867,7 @@ b2:
 		goto b4
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:258")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:258", "rule data.grantwire.status.test")
 b4:
 	if l3 != nil {
 		goto b5
@@ -36885,7 +36885,7 @@ b4:
 		goto b5
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:260")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/status.rego:260", "rule data.grantwire.status.test")
 b5:
 	if l3 != nil {
 		goto b6
@@ -36932,7 +36932,7 @@ n7:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/status/status.rego:262")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/status/status.rego:262", "rule data.grantwire.status.test")
 b6:
 	if l3 != nil {
 		goto b8
@@ -36990,7 +36990,7 @@ b6:
 		goto b8
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/status/status.rego:265")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/status/status.rego:265", "rule data.grantwire.status.test")
 b8:
 	if l3 != nil {
 		goto b9
@@ -37053,7 +37053,7 @@ b8:
 		goto b9
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/status/status.rego:275")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/status/status.rego:275", "rule data.grantwire.status.test")
 b9:
 	if l3 != nil {
 		goto b10
@@ -37142,7 +37142,7 @@ b9:
 		goto b10
 	}
 	l37 = l36
-	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/status/status.rego:285")
+	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/status/status.rego:285", "rule data.grantwire.status.test")
 b10:
 	if l3 != nil {
 		goto b11
@@ -37208,7 +37208,7 @@ b13:
 		goto b11
 	}
 	l28 = l27
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/status/status.rego:294")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/status/status.rego:294", "rule data.grantwire.status.test")
 b11:
 	if l3 != nil {
 		goto b15
@@ -37294,7 +37294,7 @@ b11:
 		goto b15
 	}
 	l37 = l36
-	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/status/status.rego:297")
+	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/status/status.rego:297", "rule data.grantwire.status.test")
 b15:
 	if l3 != nil {
 		goto b16
@@ -37376,7 +37376,7 @@ b15:
 		goto b16
 	}
 	l34 = l33
-	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/status/status.rego:303")
+	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/status/status.rego:303", "rule data.grantwire.status.test")
 b16:
 	if l3 != nil {
 		goto b17
@@ -37407,12 +37407,12 @@ b16:
 		goto b17
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:313")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/status.rego:313", "rule data.grantwire.status.test")
 b17:
 	if l3 == nil {
 		goto b18
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:313")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/status.rego:313", "rule data.grantwire.status.test")
 b18:
 	return ev.SetMemo(616, l2)
 }
@@ -37428,12 +37428,12 @@ func f617_grantwire_forwarded__args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/forwarded/forwarded.rego:27")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/forwarded/forwarded.rego:27", "rule data.grantwire.forwarded._args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:27")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:27", "rule data.grantwire.forwarded._args")
 b2:
 	return ev.SetMemo(617, l2)
 }
@@ -37452,12 +37452,12 @@ func f618_grantwire_forwarded__p(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:29")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:29", "rule data.grantwire.forwarded._p")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:29")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:29", "rule data.grantwire.forwarded._p")
 b2:
 	return ev.SetMemo(618, l2)
 }
@@ -37515,12 +37515,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/forwarded/forwarded.rego:36")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/forwarded/forwarded.rego:36", "function data.grantwire.forwarded._str_list")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:36")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:36", "function data.grantwire.forwarded._str_list")
 b8:
 	return l2
 }
@@ -37543,12 +37543,12 @@ func f620_grantwire_forwarded__account_type_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:51")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:51", "rule data.grantwire.forwarded._account_type_ok")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:51", "rule data.grantwire.forwarded._account_type_ok")
 b3:
 	l3 = nil
 	if l4 = f617_grantwire_forwarded__args(ev, l0, l1); l4 == nil {
@@ -37564,12 +37564,12 @@ b3:
 	if rt.EqBool(l7, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:53")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:53", "rule data.grantwire.forwarded._account_type_ok")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:53")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:53", "rule data.grantwire.forwarded._account_type_ok")
 b5:
 	return ev.SetMemo(620, l2)
 }
@@ -37636,12 +37636,12 @@ func f621_grantwire_forwarded__valid_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l19, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:43")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/forwarded/forwarded.rego:43", "rule data.grantwire.forwarded._valid_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:43")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:43", "rule data.grantwire.forwarded._valid_args")
 b2:
 	return ev.SetMemo(621, l2)
 }
@@ -37662,12 +37662,12 @@ func f622_grantwire_forwarded__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:25")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:25", "rule data.grantwire.forwarded._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:25")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:25", "rule data.grantwire.forwarded._f")
 b2:
 	return ev.SetMemo(622, l2)
 }
@@ -37687,12 +37687,12 @@ func f623_grantwire_forwarded__id(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:55")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:55", "rule data.grantwire.forwarded._id")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:55")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:55", "rule data.grantwire.forwarded._id")
 b2:
 	return ev.SetMemo(623, l2)
 }
@@ -37712,12 +37712,12 @@ func f624_grantwire_forwarded__refresh(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:59")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:59", "rule data.grantwire.forwarded._refresh")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:59")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:59", "rule data.grantwire.forwarded._refresh")
 b2:
 	return ev.SetMemo(624, l2)
 }
@@ -37737,12 +37737,12 @@ func f625_grantwire_forwarded__secret(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:57")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:57", "rule data.grantwire.forwarded._secret")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:57")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:57", "rule data.grantwire.forwarded._secret")
 b2:
 	return ev.SetMemo(625, l2)
 }
@@ -37765,12 +37765,12 @@ func f626_grantwire_forwarded__agents(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/forwarded/forwarded.rego:61")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/forwarded/forwarded.rego:61", "rule data.grantwire.forwarded._agents")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:61")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:61", "rule data.grantwire.forwarded._agents")
 b2:
 	return ev.SetMemo(626, l2)
 }
@@ -37790,12 +37790,12 @@ func f627_grantwire_forwarded__registry(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:65")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/forwarded/forwarded.rego:65", "rule data.grantwire.forwarded._registry")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:65")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:65", "rule data.grantwire.forwarded._registry")
 b2:
 	return ev.SetMemo(627, l2)
 }
@@ -37832,11 +37832,11 @@ func f628_grantwire_forwarded__unknown(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l12 = l4
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/forwarded/forwarded.rego:67")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/forwarded/forwarded.rego:67", "rule data.grantwire.forwarded._unknown")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:67")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:67", "rule data.grantwire.forwarded._unknown")
 b5:
 	return ev.SetMemo(628, l2)
 }
@@ -37862,19 +37862,19 @@ func f629_grantwire_forwarded__declared(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	l12 = l11
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/forwarded/forwarded.rego:69")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/forwarded/forwarded.rego:69", "function data.grantwire.forwarded._declared")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/forwarded/forwarded.rego:71")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/forwarded/forwarded.rego:71", "function data.grantwire.forwarded._declared")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:71")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:71", "function data.grantwire.forwarded._declared")
 b4:
 	return l2
 }
@@ -37914,12 +37914,12 @@ b2:
 		goto b1
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/forwarded/forwarded.rego:76")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/forwarded/forwarded.rego:76", "rule data.grantwire.forwarded.required")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:76")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:76", "rule data.grantwire.forwarded.required")
 b5:
 	return ev.SetMemo(630, l2)
 }
@@ -37942,12 +37942,12 @@ func f631_grantwire_forwarded__forwarded(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/forwarded/forwarded.rego:63")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/forwarded/forwarded.rego:63", "rule data.grantwire.forwarded._forwarded")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:63")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:63", "rule data.grantwire.forwarded._forwarded")
 b2:
 	return ev.SetMemo(631, l2)
 }
@@ -37971,12 +37971,12 @@ func f632_grantwire_forwarded__missing(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:78")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:78", "rule data.grantwire.forwarded._missing")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:78")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:78", "rule data.grantwire.forwarded._missing")
 b2:
 	return ev.SetMemo(632, l2)
 }
@@ -38016,12 +38016,12 @@ func f633_grantwire_errors_scope_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V)
 		goto b1
 	}
 	l19 = l18
-	l6 = rt.AssignOnce(l6, l19, "policy/grantwire/errors/errors.rego:210")
+	l6 = rt.AssignOnce(l6, l19, "policy/grantwire/errors/errors.rego:210", "function data.grantwire.errors.scope_mismatch")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:210")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:210", "function data.grantwire.errors.scope_mismatch")
 b2:
 	return l2
 }
@@ -38037,11 +38037,11 @@ func f634_grantwire_forwarded_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:34")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:34", "rule data.grantwire.forwarded.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:34")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:34", "rule data.grantwire.forwarded.lock_wait_ms")
 b2:
 	return ev.SetCached(634, ev.SetMemo(634, l2))
 }
@@ -38058,12 +38058,12 @@ func f635_grantwire_forwarded__grant_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/forwarded/forwarded.rego:85")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/forwarded/forwarded.rego:85", "function data.grantwire.forwarded._grant_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:85")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:85", "function data.grantwire.forwarded._grant_key")
 b2:
 	return l2
 }
@@ -38204,12 +38204,12 @@ b2:
 		goto b1
 	}
 	l65 = l64
-	l3 = rt.AssignOnce(l3, l65, "policy/grantwire/forwarded/forwarded.rego:87")
+	l3 = rt.AssignOnce(l3, l65, "policy/grantwire/forwarded/forwarded.rego:87", "rule data.grantwire.forwarded._locked_needs")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:87")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:87", "rule data.grantwire.forwarded._locked_needs")
 b4:
 	return ev.SetMemo(636, l2)
 }
@@ -38229,12 +38229,12 @@ func f637_grantwire_facts_ref(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l10 = l9
 	l11 = ev.Object(0)
 	rt.ObjectInsert(l11, sc[361], l10)
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/facts/facts.rego:46")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/facts/facts.rego:46", "function data.grantwire.facts.ref")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:46")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:46", "function data.grantwire.facts.ref")
 b2:
 	return l2
 }
@@ -38262,7 +38262,7 @@ func f638_grantwire_store_restore(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V {
 	rt.ObjectInsert(l14, sc[356], l8)
 	rt.ObjectInsert(l14, sc[18], l12)
 	rt.ArrayAppend(l13, l14)
-	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/store/store.rego:300")
+	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/store/store.rego:300", "function data.grantwire.store.restore")
 b2:
 	if l6 != nil {
 		goto b3
@@ -38275,12 +38275,12 @@ b2:
 	rt.ObjectInsert(l11, sc[73], sc[359])
 	rt.ObjectInsert(l11, sc[356], l8)
 	rt.ArrayAppend(l10, l11)
-	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/store/store.rego:302")
+	l6 = rt.AssignOnce(l6, l10, "policy/grantwire/store/store.rego:302", "function data.grantwire.store.restore")
 b3:
 	if l6 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:302")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/store/store.rego:302", "function data.grantwire.store.restore")
 b4:
 	return l2
 }
@@ -38308,17 +38308,17 @@ func f639_grantwire_forwarded__secret_value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l8 = ev.Object(0)
 	rt.ObjectInsert(l8, sc[361], l7)
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:101")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:101", "rule data.grantwire.forwarded._secret_value")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/forwarded/forwarded.rego:103")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/forwarded/forwarded.rego:103", "rule data.grantwire.forwarded._secret_value")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:103")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:103", "rule data.grantwire.forwarded._secret_value")
 b4:
 	return ev.SetMemo(639, l2)
 }
@@ -38335,12 +38335,12 @@ func f640_grantwire_step_undo(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/step/step.rego:31")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/step/step.rego:31", "function data.grantwire.step.undo")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:31")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/step/step.rego:31", "function data.grantwire.step.undo")
 b2:
 	return l2
 }
@@ -38359,12 +38359,12 @@ func f641_grantwire_forwarded__now(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:114")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:114", "rule data.grantwire.forwarded._now")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:114")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:114", "rule data.grantwire.forwarded._now")
 b2:
 	return ev.SetMemo(641, l2)
 }
@@ -38383,12 +38383,12 @@ func f642_grantwire_forwarded__hash(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:99")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/forwarded/forwarded.rego:99", "rule data.grantwire.forwarded._hash")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:99")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:99", "rule data.grantwire.forwarded._hash")
 b2:
 	return ev.SetMemo(642, l2)
 }
@@ -38420,7 +38420,7 @@ func f643_grantwire_forwarded__account_type(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/forwarded/forwarded.rego:105")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/forwarded/forwarded.rego:105", "rule data.grantwire.forwarded._account_type")
 b2:
 	if l3 != nil {
 		goto b3
@@ -38453,18 +38453,18 @@ b2:
 	if rt.EqBool(l13, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/forwarded/forwarded.rego:107")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/forwarded/forwarded.rego:107", "rule data.grantwire.forwarded._account_type")
 b3:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = rt.Null
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:112")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:112", "rule data.grantwire.forwarded._account_type")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:112")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:112", "rule data.grantwire.forwarded._account_type")
 b5:
 	return ev.SetMemo(643, l2)
 }
@@ -38658,12 +38658,12 @@ func f644_grantwire_forwarded__tx(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l86, l31)
 	rt.ArrayAppend(l86, l70)
 	rt.ArrayAppend(l86, l85)
-	l3 = rt.AssignOnce(l3, l86, "policy/grantwire/forwarded/forwarded.rego:116")
+	l3 = rt.AssignOnce(l3, l86, "policy/grantwire/forwarded/forwarded.rego:116", "rule data.grantwire.forwarded._tx")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:116")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:116", "rule data.grantwire.forwarded._tx")
 b2:
 	return ev.SetMemo(644, l2)
 }
@@ -38735,18 +38735,18 @@ n3:
 	l28 = l27
 	l29 = ev.Array(1)
 	rt.ArrayAppend(l29, l28)
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/forwarded/forwarded.rego:136")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/forwarded/forwarded.rego:136", "rule data.grantwire.forwarded._mirror")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:138")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/forwarded/forwarded.rego:138", "rule data.grantwire.forwarded._mirror")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:138")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:138", "rule data.grantwire.forwarded._mirror")
 b5:
 	return ev.SetMemo(645, l2)
 }
@@ -38779,7 +38779,7 @@ func f646_grantwire_forwarded__agent_scopes(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b2
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/forwarded/forwarded.rego:81")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/forwarded/forwarded.rego:81", "function data.grantwire.forwarded._agent_scopes")
 b2:
 	if l4 != nil {
 		goto b3
@@ -38789,12 +38789,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/forwarded/forwarded.rego:83")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/forwarded/forwarded.rego:83", "function data.grantwire.forwarded._agent_scopes")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:83")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/forwarded/forwarded.rego:83", "function data.grantwire.forwarded._agent_scopes")
 b4:
 	return l2
 }
@@ -38877,12 +38877,12 @@ b4:
 		goto b1
 	}
 	l38 = l37
-	l3 = rt.AssignOnce(l3, l38, "policy/grantwire/forwarded/forwarded.rego:140")
+	l3 = rt.AssignOnce(l3, l38, "policy/grantwire/forwarded/forwarded.rego:140", "rule data.grantwire.forwarded._grant_effects")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:140")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:140", "rule data.grantwire.forwarded._grant_effects")
 b6:
 	return ev.SetMemo(647, l2)
 }
@@ -38943,11 +38943,11 @@ func f648_grantwire_forwarded__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, l21)
 b2:
 	l22 = l4
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/forwarded/forwarded.rego:145")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/forwarded/forwarded.rego:145", "rule data.grantwire.forwarded._warnings")
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:145")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:145", "rule data.grantwire.forwarded._warnings")
 b3:
 	return ev.SetMemo(648, l2)
 }
@@ -38976,7 +38976,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:156")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:156", "rule data.grantwire.forwarded.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -39006,7 +39006,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/forwarded/forwarded.rego:161")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/forwarded/forwarded.rego:161", "rule data.grantwire.forwarded.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -39049,7 +39049,7 @@ n7:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/forwarded/forwarded.rego:163")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/forwarded/forwarded.rego:163", "rule data.grantwire.forwarded.decision")
 b6:
 	if l3 != nil {
 		goto b8
@@ -39071,7 +39071,7 @@ n9:
 		goto b8
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:168")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:168", "rule data.grantwire.forwarded.decision")
 b8:
 	if l3 != nil {
 		goto b10
@@ -39093,7 +39093,7 @@ n11:
 		goto b10
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:170")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/forwarded/forwarded.rego:170", "rule data.grantwire.forwarded.decision")
 b10:
 	if l3 != nil {
 		goto b12
@@ -39161,7 +39161,7 @@ n13:
 		goto b12
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/forwarded/forwarded.rego:172")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/forwarded/forwarded.rego:172", "rule data.grantwire.forwarded.decision")
 b12:
 	if l3 != nil {
 		goto b14
@@ -39190,7 +39190,7 @@ b12:
 		goto b14
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/forwarded/forwarded.rego:182")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/forwarded/forwarded.rego:182", "rule data.grantwire.forwarded.decision")
 b14:
 	if l3 != nil {
 		goto b15
@@ -39233,7 +39233,7 @@ b14:
 		goto b15
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/forwarded/forwarded.rego:185")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/forwarded/forwarded.rego:185", "rule data.grantwire.forwarded.decision")
 b15:
 	if l3 != nil {
 		goto b16
@@ -39266,7 +39266,7 @@ b15:
 		goto b16
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/forwarded/forwarded.rego:188")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/forwarded/forwarded.rego:188", "rule data.grantwire.forwarded.decision")
 b16:
 	if l3 != nil {
 		goto b17
@@ -39315,7 +39315,7 @@ b16:
 		goto b17
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/forwarded/forwarded.rego:190")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/forwarded/forwarded.rego:190", "rule data.grantwire.forwarded.decision")
 b17:
 	if l3 != nil {
 		goto b18
@@ -39343,7 +39343,7 @@ b17:
 		goto b18
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/forwarded/forwarded.rego:192")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/forwarded/forwarded.rego:192", "rule data.grantwire.forwarded.decision")
 b18:
 	if l3 != nil {
 		goto b19
@@ -39376,7 +39376,7 @@ b18:
 		goto b19
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/forwarded/forwarded.rego:194")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/forwarded/forwarded.rego:194", "rule data.grantwire.forwarded.decision")
 b19:
 	if l3 != nil {
 		goto b20
@@ -39464,12 +39464,12 @@ b19:
 		goto b20
 	}
 	l39 = l38
-	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/forwarded/forwarded.rego:197")
+	l3 = rt.AssignOnce(l3, l39, "policy/grantwire/forwarded/forwarded.rego:197", "rule data.grantwire.forwarded.decision")
 b20:
 	if l3 == nil {
 		goto b21
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:197")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/forwarded/forwarded.rego:197", "rule data.grantwire.forwarded.decision")
 b21:
 	return ev.SetMemo(649, l2)
 }
@@ -39488,12 +39488,12 @@ func f650_grantwire_mcp__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/mcp/mcp.rego:27")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/mcp/mcp.rego:27", "rule data.grantwire.mcp._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:27")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:27", "rule data.grantwire.mcp._c")
 b2:
 	return ev.SetMemo(650, l2)
 }
@@ -39587,12 +39587,12 @@ b2:
 	if l14 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:74")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:74", "rule data.grantwire.mcp._configure_args")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:74")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:74", "rule data.grantwire.mcp._configure_args")
 b8:
 	return ev.SetMemo(651, l2)
 }
@@ -39615,12 +39615,12 @@ func f652_grantwire_mcp__spec(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:29")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:29", "rule data.grantwire.mcp._spec")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:29")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:29", "rule data.grantwire.mcp._spec")
 b2:
 	return ev.SetMemo(652, l2)
 }
@@ -39643,12 +39643,12 @@ func f653_grantwire_mcp__keys(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:72")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:72", "rule data.grantwire.mcp._keys")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:72")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:72", "rule data.grantwire.mcp._keys")
 b2:
 	return ev.SetMemo(653, l2)
 }
@@ -39694,12 +39694,12 @@ b2:
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:83")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:83", "rule data.grantwire.mcp._unknown_keys")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:83")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:83", "rule data.grantwire.mcp._unknown_keys")
 b5:
 	return ev.SetMemo(654, l2)
 }
@@ -39753,17 +39753,17 @@ func f655_grantwire_mcp__takes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/mcp/mcp.rego:90")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/mcp/mcp.rego:90", "rule data.grantwire.mcp._takes")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[757], "policy/grantwire/mcp/mcp.rego:92")
+	l3 = rt.AssignOnce(l3, sc[757], "policy/grantwire/mcp/mcp.rego:92", "rule data.grantwire.mcp._takes")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:92")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:92", "rule data.grantwire.mcp._takes")
 b4:
 	return ev.SetMemo(655, l2)
 }
@@ -39814,12 +39814,12 @@ b2:
 		goto b1
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/mcp/mcp.rego:85")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/mcp/mcp.rego:85", "rule data.grantwire.mcp._missing")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:85")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:85", "rule data.grantwire.mcp._missing")
 b5:
 	return ev.SetMemo(656, l2)
 }
@@ -39840,12 +39840,12 @@ func f657_grantwire_mcp__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/mcp/mcp.rego:25")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/mcp/mcp.rego:25", "rule data.grantwire.mcp._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:25")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:25", "rule data.grantwire.mcp._f")
 b2:
 	return ev.SetMemo(657, l2)
 }
@@ -39894,12 +39894,12 @@ b2:
 		goto b1
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/mcp/mcp.rego:88")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/mcp/mcp.rego:88", "rule data.grantwire.mcp._no_value")
 b1:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:88")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:88", "rule data.grantwire.mcp._no_value")
 b5:
 	return ev.SetMemo(658, l2)
 }
@@ -39915,11 +39915,11 @@ func f659_grantwire_mcp_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/mcp/mcp.rego:23")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/mcp/mcp.rego:23", "rule data.grantwire.mcp.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:23")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:23", "rule data.grantwire.mcp.lock_wait_ms")
 b2:
 	return ev.SetCached(659, ev.SetMemo(659, l2))
 }
@@ -39932,11 +39932,11 @@ func f660_grantwire_facts_keyring_info(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[72], l5)
 	rt.ObjectInsert(l6, sc[73], sc[764])
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:71")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/facts/facts.rego:71", "function data.grantwire.facts.keyring_info")
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:71")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/facts/facts.rego:71", "function data.grantwire.facts.keyring_info")
 b2:
 	return l2
 }
@@ -39985,12 +39985,12 @@ func f661_grantwire_mcp__configure_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l21, l9)
 	rt.ArrayAppend(l21, l16)
 	rt.ArrayAppend(l21, l20)
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:94")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:94", "rule data.grantwire.mcp._configure_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:94")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:94", "rule data.grantwire.mcp._configure_needs")
 b2:
 	return ev.SetMemo(661, l2)
 }
@@ -40011,12 +40011,12 @@ func f662_grantwire_mcp__mcp_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:100")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:100", "rule data.grantwire.mcp._mcp_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:100")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:100", "rule data.grantwire.mcp._mcp_doc")
 b2:
 	return ev.SetMemo(662, l2)
 }
@@ -40091,12 +40091,12 @@ b2:
 	rt.ObjectInsert(l32, sc[282], l12)
 	rt.ObjectInsert(l32, sc[209], l31)
 	l33 = l32
-	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/mcp/mcp.rego:102")
+	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/mcp/mcp.rego:102", "rule data.grantwire.mcp._server")
 b1:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:102")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:102", "rule data.grantwire.mcp._server")
 b4:
 	return ev.SetMemo(663, l2)
 }
@@ -40252,12 +40252,12 @@ b4:
 		goto b1
 	}
 	l67 = l66
-	l3 = rt.AssignOnce(l3, l67, "policy/grantwire/mcp/mcp.rego:108")
+	l3 = rt.AssignOnce(l3, l67, "policy/grantwire/mcp/mcp.rego:108", "rule data.grantwire.mcp._configure_effects")
 b1:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:108")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:108", "rule data.grantwire.mcp._configure_effects")
 b7:
 	return ev.SetMemo(664, l2)
 }
@@ -40286,7 +40286,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:130")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:130", "rule data.grantwire.mcp.configure")
 b2:
 	if l3 != nil {
 		goto b4
@@ -40316,7 +40316,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:132")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:132", "rule data.grantwire.mcp.configure")
 b4:
 	if l3 != nil {
 		goto b6
@@ -40370,7 +40370,7 @@ b4:
 		goto b6
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/mcp/mcp.rego:134")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/mcp/mcp.rego:134", "rule data.grantwire.mcp.configure")
 b6:
 	if l3 != nil {
 		goto b7
@@ -40444,7 +40444,7 @@ b6:
 		goto b7
 	}
 	l34 = l33
-	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/mcp/mcp.rego:139")
+	l3 = rt.AssignOnce(l3, l34, "policy/grantwire/mcp/mcp.rego:139", "rule data.grantwire.mcp.configure")
 b7:
 	if l3 != nil {
 		goto b8
@@ -40512,7 +40512,7 @@ b7:
 		goto b8
 	}
 	l32 = l31
-	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/mcp/mcp.rego:148")
+	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/mcp/mcp.rego:148", "rule data.grantwire.mcp.configure")
 b8:
 	if l3 != nil {
 		goto b9
@@ -40556,7 +40556,7 @@ b8:
 		goto b9
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:153")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:153", "rule data.grantwire.mcp.configure")
 b9:
 	if l3 != nil {
 		goto b10
@@ -40584,7 +40584,7 @@ b9:
 		goto b10
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:155")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:155", "rule data.grantwire.mcp.configure")
 b10:
 	if l3 != nil {
 		goto b11
@@ -40617,7 +40617,7 @@ b10:
 		goto b11
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/mcp/mcp.rego:157")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/mcp/mcp.rego:157", "rule data.grantwire.mcp.configure")
 b11:
 	if l3 != nil {
 		goto b12
@@ -40641,12 +40641,12 @@ b11:
 		goto b12
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/mcp/mcp.rego:160")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/mcp/mcp.rego:160", "rule data.grantwire.mcp.configure")
 b12:
 	if l3 == nil {
 		goto b13
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:160")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:160", "rule data.grantwire.mcp.configure")
 b13:
 	return ev.SetMemo(665, l2)
 }
@@ -40665,12 +40665,12 @@ func f666_grantwire_mcp__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/mcp/mcp.rego:162")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/mcp/mcp.rego:162", "rule data.grantwire.mcp._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:162")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:162", "rule data.grantwire.mcp._a")
 b2:
 	return ev.SetMemo(666, l2)
 }
@@ -40702,12 +40702,12 @@ func f667_grantwire_mcp__credential_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:166")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:166", "rule data.grantwire.mcp._credential_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:166")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:166", "rule data.grantwire.mcp._credential_args")
 b2:
 	return ev.SetMemo(667, l2)
 }
@@ -40764,11 +40764,11 @@ func f668_grantwire_mcp__secret_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l25 = l4
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/mcp/mcp.rego:171")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/mcp/mcp.rego:171", "rule data.grantwire.mcp._secret_needs")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:171")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:171", "rule data.grantwire.mcp._secret_needs")
 b4:
 	return ev.SetMemo(668, l2)
 }
@@ -40850,12 +40850,12 @@ b2:
 	if l12 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:173")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:173", "rule data.grantwire.mcp._all_stored")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:173")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:173", "rule data.grantwire.mcp._all_stored")
 b8:
 	return ev.SetMemo(669, l2)
 }
@@ -40884,7 +40884,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:186")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:186", "rule data.grantwire.mcp.credential")
 b2:
 	if l3 != nil {
 		goto b4
@@ -40914,7 +40914,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:188")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/mcp/mcp.rego:188", "rule data.grantwire.mcp.credential")
 b4:
 	if l3 != nil {
 		goto b6
@@ -40958,7 +40958,7 @@ b4:
 		goto b6
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/mcp/mcp.rego:190")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/mcp/mcp.rego:190", "rule data.grantwire.mcp.credential")
 b6:
 	if l3 != nil {
 		goto b7
@@ -41011,7 +41011,7 @@ b6:
 		goto b7
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/mcp/mcp.rego:198")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/mcp/mcp.rego:198", "rule data.grantwire.mcp.credential")
 b7:
 	if l3 != nil {
 		goto b8
@@ -41050,7 +41050,7 @@ n9:
 		goto b8
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:201")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:201", "rule data.grantwire.mcp.credential")
 b8:
 	if l3 != nil {
 		goto b10
@@ -41099,7 +41099,7 @@ n11:
 		goto b10
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/mcp/mcp.rego:203")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/mcp/mcp.rego:203", "rule data.grantwire.mcp.credential")
 b10:
 	if l3 != nil {
 		goto b12
@@ -41132,7 +41132,7 @@ b10:
 		goto b12
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/mcp/mcp.rego:205")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/mcp/mcp.rego:205", "rule data.grantwire.mcp.credential")
 b12:
 	if l3 != nil {
 		goto b13
@@ -41170,7 +41170,7 @@ n14:
 		goto b13
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:208")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/mcp/mcp.rego:208", "rule data.grantwire.mcp.credential")
 b13:
 	if l3 != nil {
 		goto b15
@@ -41270,12 +41270,12 @@ b16:
 		goto b15
 	}
 	l48 = l47
-	l3 = rt.AssignOnce(l3, l48, "policy/grantwire/mcp/mcp.rego:210")
+	l3 = rt.AssignOnce(l3, l48, "policy/grantwire/mcp/mcp.rego:210", "rule data.grantwire.mcp.credential")
 b15:
 	if l3 == nil {
 		goto b18
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:210")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:210", "rule data.grantwire.mcp.credential")
 b18:
 	return ev.SetMemo(670, l2)
 }
@@ -41300,12 +41300,12 @@ func f671_grantwire_mcp__list_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:225")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:225", "rule data.grantwire.mcp._list_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:225")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:225", "rule data.grantwire.mcp._list_args")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -41321,12 +41321,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:227")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/mcp/mcp.rego:227", "rule data.grantwire.mcp._list_args")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:227")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:227", "rule data.grantwire.mcp._list_args")
 b4:
 	return ev.SetMemo(671, l2)
 }
@@ -41390,12 +41390,12 @@ b4:
 		goto b1
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/mcp/mcp.rego:229")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/mcp/mcp.rego:229", "rule data.grantwire.mcp._servers")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:229")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:229", "rule data.grantwire.mcp._servers")
 b6:
 	return ev.SetMemo(672, l2)
 }
@@ -41427,12 +41427,12 @@ func f673_grantwire_mcp__list_agent(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/mcp/mcp.rego:223")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/mcp/mcp.rego:223", "rule data.grantwire.mcp._list_agent")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:223")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:223", "rule data.grantwire.mcp._list_agent")
 b2:
 	return ev.SetMemo(673, l2)
 }
@@ -41453,12 +41453,12 @@ func f674_grantwire_mcp__grants_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:233")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:233", "rule data.grantwire.mcp._grants_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:233")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:233", "rule data.grantwire.mcp._grants_doc")
 b2:
 	return ev.SetMemo(674, l2)
 }
@@ -41479,12 +41479,12 @@ func f675_grantwire_mcp__actives_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:235")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/mcp/mcp.rego:235", "rule data.grantwire.mcp._actives_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:235")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:235", "rule data.grantwire.mcp._actives_doc")
 b2:
 	return ev.SetMemo(675, l2)
 }
@@ -41515,12 +41515,12 @@ n2:
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:270")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:270", "function data.grantwire.mcp._listed")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:270")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:270", "function data.grantwire.mcp._listed")
 b3:
 	l4 = nil
 	l5 = l3
@@ -41559,12 +41559,12 @@ b3:
 	if !rt.EqBool(l17, true) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:275")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:275", "function data.grantwire.mcp._listed")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:275")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:275", "function data.grantwire.mcp._listed")
 b5:
 	return l2
 }
@@ -41595,7 +41595,7 @@ func f677_grantwire_mcp__args_of(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/mcp/mcp.rego:265")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/mcp/mcp.rego:265", "function data.grantwire.mcp._args_of")
 b2:
 	if l4 != nil {
 		goto b3
@@ -41615,12 +41615,12 @@ b2:
 		goto b3
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/mcp/mcp.rego:268")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/mcp/mcp.rego:268", "function data.grantwire.mcp._args_of")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:268")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:268", "function data.grantwire.mcp._args_of")
 b4:
 	return l2
 }
@@ -41656,7 +41656,7 @@ func f678_grantwire_mcp__command(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/mcp/mcp.rego:260")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/mcp/mcp.rego:260", "function data.grantwire.mcp._command")
 b2:
 	if l4 != nil {
 		goto b3
@@ -41675,12 +41675,12 @@ b2:
 		goto b3
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/mcp/mcp.rego:263")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/mcp/mcp.rego:263", "function data.grantwire.mcp._command")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:263")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:263", "function data.grantwire.mcp._command")
 b4:
 	return l2
 }
@@ -41703,12 +41703,12 @@ func f679_grantwire_mcp__configured(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:250")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:250", "function data.grantwire.mcp._configured")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:250")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:250", "function data.grantwire.mcp._configured")
 b2:
 	return l2
 }
@@ -41724,18 +41724,18 @@ func f680_grantwire_mcp__configured_bool(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:252")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:252", "function data.grantwire.mcp._configured_bool")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/mcp/mcp.rego:254")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/mcp/mcp.rego:254", "function data.grantwire.mcp._configured_bool")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:254")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:254", "function data.grantwire.mcp._configured_bool")
 b4:
 	return l2
 }
@@ -41751,18 +41751,18 @@ func f681_grantwire_mcp__known_bool(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:256")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/mcp/mcp.rego:256", "function data.grantwire.mcp._known_bool")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/mcp/mcp.rego:258")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/mcp/mcp.rego:258", "function data.grantwire.mcp._known_bool")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:258")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:258", "function data.grantwire.mcp._known_bool")
 b4:
 	return l2
 }
@@ -41871,12 +41871,12 @@ b2:
 	rt.ObjectInsert(l49, sc[773], l36)
 	rt.ObjectInsert(l49, sc[219], l41)
 	rt.ObjectInsert(l49, sc[107], l48)
-	l4 = rt.AssignOnce(l4, l49, "policy/grantwire/mcp/mcp.rego:237")
+	l4 = rt.AssignOnce(l4, l49, "policy/grantwire/mcp/mcp.rego:237", "function data.grantwire.mcp._row")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:237")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/mcp/mcp.rego:237", "function data.grantwire.mcp._row")
 b4:
 	return l2
 }
@@ -41905,7 +41905,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:288")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/mcp/mcp.rego:288", "rule data.grantwire.mcp.list")
 b2:
 	if l3 != nil {
 		goto b4
@@ -41966,7 +41966,7 @@ b2:
 		goto b4
 	}
 	l30 = l29
-	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/mcp/mcp.rego:290")
+	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/mcp/mcp.rego:290", "rule data.grantwire.mcp.list")
 b4:
 	if l3 != nil {
 		goto b5
@@ -42009,12 +42009,12 @@ b6:
 		goto b5
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:297")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/mcp/mcp.rego:297", "rule data.grantwire.mcp.list")
 b5:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:297")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/mcp/mcp.rego:297", "rule data.grantwire.mcp.list")
 b8:
 	return ev.SetMemo(683, l2)
 }
@@ -42033,12 +42033,12 @@ func f684_grantwire_remote__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:47")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:47", "rule data.grantwire.remote._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:47")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:47", "rule data.grantwire.remote._c")
 b2:
 	return ev.SetMemo(684, l2)
 }
@@ -42057,12 +42057,12 @@ func f685_grantwire_remote__url_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:267")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:267", "rule data.grantwire.remote._url_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:267")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:267", "rule data.grantwire.remote._url_arg")
 b2:
 	return ev.SetMemo(685, l2)
 }
@@ -42085,12 +42085,12 @@ func f686_grantwire_remote__opt_string(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.Equal(l10, l11) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:269")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:269", "function data.grantwire.remote._opt_string")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:269")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:269", "function data.grantwire.remote._opt_string")
 b2:
 	l4 = nil
 	l5 = l3
@@ -42107,12 +42107,12 @@ b2:
 	if rt.EqBool(l9, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:271")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:271", "function data.grantwire.remote._opt_string")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:271")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:271", "function data.grantwire.remote._opt_string")
 b4:
 	return l2
 }
@@ -42137,12 +42137,12 @@ func f687_grantwire_remote__scopes_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:282")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:282", "rule data.grantwire.remote._scopes_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:282")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:282", "rule data.grantwire.remote._scopes_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -42206,12 +42206,12 @@ b4:
 	if l11 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:284")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:284", "rule data.grantwire.remote._scopes_ok")
 b3:
 	if l3 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:284")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:284", "rule data.grantwire.remote._scopes_ok")
 b10:
 	return ev.SetMemo(687, l2)
 }
@@ -42267,12 +42267,12 @@ func f688_grantwire_remote__add_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:273")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:273", "rule data.grantwire.remote._add_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:273")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:273", "rule data.grantwire.remote._add_args")
 b2:
 	return ev.SetMemo(688, l2)
 }
@@ -42288,12 +42288,12 @@ func f689_grantwire_scopes_valid_connector_id(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:93")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/scopes/scopes.rego:93", "function data.grantwire.scopes.valid_connector_id")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:93")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/scopes/scopes.rego:93", "function data.grantwire.scopes.valid_connector_id")
 b2:
 	return l2
 }
@@ -42308,11 +42308,11 @@ func f690_grantwire_discovery__localhost_re(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[781], "policy/grantwire/discovery/discovery.rego:31")
+	l3 = rt.AssignOnce(l3, sc[781], "policy/grantwire/discovery/discovery.rego:31", "rule data.grantwire.discovery._localhost_re")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:31")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:31", "rule data.grantwire.discovery._localhost_re")
 b2:
 	return ev.SetCached(690, ev.SetMemo(690, l2))
 }
@@ -42354,18 +42354,18 @@ func f691_grantwire_discovery__as_checked(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l17 = l16
-	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/discovery/discovery.rego:34")
+	l4 = rt.AssignOnce(l4, l17, "policy/grantwire/discovery/discovery.rego:34", "function data.grantwire.discovery._as_checked")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:37")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:37", "function data.grantwire.discovery._as_checked")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:37")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:37", "function data.grantwire.discovery._as_checked")
 b4:
 	return l2
 }
@@ -42383,12 +42383,12 @@ func f692_grantwire_discovery_url_refusal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/discovery/discovery.rego:44")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/discovery/discovery.rego:44", "function data.grantwire.discovery.url_refusal")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:44")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:44", "function data.grantwire.discovery.url_refusal")
 b2:
 	return l2
 }
@@ -42413,12 +42413,12 @@ func f693_grantwire_remote__add_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:291")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:291", "rule data.grantwire.remote._add_scopes")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:291")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:291", "rule data.grantwire.remote._add_scopes")
 b2:
 	return ev.SetMemo(693, l2)
 }
@@ -42434,11 +42434,11 @@ func f694_grantwire_remote_max_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc786
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:33")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:33", "rule data.grantwire.remote.max_scopes")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:33")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:33", "rule data.grantwire.remote.max_scopes")
 b2:
 	return ev.SetCached(694, ev.SetMemo(694, l2))
 }
@@ -42459,12 +42459,12 @@ func f695_grantwire_remote__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:45")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:45", "rule data.grantwire.remote._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:45")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:45", "rule data.grantwire.remote._f")
 b2:
 	return ev.SetMemo(695, l2)
 }
@@ -42484,12 +42484,12 @@ func f696_grantwire_remote__secret_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:298")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:298", "rule data.grantwire.remote._secret_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:298")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:298", "rule data.grantwire.remote._secret_arg")
 b2:
 	return ev.SetMemo(696, l2)
 }
@@ -42534,12 +42534,12 @@ func f697_grantwire_remote__client_id(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:293")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:293", "rule data.grantwire.remote._client_id")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:293")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:293", "rule data.grantwire.remote._client_id")
 b2:
 	return ev.SetMemo(697, l2)
 }
@@ -42584,12 +42584,12 @@ func f698_grantwire_remote__issuer_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:300")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:300", "rule data.grantwire.remote._issuer_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:300")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:300", "rule data.grantwire.remote._issuer_arg")
 b2:
 	return ev.SetMemo(698, l2)
 }
@@ -42607,7 +42607,7 @@ func f699_grantwire_discovery_issuer_problem(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[791], "policy/grantwire/discovery/discovery.rego:240")
+	l4 = rt.AssignOnce(l4, sc[791], "policy/grantwire/discovery/discovery.rego:240", "function data.grantwire.discovery.issuer_problem")
 b2:
 	if l4 != nil {
 		goto b4
@@ -42623,7 +42623,7 @@ b2:
 		goto b4
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/discovery/discovery.rego:242")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/discovery/discovery.rego:242", "function data.grantwire.discovery.issuer_problem")
 b4:
 	if l4 != nil {
 		goto b5
@@ -42644,14 +42644,14 @@ b4:
 		if rt.EqBool(l12, false) {
 			goto c6
 		}
-		l4 = rt.AssignOnce(l4, sc[792], "policy/grantwire/discovery/discovery.rego:244")
+		l4 = rt.AssignOnce(l4, sc[792], "policy/grantwire/discovery/discovery.rego:244", "function data.grantwire.discovery.issuer_problem")
 	c6:
 	}
 b5:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:244")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:244", "function data.grantwire.discovery.issuer_problem")
 b7:
 	return l2
 }
@@ -42696,12 +42696,12 @@ func f700_grantwire_remote__cimd(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:305")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:305", "rule data.grantwire.remote._cimd")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:305")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:305", "rule data.grantwire.remote._cimd")
 b2:
 	return ev.SetMemo(700, l2)
 }
@@ -42720,12 +42720,12 @@ func f701_grantwire_discovery__nofrag(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/discovery/discovery.rego:59")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/discovery/discovery.rego:59", "function data.grantwire.discovery._nofrag")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:59")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:59", "function data.grantwire.discovery._nofrag")
 b2:
 	return l2
 }
@@ -42744,12 +42744,12 @@ func f702_grantwire_discovery__scheme_end(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/discovery/discovery.rego:57")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/discovery/discovery.rego:57", "function data.grantwire.discovery._scheme_end")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:57")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:57", "function data.grantwire.discovery._scheme_end")
 b2:
 	return l2
 }
@@ -42772,12 +42772,12 @@ func f703_grantwire_discovery__rest(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:61")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:61", "function data.grantwire.discovery._rest")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:61")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:61", "function data.grantwire.discovery._rest")
 b2:
 	return l2
 }
@@ -42805,12 +42805,12 @@ func f704_grantwire_discovery__authority(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/discovery/discovery.rego:63")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/discovery/discovery.rego:63", "function data.grantwire.discovery._authority")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:63")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:63", "function data.grantwire.discovery._authority")
 b2:
 	return l2
 }
@@ -42837,12 +42837,12 @@ func f705_grantwire_discovery__after(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:70")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:70", "function data.grantwire.discovery._after")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:70")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:70", "function data.grantwire.discovery._after")
 b2:
 	return l2
 }
@@ -42865,12 +42865,12 @@ func f706_grantwire_discovery_path(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:75")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:75", "function data.grantwire.discovery.path")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:75")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:75", "function data.grantwire.discovery.path")
 b2:
 	return l2
 }
@@ -42894,7 +42894,7 @@ func f707_grantwire_remote__cimd_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b2
 n3:
-	l3 = rt.AssignOnce(l3, sc[794], "policy/grantwire/remote/remote.rego:311")
+	l3 = rt.AssignOnce(l3, sc[794], "policy/grantwire/remote/remote.rego:311", "rule data.grantwire.remote._cimd_problem")
 b2:
 	if l3 != nil {
 		goto b4
@@ -42917,7 +42917,7 @@ b2:
 		goto b4
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:313")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:313", "rule data.grantwire.remote._cimd_problem")
 b4:
 	if l3 != nil {
 		goto b5
@@ -42939,7 +42939,7 @@ b4:
 	if rt.EqBool(l9, false) {
 		goto b5
 	}
-	l3 = rt.AssignOnce(l3, sc[796], "policy/grantwire/remote/remote.rego:315")
+	l3 = rt.AssignOnce(l3, sc[796], "policy/grantwire/remote/remote.rego:315", "rule data.grantwire.remote._cimd_problem")
 b5:
 	if l3 != nil {
 		goto b6
@@ -42954,12 +42954,12 @@ b5:
 	if rt.EqBool(l6, false) {
 		goto b6
 	}
-	l3 = rt.AssignOnce(l3, sc[797], "policy/grantwire/remote/remote.rego:317")
+	l3 = rt.AssignOnce(l3, sc[797], "policy/grantwire/remote/remote.rego:317", "rule data.grantwire.remote._cimd_problem")
 b6:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:317")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:317", "rule data.grantwire.remote._cimd_problem")
 b7:
 	return ev.SetMemo(707, l2)
 }
@@ -42996,7 +42996,7 @@ func f708_grantwire_remote__add_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:321")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:321", "rule data.grantwire.remote._add_problem")
 b2:
 	if l3 != nil {
 		goto b3
@@ -43011,7 +43011,7 @@ b2:
 	if rt.EqBool(l6, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[785], "policy/grantwire/remote/remote.rego:323")
+	l3 = rt.AssignOnce(l3, sc[785], "policy/grantwire/remote/remote.rego:323", "rule data.grantwire.remote._add_problem")
 b3:
 	if l3 != nil {
 		goto b4
@@ -43051,7 +43051,7 @@ b3:
 		goto b4
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remote/remote.rego:325")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remote/remote.rego:325", "rule data.grantwire.remote._add_problem")
 b4:
 	if l3 != nil {
 		goto b5
@@ -43070,7 +43070,7 @@ b4:
 	}
 	goto b5
 n6:
-	l3 = rt.AssignOnce(l3, sc[789], "policy/grantwire/remote/remote.rego:327")
+	l3 = rt.AssignOnce(l3, sc[789], "policy/grantwire/remote/remote.rego:327", "rule data.grantwire.remote._add_problem")
 b5:
 	if l3 != nil {
 		goto b7
@@ -43089,7 +43089,7 @@ b5:
 	}
 	goto b7
 n8:
-	l3 = rt.AssignOnce(l3, sc[790], "policy/grantwire/remote/remote.rego:330")
+	l3 = rt.AssignOnce(l3, sc[790], "policy/grantwire/remote/remote.rego:330", "rule data.grantwire.remote._add_problem")
 b7:
 	if l3 != nil {
 		goto b9
@@ -43119,7 +43119,7 @@ b7:
 		goto b9
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:333")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:333", "rule data.grantwire.remote._add_problem")
 b9:
 	if l3 != nil {
 		goto b10
@@ -43141,12 +43141,12 @@ b9:
 		goto b10
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:335")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:335", "rule data.grantwire.remote._add_problem")
 b10:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:335")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:335", "rule data.grantwire.remote._add_problem")
 b11:
 	return ev.SetMemo(708, l2)
 }
@@ -43162,11 +43162,11 @@ func f709_grantwire_remote_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc350
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:28")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:28", "rule data.grantwire.remote.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:28", "rule data.grantwire.remote.lock_wait_ms")
 b2:
 	return ev.SetCached(709, ev.SetMemo(709, l2))
 }
@@ -43183,12 +43183,12 @@ func f710_grantwire_store_remote_token_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:555")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:555", "function data.grantwire.store.remote_token_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:555")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:555", "function data.grantwire.store.remote_token_user")
 b2:
 	return l2
 }
@@ -43206,11 +43206,11 @@ func f711_grantwire_remote_token_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Array(2)
 	rt.ArrayAppend(l4, sc[468])
 	rt.ArrayAppend(l4, sc[385])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:38")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:38", "rule data.grantwire.remote.token_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:38")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:38", "rule data.grantwire.remote.token_fields")
 b2:
 	return ev.SetCached(711, ev.SetMemo(711, l2))
 }
@@ -43234,12 +43234,12 @@ func f712_grantwire_remote_token_need(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt
 		goto b1
 	}
 	l15 = l14
-	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/remote/remote.rego:131")
+	l6 = rt.AssignOnce(l6, l15, "policy/grantwire/remote/remote.rego:131", "function data.grantwire.remote.token_need")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/remote/remote.rego:131")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/remote/remote.rego:131", "function data.grantwire.remote.token_need")
 b2:
 	return l2
 }
@@ -43256,12 +43256,12 @@ func f713_grantwire_store_remote_client_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:543")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:543", "function data.grantwire.store.remote_client_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:543")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:543", "function data.grantwire.store.remote_client_user")
 b2:
 	return l2
 }
@@ -43279,11 +43279,11 @@ func f714_grantwire_remote_client_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Array(2)
 	rt.ArrayAppend(l4, sc[338])
 	rt.ArrayAppend(l4, sc[340])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:43")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:43", "rule data.grantwire.remote.client_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:43")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:43", "rule data.grantwire.remote.client_fields")
 b2:
 	return ev.SetCached(714, ev.SetMemo(714, l2))
 }
@@ -43306,12 +43306,12 @@ func f715_grantwire_remote_client_need(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remote/remote.rego:136")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remote/remote.rego:136", "function data.grantwire.remote.client_need")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:136")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:136", "function data.grantwire.remote.client_need")
 b2:
 	return l2
 }
@@ -43386,12 +43386,12 @@ func f716_grantwire_remote__add_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l33, l20)
 	rt.ArrayAppend(l33, l26)
 	rt.ArrayAppend(l33, l32)
-	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remote/remote.rego:339")
+	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remote/remote.rego:339", "rule data.grantwire.remote._add_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:339")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:339", "rule data.grantwire.remote._add_needs")
 b2:
 	return ev.SetMemo(716, l2)
 }
@@ -43408,12 +43408,12 @@ func f717_grantwire_store_remote_prereg_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:548")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/store/store.rego:548", "function data.grantwire.store.remote_prereg_user")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:548")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/store/store.rego:548", "function data.grantwire.store.remote_prereg_user")
 b2:
 	return l2
 }
@@ -43435,18 +43435,18 @@ func f718_grantwire_remote__issuer_or_null(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:370")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:370", "rule data.grantwire.remote._issuer_or_null")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = rt.Null
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:372")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:372", "rule data.grantwire.remote._issuer_or_null")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:372")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:372", "rule data.grantwire.remote._issuer_or_null")
 b4:
 	return ev.SetMemo(718, l2)
 }
@@ -43470,18 +43470,18 @@ func f719_grantwire_remote__secret_member(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = l5
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[340], l6)
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:396")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remote/remote.rego:396", "rule data.grantwire.remote._secret_member")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:398")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:398", "rule data.grantwire.remote._secret_member")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:398")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:398", "rule data.grantwire.remote._secret_member")
 b4:
 	return ev.SetMemo(719, l2)
 }
@@ -43533,7 +43533,7 @@ func f720_grantwire_remote__slot_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l19, sc[356], l8)
 	rt.ObjectInsert(l19, sc[18], l17)
 	rt.ArrayAppend(l18, l19)
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remote/remote.rego:387")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remote/remote.rego:387", "rule data.grantwire.remote._slot_effects")
 b2:
 	if l3 != nil {
 		goto b3
@@ -43551,12 +43551,12 @@ b2:
 	rt.ObjectInsert(l9, sc[73], sc[359])
 	rt.ObjectInsert(l9, sc[356], l7)
 	rt.ArrayAppend(l8, l9)
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:394")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:394", "rule data.grantwire.remote._slot_effects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:394")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:394", "rule data.grantwire.remote._slot_effects")
 b4:
 	return ev.SetMemo(720, l2)
 }
@@ -43577,12 +43577,12 @@ func f721_grantwire_remote__doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:347")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:347", "rule data.grantwire.remote._doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:347")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:347", "rule data.grantwire.remote._doc")
 b2:
 	return ev.SetMemo(721, l2)
 }
@@ -43608,12 +43608,12 @@ func f722_grantwire_remote__old(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:349")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:349", "rule data.grantwire.remote._old")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:349")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:349", "rule data.grantwire.remote._old")
 b2:
 	return ev.SetMemo(722, l2)
 }
@@ -43652,12 +43652,12 @@ func f723_grantwire_remote__url_changed(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l12, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:352")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:352", "rule data.grantwire.remote._url_changed")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:352")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:352", "rule data.grantwire.remote._url_changed")
 b2:
 	return ev.SetMemo(723, l2)
 }
@@ -43700,18 +43700,18 @@ func f724_grantwire_remote__reset_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l15, sc[73], sc[359])
 	rt.ObjectInsert(l15, sc[356], l12)
 	rt.ArrayAppend(l13, l15)
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:400")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:400", "rule data.grantwire.remote._reset_effects")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:405")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:405", "rule data.grantwire.remote._reset_effects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:405")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:405", "rule data.grantwire.remote._reset_effects")
 b4:
 	return ev.SetMemo(724, l2)
 }
@@ -43742,18 +43742,18 @@ n3:
 	l9 = nc99
 	rt.ObjectInsert(l7, sc[18], l9)
 	rt.ArrayAppend(l6, l7)
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:383")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remote/remote.rego:383", "rule data.grantwire.remote._version_op")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:385")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:385", "rule data.grantwire.remote._version_op")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:385")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:385", "rule data.grantwire.remote._version_op")
 b5:
 	return ev.SetMemo(725, l2)
 }
@@ -43778,18 +43778,18 @@ func f726_grantwire_remote__cimd_member(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[777], l6)
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:366")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:366", "rule data.grantwire.remote._cimd_member")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:368")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:368", "rule data.grantwire.remote._cimd_member")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:368")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:368", "rule data.grantwire.remote._cimd_member")
 b4:
 	return ev.SetMemo(726, l2)
 }
@@ -43832,18 +43832,18 @@ n3:
 	l12 = ev.Object(0)
 	rt.ObjectInsert(l12, sc[805], l11)
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:378")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:378", "rule data.grantwire.remote._kept_auth")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:381")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:381", "rule data.grantwire.remote._kept_auth")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:381")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:381", "rule data.grantwire.remote._kept_auth")
 b5:
 	return ev.SetMemo(727, l2)
 }
@@ -43868,18 +43868,18 @@ func f728_grantwire_remote__prereg_entry(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[280], l6)
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:374")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:374", "rule data.grantwire.remote._prereg_entry")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = rt.Null
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:376")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:376", "rule data.grantwire.remote._prereg_entry")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:376")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:376", "rule data.grantwire.remote._prereg_entry")
 b4:
 	return ev.SetMemo(728, l2)
 }
@@ -43953,12 +43953,12 @@ func f729_grantwire_remote__entry_new(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l33 = l32
-	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remote/remote.rego:357")
+	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remote/remote.rego:357", "rule data.grantwire.remote._entry_new")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:357")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:357", "rule data.grantwire.remote._entry_new")
 b2:
 	return ev.SetMemo(729, l2)
 }
@@ -43976,17 +43976,17 @@ func f730_grantwire_remote__has_client_id(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:449")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:449", "rule data.grantwire.remote._has_client_id")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/remote/remote.rego:451")
+	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/remote/remote.rego:451", "rule data.grantwire.remote._has_client_id")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:451")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:451", "rule data.grantwire.remote._has_client_id")
 b4:
 	return ev.SetMemo(730, l2)
 }
@@ -44004,17 +44004,17 @@ func f731_grantwire_remote__reset(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:453")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:453", "rule data.grantwire.remote._reset")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/remote/remote.rego:455")
+	l3 = rt.AssignOnce(l3, rt.False, "policy/grantwire/remote/remote.rego:455", "rule data.grantwire.remote._reset")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:455")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:455", "rule data.grantwire.remote._reset")
 b4:
 	return ev.SetMemo(731, l2)
 }
@@ -44043,7 +44043,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:415")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:415", "rule data.grantwire.remote.add")
 b2:
 	if l3 != nil {
 		goto b4
@@ -44069,7 +44069,7 @@ n5:
 		goto b4
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remote/remote.rego:417")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remote/remote.rego:417", "rule data.grantwire.remote.add")
 b4:
 	if l3 != nil {
 		goto b6
@@ -44110,7 +44110,7 @@ b4:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remote/remote.rego:419")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remote/remote.rego:419", "rule data.grantwire.remote.add")
 b6:
 	if l3 != nil {
 		goto b7
@@ -44140,7 +44140,7 @@ b6:
 		goto b7
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:428")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:428", "rule data.grantwire.remote.add")
 b7:
 	if l3 != nil {
 		goto b8
@@ -44168,7 +44168,7 @@ b7:
 		goto b8
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:430")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:430", "rule data.grantwire.remote.add")
 b8:
 	if l3 != nil {
 		goto b9
@@ -44201,7 +44201,7 @@ b8:
 		goto b9
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remote/remote.rego:432")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remote/remote.rego:432", "rule data.grantwire.remote.add")
 b9:
 	if l3 != nil {
 		goto b10
@@ -44298,12 +44298,12 @@ b9:
 		goto b10
 	}
 	l44 = l43
-	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/remote/remote.rego:435")
+	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/remote/remote.rego:435", "rule data.grantwire.remote.add")
 b10:
 	if l3 == nil {
 		goto b11
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:435")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:435", "rule data.grantwire.remote.add")
 b11:
 	return ev.SetMemo(732, l2)
 }
@@ -44322,12 +44322,12 @@ func f733_grantwire_remoteauth__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:60")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:60", "rule data.grantwire.remoteauth._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:60")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:60", "rule data.grantwire.remoteauth._c")
 b2:
 	return ev.SetMemo(733, l2)
 }
@@ -44352,12 +44352,12 @@ func f734_grantwire_remoteauth__status_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:99")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:99", "rule data.grantwire.remoteauth._status_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:99")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:99", "rule data.grantwire.remoteauth._status_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -44378,12 +44378,12 @@ b2:
 	if rt.EqBool(l10, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:101")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:101", "rule data.grantwire.remoteauth._status_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:101")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:101", "rule data.grantwire.remoteauth._status_ok")
 b4:
 	return ev.SetMemo(734, l2)
 }
@@ -44441,12 +44441,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:65")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:65", "function data.grantwire.remoteauth._str_list")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:65")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:65", "function data.grantwire.remoteauth._str_list")
 b8:
 	return l2
 }
@@ -44469,12 +44469,12 @@ func f736_grantwire_remoteauth__opt_list(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.Equal(l10, l11) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:72")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:72", "function data.grantwire.remoteauth._opt_list")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:72")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:72", "function data.grantwire.remoteauth._opt_list")
 b2:
 	l4 = nil
 	l5 = l3
@@ -44491,12 +44491,12 @@ b2:
 	if rt.EqBool(l9, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:74")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:74", "function data.grantwire.remoteauth._opt_list")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:74")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:74", "function data.grantwire.remoteauth._opt_list")
 b4:
 	return l2
 }
@@ -44521,12 +44521,12 @@ func f737_grantwire_remoteauth__timeout_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:76")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:76", "rule data.grantwire.remoteauth._timeout_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:76")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:76", "rule data.grantwire.remoteauth._timeout_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -44570,12 +44570,12 @@ b2:
 	if rt.EqBool(l17, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:78")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:78", "rule data.grantwire.remoteauth._timeout_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:78")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:78", "rule data.grantwire.remoteauth._timeout_ok")
 b4:
 	return ev.SetMemo(737, l2)
 }
@@ -44600,12 +44600,12 @@ func f738_grantwire_remoteauth__step_up_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:84")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:84", "rule data.grantwire.remoteauth._step_up_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:84")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:84", "rule data.grantwire.remoteauth._step_up_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -44655,12 +44655,12 @@ b2:
 	if !rt.Equal(l19, l17) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:86")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:86", "rule data.grantwire.remoteauth._step_up_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:86")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:86", "rule data.grantwire.remoteauth._step_up_ok")
 b4:
 	return ev.SetMemo(738, l2)
 }
@@ -44685,12 +44685,12 @@ func f739_grantwire_remoteauth__challenge_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:92")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:92", "rule data.grantwire.remoteauth._challenge_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:92")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:92", "rule data.grantwire.remoteauth._challenge_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -44724,12 +44724,12 @@ b2:
 	if rt.EqBool(l14, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:94")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:94", "rule data.grantwire.remoteauth._challenge_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:94")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:94", "rule data.grantwire.remoteauth._challenge_ok")
 b4:
 	return ev.SetMemo(739, l2)
 }
@@ -44781,12 +44781,12 @@ func f740_grantwire_remoteauth__args_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:103")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:103", "rule data.grantwire.remoteauth._args_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:103")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:103", "rule data.grantwire.remoteauth._args_ok")
 b2:
 	return ev.SetMemo(740, l2)
 }
@@ -44807,12 +44807,12 @@ func f741_grantwire_remoteauth__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:58")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:58", "rule data.grantwire.remoteauth._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:58")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:58", "rule data.grantwire.remoteauth._f")
 b2:
 	return ev.SetMemo(741, l2)
 }
@@ -44847,12 +44847,12 @@ func f742_grantwire_remote_unknown(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l16 = l15
-	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/remote/remote.rego:257")
+	l4 = rt.AssignOnce(l4, l16, "policy/grantwire/remote/remote.rego:257", "function data.grantwire.remote.unknown")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:257")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:257", "function data.grantwire.remote.unknown")
 b2:
 	return l2
 }
@@ -44881,12 +44881,12 @@ func f743_grantwire_remote_not_remote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/remote/remote.rego:248")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/remote/remote.rego:248", "function data.grantwire.remote.not_remote")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:248")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:248", "function data.grantwire.remote.not_remote")
 b2:
 	return l2
 }
@@ -44927,12 +44927,12 @@ func f744_grantwire_remote_added(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l17, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/remote/remote.rego:63")
+	l5 = rt.AssignOnce(l5, l16, "policy/grantwire/remote/remote.rego:63", "function data.grantwire.remote.added")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:63")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:63", "function data.grantwire.remote.added")
 b2:
 	return l2
 }
@@ -44957,7 +44957,7 @@ func f745_grantwire_remote__url(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l12, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:95")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:95", "function data.grantwire.remote._url")
 b2:
 	if l5 != nil {
 		goto b3
@@ -44974,12 +44974,12 @@ b2:
 		goto b3
 	}
 	l11 = l10
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:98")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:98", "function data.grantwire.remote._url")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:98")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:98", "function data.grantwire.remote._url")
 b4:
 	return l2
 }
@@ -44996,19 +44996,19 @@ func f746_grantwire_remote__is_added(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remote/remote.rego:91")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remote/remote.rego:91", "function data.grantwire.remote._is_added")
 b2:
 	if l5 != nil {
 		goto b3
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, rt.False, "policy/grantwire/remote/remote.rego:93")
+	l5 = rt.AssignOnce(l5, rt.False, "policy/grantwire/remote/remote.rego:93", "function data.grantwire.remote._is_added")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:93")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:93", "function data.grantwire.remote._is_added")
 b4:
 	return l2
 }
@@ -45024,7 +45024,7 @@ func f747_grantwire_remote__entry(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	}
 	l9 = l8
 	l10 = l9
-	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/remote/remote.rego:87")
+	l5 = rt.AssignOnce(l5, l10, "policy/grantwire/remote/remote.rego:87", "function data.grantwire.remote._entry")
 b2:
 	if l5 != nil {
 		goto b3
@@ -45032,12 +45032,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = ev.Object(0)
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/remote/remote.rego:89")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/remote/remote.rego:89", "function data.grantwire.remote._entry")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:89")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:89", "function data.grantwire.remote._entry")
 b4:
 	return l2
 }
@@ -45053,19 +45053,19 @@ func f748_grantwire_remote__obj_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:112")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:112", "function data.grantwire.remote._obj_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:114")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:114", "function data.grantwire.remote._obj_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:114")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:114", "function data.grantwire.remote._obj_or_null")
 b4:
 	return l2
 }
@@ -45081,19 +45081,19 @@ func f749_grantwire_remote__str_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:108")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:108", "function data.grantwire.remote._str_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:110")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:110", "function data.grantwire.remote._str_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:110")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:110", "function data.grantwire.remote._str_or_null")
 b4:
 	return l2
 }
@@ -45164,7 +45164,7 @@ b3:
 		goto b2
 	}
 	l22 = l21
-	l5 = rt.AssignOnce(l5, l22, "policy/grantwire/remote/remote.rego:100")
+	l5 = rt.AssignOnce(l5, l22, "policy/grantwire/remote/remote.rego:100", "function data.grantwire.remote._configured_scopes")
 b2:
 	if l5 != nil {
 		goto b9
@@ -45179,12 +45179,12 @@ b2:
 		goto b9
 	}
 	l11 = l10
-	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:106")
+	l5 = rt.AssignOnce(l5, l11, "policy/grantwire/remote/remote.rego:106", "function data.grantwire.remote._configured_scopes")
 b9:
 	if l5 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:106")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:106", "function data.grantwire.remote._configured_scopes")
 b10:
 	return l2
 }
@@ -45256,12 +45256,12 @@ func f751_grantwire_remote_server(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l33, sc[777], l28)
 	rt.ObjectInsert(l33, sc[14], l30)
 	rt.ObjectInsert(l33, sc[21], l32)
-	l5 = rt.AssignOnce(l5, l33, "policy/grantwire/remote/remote.rego:76")
+	l5 = rt.AssignOnce(l5, l33, "policy/grantwire/remote/remote.rego:76", "function data.grantwire.remote.server")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:76")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:76", "function data.grantwire.remote.server")
 b2:
 	return l2
 }
@@ -45285,12 +45285,12 @@ func f752_grantwire_remoteauth__server(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:123")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:123", "rule data.grantwire.remoteauth._server")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:123")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:123", "rule data.grantwire.remoteauth._server")
 b2:
 	return ev.SetMemo(752, l2)
 }
@@ -45309,12 +45309,12 @@ func f753_grantwire_remoteauth__url(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:125")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:125", "rule data.grantwire.remoteauth._url")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:125")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:125", "rule data.grantwire.remoteauth._url")
 b2:
 	return ev.SetMemo(753, l2)
 }
@@ -45337,12 +45337,12 @@ func f754_grantwire_remoteauth__insecure(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 		goto b1
 	}
 	l12 = l11
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/remoteauth/remoteauth.rego:635")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/remoteauth/remoteauth.rego:635", "function data.grantwire.remoteauth._insecure")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:635")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:635", "function data.grantwire.remoteauth._insecure")
 b2:
 	return l2
 }
@@ -45374,18 +45374,18 @@ func f755_grantwire_remoteauth__step_ups(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:116")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:116", "rule data.grantwire.remoteauth._step_ups")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = nc4
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:118")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:118", "rule data.grantwire.remoteauth._step_ups")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:118")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:118", "rule data.grantwire.remoteauth._step_ups")
 b4:
 	return ev.SetMemo(755, l2)
 }
@@ -45401,11 +45401,11 @@ func f756_grantwire_remoteauth_max_step_ups(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc121
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:46")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:46", "rule data.grantwire.remoteauth.max_step_ups")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:46")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:46", "rule data.grantwire.remoteauth.max_step_ups")
 b2:
 	return ev.SetCached(756, ev.SetMemo(756, l2))
 }
@@ -45441,12 +45441,12 @@ func f757_grantwire_remoteauth__given(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:142")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:142", "rule data.grantwire.remoteauth._given")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:142")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:142", "rule data.grantwire.remoteauth._given")
 b2:
 	return ev.SetMemo(757, l2)
 }
@@ -45475,7 +45475,7 @@ func f758_grantwire_remoteauth__header(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:172")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:172", "rule data.grantwire.remoteauth._header")
 b2:
 	if l3 != nil {
 		goto b3
@@ -45514,17 +45514,17 @@ b2:
 	if rt.EqBool(l16, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:174")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:174", "rule data.grantwire.remoteauth._header")
 b3:
 	if l3 != nil {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/remoteauth/remoteauth.rego:177")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/remoteauth/remoteauth.rego:177", "rule data.grantwire.remoteauth._header")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:177")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:177", "rule data.grantwire.remoteauth._header")
 b5:
 	return ev.SetMemo(758, l2)
 }
@@ -45539,11 +45539,11 @@ func f759_grantwire_discovery__tchar(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[823], "policy/grantwire/discovery/discovery.rego:96")
+	l3 = rt.AssignOnce(l3, sc[823], "policy/grantwire/discovery/discovery.rego:96", "rule data.grantwire.discovery._tchar")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:96")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:96", "rule data.grantwire.discovery._tchar")
 b2:
 	return ev.SetCached(759, ev.SetMemo(759, l2))
 }
@@ -45576,12 +45576,12 @@ func f760_grantwire_discovery__item_re(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/discovery/discovery.rego:101")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/discovery/discovery.rego:101", "rule data.grantwire.discovery._item_re")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:101")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:101", "rule data.grantwire.discovery._item_re")
 b2:
 	return ev.SetCached(760, ev.SetMemo(760, l2))
 }
@@ -45606,19 +45606,19 @@ func f761_grantwire_discovery_items(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/discovery/discovery.rego:108")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/discovery/discovery.rego:108", "function data.grantwire.discovery.items")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:110")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:110", "function data.grantwire.discovery.items")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:110")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:110", "function data.grantwire.discovery.items")
 b4:
 	return l2
 }
@@ -45639,12 +45639,12 @@ func f762_grantwire_discovery__bare(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:112")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:112", "function data.grantwire.discovery._bare")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:112")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:112", "function data.grantwire.discovery._bare")
 b2:
 	return l2
 }
@@ -45697,12 +45697,12 @@ func f763_grantwire_discovery__token68(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	if rt.EqBool(l21, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:114")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:114", "function data.grantwire.discovery._token68")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:114")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:114", "function data.grantwire.discovery._token68")
 b2:
 	return l2
 }
@@ -45731,12 +45731,12 @@ func f764_grantwire_discovery__scheme_at(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	}
 	goto b1
 n2:
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:121")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:121", "function data.grantwire.discovery._scheme_at")
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:121")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:121", "function data.grantwire.discovery._scheme_at")
 b3:
 	return l2
 }
@@ -45773,12 +45773,12 @@ func f765_grantwire_discovery__owner(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/discovery/discovery.rego:127")
+	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/discovery/discovery.rego:127", "function data.grantwire.discovery._owner")
 b1:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:127")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:127", "function data.grantwire.discovery._owner")
 b4:
 	return l2
 }
@@ -45846,18 +45846,18 @@ b3:
 		goto b2
 	}
 	l35 = l34
-	l4 = rt.AssignOnce(l4, l35, "policy/grantwire/discovery/discovery.rego:129")
+	l4 = rt.AssignOnce(l4, l35, "policy/grantwire/discovery/discovery.rego:129", "function data.grantwire.discovery._unquote")
 b2:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:134")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:134", "function data.grantwire.discovery._unquote")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:134")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:134", "function data.grantwire.discovery._unquote")
 b6:
 	return l2
 }
@@ -45924,12 +45924,12 @@ func f767_grantwire_discovery__first_value(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 		goto b1
 	}
 	l32 = l31
-	l6 = rt.AssignOnce(l6, l32, "policy/grantwire/discovery/discovery.rego:155")
+	l6 = rt.AssignOnce(l6, l32, "policy/grantwire/discovery/discovery.rego:155", "function data.grantwire.discovery._first_value")
 b1:
 	if l6 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/discovery/discovery.rego:155")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/discovery/discovery.rego:155", "function data.grantwire.discovery._first_value")
 b5:
 	return l2
 }
@@ -45980,11 +45980,11 @@ func f768_grantwire_discovery__params(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	c3:
 	}
 	l24 = l8
-	l5 = rt.AssignOnce(l5, l24, "policy/grantwire/discovery/discovery.rego:148")
+	l5 = rt.AssignOnce(l5, l24, "policy/grantwire/discovery/discovery.rego:148", "function data.grantwire.discovery._params")
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:148")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:148", "function data.grantwire.discovery._params")
 b5:
 	return l2
 }
@@ -46035,11 +46035,11 @@ func f769_grantwire_discovery_challenges(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b2:
 	l24 = l6
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/discovery/discovery.rego:142")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/discovery/discovery.rego:142", "function data.grantwire.discovery.challenges")
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:142")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:142", "function data.grantwire.discovery.challenges")
 b4:
 	return l2
 }
@@ -46079,19 +46079,19 @@ b3:
 		goto b2
 	}
 	l19 = l18
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/discovery/discovery.rego:167")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/discovery/discovery.rego:167", "function data.grantwire.discovery.bearer")
 b2:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
 	l6 = ev.Object(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:169")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:169", "function data.grantwire.discovery.bearer")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:169")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:169", "function data.grantwire.discovery.bearer")
 b6:
 	return l2
 }
@@ -46111,12 +46111,12 @@ func f771_grantwire_remoteauth__challenge(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:179")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:179", "rule data.grantwire.remoteauth._challenge")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:179")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:179", "rule data.grantwire.remoteauth._challenge")
 b2:
 	return ev.SetMemo(771, l2)
 }
@@ -46165,19 +46165,19 @@ b3:
 		goto b2
 	}
 	l21 = l20
-	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/discovery/discovery.rego:174")
+	l4 = rt.AssignOnce(l4, l21, "policy/grantwire/discovery/discovery.rego:174", "function data.grantwire.discovery.challenge_scopes")
 b2:
 	if l4 != nil {
 		goto b5
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:176")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:176", "function data.grantwire.discovery.challenge_scopes")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:176")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:176", "function data.grantwire.discovery.challenge_scopes")
 b6:
 	return l2
 }
@@ -46197,12 +46197,12 @@ func f773_grantwire_remoteauth__challenged(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:181")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:181", "rule data.grantwire.remoteauth._challenged")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:181")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:181", "rule data.grantwire.remoteauth._challenged")
 b2:
 	return ev.SetMemo(773, l2)
 }
@@ -46234,12 +46234,12 @@ func f774_grantwire_remoteauth__asked(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:286")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:286", "rule data.grantwire.remoteauth._asked")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:286")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:286", "rule data.grantwire.remoteauth._asked")
 b2:
 	return ev.SetMemo(774, l2)
 }
@@ -46260,12 +46260,12 @@ func f775_grantwire_remoteauth__step_up(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqStr(l5, "insufficient_scope") {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:183")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:183", "rule data.grantwire.remoteauth._step_up")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:183")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:183", "rule data.grantwire.remoteauth._step_up")
 b2:
 	return ev.SetMemo(775, l2)
 }
@@ -46280,11 +46280,11 @@ func f776_grantwire_remote__empty_digest(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[394], "policy/grantwire/remote/remote.rego:116")
+	l3 = rt.AssignOnce(l3, sc[394], "policy/grantwire/remote/remote.rego:116", "rule data.grantwire.remote._empty_digest")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:116")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:116", "rule data.grantwire.remote._empty_digest")
 b2:
 	return ev.SetCached(776, ev.SetMemo(776, l2))
 }
@@ -46318,12 +46318,12 @@ func f777_grantwire_remote__secret(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:119")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:119", "function data.grantwire.remote._secret")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:119")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:119", "function data.grantwire.remote._secret")
 b2:
 	return l2
 }
@@ -46339,19 +46339,19 @@ func f778_grantwire_remote__secret_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:124")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:124", "function data.grantwire.remote._secret_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:126")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:126", "function data.grantwire.remote._secret_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:126")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:126", "function data.grantwire.remote._secret_or_null")
 b4:
 	return l2
 }
@@ -46409,12 +46409,12 @@ b2:
 	if l8 != nil {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:314")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:314", "function data.grantwire.discovery._strings")
 b1:
 	if l4 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:314")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:314", "function data.grantwire.discovery._strings")
 b8:
 	return l2
 }
@@ -46430,19 +46430,19 @@ func f780_grantwire_discovery_strings(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:391")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:391", "function data.grantwire.discovery.strings")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:393")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:393", "function data.grantwire.discovery.strings")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:393")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:393", "function data.grantwire.discovery.strings")
 b4:
 	return l2
 }
@@ -46462,7 +46462,7 @@ func f781_grantwire_remote_token(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 n3:
 	l7 = ev.Object(0)
 	rt.ObjectInsert(l7, sc[174], rt.False)
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/remote/remote.rego:151")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/remote/remote.rego:151", "function data.grantwire.remote.token")
 b2:
 	if l4 != nil {
 		goto b4
@@ -46635,7 +46635,7 @@ b2:
 	rt.ObjectInsert(l67, sc[415], rt.True)
 	rt.ObjectInsert(l67, sc[98], l66)
 	l68 = l67
-	l4 = rt.AssignOnce(l4, l68, "policy/grantwire/remote/remote.rego:153")
+	l4 = rt.AssignOnce(l4, l68, "policy/grantwire/remote/remote.rego:153", "function data.grantwire.remote.token")
 b4:
 	if l4 != nil {
 		goto b5
@@ -46650,12 +46650,12 @@ b4:
 	rt.ObjectInsert(l8, sc[415], rt.False)
 	rt.ObjectInsert(l8, sc[98], l7)
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/remote/remote.rego:175")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/remote/remote.rego:175", "function data.grantwire.remote.token")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:175")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:175", "function data.grantwire.remote.token")
 b6:
 	return l2
 }
@@ -46678,12 +46678,12 @@ func f782_grantwire_remoteauth__tok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:133")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:133", "rule data.grantwire.remoteauth._tok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:133")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:133", "rule data.grantwire.remoteauth._tok")
 b2:
 	return ev.SetMemo(782, l2)
 }
@@ -46728,18 +46728,18 @@ func f783_grantwire_remoteauth__prior(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:288")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:288", "rule data.grantwire.remoteauth._prior")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:291")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:291", "rule data.grantwire.remoteauth._prior")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:291")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:291", "rule data.grantwire.remoteauth._prior")
 b4:
 	return ev.SetMemo(783, l2)
 }
@@ -46771,12 +46771,12 @@ func f784_grantwire_remoteauth__stepup_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:674")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:674", "rule data.grantwire.remoteauth._stepup_scopes")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:674")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:674", "rule data.grantwire.remoteauth._stepup_scopes")
 b2:
 	return ev.SetMemo(784, l2)
 }
@@ -46793,12 +46793,12 @@ func f785_grantwire_remote_auth_cmd(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/remote/remote.rego:223")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/remote/remote.rego:223", "function data.grantwire.remote.auth_cmd")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:223")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:223", "function data.grantwire.remote.auth_cmd")
 b2:
 	return l2
 }
@@ -46818,12 +46818,12 @@ func f786_grantwire_remoteauth__fix(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:610")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:610", "rule data.grantwire.remoteauth._fix")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:610")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:610", "rule data.grantwire.remoteauth._fix")
 b2:
 	return ev.SetMemo(786, l2)
 }
@@ -46895,12 +46895,12 @@ func f787_grantwire_remoteauth__step_up_refused(ev *rt.Eval, l0, l1, l3 *rt.V) *
 		goto b1
 	}
 	l32 = l31
-	l4 = rt.AssignOnce(l4, l32, "policy/grantwire/remoteauth/remoteauth.rego:667")
+	l4 = rt.AssignOnce(l4, l32, "policy/grantwire/remoteauth/remoteauth.rego:667", "function data.grantwire.remoteauth._step_up_refused")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:667")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:667", "function data.grantwire.remoteauth._step_up_refused")
 b2:
 	return l2
 }
@@ -46923,12 +46923,12 @@ func f788_grantwire_remote_prereg_need(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remote/remote.rego:141")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remote/remote.rego:141", "function data.grantwire.remote.prereg_need")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:141")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:141", "function data.grantwire.remote.prereg_need")
 b2:
 	return l2
 }
@@ -46968,12 +46968,12 @@ func f789_grantwire_remoteauth__local_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l16, l7)
 	rt.ArrayAppend(l16, l11)
 	rt.ArrayAppend(l16, l15)
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:127")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:127", "rule data.grantwire.remoteauth._local_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:127")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:127", "rule data.grantwire.remoteauth._local_needs")
 b2:
 	return ev.SetMemo(789, l2)
 }
@@ -46988,11 +46988,11 @@ func f790_grantwire_facts_loopback_open(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	rt.ObjectInsert(l8, sc[2], l7)
 	rt.ObjectInsert(l8, sc[72], l6)
 	rt.ObjectInsert(l8, sc[73], sc[537])
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:138")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/facts/facts.rego:138", "function data.grantwire.facts.loopback_open")
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:138")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/facts/facts.rego:138", "function data.grantwire.facts.loopback_open")
 b2:
 	return l2
 }
@@ -47014,12 +47014,12 @@ func f791_grantwire_remoteauth__redirect(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:321")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:321", "rule data.grantwire.remoteauth._redirect")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:321")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:321", "rule data.grantwire.remoteauth._redirect")
 b2:
 	return ev.SetMemo(791, l2)
 }
@@ -47041,12 +47041,12 @@ func f792_grantwire_remoteauth__listening(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:323")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:323", "rule data.grantwire.remoteauth._listening")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:323")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:323", "rule data.grantwire.remoteauth._listening")
 b2:
 	return ev.SetMemo(792, l2)
 }
@@ -47082,17 +47082,17 @@ func f793_grantwire_remoteauth__fix_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:616")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:616", "rule data.grantwire.remoteauth._fix_scopes")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/remoteauth/remoteauth.rego:619")
+	l3 = rt.AssignOnce(l3, sc[5], "policy/grantwire/remoteauth/remoteauth.rego:619", "rule data.grantwire.remoteauth._fix_scopes")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:619")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:619", "rule data.grantwire.remoteauth._fix_scopes")
 b4:
 	return ev.SetMemo(793, l2)
 }
@@ -47142,12 +47142,12 @@ func f794_grantwire_remoteauth__interactive(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:621")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:621", "rule data.grantwire.remoteauth._interactive")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:621")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:621", "rule data.grantwire.remoteauth._interactive")
 b2:
 	return ev.SetMemo(794, l2)
 }
@@ -47172,12 +47172,12 @@ func f795_grantwire_remoteauth__challenge_given(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:145")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:145", "rule data.grantwire.remoteauth._challenge_given")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:145")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:145", "rule data.grantwire.remoteauth._challenge_given")
 b2:
 	return ev.SetMemo(795, l2)
 }
@@ -47192,11 +47192,11 @@ func f796_grantwire_remoteauth_protocol_version(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[841], "policy/grantwire/remoteauth/remoteauth.rego:56")
+	l3 = rt.AssignOnce(l3, sc[841], "policy/grantwire/remoteauth/remoteauth.rego:56", "rule data.grantwire.remoteauth.protocol_version")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:56")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:56", "rule data.grantwire.remoteauth.protocol_version")
 b2:
 	return ev.SetCached(796, ev.SetMemo(796, l2))
 }
@@ -47212,11 +47212,11 @@ func f797_grantwire_discovery_request_timeout_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc595
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:26")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:26", "rule data.grantwire.discovery.request_timeout_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:26", "rule data.grantwire.discovery.request_timeout_ms")
 b2:
 	return ev.SetCached(797, ev.SetMemo(797, l2))
 }
@@ -47273,12 +47273,12 @@ func f798_grantwire_remoteauth__probe_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:147")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:147", "rule data.grantwire.remoteauth._probe_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:147")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:147", "rule data.grantwire.remoteauth._probe_need")
 b2:
 	return ev.SetMemo(798, l2)
 }
@@ -47303,12 +47303,12 @@ func f799_grantwire_remoteauth__probe_failed(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l6, l7) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:165")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:165", "rule data.grantwire.remoteauth._probe_failed")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:165")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:165", "rule data.grantwire.remoteauth._probe_failed")
 b2:
 	l3 = nil
 	if l4 = f741_grantwire_remoteauth__f(ev, l0, l1); l4 == nil {
@@ -47345,12 +47345,12 @@ b2:
 	if rt.EqBool(l15, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:167")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:167", "rule data.grantwire.remoteauth._probe_failed")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:167")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:167", "rule data.grantwire.remoteauth._probe_failed")
 b4:
 	return ev.SetMemo(799, l2)
 }
@@ -47372,18 +47372,18 @@ func f800_grantwire_discovery__word(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:304")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:304", "function data.grantwire.discovery._word")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[460], "policy/grantwire/discovery/discovery.rego:306")
+	l4 = rt.AssignOnce(l4, sc[460], "policy/grantwire/discovery/discovery.rego:306", "function data.grantwire.discovery._word")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:306")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:306", "function data.grantwire.discovery._word")
 b4:
 	return l2
 }
@@ -47418,18 +47418,18 @@ func f801_grantwire_discovery__status_text(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 		goto b2
 	}
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/discovery/discovery.rego:308")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/discovery/discovery.rego:308", "function data.grantwire.discovery._status_text")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[856], "policy/grantwire/discovery/discovery.rego:312")
+	l4 = rt.AssignOnce(l4, sc[856], "policy/grantwire/discovery/discovery.rego:312", "function data.grantwire.discovery._status_text")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:312")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:312", "function data.grantwire.discovery._status_text")
 b4:
 	return l2
 }
@@ -47446,7 +47446,7 @@ func f802_grantwire_discovery_failure(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l7, "too_large") {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[854], "policy/grantwire/discovery/discovery.rego:295")
+	l4 = rt.AssignOnce(l4, sc[854], "policy/grantwire/discovery/discovery.rego:295", "function data.grantwire.discovery.failure")
 b2:
 	if l4 != nil {
 		goto b3
@@ -47474,7 +47474,7 @@ b2:
 	if rt.EqBool(l13, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, sc[855], "policy/grantwire/discovery/discovery.rego:297")
+	l4 = rt.AssignOnce(l4, sc[855], "policy/grantwire/discovery/discovery.rego:297", "function data.grantwire.discovery.failure")
 b3:
 	if l4 != nil {
 		goto b4
@@ -47503,7 +47503,7 @@ b3:
 		goto b4
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:300")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:300", "function data.grantwire.discovery.failure")
 b4:
 	if l4 != nil {
 		goto b5
@@ -47524,12 +47524,12 @@ b4:
 		goto b5
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:302")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/discovery/discovery.rego:302", "function data.grantwire.discovery.failure")
 b5:
 	if l4 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:302")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:302", "function data.grantwire.discovery.failure")
 b6:
 	return l2
 }
@@ -47547,12 +47547,12 @@ func f803_grantwire_remoteauth__problem(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/remoteauth/remoteauth.rego:612")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/remoteauth/remoteauth.rego:612", "function data.grantwire.remoteauth._problem")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:612")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:612", "function data.grantwire.remoteauth._problem")
 b2:
 	return l2
 }
@@ -47611,12 +47611,12 @@ func f804_grantwire_remoteauth__futile(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l18, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:307")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:307", "rule data.grantwire.remoteauth._futile")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:307")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:307", "rule data.grantwire.remoteauth._futile")
 b2:
 	return ev.SetMemo(804, l2)
 }
@@ -47648,12 +47648,12 @@ func f805_grantwire_remoteauth__header_prm(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:188")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:188", "rule data.grantwire.remoteauth._header_prm")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:188")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:188", "rule data.grantwire.remoteauth._header_prm")
 b2:
 	return ev.SetMemo(805, l2)
 }
@@ -47683,18 +47683,18 @@ func f806_grantwire_discovery__trim_slash(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:89")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/discovery/discovery.rego:89", "function data.grantwire.discovery._trim_slash")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:91")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:91", "function data.grantwire.discovery._trim_slash")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:91")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:91", "function data.grantwire.discovery._trim_slash")
 b4:
 	return l2
 }
@@ -47736,18 +47736,18 @@ func f807_grantwire_discovery_query(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l20 = l19
-	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/discovery/discovery.rego:80")
+	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/discovery/discovery.rego:80", "function data.grantwire.discovery.query")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/discovery/discovery.rego:82")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/discovery/discovery.rego:82", "function data.grantwire.discovery.query")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:82")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:82", "function data.grantwire.discovery.query")
 b4:
 	return l2
 }
@@ -47777,12 +47777,12 @@ func f808_grantwire_discovery_origin(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/discovery/discovery.rego:68")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/discovery/discovery.rego:68", "function data.grantwire.discovery.origin")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:68")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:68", "function data.grantwire.discovery.origin")
 b2:
 	return l2
 }
@@ -47797,11 +47797,11 @@ func f809_grantwire_discovery__prm_suffix(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	var l2, l3 *rt.V
 	l3 = nil
-	l3 = rt.AssignOnce(l3, sc[863], "policy/grantwire/discovery/discovery.rego:181")
+	l3 = rt.AssignOnce(l3, sc[863], "policy/grantwire/discovery/discovery.rego:181", "rule data.grantwire.discovery._prm_suffix")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:181")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:181", "rule data.grantwire.discovery._prm_suffix")
 b2:
 	return ev.SetCached(809, ev.SetMemo(809, l2))
 }
@@ -47813,12 +47813,12 @@ func f810_grantwire_discovery__q(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l3, "") {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/discovery/discovery.rego:197")
+	l4 = rt.AssignOnce(l4, sc[5], "policy/grantwire/discovery/discovery.rego:197", "function data.grantwire.discovery._q")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:197")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:197", "function data.grantwire.discovery._q")
 b2:
 	l4 = nil
 	l5 = l3
@@ -47835,12 +47835,12 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/discovery/discovery.rego:199")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/discovery/discovery.rego:199", "function data.grantwire.discovery._q")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:199")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:199", "function data.grantwire.discovery._q")
 b4:
 	return l2
 }
@@ -47885,7 +47885,7 @@ func f811_grantwire_discovery_prm_urls(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l18 = l17
 	l19 = ev.Array(1)
 	rt.ArrayAppend(l19, l18)
-	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/discovery/discovery.rego:189")
+	l4 = rt.AssignOnce(l4, l19, "policy/grantwire/discovery/discovery.rego:189", "function data.grantwire.discovery.prm_urls")
 b2:
 	if l4 != nil {
 		goto b3
@@ -47942,12 +47942,12 @@ b2:
 	l28 = ev.Array(2)
 	rt.ArrayAppend(l28, l20)
 	rt.ArrayAppend(l28, l27)
-	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/discovery/discovery.rego:192")
+	l4 = rt.AssignOnce(l4, l28, "policy/grantwire/discovery/discovery.rego:192", "function data.grantwire.discovery.prm_urls")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:192")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:192", "function data.grantwire.discovery.prm_urls")
 b4:
 	return l2
 }
@@ -47983,7 +47983,7 @@ func f812_grantwire_remoteauth__prm_candidates(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:190")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:190", "rule data.grantwire.remoteauth._prm_candidates")
 b2:
 	if l3 != nil {
 		goto b3
@@ -47996,12 +47996,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:192")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:192", "rule data.grantwire.remoteauth._prm_candidates")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:192")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:192", "rule data.grantwire.remoteauth._prm_candidates")
 b4:
 	return ev.SetMemo(812, l2)
 }
@@ -48045,11 +48045,11 @@ func f813_grantwire_remoteauth__prm_urls(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l16 = l4
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:194")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:194", "rule data.grantwire.remoteauth._prm_urls")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:194")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:194", "rule data.grantwire.remoteauth._prm_urls")
 b5:
 	return ev.SetMemo(813, l2)
 }
@@ -48072,12 +48072,12 @@ func f814_grantwire_remoteauth__key(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remoteauth/remoteauth.rego:196")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/remoteauth/remoteauth.rego:196", "function data.grantwire.remoteauth._key")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:196")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:196", "function data.grantwire.remoteauth._key")
 b2:
 	return l2
 }
@@ -48106,12 +48106,12 @@ func f815_grantwire_discovery__json_type(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:269")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:269", "function data.grantwire.discovery._json_type")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:269")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:269", "function data.grantwire.discovery._json_type")
 b2:
 	return l2
 }
@@ -48128,7 +48128,7 @@ func f816_grantwire_discovery_verdict(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqStr(l7, "too_large") {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[864], "policy/grantwire/discovery/discovery.rego:278")
+	l4 = rt.AssignOnce(l4, sc[864], "policy/grantwire/discovery/discovery.rego:278", "function data.grantwire.discovery.verdict")
 b2:
 	if l4 != nil {
 		goto b3
@@ -48166,7 +48166,7 @@ b2:
 	if rt.EqBool(l16, false) {
 		goto b3
 	}
-	l4 = rt.AssignOnce(l4, sc[865], "policy/grantwire/discovery/discovery.rego:280")
+	l4 = rt.AssignOnce(l4, sc[865], "policy/grantwire/discovery/discovery.rego:280", "function data.grantwire.discovery.verdict")
 b3:
 	if l4 != nil {
 		goto b4
@@ -48195,7 +48195,7 @@ b3:
 	if rt.EqBool(l11, false) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, sc[867], "policy/grantwire/discovery/discovery.rego:284")
+	l4 = rt.AssignOnce(l4, sc[867], "policy/grantwire/discovery/discovery.rego:284", "function data.grantwire.discovery.verdict")
 b4:
 	if l4 != nil {
 		goto b5
@@ -48208,18 +48208,18 @@ b4:
 	if !rt.Equal(l6, l7) {
 		goto b5
 	}
-	l4 = rt.AssignOnce(l4, sc[865], "policy/grantwire/discovery/discovery.rego:288")
+	l4 = rt.AssignOnce(l4, sc[865], "policy/grantwire/discovery/discovery.rego:288", "function data.grantwire.discovery.verdict")
 b5:
 	if l4 != nil {
 		goto b6
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[864], "policy/grantwire/discovery/discovery.rego:290")
+	l4 = rt.AssignOnce(l4, sc[864], "policy/grantwire/discovery/discovery.rego:290", "function data.grantwire.discovery.verdict")
 b6:
 	if l4 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:290")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:290", "function data.grantwire.discovery.verdict")
 b7:
 	return l2
 }
@@ -48248,12 +48248,12 @@ func f817_grantwire_remoteauth__skipped(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	if !rt.EqStr(l14, "next") {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:205")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:205", "function data.grantwire.remoteauth._skipped")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:205")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:205", "function data.grantwire.remoteauth._skipped")
 b2:
 	return l2
 }
@@ -48287,11 +48287,11 @@ func f818_grantwire_remoteauth__prm_pending(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:207")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:207", "rule data.grantwire.remoteauth._prm_pending")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:207")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:207", "rule data.grantwire.remoteauth._prm_pending")
 b5:
 	return ev.SetMemo(818, l2)
 }
@@ -48315,12 +48315,12 @@ func f819_grantwire_remoteauth__prm_exhausted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l7, l8) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:209")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:209", "rule data.grantwire.remoteauth._prm_exhausted")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:209")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:209", "rule data.grantwire.remoteauth._prm_exhausted")
 b2:
 	return ev.SetMemo(819, l2)
 }
@@ -48340,12 +48340,12 @@ func f820_grantwire_remoteauth__prm_i(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:211")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:211", "rule data.grantwire.remoteauth._prm_i")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:211")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:211", "rule data.grantwire.remoteauth._prm_i")
 b2:
 	return ev.SetMemo(820, l2)
 }
@@ -48361,11 +48361,11 @@ func f821_grantwire_discovery_max_document_bytes(ev *rt.Eval, l0, l1 *rt.V) *rt.
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc869
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:21")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:21", "rule data.grantwire.discovery.max_document_bytes")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:21")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:21", "rule data.grantwire.discovery.max_document_bytes")
 b2:
 	return ev.SetCached(821, ev.SetMemo(821, l2))
 }
@@ -48401,12 +48401,12 @@ func f822_grantwire_remoteauth__get(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/remoteauth/remoteauth.rego:198")
+	l5 = rt.AssignOnce(l5, l17, "policy/grantwire/remoteauth/remoteauth.rego:198", "function data.grantwire.remoteauth._get")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:198")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remoteauth/remoteauth.rego:198", "function data.grantwire.remoteauth._get")
 b2:
 	return l2
 }
@@ -48433,12 +48433,12 @@ func f823_grantwire_remoteauth__prm_fact(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:213")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:213", "rule data.grantwire.remoteauth._prm_fact")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:213")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:213", "rule data.grantwire.remoteauth._prm_fact")
 b2:
 	return ev.SetMemo(823, l2)
 }
@@ -48468,12 +48468,12 @@ func f824_grantwire_remoteauth__prm_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:215")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:215", "rule data.grantwire.remoteauth._prm_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:215")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:215", "rule data.grantwire.remoteauth._prm_doc")
 b2:
 	return ev.SetMemo(824, l2)
 }
@@ -48497,12 +48497,12 @@ func f825_grantwire_discovery_url_allowed(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:49")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:49", "function data.grantwire.discovery.url_allowed")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:49")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:49", "function data.grantwire.discovery.url_allowed")
 b3:
 	return l2
 }
@@ -48515,12 +48515,12 @@ func f826_grantwire_discovery__prefix_path(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *r
 		goto b1
 	}
 	l6 = l4
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:222")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:222", "function data.grantwire.discovery._prefix_path")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:222")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:222", "function data.grantwire.discovery._prefix_path")
 b2:
 	l5 = nil
 	l6 = l3
@@ -48534,12 +48534,12 @@ b2:
 	if !rt.Equal(l6, l7) {
 		goto b3
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:224")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:224", "function data.grantwire.discovery._prefix_path")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:224")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:224", "function data.grantwire.discovery._prefix_path")
 b4:
 	l5 = nil
 	l6 = l3
@@ -48563,12 +48563,12 @@ b4:
 	if rt.EqBool(l12, false) {
 		goto b5
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:229")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:229", "function data.grantwire.discovery._prefix_path")
 b5:
 	if l5 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:229")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:229", "function data.grantwire.discovery._prefix_path")
 b6:
 	return l2
 }
@@ -48582,12 +48582,12 @@ func f827_grantwire_discovery_canonical(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/discovery/discovery.rego:87")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/discovery/discovery.rego:87", "function data.grantwire.discovery.canonical")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:87")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:87", "function data.grantwire.discovery.canonical")
 b2:
 	return l2
 }
@@ -48652,12 +48652,12 @@ n2:
 	if rt.EqBool(l24, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:208")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:208", "function data.grantwire.discovery.resource_matches")
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:208")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:208", "function data.grantwire.discovery.resource_matches")
 b3:
 	l5 = nil
 	l6 = l3
@@ -48695,12 +48695,12 @@ n5:
 	if !rt.Equal(l13, l17) {
 		goto b4
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:216")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/discovery/discovery.rego:216", "function data.grantwire.discovery.resource_matches")
 b4:
 	if l5 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:216")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:216", "function data.grantwire.discovery.resource_matches")
 b6:
 	return l2
 }
@@ -48727,12 +48727,12 @@ func f829_grantwire_discovery__nonempty_strings(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:321")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/discovery/discovery.rego:321", "function data.grantwire.discovery._nonempty_strings")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:321")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:321", "function data.grantwire.discovery._nonempty_strings")
 b2:
 	return l2
 }
@@ -48756,7 +48756,7 @@ func f830_grantwire_discovery_prm_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	}
 	goto b2
 n3:
-	l5 = rt.AssignOnce(l5, sc[871], "policy/grantwire/discovery/discovery.rego:333")
+	l5 = rt.AssignOnce(l5, sc[871], "policy/grantwire/discovery/discovery.rego:333", "function data.grantwire.discovery.prm_problem")
 b2:
 	if l5 != nil {
 		goto b4
@@ -48775,7 +48775,7 @@ b2:
 	}
 	goto b4
 n5:
-	l5 = rt.AssignOnce(l5, sc[872], "policy/grantwire/discovery/discovery.rego:335")
+	l5 = rt.AssignOnce(l5, sc[872], "policy/grantwire/discovery/discovery.rego:335", "function data.grantwire.discovery.prm_problem")
 b4:
 	if l5 != nil {
 		goto b6
@@ -48795,7 +48795,7 @@ b4:
 	}
 	goto b6
 n7:
-	l5 = rt.AssignOnce(l5, sc[874], "policy/grantwire/discovery/discovery.rego:337")
+	l5 = rt.AssignOnce(l5, sc[874], "policy/grantwire/discovery/discovery.rego:337", "function data.grantwire.discovery.prm_problem")
 b6:
 	if l5 != nil {
 		goto b8
@@ -48834,7 +48834,7 @@ b9:
 		goto b8
 	}
 	l23 = l22
-	l5 = rt.AssignOnce(l5, l23, "policy/grantwire/discovery/discovery.rego:339")
+	l5 = rt.AssignOnce(l5, l23, "policy/grantwire/discovery/discovery.rego:339", "function data.grantwire.discovery.prm_problem")
 b8:
 	if l5 != nil {
 		goto b11
@@ -48864,12 +48864,12 @@ b8:
 	}
 	goto b11
 n12:
-	l5 = rt.AssignOnce(l5, sc[877], "policy/grantwire/discovery/discovery.rego:342")
+	l5 = rt.AssignOnce(l5, sc[877], "policy/grantwire/discovery/discovery.rego:342", "function data.grantwire.discovery.prm_problem")
 b11:
 	if l5 == nil {
 		goto b13
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:342")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:342", "function data.grantwire.discovery.prm_problem")
 b13:
 	return l2
 }
@@ -48887,12 +48887,12 @@ func f831_grantwire_remoteauth__legacy(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:219")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:219", "rule data.grantwire.remoteauth._legacy")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:219")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:219", "rule data.grantwire.remoteauth._legacy")
 b2:
 	return ev.SetMemo(831, l2)
 }
@@ -48918,7 +48918,7 @@ func f832_grantwire_remoteauth__issuer(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:221")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:221", "rule data.grantwire.remoteauth._issuer")
 b2:
 	if l3 != nil {
 		goto b3
@@ -48934,12 +48934,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:223")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:223", "rule data.grantwire.remoteauth._issuer")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:223")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:223", "rule data.grantwire.remoteauth._issuer")
 b4:
 	return ev.SetMemo(832, l2)
 }
@@ -48985,7 +48985,7 @@ func f833_grantwire_discovery_as_urls(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l20 = ev.Array(2)
 	rt.ArrayAppend(l20, l14)
 	rt.ArrayAppend(l20, l19)
-	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/discovery/discovery.rego:255")
+	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/discovery/discovery.rego:255", "function data.grantwire.discovery.as_urls")
 b2:
 	if l4 != nil {
 		goto b3
@@ -49055,12 +49055,12 @@ b2:
 	rt.ArrayAppend(l33, l14)
 	rt.ArrayAppend(l33, l23)
 	rt.ArrayAppend(l33, l32)
-	l4 = rt.AssignOnce(l4, l33, "policy/grantwire/discovery/discovery.rego:260")
+	l4 = rt.AssignOnce(l4, l33, "policy/grantwire/discovery/discovery.rego:260", "function data.grantwire.discovery.as_urls")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:260")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:260", "function data.grantwire.discovery.as_urls")
 b4:
 	return l2
 }
@@ -49080,12 +49080,12 @@ func f834_grantwire_remoteauth__as_urls(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:232")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:232", "rule data.grantwire.remoteauth._as_urls")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:232")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:232", "rule data.grantwire.remoteauth._as_urls")
 b2:
 	return ev.SetMemo(834, l2)
 }
@@ -49119,11 +49119,11 @@ func f835_grantwire_remoteauth__as_pending(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l11 = l4
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:234")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:234", "rule data.grantwire.remoteauth._as_pending")
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:234")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:234", "rule data.grantwire.remoteauth._as_pending")
 b5:
 	return ev.SetMemo(835, l2)
 }
@@ -49147,12 +49147,12 @@ func f836_grantwire_remoteauth__as_exhausted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l7, l8) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:236")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:236", "rule data.grantwire.remoteauth._as_exhausted")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:236")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:236", "rule data.grantwire.remoteauth._as_exhausted")
 b2:
 	return ev.SetMemo(836, l2)
 }
@@ -49172,12 +49172,12 @@ func f837_grantwire_remoteauth__as_i(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:238")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:238", "rule data.grantwire.remoteauth._as_i")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:238")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:238", "rule data.grantwire.remoteauth._as_i")
 b2:
 	return ev.SetMemo(837, l2)
 }
@@ -49204,12 +49204,12 @@ func f838_grantwire_remoteauth__as_fact(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:240")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:240", "rule data.grantwire.remoteauth._as_fact")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:240")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:240", "rule data.grantwire.remoteauth._as_fact")
 b2:
 	return ev.SetMemo(838, l2)
 }
@@ -49239,12 +49239,12 @@ func f839_grantwire_remoteauth__as_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:242")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:242", "rule data.grantwire.remoteauth._as_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:242")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:242", "rule data.grantwire.remoteauth._as_doc")
 b2:
 	return ev.SetMemo(839, l2)
 }
@@ -49260,19 +49260,19 @@ func f840_grantwire_discovery__list(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:384")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/discovery/discovery.rego:384", "function data.grantwire.discovery._list")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Array(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:386")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/discovery/discovery.rego:386", "function data.grantwire.discovery._list")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:386")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:386", "function data.grantwire.discovery._list")
 b4:
 	return l2
 }
@@ -49298,11 +49298,11 @@ func f841_grantwire_discovery__url_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l4, sc[894])
 	rt.ArrayAppend(l4, sc[895])
 	rt.ArrayAppend(l4, sc[896])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:347")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/discovery/discovery.rego:347", "rule data.grantwire.discovery._url_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:347")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/discovery/discovery.rego:347", "rule data.grantwire.discovery._url_fields")
 b2:
 	return ev.SetCached(841, ev.SetMemo(841, l2))
 }
@@ -49320,7 +49320,7 @@ func f842_grantwire_discovery__field_refusal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[791], "policy/grantwire/discovery/discovery.rego:380")
+	l4 = rt.AssignOnce(l4, sc[791], "policy/grantwire/discovery/discovery.rego:380", "function data.grantwire.discovery._field_refusal")
 b2:
 	if l4 != nil {
 		goto b4
@@ -49330,12 +49330,12 @@ b2:
 		goto b4
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/discovery/discovery.rego:382")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/discovery/discovery.rego:382", "function data.grantwire.discovery._field_refusal")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:382")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/discovery/discovery.rego:382", "function data.grantwire.discovery._field_refusal")
 b5:
 	return l2
 }
@@ -49357,7 +49357,7 @@ func f843_grantwire_discovery_as_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	if rt.EqBool(l11, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, sc[883], "policy/grantwire/discovery/discovery.rego:361")
+	l5 = rt.AssignOnce(l5, sc[883], "policy/grantwire/discovery/discovery.rego:361", "function data.grantwire.discovery.as_problem")
 b2:
 	if l5 != nil {
 		goto b3
@@ -49381,7 +49381,7 @@ b2:
 	}
 	goto b3
 n4:
-	l5 = rt.AssignOnce(l5, sc[885], "policy/grantwire/discovery/discovery.rego:363")
+	l5 = rt.AssignOnce(l5, sc[885], "policy/grantwire/discovery/discovery.rego:363", "function data.grantwire.discovery.as_problem")
 b3:
 	if l5 != nil {
 		goto b5
@@ -49415,7 +49415,7 @@ b3:
 	}
 	goto b5
 n6:
-	l5 = rt.AssignOnce(l5, sc[887], "policy/grantwire/discovery/discovery.rego:365")
+	l5 = rt.AssignOnce(l5, sc[887], "policy/grantwire/discovery/discovery.rego:365", "function data.grantwire.discovery.as_problem")
 b5:
 	if l5 != nil {
 		goto b7
@@ -49462,7 +49462,7 @@ b5:
 		goto b7
 	}
 	l25 = l24
-	l5 = rt.AssignOnce(l5, l25, "policy/grantwire/discovery/discovery.rego:368")
+	l5 = rt.AssignOnce(l5, l25, "policy/grantwire/discovery/discovery.rego:368", "function data.grantwire.discovery.as_problem")
 b7:
 	if l5 != nil {
 		goto b11
@@ -49519,12 +49519,12 @@ b12:
 		goto b11
 	}
 	l30 = l29
-	l5 = rt.AssignOnce(l5, l30, "policy/grantwire/discovery/discovery.rego:370")
+	l5 = rt.AssignOnce(l5, l30, "policy/grantwire/discovery/discovery.rego:370", "function data.grantwire.discovery.as_problem")
 b11:
 	if l5 == nil {
 		goto b14
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:370")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/discovery/discovery.rego:370", "function data.grantwire.discovery.as_problem")
 b14:
 	return l2
 }
@@ -49552,19 +49552,19 @@ func f844_grantwire_remoteauth__methods(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/remoteauth/remoteauth.rego:279")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/remoteauth/remoteauth.rego:279", "function data.grantwire.remoteauth._methods")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remoteauth/remoteauth.rego:281")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remoteauth/remoteauth.rego:281", "function data.grantwire.remoteauth._methods")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:281")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:281", "function data.grantwire.remoteauth._methods")
 b4:
 	return l2
 }
@@ -49577,18 +49577,18 @@ func f845_grantwire_remoteauth__flag(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:271")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:271", "function data.grantwire.remoteauth._flag")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/remoteauth/remoteauth.rego:273")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/remoteauth/remoteauth.rego:273", "function data.grantwire.remoteauth._flag")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:273")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:273", "function data.grantwire.remoteauth._flag")
 b4:
 	return l2
 }
@@ -49604,19 +49604,19 @@ func f846_grantwire_remoteauth__str_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remoteauth/remoteauth.rego:275")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remoteauth/remoteauth.rego:275", "function data.grantwire.remoteauth._str_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remoteauth/remoteauth.rego:277")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remoteauth/remoteauth.rego:277", "function data.grantwire.remoteauth._str_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:277")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:277", "function data.grantwire.remoteauth._str_or_null")
 b4:
 	return l2
 }
@@ -49732,7 +49732,7 @@ func f847_grantwire_remoteauth__meta(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l50, sc[876], l43)
 	rt.ObjectInsert(l50, sc[834], l49)
 	l51 = l50
-	l3 = rt.AssignOnce(l3, l51, "policy/grantwire/remoteauth/remoteauth.rego:244")
+	l3 = rt.AssignOnce(l3, l51, "policy/grantwire/remoteauth/remoteauth.rego:244", "rule data.grantwire.remoteauth._meta")
 b2:
 	if l3 != nil {
 		goto b3
@@ -49795,12 +49795,12 @@ b2:
 	l24 = ev.Array(0)
 	rt.ObjectInsert(l21, sc[876], l24)
 	rt.ObjectInsert(l21, sc[834], l20)
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:256")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:256", "rule data.grantwire.remoteauth._meta")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:256")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:256", "rule data.grantwire.remoteauth._meta")
 b4:
 	return ev.SetMemo(847, l2)
 }
@@ -49847,7 +49847,7 @@ func f848_grantwire_remoteauth__base_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:293")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:293", "rule data.grantwire.remoteauth._base_scopes")
 b2:
 	if l3 != nil {
 		goto b3
@@ -49871,7 +49871,7 @@ b2:
 		goto b3
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:295")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:295", "rule data.grantwire.remoteauth._base_scopes")
 b3:
 	if l3 != nil {
 		goto b4
@@ -49895,18 +49895,18 @@ b3:
 		goto b4
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:297")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:297", "rule data.grantwire.remoteauth._base_scopes")
 b4:
 	if l3 != nil {
 		goto b5
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:299")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:299", "rule data.grantwire.remoteauth._base_scopes")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:299")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:299", "rule data.grantwire.remoteauth._base_scopes")
 b6:
 	return ev.SetMemo(848, l2)
 }
@@ -49941,7 +49941,7 @@ func f849_grantwire_remoteauth__requested(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:302")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:302", "rule data.grantwire.remoteauth._requested")
 b2:
 	if l3 != nil {
 		goto b3
@@ -49950,12 +49950,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:304")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:304", "rule data.grantwire.remoteauth._requested")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:304")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:304", "rule data.grantwire.remoteauth._requested")
 b4:
 	return ev.SetMemo(849, l2)
 }
@@ -49994,12 +49994,12 @@ func f850_grantwire_remoteauth__too_many_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 		goto b1
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:661")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:661", "rule data.grantwire.remoteauth._too_many_scopes")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:661")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:661", "rule data.grantwire.remoteauth._too_many_scopes")
 b2:
 	return ev.SetMemo(850, l2)
 }
@@ -50019,19 +50019,19 @@ func f851_grantwire_remote__method_or_null(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 	if rt.EqBool(l7, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:200")
+	l4 = rt.AssignOnce(l4, l5, "policy/grantwire/remote/remote.rego:200", "function data.grantwire.remote._method_or_null")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:202")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:202", "function data.grantwire.remote._method_or_null")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:202")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:202", "function data.grantwire.remote._method_or_null")
 b4:
 	return l2
 }
@@ -50133,7 +50133,7 @@ func f852_grantwire_remote_client(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l42, sc[85], l34)
 	rt.ObjectInsert(l42, sc[98], l41)
 	l43 = l42
-	l4 = rt.AssignOnce(l4, l43, "policy/grantwire/remote/remote.rego:183")
+	l4 = rt.AssignOnce(l4, l43, "policy/grantwire/remote/remote.rego:183", "function data.grantwire.remote.client")
 b2:
 	if l4 != nil {
 		goto b3
@@ -50141,12 +50141,12 @@ b2:
 	l5 = l3
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[174], rt.False)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:198")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:198", "function data.grantwire.remote.client")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:198")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:198", "function data.grantwire.remote.client")
 b4:
 	return l2
 }
@@ -50169,12 +50169,12 @@ func f853_grantwire_remoteauth__pre(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:135")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:135", "rule data.grantwire.remoteauth._pre")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:135")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:135", "rule data.grantwire.remoteauth._pre")
 b2:
 	return ev.SetMemo(853, l2)
 }
@@ -50216,12 +50216,12 @@ func f854_grantwire_remoteauth__pre_fits(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:325")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:325", "rule data.grantwire.remoteauth._pre_fits")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:325")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:325", "rule data.grantwire.remoteauth._pre_fits")
 b2:
 	return ev.SetMemo(854, l2)
 }
@@ -50307,12 +50307,12 @@ func f855_grantwire_remoteauth__wrong_prereg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l33 = l32
-	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remoteauth/remoteauth.rego:649")
+	l3 = rt.AssignOnce(l3, l33, "policy/grantwire/remoteauth/remoteauth.rego:649", "rule data.grantwire.remoteauth._wrong_prereg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:649")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:649", "rule data.grantwire.remoteauth._wrong_prereg")
 b2:
 	return ev.SetMemo(855, l2)
 }
@@ -50344,12 +50344,12 @@ func f856_grantwire_remoteauth__cimd_url(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:330")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:330", "rule data.grantwire.remoteauth._cimd_url")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:330")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:330", "rule data.grantwire.remoteauth._cimd_url")
 b2:
 	return ev.SetMemo(856, l2)
 }
@@ -50372,12 +50372,12 @@ func f857_grantwire_remoteauth__reg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:137")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:137", "rule data.grantwire.remoteauth._reg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:137")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:137", "rule data.grantwire.remoteauth._reg")
 b2:
 	return ev.SetMemo(857, l2)
 }
@@ -50431,12 +50431,12 @@ func f858_grantwire_remoteauth__reg_fits(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l12, l13) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:332")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:332", "rule data.grantwire.remoteauth._reg_fits")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:332")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:332", "rule data.grantwire.remoteauth._reg_fits")
 b2:
 	return ev.SetMemo(858, l2)
 }
@@ -50454,7 +50454,7 @@ func f859_grantwire_remoteauth__path(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l4, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[803], "policy/grantwire/remoteauth/remoteauth.rego:340")
+	l3 = rt.AssignOnce(l3, sc[803], "policy/grantwire/remoteauth/remoteauth.rego:340", "rule data.grantwire.remoteauth._path")
 b2:
 	if l3 != nil {
 		goto b3
@@ -50474,7 +50474,7 @@ b2:
 	if rt.EqBool(l6, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[903], "policy/grantwire/remoteauth/remoteauth.rego:342")
+	l3 = rt.AssignOnce(l3, sc[903], "policy/grantwire/remoteauth/remoteauth.rego:342", "rule data.grantwire.remoteauth._path")
 b3:
 	if l3 != nil {
 		goto b4
@@ -50485,7 +50485,7 @@ b3:
 	if rt.EqBool(l4, false) {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[921], "policy/grantwire/remoteauth/remoteauth.rego:345")
+	l3 = rt.AssignOnce(l3, sc[921], "policy/grantwire/remoteauth/remoteauth.rego:345", "rule data.grantwire.remoteauth._path")
 b4:
 	if l3 != nil {
 		goto b5
@@ -50503,12 +50503,12 @@ b4:
 	if rt.EqBool(l7, false) {
 		goto b5
 	}
-	l3 = rt.AssignOnce(l3, sc[920], "policy/grantwire/remoteauth/remoteauth.rego:347")
+	l3 = rt.AssignOnce(l3, sc[920], "policy/grantwire/remoteauth/remoteauth.rego:347", "rule data.grantwire.remoteauth._path")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:347")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:347", "rule data.grantwire.remoteauth._path")
 b6:
 	return ev.SetMemo(859, l2)
 }
@@ -50580,12 +50580,12 @@ func f860_grantwire_remoteauth__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l28 = l27
-	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/remoteauth/remoteauth.rego:637")
+	l3 = rt.AssignOnce(l3, l28, "policy/grantwire/remoteauth/remoteauth.rego:637", "rule data.grantwire.remoteauth._no_client")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:637")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:637", "rule data.grantwire.remoteauth._no_client")
 b2:
 	return ev.SetMemo(860, l2)
 }
@@ -50622,18 +50622,18 @@ func f861_grantwire_remoteauth__scope_query(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l13 = l12
 	l14 = ev.Object(0)
 	rt.ObjectInsert(l14, sc[431], l13)
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:314")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:314", "rule data.grantwire.remoteauth._scope_query")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:316")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:316", "rule data.grantwire.remoteauth._scope_query")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:316")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:316", "rule data.grantwire.remoteauth._scope_query")
 b4:
 	return ev.SetMemo(861, l2)
 }
@@ -50671,12 +50671,12 @@ func f862_grantwire_remoteauth__dcr_body(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:351")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:351", "rule data.grantwire.remoteauth._dcr_body")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:351")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:351", "rule data.grantwire.remoteauth._dcr_body")
 b2:
 	return ev.SetMemo(862, l2)
 }
@@ -50722,12 +50722,12 @@ func f863_grantwire_remoteauth__dcr_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:363")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:363", "rule data.grantwire.remoteauth._dcr_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:363")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:363", "rule data.grantwire.remoteauth._dcr_need")
 b2:
 	return ev.SetMemo(863, l2)
 }
@@ -50746,12 +50746,12 @@ func f864_grantwire_remoteauth__dcr(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:373")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:373", "rule data.grantwire.remoteauth._dcr")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:373")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:373", "rule data.grantwire.remoteauth._dcr")
 b2:
 	return ev.SetMemo(864, l2)
 }
@@ -50776,12 +50776,12 @@ func f865_grantwire_remoteauth__dcr_object(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:410")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:410", "rule data.grantwire.remoteauth._dcr_object")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:410")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:410", "rule data.grantwire.remoteauth._dcr_object")
 b2:
 	return ev.SetMemo(865, l2)
 }
@@ -50812,12 +50812,12 @@ func f866_grantwire_remoteauth__dcr_client_id(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:408")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:408", "rule data.grantwire.remoteauth._dcr_client_id")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:408")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:408", "rule data.grantwire.remoteauth._dcr_client_id")
 b2:
 	return ev.SetMemo(866, l2)
 }
@@ -50840,11 +50840,11 @@ func f867_grantwire_remoteauth__dcr_url_fields(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	rt.ArrayAppend(l4, sc[893])
 	rt.ArrayAppend(l4, sc[941])
 	rt.ArrayAppend(l4, sc[942])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:375")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:375", "rule data.grantwire.remoteauth._dcr_url_fields")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:375")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:375", "rule data.grantwire.remoteauth._dcr_url_fields")
 b2:
 	return ev.SetCached(867, ev.SetMemo(867, l2))
 }
@@ -50862,7 +50862,7 @@ func f868_grantwire_remoteauth__any_refusal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[943], "policy/grantwire/remoteauth/remoteauth.rego:416")
+	l4 = rt.AssignOnce(l4, sc[943], "policy/grantwire/remoteauth/remoteauth.rego:416", "function data.grantwire.remoteauth._any_refusal")
 b2:
 	if l4 != nil {
 		goto b4
@@ -50872,12 +50872,12 @@ b2:
 		goto b4
 	}
 	l7 = l6
-	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/remoteauth/remoteauth.rego:418")
+	l4 = rt.AssignOnce(l4, l7, "policy/grantwire/remoteauth/remoteauth.rego:418", "function data.grantwire.remoteauth._any_refusal")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:418")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:418", "function data.grantwire.remoteauth._any_refusal")
 b5:
 	return l2
 }
@@ -50915,7 +50915,7 @@ func f869_grantwire_remoteauth__dcr_redirects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:412")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:412", "rule data.grantwire.remoteauth._dcr_redirects")
 b2:
 	if l3 != nil {
 		goto b3
@@ -50923,12 +50923,12 @@ b2:
 	l4 = ev.Array(1)
 	l5 = rt.Null
 	rt.ArrayAppend(l4, l5)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:414")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:414", "rule data.grantwire.remoteauth._dcr_redirects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:414")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:414", "rule data.grantwire.remoteauth._dcr_redirects")
 b4:
 	return ev.SetMemo(869, l2)
 }
@@ -50950,7 +50950,7 @@ func f870_grantwire_remoteauth__dcr_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l5, l6) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[931], "policy/grantwire/remoteauth/remoteauth.rego:378")
+	l3 = rt.AssignOnce(l3, sc[931], "policy/grantwire/remoteauth/remoteauth.rego:378", "rule data.grantwire.remoteauth._dcr_problem")
 b2:
 	if l3 != nil {
 		goto b3
@@ -50985,7 +50985,7 @@ n4:
 		goto b3
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:380")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:380", "rule data.grantwire.remoteauth._dcr_problem")
 b3:
 	if l3 != nil {
 		goto b5
@@ -51038,7 +51038,7 @@ b3:
 		goto b5
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:382")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:382", "rule data.grantwire.remoteauth._dcr_problem")
 b5:
 	if l3 != nil {
 		goto b6
@@ -51053,7 +51053,7 @@ b5:
 	if !rt.Equal(l5, l6) {
 		goto b6
 	}
-	l3 = rt.AssignOnce(l3, sc[934], "policy/grantwire/remoteauth/remoteauth.rego:385")
+	l3 = rt.AssignOnce(l3, sc[934], "policy/grantwire/remoteauth/remoteauth.rego:385", "rule data.grantwire.remoteauth._dcr_problem")
 b6:
 	if l3 != nil {
 		goto b7
@@ -51066,7 +51066,7 @@ b6:
 	}
 	goto b7
 n8:
-	l3 = rt.AssignOnce(l3, sc[935], "policy/grantwire/remoteauth/remoteauth.rego:387")
+	l3 = rt.AssignOnce(l3, sc[935], "policy/grantwire/remoteauth/remoteauth.rego:387", "rule data.grantwire.remoteauth._dcr_problem")
 b7:
 	if l3 != nil {
 		goto b9
@@ -51079,7 +51079,7 @@ b7:
 	}
 	goto b9
 n10:
-	l3 = rt.AssignOnce(l3, sc[936], "policy/grantwire/remoteauth/remoteauth.rego:389")
+	l3 = rt.AssignOnce(l3, sc[936], "policy/grantwire/remoteauth/remoteauth.rego:389", "rule data.grantwire.remoteauth._dcr_problem")
 b9:
 	if l3 != nil {
 		goto b11
@@ -51146,7 +51146,7 @@ b12:
 		goto b11
 	}
 	l30 = l29
-	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remoteauth/remoteauth.rego:391")
+	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remoteauth/remoteauth.rego:391", "rule data.grantwire.remoteauth._dcr_problem")
 b11:
 	if l3 != nil {
 		goto b14
@@ -51200,7 +51200,7 @@ b15:
 		goto b14
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:399")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:399", "rule data.grantwire.remoteauth._dcr_problem")
 b14:
 	if l3 != nil {
 		goto b17
@@ -51238,12 +51238,12 @@ b14:
 	}
 	goto b17
 n18:
-	l3 = rt.AssignOnce(l3, sc[946], "policy/grantwire/remoteauth/remoteauth.rego:402")
+	l3 = rt.AssignOnce(l3, sc[946], "policy/grantwire/remoteauth/remoteauth.rego:402", "rule data.grantwire.remoteauth._dcr_problem")
 b17:
 	if l3 == nil {
 		goto b19
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:402")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:402", "rule data.grantwire.remoteauth._dcr_problem")
 b19:
 	return ev.SetMemo(870, l2)
 }
@@ -51258,7 +51258,7 @@ func f871_grantwire_remoteauth__method_for(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V 
 	}
 	goto b2
 n3:
-	l4 = rt.AssignOnce(l4, sc[272], "policy/grantwire/remoteauth/remoteauth.rego:426")
+	l4 = rt.AssignOnce(l4, sc[272], "policy/grantwire/remoteauth/remoteauth.rego:426", "function data.grantwire.remoteauth._method_for")
 b2:
 	if l4 != nil {
 		goto b4
@@ -51274,7 +51274,7 @@ b2:
 	if !rt.Equal(l7, l8) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:428")
+	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:428", "function data.grantwire.remoteauth._method_for")
 b4:
 	if l4 != nil {
 		goto b5
@@ -51293,7 +51293,7 @@ b4:
 	if rt.EqBool(l9, false) {
 		goto b5
 	}
-	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:430")
+	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:430", "function data.grantwire.remoteauth._method_for")
 b5:
 	if l4 != nil {
 		goto b6
@@ -51312,7 +51312,7 @@ b5:
 	if rt.EqBool(l9, false) {
 		goto b6
 	}
-	l4 = rt.AssignOnce(l4, sc[271], "policy/grantwire/remoteauth/remoteauth.rego:432")
+	l4 = rt.AssignOnce(l4, sc[271], "policy/grantwire/remoteauth/remoteauth.rego:432", "function data.grantwire.remoteauth._method_for")
 b6:
 	if l4 != nil {
 		goto b7
@@ -51331,18 +51331,18 @@ b6:
 	if rt.EqBool(l9, false) {
 		goto b7
 	}
-	l4 = rt.AssignOnce(l4, sc[272], "policy/grantwire/remoteauth/remoteauth.rego:434")
+	l4 = rt.AssignOnce(l4, sc[272], "policy/grantwire/remoteauth/remoteauth.rego:434", "function data.grantwire.remoteauth._method_for")
 b7:
 	if l4 != nil {
 		goto b8
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:436")
+	l4 = rt.AssignOnce(l4, sc[270], "policy/grantwire/remoteauth/remoteauth.rego:436", "function data.grantwire.remoteauth._method_for")
 b8:
 	if l4 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:436")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remoteauth/remoteauth.rego:436", "function data.grantwire.remoteauth._method_for")
 b9:
 	return l2
 }
@@ -51389,18 +51389,18 @@ func f872_grantwire_remoteauth__dcr_secret(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l15 = ev.Object(0)
 	rt.ObjectInsert(l15, sc[361], l14)
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:420")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:420", "rule data.grantwire.remoteauth._dcr_secret")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = rt.Null
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:422")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:422", "rule data.grantwire.remoteauth._dcr_secret")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:422")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:422", "rule data.grantwire.remoteauth._dcr_secret")
 b4:
 	return ev.SetMemo(872, l2)
 }
@@ -51432,7 +51432,7 @@ func f873_grantwire_remoteauth__dcr_method(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:438")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remoteauth/remoteauth.rego:438", "rule data.grantwire.remoteauth._dcr_method")
 b2:
 	if l3 != nil {
 		goto b3
@@ -51450,12 +51450,12 @@ b2:
 		goto b3
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:441")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:441", "rule data.grantwire.remoteauth._dcr_method")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:441")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:441", "rule data.grantwire.remoteauth._dcr_method")
 b4:
 	return ev.SetMemo(873, l2)
 }
@@ -51500,7 +51500,7 @@ func f874_grantwire_remoteauth__client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/remoteauth/remoteauth.rego:445")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/remoteauth/remoteauth.rego:445", "rule data.grantwire.remoteauth._client")
 b2:
 	if l3 != nil {
 		goto b3
@@ -51535,7 +51535,7 @@ b2:
 	rt.ObjectInsert(l12, sc[340], l13)
 	rt.ObjectInsert(l12, sc[85], sc[903])
 	l14 = l12
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:447")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:447", "rule data.grantwire.remoteauth._client")
 b3:
 	if l3 != nil {
 		goto b4
@@ -51556,7 +51556,7 @@ b3:
 		goto b4
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:452")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:452", "rule data.grantwire.remoteauth._client")
 b4:
 	if l3 != nil {
 		goto b5
@@ -51619,12 +51619,12 @@ n6:
 	rt.ObjectInsert(l20, sc[340], l19)
 	rt.ObjectInsert(l20, sc[85], sc[920])
 	l22 = l20
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/remoteauth/remoteauth.rego:454")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/remoteauth/remoteauth.rego:454", "rule data.grantwire.remoteauth._client")
 b5:
 	if l3 == nil {
 		goto b7
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:454")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:454", "rule data.grantwire.remoteauth._client")
 b7:
 	return ev.SetMemo(874, l2)
 }
@@ -51641,11 +51641,11 @@ func f875_grantwire_remoteauth__verifier(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l3 = nil
 	l4 = ev.Object(0)
 	rt.ObjectInsert(l4, sc[361], sc[551])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:489")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:489", "rule data.grantwire.remoteauth._verifier")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:489")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:489", "rule data.grantwire.remoteauth._verifier")
 b2:
 	return ev.SetCached(875, ev.SetMemo(875, l2))
 }
@@ -51671,7 +51671,7 @@ func f876_grantwire_remoteauth__resource(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:225")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:225", "rule data.grantwire.remoteauth._resource")
 b2:
 	if l3 != nil {
 		goto b3
@@ -51683,12 +51683,12 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:227")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:227", "rule data.grantwire.remoteauth._resource")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:227")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:227", "rule data.grantwire.remoteauth._resource")
 b4:
 	return ev.SetMemo(876, l2)
 }
@@ -51705,11 +51705,11 @@ func f877_grantwire_remoteauth__state(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l3 = nil
 	l4 = ev.Object(0)
 	rt.ObjectInsert(l4, sc[361], sc[550])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:491")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:491", "rule data.grantwire.remoteauth._state")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:491")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:491", "rule data.grantwire.remoteauth._state")
 b2:
 	return ev.SetCached(877, ev.SetMemo(877, l2))
 }
@@ -51773,12 +51773,12 @@ func f878_grantwire_remoteauth__auth_url(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l24, sc[557], l23)
 	rt.ObjectInsert(l24, sc[558], l20)
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:493")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:493", "rule data.grantwire.remoteauth._auth_url")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:493")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:493", "rule data.grantwire.remoteauth._auth_url")
 b2:
 	return ev.SetMemo(878, l2)
 }
@@ -51794,11 +51794,11 @@ func f879_grantwire_remoteauth_default_timeout_ms(ev *rt.Eval, l0, l1 *rt.V) *rt
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc492
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:41")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:41", "rule data.grantwire.remoteauth.default_timeout_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:41", "rule data.grantwire.remoteauth.default_timeout_ms")
 b2:
 	return ev.SetCached(879, ev.SetMemo(879, l2))
 }
@@ -51830,7 +51830,7 @@ func f880_grantwire_remoteauth__timeout(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:112")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:112", "rule data.grantwire.remoteauth._timeout")
 b2:
 	if l3 != nil {
 		goto b3
@@ -51839,12 +51839,12 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:114")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:114", "rule data.grantwire.remoteauth._timeout")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:114")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:114", "rule data.grantwire.remoteauth._timeout")
 b4:
 	return ev.SetMemo(880, l2)
 }
@@ -51863,12 +51863,12 @@ func f881_grantwire_remoteauth__cb(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:509")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:509", "rule data.grantwire.remoteauth._cb")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:509")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:509", "rule data.grantwire.remoteauth._cb")
 b2:
 	return ev.SetMemo(881, l2)
 }
@@ -51918,12 +51918,12 @@ func f882_grantwire_remoteauth__browser_gone(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:628")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:628", "rule data.grantwire.remoteauth._browser_gone")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:628")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:628", "rule data.grantwire.remoteauth._browser_gone")
 b2:
 	return ev.SetMemo(882, l2)
 }
@@ -51944,12 +51944,12 @@ func f883_grantwire_remoteauth__params(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:511")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:511", "rule data.grantwire.remoteauth._params")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:511")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:511", "rule data.grantwire.remoteauth._params")
 b2:
 	return ev.SetMemo(883, l2)
 }
@@ -51974,12 +51974,12 @@ func f884_grantwire_remoteauth__has_iss(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l7, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:515")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:515", "rule data.grantwire.remoteauth._has_iss")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:515")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:515", "rule data.grantwire.remoteauth._has_iss")
 b2:
 	return ev.SetMemo(884, l2)
 }
@@ -52014,7 +52014,7 @@ func f885_grantwire_remoteauth__iss_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[568], "policy/grantwire/remoteauth/remoteauth.rego:519")
+	l3 = rt.AssignOnce(l3, sc[568], "policy/grantwire/remoteauth/remoteauth.rego:519", "rule data.grantwire.remoteauth._iss_problem")
 b2:
 	if l3 != nil {
 		goto b3
@@ -52036,12 +52036,12 @@ n4:
 	if !rt.EqBool(l6, true) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[952], "policy/grantwire/remoteauth/remoteauth.rego:522")
+	l3 = rt.AssignOnce(l3, sc[952], "policy/grantwire/remoteauth/remoteauth.rego:522", "rule data.grantwire.remoteauth._iss_problem")
 b3:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:522")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:522", "rule data.grantwire.remoteauth._iss_problem")
 b5:
 	return ev.SetMemo(885, l2)
 }
@@ -52069,12 +52069,12 @@ func f886_grantwire_remoteauth__has_code(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:513")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:513", "rule data.grantwire.remoteauth._has_code")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:513")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:513", "rule data.grantwire.remoteauth._has_code")
 b2:
 	return ev.SetMemo(886, l2)
 }
@@ -52121,7 +52121,7 @@ func f887_grantwire_remote_client_auth(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l17, sc[507], l18)
 	rt.ObjectInsert(l15, sc[432], l17)
 	l20 = l15
-	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/remote/remote.rego:209")
+	l4 = rt.AssignOnce(l4, l20, "policy/grantwire/remote/remote.rego:209", "function data.grantwire.remote.client_auth")
 b2:
 	if l4 != nil {
 		goto b3
@@ -52160,7 +52160,7 @@ b2:
 	l17 = ev.Object(0)
 	rt.ObjectInsert(l15, sc[432], l17)
 	l18 = l15
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/remote/remote.rego:215")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/remote/remote.rego:215", "function data.grantwire.remote.client_auth")
 b3:
 	if l4 != nil {
 		goto b4
@@ -52177,12 +52177,12 @@ b3:
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l8, sc[432], l10)
 	l11 = l8
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/remote/remote.rego:218")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/remote/remote.rego:218", "function data.grantwire.remote.client_auth")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:218")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:218", "function data.grantwire.remote.client_auth")
 b5:
 	return l2
 }
@@ -52288,12 +52288,12 @@ func f888_grantwire_remoteauth__exchange_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l44 = l43
-	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/remoteauth/remoteauth.rego:527")
+	l3 = rt.AssignOnce(l3, l44, "policy/grantwire/remoteauth/remoteauth.rego:527", "rule data.grantwire.remoteauth._exchange_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:527")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:527", "rule data.grantwire.remoteauth._exchange_need")
 b2:
 	return ev.SetMemo(888, l2)
 }
@@ -52316,12 +52316,12 @@ func f889_grantwire_remoteauth__r(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:542")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:542", "rule data.grantwire.remoteauth._r")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:542")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:542", "rule data.grantwire.remoteauth._r")
 b2:
 	return ev.SetMemo(889, l2)
 }
@@ -52350,12 +52350,12 @@ func f890_grantwire_remoteauth__bearer_type(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:544")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:544", "rule data.grantwire.remoteauth._bearer_type")
 b1:
 	if l3 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:544")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:544", "rule data.grantwire.remoteauth._bearer_type")
 b3:
 	l3 = nil
 	if l4 = f741_grantwire_remoteauth__f(ev, l0, l1); l4 == nil {
@@ -52378,12 +52378,12 @@ b3:
 	if !rt.EqStr(l10, "bearer") {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:546")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remoteauth/remoteauth.rego:546", "rule data.grantwire.remoteauth._bearer_type")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:546")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:546", "rule data.grantwire.remoteauth._bearer_type")
 b5:
 	return ev.SetMemo(890, l2)
 }
@@ -52399,11 +52399,11 @@ func f891_grantwire_remoteauth_lock_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc428
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:51")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:51", "rule data.grantwire.remoteauth.lock_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:51")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:51", "rule data.grantwire.remoteauth.lock_wait_ms")
 b2:
 	return ev.SetCached(891, ev.SetMemo(891, l2))
 }
@@ -52452,12 +52452,12 @@ func f892_grantwire_remoteauth__locked_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l21, l9)
 	rt.ArrayAppend(l21, l13)
 	rt.ArrayAppend(l21, l20)
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:557")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:557", "rule data.grantwire.remoteauth._locked_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:557")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:557", "rule data.grantwire.remoteauth._locked_needs")
 b2:
 	return ev.SetMemo(892, l2)
 }
@@ -52498,7 +52498,7 @@ func f893_grantwire_remoteauth__granted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b3:
 	l15 = l8
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:548")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:548", "rule data.grantwire.remoteauth._granted")
 b2:
 	if l3 != nil {
 		goto b5
@@ -52507,12 +52507,12 @@ b2:
 		goto b5
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:550")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:550", "rule data.grantwire.remoteauth._granted")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:550")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:550", "rule data.grantwire.remoteauth._granted")
 b6:
 	return ev.SetMemo(893, l2)
 }
@@ -52536,12 +52536,12 @@ func f894_grantwire_remoteauth__not_granted(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:552")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:552", "rule data.grantwire.remoteauth._not_granted")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:552")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:552", "rule data.grantwire.remoteauth._not_granted")
 b2:
 	return ev.SetMemo(894, l2)
 }
@@ -52559,7 +52559,7 @@ func f895_grantwire_remoteauth__registration_name(ev *rt.Eval, l0, l1 *rt.V) *rt
 	if !rt.EqStr(l4, "preregistered") {
 		goto b2
 	}
-	l3 = rt.AssignOnce(l3, sc[803], "policy/grantwire/remoteauth/remoteauth.rego:582")
+	l3 = rt.AssignOnce(l3, sc[803], "policy/grantwire/remoteauth/remoteauth.rego:582", "rule data.grantwire.remoteauth._registration_name")
 b2:
 	if l3 != nil {
 		goto b3
@@ -52570,17 +52570,17 @@ b2:
 	if !rt.EqStr(l4, "cimd") {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[956], "policy/grantwire/remoteauth/remoteauth.rego:584")
+	l3 = rt.AssignOnce(l3, sc[956], "policy/grantwire/remoteauth/remoteauth.rego:584", "rule data.grantwire.remoteauth._registration_name")
 b3:
 	if l3 != nil {
 		goto b4
 	}
-	l3 = rt.AssignOnce(l3, sc[957], "policy/grantwire/remoteauth/remoteauth.rego:586")
+	l3 = rt.AssignOnce(l3, sc[957], "policy/grantwire/remoteauth/remoteauth.rego:586", "rule data.grantwire.remoteauth._registration_name")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:586")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:586", "rule data.grantwire.remoteauth._registration_name")
 b5:
 	return ev.SetMemo(895, l2)
 }
@@ -52610,18 +52610,18 @@ func f896_grantwire_remoteauth__secret_member(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[340], l9)
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:478")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:478", "rule data.grantwire.remoteauth._secret_member")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:480")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:480", "rule data.grantwire.remoteauth._secret_member")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:480")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:480", "rule data.grantwire.remoteauth._secret_member")
 b4:
 	return ev.SetMemo(896, l2)
 }
@@ -52658,7 +52658,7 @@ func f897_grantwire_remoteauth__client_slot(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l11, sc[280], l10)
 	rt.ObjectInsert(l11, sc[85], sc[903])
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:463")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:463", "rule data.grantwire.remoteauth._client_slot")
 b2:
 	if l3 != nil {
 		goto b3
@@ -52705,12 +52705,12 @@ b2:
 		goto b3
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:468")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:468", "rule data.grantwire.remoteauth._client_slot")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:468")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:468", "rule data.grantwire.remoteauth._client_slot")
 b4:
 	return ev.SetMemo(897, l2)
 }
@@ -52747,18 +52747,18 @@ func f898_grantwire_remoteauth__client_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	rt.ObjectInsert(l12, sc[18], l10)
 	rt.ArrayAppend(l11, l12)
 	l13 = l11
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:482")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:482", "rule data.grantwire.remoteauth._client_effects")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:484")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:484", "rule data.grantwire.remoteauth._client_effects")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:484")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:484", "rule data.grantwire.remoteauth._client_effects")
 b4:
 	return ev.SetMemo(898, l2)
 }
@@ -52777,12 +52777,12 @@ func f899_grantwire_remoteauth__now(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:563")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:563", "rule data.grantwire.remoteauth._now")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:563")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:563", "rule data.grantwire.remoteauth._now")
 b2:
 	return ev.SetMemo(899, l2)
 }
@@ -52822,18 +52822,18 @@ func f900_grantwire_remoteauth__refresh_member(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	rt.ObjectInsert(l13, sc[361], l11)
 	rt.ObjectInsert(l12, sc[385], l13)
 	l14 = l12
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:565")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:565", "rule data.grantwire.remoteauth._refresh_member")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Object(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:567")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:567", "rule data.grantwire.remoteauth._refresh_member")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:567")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:567", "rule data.grantwire.remoteauth._refresh_member")
 b4:
 	return ev.SetMemo(900, l2)
 }
@@ -52940,12 +52940,12 @@ func f901_grantwire_remoteauth__token_slot(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l43 = l42
-	l3 = rt.AssignOnce(l3, l43, "policy/grantwire/remoteauth/remoteauth.rego:569")
+	l3 = rt.AssignOnce(l3, l43, "policy/grantwire/remoteauth/remoteauth.rego:569", "rule data.grantwire.remoteauth._token_slot")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:569")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:569", "rule data.grantwire.remoteauth._token_slot")
 b2:
 	return ev.SetMemo(901, l2)
 }
@@ -52966,12 +52966,12 @@ func f902_grantwire_remoteauth__remote_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:593")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remoteauth/remoteauth.rego:593", "rule data.grantwire.remoteauth._remote_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:593")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:593", "rule data.grantwire.remoteauth._remote_doc")
 b2:
 	return ev.SetMemo(902, l2)
 }
@@ -53002,18 +53002,18 @@ n3:
 	l9 = nc99
 	rt.ObjectInsert(l7, sc[18], l9)
 	rt.ArrayAppend(l6, l7)
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:595")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remoteauth/remoteauth.rego:595", "rule data.grantwire.remoteauth._version_op")
 b2:
 	if l3 != nil {
 		goto b4
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:597")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remoteauth/remoteauth.rego:597", "rule data.grantwire.remoteauth._version_op")
 b4:
 	if l3 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:597")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:597", "rule data.grantwire.remoteauth._version_op")
 b5:
 	return ev.SetMemo(903, l2)
 }
@@ -53052,12 +53052,12 @@ func f904_grantwire_remoteauth__mirror(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l14, sc[833], l11)
 	rt.ObjectInsert(l14, sc[14], l13)
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:588")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:588", "rule data.grantwire.remoteauth._mirror")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:588")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:588", "rule data.grantwire.remoteauth._mirror")
 b2:
 	return ev.SetMemo(904, l2)
 }
@@ -53146,12 +53146,12 @@ func f905_grantwire_remoteauth__effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l37 = l36
-	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/remoteauth/remoteauth.rego:599")
+	l3 = rt.AssignOnce(l3, l37, "policy/grantwire/remoteauth/remoteauth.rego:599", "rule data.grantwire.remoteauth._effects")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:599")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:599", "rule data.grantwire.remoteauth._effects")
 b2:
 	return ev.SetMemo(905, l2)
 }
@@ -53181,7 +53181,7 @@ func f906_grantwire_remoteauth__callback(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:760")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remoteauth/remoteauth.rego:760", "rule data.grantwire.remoteauth._callback")
 b2:
 	if l3 != nil {
 		goto b3
@@ -53244,7 +53244,7 @@ b2:
 		goto b3
 	}
 	l30 = l29
-	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remoteauth/remoteauth.rego:762")
+	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remoteauth/remoteauth.rego:762", "rule data.grantwire.remoteauth._callback")
 b3:
 	if l3 != nil {
 		goto b4
@@ -53266,7 +53266,7 @@ b3:
 		goto b4
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:771")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:771", "rule data.grantwire.remoteauth._callback")
 b4:
 	if l3 != nil {
 		goto b5
@@ -53293,7 +53293,7 @@ b4:
 		goto b5
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:773")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:773", "rule data.grantwire.remoteauth._callback")
 b5:
 	if l3 != nil {
 		goto b6
@@ -53339,7 +53339,7 @@ b5:
 		goto b6
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:775")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remoteauth/remoteauth.rego:775", "rule data.grantwire.remoteauth._callback")
 b6:
 	if l3 != nil {
 		goto b7
@@ -53361,7 +53361,7 @@ n8:
 		goto b7
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:777")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:777", "rule data.grantwire.remoteauth._callback")
 b7:
 	if l3 != nil {
 		goto b9
@@ -53388,7 +53388,7 @@ n10:
 		goto b9
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:779")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:779", "rule data.grantwire.remoteauth._callback")
 b9:
 	if l3 != nil {
 		goto b11
@@ -53421,7 +53421,7 @@ n12:
 		goto b11
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:781")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:781", "rule data.grantwire.remoteauth._callback")
 b11:
 	if l3 != nil {
 		goto b13
@@ -53443,7 +53443,7 @@ n14:
 		goto b13
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:783")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:783", "rule data.grantwire.remoteauth._callback")
 b13:
 	if l3 != nil {
 		goto b15
@@ -53471,7 +53471,7 @@ b13:
 		goto b15
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:785")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:785", "rule data.grantwire.remoteauth._callback")
 b15:
 	if l3 != nil {
 		goto b16
@@ -53504,7 +53504,7 @@ b15:
 		goto b16
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:787")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:787", "rule data.grantwire.remoteauth._callback")
 b16:
 	if l3 != nil {
 		goto b17
@@ -53565,12 +53565,12 @@ b16:
 		goto b17
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remoteauth/remoteauth.rego:790")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remoteauth/remoteauth.rego:790", "rule data.grantwire.remoteauth._callback")
 b17:
 	if l3 == nil {
 		goto b18
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:790")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:790", "rule data.grantwire.remoteauth._callback")
 b18:
 	return ev.SetMemo(906, l2)
 }
@@ -53610,7 +53610,7 @@ n3:
 		goto b2
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:747")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:747", "rule data.grantwire.remoteauth._register")
 b2:
 	if l3 != nil {
 		goto b4
@@ -53656,7 +53656,7 @@ b2:
 		goto b4
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remoteauth/remoteauth.rego:750")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remoteauth/remoteauth.rego:750", "rule data.grantwire.remoteauth._register")
 b4:
 	if l3 != nil {
 		goto b5
@@ -53698,7 +53698,7 @@ b4:
 		goto b5
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:753")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:753", "rule data.grantwire.remoteauth._register")
 b5:
 	if l3 != nil {
 		goto b6
@@ -53741,7 +53741,7 @@ n7:
 		goto b6
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:756")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remoteauth/remoteauth.rego:756", "rule data.grantwire.remoteauth._register")
 b6:
 	if l3 != nil {
 		goto b8
@@ -53750,12 +53750,12 @@ b6:
 		goto b8
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:758")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:758", "rule data.grantwire.remoteauth._register")
 b8:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:758")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:758", "rule data.grantwire.remoteauth._register")
 b9:
 	return ev.SetMemo(907, l2)
 }
@@ -53824,7 +53824,7 @@ n4:
 		goto b2
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:718")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:718", "rule data.grantwire.remoteauth._discover")
 b2:
 	if l3 != nil {
 		goto b5
@@ -53885,7 +53885,7 @@ n6:
 		goto b5
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:721")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:721", "rule data.grantwire.remoteauth._discover")
 b5:
 	if l3 != nil {
 		goto b7
@@ -53940,7 +53940,7 @@ n8:
 		goto b7
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/remoteauth/remoteauth.rego:724")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/remoteauth/remoteauth.rego:724", "rule data.grantwire.remoteauth._discover")
 b7:
 	if l3 != nil {
 		goto b9
@@ -54002,7 +54002,7 @@ n11:
 		goto b9
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:727")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:727", "rule data.grantwire.remoteauth._discover")
 b9:
 	if l3 != nil {
 		goto b12
@@ -54063,7 +54063,7 @@ n13:
 		goto b12
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:730")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/remoteauth/remoteauth.rego:730", "rule data.grantwire.remoteauth._discover")
 b12:
 	if l3 != nil {
 		goto b14
@@ -54118,7 +54118,7 @@ n15:
 		goto b14
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/remoteauth/remoteauth.rego:733")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/remoteauth/remoteauth.rego:733", "rule data.grantwire.remoteauth._discover")
 b14:
 	if l3 != nil {
 		goto b16
@@ -54152,7 +54152,7 @@ n17:
 		goto b16
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:736")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remoteauth/remoteauth.rego:736", "rule data.grantwire.remoteauth._discover")
 b16:
 	if l3 != nil {
 		goto b18
@@ -54184,7 +54184,7 @@ b16:
 		goto b18
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:738")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:738", "rule data.grantwire.remoteauth._discover")
 b18:
 	if l3 != nil {
 		goto b19
@@ -54215,7 +54215,7 @@ n20:
 		goto b19
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:740")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remoteauth/remoteauth.rego:740", "rule data.grantwire.remoteauth._discover")
 b19:
 	if l3 != nil {
 		goto b21
@@ -54237,7 +54237,7 @@ n22:
 		goto b21
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:743")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:743", "rule data.grantwire.remoteauth._discover")
 b21:
 	if l3 != nil {
 		goto b23
@@ -54246,12 +54246,12 @@ b21:
 		goto b23
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:745")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:745", "rule data.grantwire.remoteauth._discover")
 b23:
 	if l3 == nil {
 		goto b24
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:745")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:745", "rule data.grantwire.remoteauth._discover")
 b24:
 	return ev.SetMemo(908, l2)
 }
@@ -54280,7 +54280,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:683")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:683", "rule data.grantwire.remoteauth.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -54315,7 +54315,7 @@ b2:
 		goto b4
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/remoteauth/remoteauth.rego:685")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/remoteauth/remoteauth.rego:685", "rule data.grantwire.remoteauth.decision")
 b4:
 	if l3 != nil {
 		goto b5
@@ -54345,7 +54345,7 @@ n6:
 		goto b5
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:688")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:688", "rule data.grantwire.remoteauth.decision")
 b5:
 	if l3 != nil {
 		goto b7
@@ -54377,7 +54377,7 @@ b5:
 		goto b7
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:690")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:690", "rule data.grantwire.remoteauth.decision")
 b7:
 	if l3 != nil {
 		goto b8
@@ -54409,7 +54409,7 @@ b7:
 		goto b8
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:692")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:692", "rule data.grantwire.remoteauth.decision")
 b8:
 	if l3 != nil {
 		goto b9
@@ -54454,7 +54454,7 @@ b8:
 		goto b9
 	}
 	l21 = l20
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:694")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remoteauth/remoteauth.rego:694", "rule data.grantwire.remoteauth.decision")
 b9:
 	if l3 != nil {
 		goto b10
@@ -54487,7 +54487,7 @@ b9:
 		goto b10
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:696")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remoteauth/remoteauth.rego:696", "rule data.grantwire.remoteauth.decision")
 b10:
 	if l3 != nil {
 		goto b11
@@ -54518,7 +54518,7 @@ n12:
 		goto b11
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:699")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remoteauth/remoteauth.rego:699", "rule data.grantwire.remoteauth.decision")
 b11:
 	if l3 != nil {
 		goto b13
@@ -54540,7 +54540,7 @@ n14:
 		goto b13
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:701")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:701", "rule data.grantwire.remoteauth.decision")
 b13:
 	if l3 != nil {
 		goto b15
@@ -54575,7 +54575,7 @@ n17:
 		goto b15
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:703")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:703", "rule data.grantwire.remoteauth.decision")
 b15:
 	if l3 != nil {
 		goto b18
@@ -54621,7 +54621,7 @@ n19:
 		goto b18
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remoteauth/remoteauth.rego:706")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/remoteauth/remoteauth.rego:706", "rule data.grantwire.remoteauth.decision")
 b18:
 	if l3 != nil {
 		goto b20
@@ -54653,7 +54653,7 @@ n21:
 		goto b20
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:709")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remoteauth/remoteauth.rego:709", "rule data.grantwire.remoteauth.decision")
 b20:
 	if l3 != nil {
 		goto b22
@@ -54673,7 +54673,7 @@ b20:
 		goto b22
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:712")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remoteauth/remoteauth.rego:712", "rule data.grantwire.remoteauth.decision")
 b22:
 	if l3 != nil {
 		goto b23
@@ -54705,7 +54705,7 @@ b22:
 		goto b23
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:714")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remoteauth/remoteauth.rego:714", "rule data.grantwire.remoteauth.decision")
 b23:
 	if l3 != nil {
 		goto b24
@@ -54714,12 +54714,12 @@ b23:
 		goto b24
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:716")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remoteauth/remoteauth.rego:716", "rule data.grantwire.remoteauth.decision")
 b24:
 	if l3 == nil {
 		goto b25
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:716")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remoteauth/remoteauth.rego:716", "rule data.grantwire.remoteauth.decision")
 b25:
 	return ev.SetMemo(909, l2)
 }
@@ -54738,12 +54738,12 @@ func f910_grantwire_remotetoken__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remotetoken/remotetoken.rego:37")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remotetoken/remotetoken.rego:37", "rule data.grantwire.remotetoken._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:37")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:37", "rule data.grantwire.remotetoken._c")
 b2:
 	return ev.SetMemo(910, l2)
 }
@@ -54762,12 +54762,12 @@ func f911_grantwire_remotetoken__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remotetoken/remotetoken.rego:39")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/remotetoken/remotetoken.rego:39", "rule data.grantwire.remotetoken._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:39")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:39", "rule data.grantwire.remotetoken._a")
 b2:
 	return ev.SetMemo(911, l2)
 }
@@ -54792,12 +54792,12 @@ func f912_grantwire_remotetoken__rejected_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:50")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:50", "rule data.grantwire.remotetoken._rejected_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:50")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:50", "rule data.grantwire.remotetoken._rejected_ok")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -54813,12 +54813,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:52")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:52", "rule data.grantwire.remotetoken._rejected_ok")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:52")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:52", "rule data.grantwire.remotetoken._rejected_ok")
 b4:
 	return ev.SetMemo(912, l2)
 }
@@ -54866,12 +54866,12 @@ func f913_grantwire_remotetoken__args_ok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l13, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:43")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:43", "rule data.grantwire.remotetoken._args_ok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:43")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:43", "rule data.grantwire.remotetoken._args_ok")
 b2:
 	return ev.SetMemo(913, l2)
 }
@@ -54892,12 +54892,12 @@ func f914_grantwire_remotetoken__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remotetoken/remotetoken.rego:35")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/remotetoken/remotetoken.rego:35", "rule data.grantwire.remotetoken._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:35")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:35", "rule data.grantwire.remotetoken._f")
 b2:
 	return ev.SetMemo(914, l2)
 }
@@ -54962,12 +54962,12 @@ func f915_grantwire_remotetoken__gate_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l26, l25)
 	rt.ArrayAppend(l26, l23)
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remotetoken/remotetoken.rego:66")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remotetoken/remotetoken.rego:66", "rule data.grantwire.remotetoken._gate_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:66")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:66", "rule data.grantwire.remotetoken._gate_needs")
 b2:
 	return ev.SetMemo(915, l2)
 }
@@ -55018,12 +55018,12 @@ func f916_grantwire_errors_mcp_not_granted(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *r
 		goto b1
 	}
 	l22 = l21
-	l5 = rt.AssignOnce(l5, l22, "policy/grantwire/errors/errors.rego:413")
+	l5 = rt.AssignOnce(l5, l22, "policy/grantwire/errors/errors.rego:413", "function data.grantwire.errors.mcp_not_granted")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:413")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:413", "function data.grantwire.errors.mcp_not_granted")
 b2:
 	return l2
 }
@@ -55068,12 +55068,12 @@ func f917_grantwire_errors_agent_not_active(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 		goto b1
 	}
 	l20 = l19
-	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/errors/errors.rego:423")
+	l5 = rt.AssignOnce(l5, l20, "policy/grantwire/errors/errors.rego:423", "function data.grantwire.errors.agent_not_active")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:423")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/errors/errors.rego:423", "function data.grantwire.errors.agent_not_active")
 b2:
 	return l2
 }
@@ -55096,12 +55096,12 @@ func f918_grantwire_remotetoken__tok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:75")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:75", "rule data.grantwire.remotetoken._tok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:75")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:75", "rule data.grantwire.remotetoken._tok")
 b2:
 	return ev.SetMemo(918, l2)
 }
@@ -55131,12 +55131,12 @@ func f919_grantwire_remote_not_authorized(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/remote/remote.rego:228")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/remote/remote.rego:228", "function data.grantwire.remote.not_authorized")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:228")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:228", "function data.grantwire.remote.not_authorized")
 b2:
 	return l2
 }
@@ -55152,11 +55152,11 @@ func f920_grantwire_remotetoken_margin_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc511
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remotetoken/remotetoken.rego:28")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remotetoken/remotetoken.rego:28", "rule data.grantwire.remotetoken.margin_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:28", "rule data.grantwire.remotetoken.margin_ms")
 b2:
 	return ev.SetCached(920, ev.SetMemo(920, l2))
 }
@@ -55188,12 +55188,12 @@ func f921_grantwire_remotetoken__rejected(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:41")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:41", "rule data.grantwire.remotetoken._rejected")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:41")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:41", "rule data.grantwire.remotetoken._rejected")
 b2:
 	return ev.SetMemo(921, l2)
 }
@@ -55215,12 +55215,12 @@ func f922_grantwire_remotetoken__refused(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if !rt.Equal(l7, l8) {
 		goto b1
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:78")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:78", "function data.grantwire.remotetoken._refused")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:78")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:78", "function data.grantwire.remotetoken._refused")
 b2:
 	return l2
 }
@@ -55263,12 +55263,12 @@ func f923_grantwire_remotetoken__usable(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V
 	}
 	goto b1
 n2:
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:80")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:80", "function data.grantwire.remotetoken._usable")
 b1:
 	if l5 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remotetoken/remotetoken.rego:80")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remotetoken/remotetoken.rego:80", "function data.grantwire.remotetoken._usable")
 b3:
 	return l2
 }
@@ -55323,12 +55323,12 @@ func f924_grantwire_remotetoken__result(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l22, sc[833], l19)
 	rt.ObjectInsert(l22, sc[14], l21)
 	l24 = l22
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/remotetoken/remotetoken.rego:86")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/remotetoken/remotetoken.rego:86", "function data.grantwire.remotetoken._result")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:86")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:86", "function data.grantwire.remotetoken._result")
 b2:
 	return l2
 }
@@ -55344,11 +55344,11 @@ func f925_grantwire_remotetoken_refresh_wait_ms(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	var l2, l3, l4 *rt.V
 	l3 = nil
 	l4 = nc665
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remotetoken/remotetoken.rego:33")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remotetoken/remotetoken.rego:33", "rule data.grantwire.remotetoken.refresh_wait_ms")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:33")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:33", "rule data.grantwire.remotetoken.refresh_wait_ms")
 b2:
 	return ev.SetCached(925, ev.SetMemo(925, l2))
 }
@@ -55422,12 +55422,12 @@ func f926_grantwire_remotetoken__locked_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l32, l21)
 	rt.ArrayAppend(l32, l27)
 	rt.ArrayAppend(l32, l31)
-	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/remotetoken/remotetoken.rego:122")
+	l3 = rt.AssignOnce(l3, l32, "policy/grantwire/remotetoken/remotetoken.rego:122", "rule data.grantwire.remotetoken._locked_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:122")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:122", "rule data.grantwire.remotetoken._locked_needs")
 b2:
 	return ev.SetMemo(926, l2)
 }
@@ -55450,12 +55450,12 @@ func f927_grantwire_remotetoken__ltok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:130")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:130", "rule data.grantwire.remotetoken._ltok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:130")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:130", "rule data.grantwire.remotetoken._ltok")
 b2:
 	return ev.SetMemo(927, l2)
 }
@@ -55487,12 +55487,12 @@ func f928_grantwire_remote_reauth(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/remote/remote.rego:238")
+	l5 = rt.AssignOnce(l5, l15, "policy/grantwire/remote/remote.rego:238", "function data.grantwire.remote.reauth")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:238")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:238", "function data.grantwire.remote.reauth")
 b2:
 	return l2
 }
@@ -55528,12 +55528,12 @@ func f929_grantwire_remotetoken__clear_tokens(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l12, sc[356], l7)
 	rt.ArrayAppend(l11, l12)
 	l14 = l11
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remotetoken/remotetoken.rego:156")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remotetoken/remotetoken.rego:156", "rule data.grantwire.remotetoken._clear_tokens")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:156")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:156", "rule data.grantwire.remotetoken._clear_tokens")
 b2:
 	return ev.SetMemo(929, l2)
 }
@@ -55565,7 +55565,7 @@ func f930_grantwire_remotetoken__lclient(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:132")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:132", "rule data.grantwire.remotetoken._lclient")
 b2:
 	if l3 != nil {
 		goto b3
@@ -55581,12 +55581,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:134")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remotetoken/remotetoken.rego:134", "rule data.grantwire.remotetoken._lclient")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:134")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:134", "rule data.grantwire.remotetoken._lclient")
 b4:
 	return ev.SetMemo(930, l2)
 }
@@ -55646,12 +55646,12 @@ func f931_grantwire_remotetoken__client_matches(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	if rt.EqBool(l18, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:138")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:138", "rule data.grantwire.remotetoken._client_matches")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:138")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:138", "rule data.grantwire.remotetoken._client_matches")
 b2:
 	return ev.SetMemo(931, l2)
 }
@@ -55750,12 +55750,12 @@ func f932_grantwire_remotetoken__refresh_need(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l41 = l40
-	l3 = rt.AssignOnce(l3, l41, "policy/grantwire/remotetoken/remotetoken.rego:144")
+	l3 = rt.AssignOnce(l3, l41, "policy/grantwire/remotetoken/remotetoken.rego:144", "rule data.grantwire.remotetoken._refresh_need")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:144")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:144", "rule data.grantwire.remotetoken._refresh_need")
 b2:
 	return ev.SetMemo(932, l2)
 }
@@ -55773,12 +55773,12 @@ func f933_grantwire_remotetoken__bearer(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:179")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:179", "function data.grantwire.remotetoken._bearer")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:179")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:179", "function data.grantwire.remotetoken._bearer")
 b3:
 	l4 = nil
 	l5 = l3
@@ -55793,12 +55793,12 @@ b3:
 	if !rt.EqStr(l9, "bearer") {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:181")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remotetoken/remotetoken.rego:181", "function data.grantwire.remotetoken._bearer")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:181")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:181", "function data.grantwire.remotetoken._bearer")
 b5:
 	return l2
 }
@@ -55828,12 +55828,12 @@ func f934_grantwire_remotetoken__expires_at(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b1
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/remotetoken/remotetoken.rego:192")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/remotetoken/remotetoken.rego:192", "function data.grantwire.remotetoken._expires_at")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:192")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:192", "function data.grantwire.remotetoken._expires_at")
 b2:
 	return l2
 }
@@ -55857,7 +55857,7 @@ func f935_grantwire_remotetoken__held_after(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/remotetoken/remotetoken.rego:184")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/remotetoken/remotetoken.rego:184", "function data.grantwire.remotetoken._held_after")
 b2:
 	if l4 != nil {
 		goto b3
@@ -55870,12 +55870,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/remotetoken/remotetoken.rego:186")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/remotetoken/remotetoken.rego:186", "function data.grantwire.remotetoken._held_after")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:186")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:186", "function data.grantwire.remotetoken._held_after")
 b4:
 	return l2
 }
@@ -55905,7 +55905,7 @@ func f936_grantwire_remotetoken__new_refresh(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	l12 = ev.Object(0)
 	rt.ObjectInsert(l12, sc[361], l11)
 	l13 = l12
-	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/remotetoken/remotetoken.rego:188")
+	l4 = rt.AssignOnce(l4, l13, "policy/grantwire/remotetoken/remotetoken.rego:188", "function data.grantwire.remotetoken._new_refresh")
 b2:
 	if l4 != nil {
 		goto b3
@@ -55924,12 +55924,12 @@ b2:
 	l10 = ev.Object(0)
 	rt.ObjectInsert(l10, sc[361], l9)
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/remotetoken/remotetoken.rego:190")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/remotetoken/remotetoken.rego:190", "function data.grantwire.remotetoken._new_refresh")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:190")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:190", "function data.grantwire.remotetoken._new_refresh")
 b4:
 	return l2
 }
@@ -56044,12 +56044,12 @@ func f937_grantwire_remotetoken__save(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l45, sc[834], l42)
 	rt.ObjectInsert(l43, sc[18], l45)
 	l47 = l43
-	l4 = rt.AssignOnce(l4, l47, "policy/grantwire/remotetoken/remotetoken.rego:194")
+	l4 = rt.AssignOnce(l4, l47, "policy/grantwire/remotetoken/remotetoken.rego:194", "function data.grantwire.remotetoken._save")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:194")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:194", "function data.grantwire.remotetoken._save")
 b2:
 	return l2
 }
@@ -56096,7 +56096,7 @@ n3:
 		goto b2
 	}
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/remotetoken/remotetoken.rego:206")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/remotetoken/remotetoken.rego:206", "function data.grantwire.remotetoken._refreshed")
 b2:
 	if l4 != nil {
 		goto b4
@@ -56168,7 +56168,7 @@ b2:
 		goto b4
 	}
 	l31 = l30
-	l4 = rt.AssignOnce(l4, l31, "policy/grantwire/remotetoken/remotetoken.rego:212")
+	l4 = rt.AssignOnce(l4, l31, "policy/grantwire/remotetoken/remotetoken.rego:212", "function data.grantwire.remotetoken._refreshed")
 b4:
 	if l4 != nil {
 		goto b5
@@ -56202,7 +56202,7 @@ b4:
 		goto b5
 	}
 	l15 = l14
-	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/remotetoken/remotetoken.rego:225")
+	l4 = rt.AssignOnce(l4, l15, "policy/grantwire/remotetoken/remotetoken.rego:225", "function data.grantwire.remotetoken._refreshed")
 b5:
 	if l4 != nil {
 		goto b6
@@ -56262,7 +56262,7 @@ b5:
 		goto b6
 	}
 	l25 = l24
-	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/remotetoken/remotetoken.rego:228")
+	l4 = rt.AssignOnce(l4, l25, "policy/grantwire/remotetoken/remotetoken.rego:228", "function data.grantwire.remotetoken._refreshed")
 b6:
 	if l4 != nil {
 		goto b7
@@ -56288,7 +56288,7 @@ b6:
 		goto b7
 	}
 	l14 = l13
-	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/remotetoken/remotetoken.rego:235")
+	l4 = rt.AssignOnce(l4, l14, "policy/grantwire/remotetoken/remotetoken.rego:235", "function data.grantwire.remotetoken._refreshed")
 b7:
 	if l4 != nil {
 		goto b8
@@ -56307,12 +56307,12 @@ b7:
 		goto b8
 	}
 	l12 = l11
-	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/remotetoken/remotetoken.rego:237")
+	l4 = rt.AssignOnce(l4, l12, "policy/grantwire/remotetoken/remotetoken.rego:237", "function data.grantwire.remotetoken._refreshed")
 b8:
 	if l4 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:237")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remotetoken/remotetoken.rego:237", "function data.grantwire.remotetoken._refreshed")
 b9:
 	return l2
 }
@@ -56347,7 +56347,7 @@ func f939_grantwire_remotetoken__locked(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:158")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:158", "rule data.grantwire.remotetoken._locked")
 b2:
 	if l3 != nil {
 		goto b3
@@ -56380,7 +56380,7 @@ b2:
 		goto b3
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:160")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:160", "rule data.grantwire.remotetoken._locked")
 b3:
 	if l3 != nil {
 		goto b4
@@ -56409,7 +56409,7 @@ n5:
 		goto b4
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remotetoken/remotetoken.rego:163")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remotetoken/remotetoken.rego:163", "rule data.grantwire.remotetoken._locked")
 b4:
 	if l3 != nil {
 		goto b6
@@ -56441,7 +56441,7 @@ n7:
 		goto b6
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:165")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:165", "rule data.grantwire.remotetoken._locked")
 b6:
 	if l3 != nil {
 		goto b8
@@ -56476,7 +56476,7 @@ b6:
 		goto b8
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:167")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:167", "rule data.grantwire.remotetoken._locked")
 b8:
 	if l3 != nil {
 		goto b9
@@ -56504,7 +56504,7 @@ b8:
 		goto b9
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:169")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:169", "rule data.grantwire.remotetoken._locked")
 b9:
 	if l3 != nil {
 		goto b10
@@ -56530,7 +56530,7 @@ n11:
 		goto b10
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remotetoken/remotetoken.rego:171")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remotetoken/remotetoken.rego:171", "rule data.grantwire.remotetoken._locked")
 b10:
 	if l3 != nil {
 		goto b12
@@ -56575,7 +56575,7 @@ b10:
 		goto b12
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remotetoken/remotetoken.rego:173")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remotetoken/remotetoken.rego:173", "rule data.grantwire.remotetoken._locked")
 b12:
 	if l3 != nil {
 		goto b13
@@ -56602,7 +56602,7 @@ n14:
 		goto b13
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remotetoken/remotetoken.rego:175")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/remotetoken/remotetoken.rego:175", "rule data.grantwire.remotetoken._locked")
 b13:
 	if l3 != nil {
 		goto b15
@@ -56622,12 +56622,12 @@ b13:
 		goto b15
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:177")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remotetoken/remotetoken.rego:177", "rule data.grantwire.remotetoken._locked")
 b15:
 	if l3 == nil {
 		goto b16
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:177")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:177", "rule data.grantwire.remotetoken._locked")
 b16:
 	return ev.SetMemo(939, l2)
 }
@@ -56656,7 +56656,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remotetoken/remotetoken.rego:100")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remotetoken/remotetoken.rego:100", "rule data.grantwire.remotetoken.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -56689,7 +56689,7 @@ b2:
 		goto b4
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:102")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:102", "rule data.grantwire.remotetoken.decision")
 b4:
 	if l3 != nil {
 		goto b5
@@ -56719,7 +56719,7 @@ n6:
 		goto b5
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:105")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remotetoken/remotetoken.rego:105", "rule data.grantwire.remotetoken.decision")
 b5:
 	if l3 != nil {
 		goto b7
@@ -56751,7 +56751,7 @@ b5:
 		goto b7
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:107")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:107", "rule data.grantwire.remotetoken.decision")
 b7:
 	if l3 != nil {
 		goto b8
@@ -56787,7 +56787,7 @@ n9:
 		goto b8
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:109")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:109", "rule data.grantwire.remotetoken.decision")
 b8:
 	if l3 != nil {
 		goto b10
@@ -56823,7 +56823,7 @@ n11:
 		goto b10
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:111")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remotetoken/remotetoken.rego:111", "rule data.grantwire.remotetoken.decision")
 b10:
 	if l3 != nil {
 		goto b12
@@ -56862,7 +56862,7 @@ b10:
 		goto b12
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remotetoken/remotetoken.rego:113")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/remotetoken/remotetoken.rego:113", "rule data.grantwire.remotetoken.decision")
 b12:
 	if l3 != nil {
 		goto b13
@@ -56891,7 +56891,7 @@ n14:
 		goto b13
 	}
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remotetoken/remotetoken.rego:116")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/remotetoken/remotetoken.rego:116", "rule data.grantwire.remotetoken.decision")
 b13:
 	if l3 != nil {
 		goto b15
@@ -56926,7 +56926,7 @@ b13:
 		goto b15
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:118")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remotetoken/remotetoken.rego:118", "rule data.grantwire.remotetoken.decision")
 b15:
 	if l3 != nil {
 		goto b16
@@ -56935,12 +56935,12 @@ b15:
 		goto b16
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remotetoken/remotetoken.rego:120")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/remotetoken/remotetoken.rego:120", "rule data.grantwire.remotetoken.decision")
 b16:
 	if l3 == nil {
 		goto b17
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:120")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:120", "rule data.grantwire.remotetoken.decision")
 b17:
 	return ev.SetMemo(940, l2)
 }
@@ -56962,12 +56962,12 @@ func f941_grantwire_remote__c_given(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:50")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:50", "rule data.grantwire.remote._c_given")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:50")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:50", "rule data.grantwire.remote._c_given")
 b2:
 	return ev.SetMemo(941, l2)
 }
@@ -57046,12 +57046,12 @@ func f942_grantwire_remote__logout_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l35, l21)
 	rt.ArrayAppend(l35, l27)
 	rt.ArrayAppend(l35, l34)
-	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/remote/remote.rego:535")
+	l3 = rt.AssignOnce(l3, l35, "policy/grantwire/remote/remote.rego:535", "rule data.grantwire.remote._logout_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:535")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:535", "rule data.grantwire.remote._logout_needs")
 b2:
 	return ev.SetMemo(942, l2)
 }
@@ -57074,12 +57074,12 @@ func f943_grantwire_remote__ltok(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:543")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:543", "rule data.grantwire.remote._ltok")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:543")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:543", "rule data.grantwire.remote._ltok")
 b2:
 	return ev.SetMemo(943, l2)
 }
@@ -57111,7 +57111,7 @@ func f944_grantwire_remote__lclient(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:545")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:545", "rule data.grantwire.remote._lclient")
 b2:
 	if l3 != nil {
 		goto b3
@@ -57127,12 +57127,12 @@ b2:
 		goto b3
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:547")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:547", "rule data.grantwire.remote._lclient")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:547")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:547", "rule data.grantwire.remote._lclient")
 b4:
 	return ev.SetMemo(944, l2)
 }
@@ -57169,7 +57169,7 @@ func f945_grantwire_remote__revoked_token(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l12, sc[525], l11)
 	rt.ObjectInsert(l12, sc[605], sc[385])
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:564")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:564", "rule data.grantwire.remote._revoked_token")
 b2:
 	if l3 != nil {
 		goto b3
@@ -57185,12 +57185,12 @@ b2:
 	rt.ObjectInsert(l7, sc[525], l6)
 	rt.ObjectInsert(l7, sc[605], sc[468])
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:566")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:566", "rule data.grantwire.remote._revoked_token")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:566")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:566", "rule data.grantwire.remote._revoked_token")
 b4:
 	return ev.SetMemo(945, l2)
 }
@@ -57298,18 +57298,18 @@ func f946_grantwire_remote__revoke(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l36, sc[21], l34)
 	rt.ArrayAppend(l35, l36)
 	l38 = l35
-	l3 = rt.AssignOnce(l3, l38, "policy/grantwire/remote/remote.rego:551")
+	l3 = rt.AssignOnce(l3, l38, "policy/grantwire/remote/remote.rego:551", "rule data.grantwire.remote._revoke")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:562")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:562", "rule data.grantwire.remote._revoke")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:562")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:562", "rule data.grantwire.remote._revoke")
 b4:
 	return ev.SetMemo(946, l2)
 }
@@ -57346,12 +57346,12 @@ func f947_grantwire_remote__had_auth(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:568")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:568", "rule data.grantwire.remote._had_auth")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:568")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:568", "rule data.grantwire.remote._had_auth")
 b2:
 	return ev.SetMemo(947, l2)
 }
@@ -57392,18 +57392,18 @@ func f948_grantwire_remote__logout_ledger(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l13 = l12
 	l14 = ev.Array(1)
 	rt.ArrayAppend(l14, l13)
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:570")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/remote/remote.rego:570", "rule data.grantwire.remote._logout_ledger")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:572")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/remote/remote.rego:572", "rule data.grantwire.remote._logout_ledger")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:572")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:572", "rule data.grantwire.remote._logout_ledger")
 b4:
 	return ev.SetMemo(948, l2)
 }
@@ -57472,12 +57472,12 @@ func f949_grantwire_remote__logout_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/remote/remote.rego:574")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/remote/remote.rego:574", "rule data.grantwire.remote._logout_effects")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:574")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:574", "rule data.grantwire.remote._logout_effects")
 b2:
 	return ev.SetMemo(949, l2)
 }
@@ -57506,7 +57506,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:590")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:590", "rule data.grantwire.remote.logout")
 b2:
 	if l3 != nil {
 		goto b4
@@ -57536,7 +57536,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:592")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:592", "rule data.grantwire.remote.logout")
 b4:
 	if l3 != nil {
 		goto b6
@@ -57568,7 +57568,7 @@ b4:
 		goto b6
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remote/remote.rego:594")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/remote/remote.rego:594", "rule data.grantwire.remote.logout")
 b6:
 	if l3 != nil {
 		goto b7
@@ -57596,7 +57596,7 @@ b6:
 		goto b7
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:596")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/remote/remote.rego:596", "rule data.grantwire.remote.logout")
 b7:
 	if l3 != nil {
 		goto b8
@@ -57629,7 +57629,7 @@ b7:
 		goto b8
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remote/remote.rego:598")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/remote/remote.rego:598", "rule data.grantwire.remote.logout")
 b8:
 	if l3 != nil {
 		goto b9
@@ -57670,12 +57670,12 @@ b8:
 		goto b9
 	}
 	l20 = l19
-	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remote/remote.rego:601")
+	l3 = rt.AssignOnce(l3, l20, "policy/grantwire/remote/remote.rego:601", "rule data.grantwire.remote.logout")
 b9:
 	if l3 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:601")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:601", "rule data.grantwire.remote.logout")
 b10:
 	return ev.SetMemo(950, l2)
 }
@@ -57700,12 +57700,12 @@ func f951_grantwire_remote__list_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:466")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:466", "rule data.grantwire.remote._list_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:466")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:466", "rule data.grantwire.remote._list_args")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -57721,12 +57721,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:468")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/remote/remote.rego:468", "rule data.grantwire.remote._list_args")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:468")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:468", "rule data.grantwire.remote._list_args")
 b4:
 	return ev.SetMemo(951, l2)
 }
@@ -57791,12 +57791,12 @@ b4:
 		goto b1
 	}
 	l30 = l29
-	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remote/remote.rego:470")
+	l3 = rt.AssignOnce(l3, l30, "policy/grantwire/remote/remote.rego:470", "rule data.grantwire.remote._remote_ids")
 b1:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:470")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:470", "rule data.grantwire.remote._remote_ids")
 b6:
 	return ev.SetMemo(952, l2)
 }
@@ -57828,12 +57828,12 @@ func f953_grantwire_remote__list_agent(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:464")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/remote/remote.rego:464", "rule data.grantwire.remote._list_agent")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:464")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:464", "rule data.grantwire.remote._list_agent")
 b2:
 	return ev.SetMemo(953, l2)
 }
@@ -57854,12 +57854,12 @@ func f954_grantwire_remote__grants_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:475")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:475", "rule data.grantwire.remote._grants_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:475")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:475", "rule data.grantwire.remote._grants_doc")
 b2:
 	return ev.SetMemo(954, l2)
 }
@@ -57880,12 +57880,12 @@ func f955_grantwire_remote__actives_doc(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:477")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/remote/remote.rego:477", "rule data.grantwire.remote._actives_doc")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:477")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:477", "rule data.grantwire.remote._actives_doc")
 b2:
 	return ev.SetMemo(955, l2)
 }
@@ -57903,12 +57903,12 @@ func f956_grantwire_remote__listed(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:498")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:498", "function data.grantwire.remote._listed")
 b1:
 	if l4 == nil {
 		goto b3
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:498")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:498", "function data.grantwire.remote._listed")
 b3:
 	l4 = nil
 	l5 = l3
@@ -57941,12 +57941,12 @@ b3:
 	if !rt.EqBool(l16, true) {
 		goto b4
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:500")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:500", "function data.grantwire.remote._listed")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:500")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:500", "function data.grantwire.remote._listed")
 b5:
 	return l2
 }
@@ -57970,19 +57970,19 @@ func f957_grantwire_remote__auth_of(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/remote/remote.rego:494")
+	l4 = rt.AssignOnce(l4, l10, "policy/grantwire/remote/remote.rego:494", "function data.grantwire.remote._auth_of")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
 	l6 = ev.Object(0)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:496")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/remote/remote.rego:496", "function data.grantwire.remote._auth_of")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:496")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:496", "function data.grantwire.remote._auth_of")
 b4:
 	return l2
 }
@@ -57998,18 +57998,18 @@ func f958_grantwire_remote__in_catalog(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:457")
+	l4 = rt.AssignOnce(l4, rt.True, "policy/grantwire/remote/remote.rego:457", "function data.grantwire.remote._in_catalog")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/remote/remote.rego:459")
+	l4 = rt.AssignOnce(l4, rt.False, "policy/grantwire/remote/remote.rego:459", "function data.grantwire.remote._in_catalog")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:459")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/remote/remote.rego:459", "function data.grantwire.remote._in_catalog")
 b4:
 	return l2
 }
@@ -58127,12 +58127,12 @@ b2:
 	rt.ObjectInsert(l57, sc[14], l54)
 	rt.ObjectInsert(l57, sc[21], l56)
 	l58 = l57
-	l5 = rt.AssignOnce(l5, l58, "policy/grantwire/remote/remote.rego:479")
+	l5 = rt.AssignOnce(l5, l58, "policy/grantwire/remote/remote.rego:479", "function data.grantwire.remote._row")
 b1:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:479")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/remote/remote.rego:479", "function data.grantwire.remote._row")
 b4:
 	return l2
 }
@@ -58161,7 +58161,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:513")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/remote/remote.rego:513", "rule data.grantwire.remote.list")
 b2:
 	if l3 != nil {
 		goto b4
@@ -58217,7 +58217,7 @@ b2:
 		goto b4
 	}
 	l27 = l26
-	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remote/remote.rego:515")
+	l3 = rt.AssignOnce(l3, l27, "policy/grantwire/remote/remote.rego:515", "rule data.grantwire.remote.list")
 b4:
 	if l3 != nil {
 		goto b5
@@ -58269,12 +58269,12 @@ b6:
 		goto b5
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/remote/remote.rego:522")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/remote/remote.rego:522", "rule data.grantwire.remote.list")
 b5:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:522")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remote/remote.rego:522", "rule data.grantwire.remote.list")
 b8:
 	return ev.SetMemo(960, l2)
 }
@@ -58293,12 +58293,12 @@ func f961_grantwire_launch__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:26")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:26", "rule data.grantwire.launch._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:26", "rule data.grantwire.launch._c")
 b2:
 	return ev.SetMemo(961, l2)
 }
@@ -58317,12 +58317,12 @@ func f962_grantwire_launch__a(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:28")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:28", "rule data.grantwire.launch._a")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:28")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:28", "rule data.grantwire.launch._a")
 b2:
 	return ev.SetMemo(962, l2)
 }
@@ -58347,12 +58347,12 @@ func f963_grantwire_launch__check_arg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.Equal(l8, l9) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:38")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:38", "rule data.grantwire.launch._check_arg")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:38")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:38", "rule data.grantwire.launch._check_arg")
 b2:
 	l3 = nil
 	if l4 = rt.DotStr(l0, "args"); l4 == nil {
@@ -58368,12 +58368,12 @@ b2:
 	if rt.EqBool(l7, false) {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:40")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:40", "rule data.grantwire.launch._check_arg")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:40")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:40", "rule data.grantwire.launch._check_arg")
 b4:
 	return ev.SetMemo(963, l2)
 }
@@ -58411,12 +58411,12 @@ func f964_grantwire_launch__launch_args(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l10, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:32")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:32", "rule data.grantwire.launch._launch_args")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:32")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:32", "rule data.grantwire.launch._launch_args")
 b2:
 	return ev.SetMemo(964, l2)
 }
@@ -58436,12 +58436,12 @@ func f965_grantwire_launch__type(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:44")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:44", "rule data.grantwire.launch._type")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:44")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:44", "rule data.grantwire.launch._type")
 b2:
 	return ev.SetMemo(965, l2)
 }
@@ -58485,12 +58485,12 @@ func f966_grantwire_launch__not_mcp(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/launch/launch.rego:142")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/launch/launch.rego:142", "rule data.grantwire.launch._not_mcp")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:142")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:142", "rule data.grantwire.launch._not_mcp")
 b2:
 	return ev.SetMemo(966, l2)
 }
@@ -58511,12 +58511,12 @@ func f967_grantwire_launch__f(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:24")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:24", "rule data.grantwire.launch._f")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:24")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:24", "rule data.grantwire.launch._f")
 b2:
 	return ev.SetMemo(967, l2)
 }
@@ -58538,12 +58538,12 @@ func f968_grantwire_launch_gate_needs(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l9)
 	rt.ArrayAppend(l12, l11)
-	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/launch/launch.rego:51")
+	l5 = rt.AssignOnce(l5, l12, "policy/grantwire/launch/launch.rego:51", "function data.grantwire.launch.gate_needs")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/launch/launch.rego:51")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/launch/launch.rego:51", "function data.grantwire.launch.gate_needs")
 b2:
 	return l2
 }
@@ -58582,12 +58582,12 @@ func f969_grantwire_launch__needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l17 = l16
-	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/launch/launch.rego:66")
+	l3 = rt.AssignOnce(l3, l17, "policy/grantwire/launch/launch.rego:66", "rule data.grantwire.launch._needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:66")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:66", "rule data.grantwire.launch._needs")
 b2:
 	return ev.SetMemo(969, l2)
 }
@@ -58608,12 +58608,12 @@ func f970_grantwire_launch__check(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqBool(l5, true) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:42")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:42", "rule data.grantwire.launch._check")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:42")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:42", "rule data.grantwire.launch._check")
 b2:
 	return ev.SetMemo(970, l2)
 }
@@ -58640,7 +58640,7 @@ n3:
 		goto b2
 	}
 	l13 = l12
-	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/launch/launch.rego:60")
+	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/launch/launch.rego:60", "function data.grantwire.launch.refusal")
 b2:
 	if l6 != nil {
 		goto b4
@@ -58663,12 +58663,12 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/launch/launch.rego:62")
+	l6 = rt.AssignOnce(l6, l13, "policy/grantwire/launch/launch.rego:62", "function data.grantwire.launch.refusal")
 b4:
 	if l6 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/launch/launch.rego:62")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/launch/launch.rego:62", "function data.grantwire.launch.refusal")
 b6:
 	return l2
 }
@@ -58686,12 +58686,12 @@ func f972_grantwire_launch__local(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if !rt.EqStr(l4, "mcp_server") {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:68")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:68", "rule data.grantwire.launch._local")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:68")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:68", "rule data.grantwire.launch._local")
 b2:
 	return ev.SetMemo(972, l2)
 }
@@ -58718,12 +58718,12 @@ func f973_grantwire_launch__entry(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/launch/launch.rego:70")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/launch/launch.rego:70", "rule data.grantwire.launch._entry")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:70")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:70", "rule data.grantwire.launch._entry")
 b2:
 	return ev.SetMemo(973, l2)
 }
@@ -58750,12 +58750,12 @@ func f974_grantwire_launch__missing(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/launch/launch.rego:94")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/launch/launch.rego:94", "rule data.grantwire.launch._missing")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:94")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:94", "rule data.grantwire.launch._missing")
 b2:
 	return ev.SetMemo(974, l2)
 }
@@ -58778,12 +58778,12 @@ func f975_grantwire_launch__spec(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:72")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:72", "rule data.grantwire.launch._spec")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:72")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:72", "rule data.grantwire.launch._spec")
 b2:
 	return ev.SetMemo(975, l2)
 }
@@ -58823,7 +58823,7 @@ func f976_grantwire_launch__command(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/launch/launch.rego:76")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/launch/launch.rego:76", "rule data.grantwire.launch._command")
 b2:
 	if l3 != nil {
 		goto b3
@@ -58836,12 +58836,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:80")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/launch/launch.rego:80", "rule data.grantwire.launch._command")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:80")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:80", "rule data.grantwire.launch._command")
 b4:
 	return ev.SetMemo(976, l2)
 }
@@ -58897,7 +58897,7 @@ b4:
 		goto b2
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/launch/launch.rego:96")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/launch/launch.rego:96", "rule data.grantwire.launch._local_refusal")
 b2:
 	if l3 != nil {
 		goto b6
@@ -58960,7 +58960,7 @@ b2:
 		goto b6
 	}
 	l29 = l28
-	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/launch/launch.rego:98")
+	l3 = rt.AssignOnce(l3, l29, "policy/grantwire/launch/launch.rego:98", "rule data.grantwire.launch._local_refusal")
 b6:
 	if l3 != nil {
 		goto b7
@@ -58992,12 +58992,12 @@ b6:
 		goto b7
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/launch/launch.rego:104")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/launch/launch.rego:104", "rule data.grantwire.launch._local_refusal")
 b7:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:104")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:104", "rule data.grantwire.launch._local_refusal")
 b8:
 	return ev.SetMemo(977, l2)
 }
@@ -59026,7 +59026,7 @@ func f978_grantwire_launch__refusal(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 	l11 = l10
 	l12 = l11
-	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/launch/launch.rego:111")
+	l3 = rt.AssignOnce(l3, l12, "policy/grantwire/launch/launch.rego:111", "rule data.grantwire.launch._refusal")
 b2:
 	if l3 != nil {
 		goto b3
@@ -59041,12 +59041,12 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:113")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/launch/launch.rego:113", "rule data.grantwire.launch._refusal")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:113")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:113", "rule data.grantwire.launch._refusal")
 b4:
 	return ev.SetMemo(978, l2)
 }
@@ -59075,12 +59075,12 @@ func f979_grantwire_launch__about(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l10, sc[2], l7)
 	rt.ObjectInsert(l10, sc[25], l9)
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:128")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:128", "rule data.grantwire.launch._about")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:128")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:128", "rule data.grantwire.launch._about")
 b2:
 	return ev.SetMemo(979, l2)
 }
@@ -59113,18 +59113,18 @@ func f980_grantwire_launch__keys(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:90")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:90", "rule data.grantwire.launch._keys")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = ev.Array(0)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/launch/launch.rego:92")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/launch/launch.rego:92", "rule data.grantwire.launch._keys")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:92")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:92", "rule data.grantwire.launch._keys")
 b4:
 	return ev.SetMemo(980, l2)
 }
@@ -59168,7 +59168,7 @@ func f981_grantwire_launch__ready(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/launch/launch.rego:130")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/launch/launch.rego:130", "rule data.grantwire.launch._ready")
 b2:
 	if l3 != nil {
 		goto b3
@@ -59203,12 +59203,12 @@ b2:
 		goto b3
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:132")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:132", "rule data.grantwire.launch._ready")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:132")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:132", "rule data.grantwire.launch._ready")
 b4:
 	return ev.SetMemo(981, l2)
 }
@@ -59225,12 +59225,12 @@ func f982_grantwire_launch__secret_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l8 = l7
-	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/launch/launch.rego:118")
+	l4 = rt.AssignOnce(l4, l8, "policy/grantwire/launch/launch.rego:118", "function data.grantwire.launch._secret_key")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/launch/launch.rego:118")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/launch/launch.rego:118", "function data.grantwire.launch._secret_key")
 b2:
 	return l2
 }
@@ -59272,11 +59272,11 @@ func f983_grantwire_launch__secret_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l18 = l4
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/launch/launch.rego:120")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/launch/launch.rego:120", "rule data.grantwire.launch._secret_needs")
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:120")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:120", "rule data.grantwire.launch._secret_needs")
 b4:
 	return ev.SetMemo(983, l2)
 }
@@ -59343,12 +59343,12 @@ b2:
 	if l6 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:122")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/launch/launch.rego:122", "rule data.grantwire.launch._all_stored")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:122")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:122", "rule data.grantwire.launch._all_stored")
 b8:
 	return ev.SetMemo(984, l2)
 }
@@ -59423,7 +59423,7 @@ b3:
 		goto b2
 	}
 	l19 = l18
-	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/launch/launch.rego:82")
+	l3 = rt.AssignOnce(l3, l19, "policy/grantwire/launch/launch.rego:82", "rule data.grantwire.launch._server_args")
 b2:
 	if l3 != nil {
 		goto b9
@@ -59437,12 +59437,12 @@ b2:
 		goto b9
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:88")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:88", "rule data.grantwire.launch._server_args")
 b9:
 	if l3 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:88")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:88", "rule data.grantwire.launch._server_args")
 b10:
 	return ev.SetMemo(985, l2)
 }
@@ -59502,7 +59502,7 @@ b3:
 		goto b2
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/launch/launch.rego:134")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/launch/launch.rego:134", "rule data.grantwire.launch._launch")
 b2:
 	if l3 != nil {
 		goto b5
@@ -59511,12 +59511,12 @@ b2:
 		goto b5
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/launch/launch.rego:140")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/launch/launch.rego:140", "rule data.grantwire.launch._launch")
 b5:
 	if l3 == nil {
 		goto b6
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:140")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:140", "rule data.grantwire.launch._launch")
 b6:
 	return ev.SetMemo(986, l2)
 }
@@ -59545,7 +59545,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/launch/launch.rego:163")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/launch/launch.rego:163", "rule data.grantwire.launch.decision")
 b2:
 	if l3 != nil {
 		goto b4
@@ -59575,7 +59575,7 @@ n5:
 		goto b4
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/launch/launch.rego:165")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/launch/launch.rego:165", "rule data.grantwire.launch.decision")
 b4:
 	if l3 != nil {
 		goto b6
@@ -59601,7 +59601,7 @@ n7:
 		goto b6
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:167")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/launch/launch.rego:167", "rule data.grantwire.launch.decision")
 b6:
 	if l3 != nil {
 		goto b8
@@ -59634,7 +59634,7 @@ b6:
 		goto b8
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:169")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:169", "rule data.grantwire.launch.decision")
 b8:
 	if l3 != nil {
 		goto b9
@@ -59665,7 +59665,7 @@ b8:
 		goto b9
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/launch/launch.rego:172")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/launch/launch.rego:172", "rule data.grantwire.launch.decision")
 b9:
 	if l3 != nil {
 		goto b10
@@ -59679,7 +59679,7 @@ b9:
 		goto b10
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:175")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:175", "rule data.grantwire.launch.decision")
 b10:
 	if l3 != nil {
 		goto b11
@@ -59699,7 +59699,7 @@ b10:
 		goto b11
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/launch/launch.rego:177")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/launch/launch.rego:177", "rule data.grantwire.launch.decision")
 b11:
 	if l3 != nil {
 		goto b12
@@ -59732,7 +59732,7 @@ b11:
 		goto b12
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:179")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/launch/launch.rego:179", "rule data.grantwire.launch.decision")
 b12:
 	if l3 != nil {
 		goto b13
@@ -59786,7 +59786,7 @@ b15:
 		goto b13
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/launch/launch.rego:182")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/launch/launch.rego:182", "rule data.grantwire.launch.decision")
 b13:
 	if l3 != nil {
 		goto b17
@@ -59800,12 +59800,12 @@ b13:
 		goto b17
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:184")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/launch/launch.rego:184", "rule data.grantwire.launch.decision")
 b17:
 	if l3 == nil {
 		goto b18
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:184")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/launch/launch.rego:184", "rule data.grantwire.launch.decision")
 b18:
 	return ev.SetMemo(987, l2)
 }
@@ -59841,12 +59841,12 @@ func f988_grantwire_status__view_needs(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/status/view.rego:20")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/status/view.rego:20", "rule data.grantwire.status._view_needs")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:20")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:20", "rule data.grantwire.status._view_needs")
 b2:
 	return ev.SetMemo(988, l2)
 }
@@ -59866,12 +59866,12 @@ func f989_grantwire_status__agents_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/view.rego:22")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/view.rego:22", "rule data.grantwire.status._agents_problem")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:22")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:22", "rule data.grantwire.status._agents_problem")
 b2:
 	return ev.SetMemo(989, l2)
 }
@@ -59893,18 +59893,18 @@ func f990_grantwire_status__problem_or_null(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/status/view.rego:94")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/status/view.rego:94", "rule data.grantwire.status._problem_or_null")
 b2:
 	if l3 != nil {
 		goto b3
 	}
 	l4 = rt.Null
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/status/view.rego:96")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/status/view.rego:96", "rule data.grantwire.status._problem_or_null")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:96")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:96", "rule data.grantwire.status._problem_or_null")
 b4:
 	return ev.SetMemo(990, l2)
 }
@@ -59949,7 +59949,7 @@ func f991_grantwire_status__client_view(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ObjectInsert(l17, sc[85], l14)
 	rt.ObjectInsert(l17, sc[266], l16)
 	l18 = l17
-	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/status/view.rego:28")
+	l4 = rt.AssignOnce(l4, l18, "policy/grantwire/status/view.rego:28", "function data.grantwire.status._client_view")
 b2:
 	if l4 != nil {
 		goto b3
@@ -59971,19 +59971,19 @@ b2:
 	l10 = rt.Null
 	rt.ObjectInsert(l9, sc[85], l10)
 	rt.ObjectInsert(l9, sc[266], l8)
-	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/status/view.rego:35")
+	l4 = rt.AssignOnce(l4, l9, "policy/grantwire/status/view.rego:35", "function data.grantwire.status._client_view")
 b3:
 	if l4 != nil {
 		goto b4
 	}
 	l5 = l3
 	l6 = rt.Null
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/status/view.rego:37")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/status/view.rego:37", "function data.grantwire.status._client_view")
 b4:
 	if l4 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:37")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:37", "function data.grantwire.status._client_view")
 b5:
 	return l2
 }
@@ -60009,7 +60009,7 @@ func f992_grantwire_status__registry(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/view.rego:24")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/status/view.rego:24", "rule data.grantwire.status._registry")
 b2:
 	if l3 != nil {
 		goto b3
@@ -60022,12 +60022,12 @@ b2:
 		goto b3
 	}
 	l7 = l6
-	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/view.rego:26")
+	l3 = rt.AssignOnce(l3, l7, "policy/grantwire/status/view.rego:26", "rule data.grantwire.status._registry")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:26")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:26", "rule data.grantwire.status._registry")
 b4:
 	return ev.SetMemo(992, l2)
 }
@@ -60044,12 +60044,12 @@ func f993_grantwire_status__declares(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:39")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:39", "function data.grantwire.status._declares")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:39")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:39", "function data.grantwire.status._declares")
 b2:
 	return l2
 }
@@ -60072,12 +60072,12 @@ func f994_grantwire_status__consumer_true(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	if !rt.EqBool(l9, true) {
 		goto b1
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:84")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:84", "function data.grantwire.status._consumer_true")
 b1:
 	if l5 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:84")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:84", "function data.grantwire.status._consumer_true")
 b2:
 	return l2
 }
@@ -60184,12 +60184,12 @@ b8:
 		goto b1
 	}
 	l49 = l48
-	l4 = rt.AssignOnce(l4, l49, "policy/grantwire/status/view.rego:41")
+	l4 = rt.AssignOnce(l4, l49, "policy/grantwire/status/view.rego:41", "function data.grantwire.status._concerned")
 b1:
 	if l4 == nil {
 		goto b10
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:41")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:41", "function data.grantwire.status._concerned")
 b10:
 	return l2
 }
@@ -60206,19 +60206,19 @@ func f996_grantwire_status__consumer(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b2
 	}
-	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:80")
+	l5 = rt.AssignOnce(l5, rt.True, "policy/grantwire/status/view.rego:80", "function data.grantwire.status._consumer")
 b2:
 	if l5 != nil {
 		goto b3
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, rt.False, "policy/grantwire/status/view.rego:82")
+	l5 = rt.AssignOnce(l5, rt.False, "policy/grantwire/status/view.rego:82", "function data.grantwire.status._consumer")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:82")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:82", "function data.grantwire.status._consumer")
 b4:
 	return l2
 }
@@ -60241,7 +60241,7 @@ func f997_grantwire_status__declared_or_null(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	}
 	l12 = l11
 	l13 = l12
-	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/status/view.rego:52")
+	l5 = rt.AssignOnce(l5, l13, "policy/grantwire/status/view.rego:52", "function data.grantwire.status._declared_or_null")
 b2:
 	if l5 != nil {
 		goto b3
@@ -60249,12 +60249,12 @@ b2:
 	l6 = l3
 	l7 = l4
 	l8 = rt.Null
-	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/status/view.rego:54")
+	l5 = rt.AssignOnce(l5, l8, "policy/grantwire/status/view.rego:54", "function data.grantwire.status._declared_or_null")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:54")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:54", "function data.grantwire.status._declared_or_null")
 b4:
 	return l2
 }
@@ -60299,7 +60299,7 @@ func f998_grantwire_status__reason(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 			goto c3
 		}
 		l20 = l19
-		l5 = rt.AssignOnce(l5, l20, "policy/grantwire/status/view.rego:56")
+		l5 = rt.AssignOnce(l5, l20, "policy/grantwire/status/view.rego:56", "function data.grantwire.status._reason")
 	c3:
 	}
 b2:
@@ -60308,12 +60308,12 @@ b2:
 	}
 	l6 = l3
 	l7 = l4
-	l5 = rt.AssignOnce(l5, sc[5], "policy/grantwire/status/view.rego:60")
+	l5 = rt.AssignOnce(l5, sc[5], "policy/grantwire/status/view.rego:60", "function data.grantwire.status._reason")
 b4:
 	if l5 == nil {
 		goto b5
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:60")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:60", "function data.grantwire.status._reason")
 b5:
 	return l2
 }
@@ -60410,7 +60410,7 @@ func f999_grantwire_status__agent_row(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ObjectInsert(l46, sc[107], l43)
 	rt.ObjectInsert(l46, sc[233], l45)
 	rt.ObjectInsert(l46, sc[835], rt.True)
-	l5 = rt.AssignOnce(l5, l46, "policy/grantwire/status/view.rego:62")
+	l5 = rt.AssignOnce(l5, l46, "policy/grantwire/status/view.rego:62", "function data.grantwire.status._agent_row")
 b2:
 	if l5 != nil {
 		goto b3
@@ -60458,12 +60458,12 @@ b2:
 	rt.ObjectInsert(l25, sc[107], sc[5])
 	rt.ObjectInsert(l25, sc[233], sc[5])
 	rt.ObjectInsert(l25, sc[835], rt.False)
-	l5 = rt.AssignOnce(l5, l25, "policy/grantwire/status/view.rego:73")
+	l5 = rt.AssignOnce(l5, l25, "policy/grantwire/status/view.rego:73", "function data.grantwire.status._agent_row")
 b3:
 	if l5 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:73")
+	l2 = rt.AssignOnce(l2, l5, "policy/grantwire/status/view.rego:73", "function data.grantwire.status._agent_row")
 b4:
 	return l2
 }
@@ -60511,12 +60511,12 @@ b2:
 		goto b1
 	}
 	l24 = l23
-	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/status/view.rego:89")
+	l4 = rt.AssignOnce(l4, l24, "policy/grantwire/status/view.rego:89", "function data.grantwire.status._view")
 b1:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:89")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/status/view.rego:89", "function data.grantwire.status._view")
 b4:
 	return l2
 }
@@ -60563,7 +60563,7 @@ n3:
 		goto b2
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/view.rego:105")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/view.rego:105", "rule data.grantwire.status.view")
 b2:
 	if l3 != nil {
 		goto b4
@@ -60587,7 +60587,7 @@ b2:
 		goto b4
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/view.rego:108")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/status/view.rego:108", "rule data.grantwire.status.view")
 b4:
 	if l3 != nil {
 		goto b5
@@ -60620,7 +60620,7 @@ b4:
 		goto b5
 	}
 	l16 = l15
-	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/view.rego:111")
+	l3 = rt.AssignOnce(l3, l16, "policy/grantwire/status/view.rego:111", "rule data.grantwire.status.view")
 b5:
 	if l3 != nil {
 		goto b6
@@ -60656,12 +60656,12 @@ b7:
 		goto b6
 	}
 	l18 = l17
-	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/status/view.rego:114")
+	l3 = rt.AssignOnce(l3, l18, "policy/grantwire/status/view.rego:114", "rule data.grantwire.status.view")
 b6:
 	if l3 == nil {
 		goto b9
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:114")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/status/view.rego:114", "rule data.grantwire.status.view")
 b9:
 	return ev.SetMemo(1001, l2)
 }
@@ -60680,12 +60680,12 @@ func f1002_grantwire_flows__c(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:23")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:23", "rule data.grantwire.flows._c")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:23")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:23", "rule data.grantwire.flows._c")
 b2:
 	return ev.SetMemo(1002, l2)
 }
@@ -60704,12 +60704,12 @@ func f1003_grantwire_flows__kind(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:25")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:25", "rule data.grantwire.flows._kind")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:25")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:25", "rule data.grantwire.flows._kind")
 b2:
 	return ev.SetMemo(1003, l2)
 }
@@ -60728,12 +60728,12 @@ func f1004_grantwire_flows__pending(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:27")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/flows/flows.rego:27", "rule data.grantwire.flows._pending")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:27")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:27", "rule data.grantwire.flows._pending")
 b2:
 	return ev.SetMemo(1004, l2)
 }
@@ -60844,12 +60844,12 @@ b2:
 	if l15 != nil {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/flows/flows.rego:29")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/flows/flows.rego:29", "rule data.grantwire.flows._args_ok")
 b1:
 	if l3 == nil {
 		goto b8
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:29")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:29", "rule data.grantwire.flows._args_ok")
 b8:
 	return ev.SetMemo(1005, l2)
 }
@@ -60867,11 +60867,11 @@ func f1006_grantwire_flows_kinds(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l4 = ev.Set(0)
 	rt.SetAdd(l4, sc[371])
 	rt.SetAdd(l4, sc[1001])
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/flows/flows.rego:21")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/flows/flows.rego:21", "rule data.grantwire.flows.kinds")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:21")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:21", "rule data.grantwire.flows.kinds")
 b2:
 	return ev.SetCached(1006, ev.SetMemo(1006, l2))
 }
@@ -60884,18 +60884,18 @@ func f1007_grantwire_errors__flow_waits_for(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	if !rt.EqStr(l5, "device") {
 		goto b2
 	}
-	l4 = rt.AssignOnce(l4, sc[1003], "policy/grantwire/errors/errors.rego:444")
+	l4 = rt.AssignOnce(l4, sc[1003], "policy/grantwire/errors/errors.rego:444", "function data.grantwire.errors._flow_waits_for")
 b2:
 	if l4 != nil {
 		goto b3
 	}
 	l5 = l3
-	l4 = rt.AssignOnce(l4, sc[1004], "policy/grantwire/errors/errors.rego:446")
+	l4 = rt.AssignOnce(l4, sc[1004], "policy/grantwire/errors/errors.rego:446", "function data.grantwire.errors._flow_waits_for")
 b3:
 	if l4 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:446")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:446", "function data.grantwire.errors._flow_waits_for")
 b4:
 	return l2
 }
@@ -60930,12 +60930,12 @@ func f1008_grantwire_errors_flow_in_progress(ev *rt.Eval, l0, l1, l3, l4, l5 *rt
 		goto b1
 	}
 	l17 = l16
-	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:437")
+	l6 = rt.AssignOnce(l6, l17, "policy/grantwire/errors/errors.rego:437", "function data.grantwire.errors.flow_in_progress")
 b1:
 	if l6 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:437")
+	l2 = rt.AssignOnce(l2, l6, "policy/grantwire/errors/errors.rego:437", "function data.grantwire.errors.flow_in_progress")
 b2:
 	return l2
 }
@@ -60964,7 +60964,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/flows/flows.rego:46")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/flows/flows.rego:46", "rule data.grantwire.flows.start")
 b2:
 	if l3 != nil {
 		goto b4
@@ -61013,7 +61013,7 @@ n5:
 		goto b4
 	}
 	l22 = l21
-	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/flows/flows.rego:48")
+	l3 = rt.AssignOnce(l3, l22, "policy/grantwire/flows/flows.rego:48", "rule data.grantwire.flows.start")
 b4:
 	if l3 != nil {
 		goto b6
@@ -61043,7 +61043,7 @@ n7:
 		goto b6
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/flows/flows.rego:50")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/flows/flows.rego:50", "rule data.grantwire.flows.start")
 b6:
 	if l3 != nil {
 		goto b8
@@ -61097,7 +61097,7 @@ n9:
 		goto b8
 	}
 	l24 = l23
-	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/flows/flows.rego:52")
+	l3 = rt.AssignOnce(l3, l24, "policy/grantwire/flows/flows.rego:52", "rule data.grantwire.flows.start")
 b8:
 	if l3 != nil {
 		goto b10
@@ -61152,7 +61152,7 @@ b11:
 		goto b10
 	}
 	l26 = l25
-	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/flows/flows.rego:57")
+	l3 = rt.AssignOnce(l3, l26, "policy/grantwire/flows/flows.rego:57", "rule data.grantwire.flows.start")
 b10:
 	if l3 != nil {
 		goto b13
@@ -61173,12 +61173,12 @@ b10:
 		goto b13
 	}
 	l11 = l10
-	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/flows/flows.rego:60")
+	l3 = rt.AssignOnce(l3, l11, "policy/grantwire/flows/flows.rego:60", "rule data.grantwire.flows.start")
 b13:
 	if l3 == nil {
 		goto b14
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:60")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/flows/flows.rego:60", "rule data.grantwire.flows.start")
 b14:
 	return ev.SetMemo(1009, l2)
 }
@@ -61200,7 +61200,7 @@ func f1010_grantwire__decision(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:43")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:43", "rule data.grantwire._decision")
 b2:
 	if l3 != nil {
 		goto b3
@@ -61215,7 +61215,7 @@ b2:
 		goto b3
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:45")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:45", "rule data.grantwire._decision")
 b3:
 	if l3 != nil {
 		goto b4
@@ -61230,7 +61230,7 @@ b3:
 		goto b4
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:47")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:47", "rule data.grantwire._decision")
 b4:
 	if l3 != nil {
 		goto b5
@@ -61245,7 +61245,7 @@ b4:
 		goto b5
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:49")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:49", "rule data.grantwire._decision")
 b5:
 	if l3 != nil {
 		goto b6
@@ -61260,7 +61260,7 @@ b5:
 		goto b6
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:51")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:51", "rule data.grantwire._decision")
 b6:
 	if l3 != nil {
 		goto b7
@@ -61275,7 +61275,7 @@ b6:
 		goto b7
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:53")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:53", "rule data.grantwire._decision")
 b7:
 	if l3 != nil {
 		goto b8
@@ -61290,7 +61290,7 @@ b7:
 		goto b8
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:55")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:55", "rule data.grantwire._decision")
 b8:
 	if l3 != nil {
 		goto b9
@@ -61305,7 +61305,7 @@ b8:
 		goto b9
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:57")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:57", "rule data.grantwire._decision")
 b9:
 	if l3 != nil {
 		goto b10
@@ -61320,7 +61320,7 @@ b9:
 		goto b10
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:59")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:59", "rule data.grantwire._decision")
 b10:
 	if l3 != nil {
 		goto b11
@@ -61335,7 +61335,7 @@ b10:
 		goto b11
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:61")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:61", "rule data.grantwire._decision")
 b11:
 	if l3 != nil {
 		goto b12
@@ -61350,7 +61350,7 @@ b11:
 		goto b12
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:63")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:63", "rule data.grantwire._decision")
 b12:
 	if l3 != nil {
 		goto b13
@@ -61365,7 +61365,7 @@ b12:
 		goto b13
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:65")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:65", "rule data.grantwire._decision")
 b13:
 	if l3 != nil {
 		goto b14
@@ -61380,7 +61380,7 @@ b13:
 		goto b14
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:67")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:67", "rule data.grantwire._decision")
 b14:
 	if l3 != nil {
 		goto b15
@@ -61395,7 +61395,7 @@ b14:
 		goto b15
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:69")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:69", "rule data.grantwire._decision")
 b15:
 	if l3 != nil {
 		goto b16
@@ -61410,7 +61410,7 @@ b15:
 		goto b16
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:71")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:71", "rule data.grantwire._decision")
 b16:
 	if l3 != nil {
 		goto b17
@@ -61425,7 +61425,7 @@ b16:
 		goto b17
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:73")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:73", "rule data.grantwire._decision")
 b17:
 	if l3 != nil {
 		goto b18
@@ -61440,7 +61440,7 @@ b17:
 		goto b18
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:75")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:75", "rule data.grantwire._decision")
 b18:
 	if l3 != nil {
 		goto b19
@@ -61455,7 +61455,7 @@ b18:
 		goto b19
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:77")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:77", "rule data.grantwire._decision")
 b19:
 	if l3 != nil {
 		goto b20
@@ -61470,7 +61470,7 @@ b19:
 		goto b20
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:79")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:79", "rule data.grantwire._decision")
 b20:
 	if l3 != nil {
 		goto b21
@@ -61485,7 +61485,7 @@ b20:
 		goto b21
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:81")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:81", "rule data.grantwire._decision")
 b21:
 	if l3 != nil {
 		goto b22
@@ -61500,7 +61500,7 @@ b21:
 		goto b22
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:83")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:83", "rule data.grantwire._decision")
 b22:
 	if l3 != nil {
 		goto b23
@@ -61515,7 +61515,7 @@ b22:
 		goto b23
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:85")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:85", "rule data.grantwire._decision")
 b23:
 	if l3 != nil {
 		goto b24
@@ -61530,7 +61530,7 @@ b23:
 		goto b24
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:87")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:87", "rule data.grantwire._decision")
 b24:
 	if l3 != nil {
 		goto b25
@@ -61545,7 +61545,7 @@ b24:
 		goto b25
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:89")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:89", "rule data.grantwire._decision")
 b25:
 	if l3 != nil {
 		goto b26
@@ -61560,7 +61560,7 @@ b25:
 		goto b26
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:91")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:91", "rule data.grantwire._decision")
 b26:
 	if l3 != nil {
 		goto b27
@@ -61575,7 +61575,7 @@ b26:
 		goto b27
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:93")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:93", "rule data.grantwire._decision")
 b27:
 	if l3 != nil {
 		goto b28
@@ -61590,7 +61590,7 @@ b27:
 		goto b28
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:95")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:95", "rule data.grantwire._decision")
 b28:
 	if l3 != nil {
 		goto b29
@@ -61605,7 +61605,7 @@ b28:
 		goto b29
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:97")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:97", "rule data.grantwire._decision")
 b29:
 	if l3 != nil {
 		goto b30
@@ -61620,7 +61620,7 @@ b29:
 		goto b30
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:99")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:99", "rule data.grantwire._decision")
 b30:
 	if l3 != nil {
 		goto b31
@@ -61635,7 +61635,7 @@ b30:
 		goto b31
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:101")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:101", "rule data.grantwire._decision")
 b31:
 	if l3 != nil {
 		goto b32
@@ -61650,12 +61650,12 @@ b31:
 		goto b32
 	}
 	l6 = l5
-	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:103")
+	l3 = rt.AssignOnce(l3, l6, "policy/grantwire/decide.rego:103", "rule data.grantwire._decision")
 b32:
 	if l3 == nil {
 		goto b33
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:103")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:103", "rule data.grantwire._decision")
 b33:
 	return ev.SetMemo(1010, l2)
 }
@@ -61667,11 +61667,11 @@ func f1011_grantwire__arg(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l5 = l3
 	l6 = ev.Object(0)
 	rt.ObjectInsert(l6, sc[1010], l5)
-	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/decide.rego:223")
+	l4 = rt.AssignOnce(l4, l6, "policy/grantwire/decide.rego:223", "function data.grantwire._arg")
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/decide.rego:223")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/decide.rego:223", "function data.grantwire._arg")
 b2:
 	return l2
 }
@@ -61831,11 +61831,11 @@ func f1012_grantwire_errors_table(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l76 = nc464
 	rt.ObjectInsert(l74, sc[69], l76)
 	rt.ObjectInsert(l4, sc[13], l74)
-	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/errors/errors.rego:15")
+	l3 = rt.AssignOnce(l3, l4, "policy/grantwire/errors/errors.rego:15", "rule data.grantwire.errors.table")
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/errors/errors.rego:15")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/errors/errors.rego:15", "rule data.grantwire.errors.table")
 b2:
 	return ev.SetCached(1012, ev.SetMemo(1012, l2))
 }
@@ -61897,12 +61897,12 @@ func f1013_grantwire_remotetoken_prefetch(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, l5)
 	l21 = l12
-	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remotetoken/remotetoken.rego:59")
+	l3 = rt.AssignOnce(l3, l21, "policy/grantwire/remotetoken/remotetoken.rego:59", "rule data.grantwire.remotetoken.prefetch")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:59")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/remotetoken/remotetoken.rego:59", "rule data.grantwire.remotetoken.prefetch")
 b2:
 	return ev.SetCached(1013, ev.SetMemo(1013, l2))
 }
@@ -62282,12 +62282,12 @@ func f1014_grantwire_manifest(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ObjectInsert(l69, sc[703], l150)
 	rt.ObjectInsert(l68, sc[202], l69)
 	l156 = l68
-	l3 = rt.AssignOnce(l3, l156, "policy/grantwire/decide.rego:232")
+	l3 = rt.AssignOnce(l3, l156, "policy/grantwire/decide.rego:232", "rule data.grantwire.manifest")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:232")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:232", "rule data.grantwire.manifest")
 b2:
 	return ev.SetCached(1014, ev.SetMemo(1014, l2))
 }
@@ -62320,12 +62320,12 @@ func f1015_grantwire__known_op(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	if rt.EqBool(l11, false) {
 		goto b1
 	}
-	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:107")
+	l3 = rt.AssignOnce(l3, rt.True, "policy/grantwire/decide.rego:107", "rule data.grantwire._known_op")
 b1:
 	if l3 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:107")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:107", "rule data.grantwire._known_op")
 b2:
 	return ev.SetMemo(1015, l2)
 }
@@ -62351,17 +62351,17 @@ func f1016_grantwire__op_name(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:109")
+	l3 = rt.AssignOnce(l3, l8, "policy/grantwire/decide.rego:109", "rule data.grantwire._op_name")
 b2:
 	if l3 != nil {
 		goto b3
 	}
-	l3 = rt.AssignOnce(l3, sc[1021], "policy/grantwire/decide.rego:111")
+	l3 = rt.AssignOnce(l3, sc[1021], "policy/grantwire/decide.rego:111", "rule data.grantwire._op_name")
 b3:
 	if l3 == nil {
 		goto b4
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:111")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:111", "rule data.grantwire._op_name")
 b4:
 	return ev.SetMemo(1016, l2)
 }
@@ -62384,12 +62384,12 @@ func f1017_grantwire_errors_internal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l11 = l10
-	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:371")
+	l4 = rt.AssignOnce(l4, l11, "policy/grantwire/errors/errors.rego:371", "function data.grantwire.errors.internal")
 b1:
 	if l4 == nil {
 		goto b2
 	}
-	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:371")
+	l2 = rt.AssignOnce(l2, l4, "policy/grantwire/errors/errors.rego:371", "function data.grantwire.errors.internal")
 b2:
 	return l2
 }
@@ -62418,7 +62418,7 @@ n3:
 		goto b2
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/decide.rego:127")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/decide.rego:127", "rule data.grantwire.decide")
 b2:
 	if l3 != nil {
 		goto b4
@@ -62445,7 +62445,7 @@ b2:
 		goto b4
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/decide.rego:129")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/decide.rego:129", "rule data.grantwire.decide")
 b4:
 	if l3 != nil {
 		goto b5
@@ -62499,7 +62499,7 @@ n6:
 		goto b5
 	}
 	l25 = l24
-	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/decide.rego:131")
+	l3 = rt.AssignOnce(l3, l25, "policy/grantwire/decide.rego:131", "rule data.grantwire.decide")
 b5:
 	if l3 != nil {
 		goto b7
@@ -62530,7 +62530,7 @@ b5:
 		goto b7
 	}
 	l13 = l12
-	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/decide.rego:134")
+	l3 = rt.AssignOnce(l3, l13, "policy/grantwire/decide.rego:134", "rule data.grantwire.decide")
 b7:
 	if l3 != nil {
 		goto b8
@@ -62562,7 +62562,7 @@ b7:
 		goto b8
 	}
 	l15 = l14
-	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/decide.rego:137")
+	l3 = rt.AssignOnce(l3, l15, "policy/grantwire/decide.rego:137", "rule data.grantwire.decide")
 b8:
 	if l3 != nil {
 		goto b9
@@ -62583,7 +62583,7 @@ b8:
 		goto b9
 	}
 	l9 = l8
-	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/decide.rego:139")
+	l3 = rt.AssignOnce(l3, l9, "policy/grantwire/decide.rego:139", "rule data.grantwire.decide")
 b9:
 	if l3 != nil {
 		goto b10
@@ -62592,7 +62592,7 @@ b9:
 		goto b10
 	}
 	l5 = l4
-	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:141")
+	l3 = rt.AssignOnce(l3, l5, "policy/grantwire/decide.rego:141", "rule data.grantwire.decide")
 b10:
 	if l3 != nil {
 		goto b11
@@ -62625,7 +62625,7 @@ n12:
 		goto b11
 	}
 	l14 = l13
-	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/decide.rego:143")
+	l3 = rt.AssignOnce(l3, l14, "policy/grantwire/decide.rego:143", "rule data.grantwire.decide")
 b11:
 	if l3 != nil {
 		goto b13
@@ -62643,12 +62643,12 @@ b11:
 		goto b13
 	}
 	l10 = l9
-	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/decide.rego:145")
+	l3 = rt.AssignOnce(l3, l10, "policy/grantwire/decide.rego:145", "rule data.grantwire.decide")
 b13:
 	if l3 == nil {
 		goto b14
 	}
-	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:145")
+	l2 = rt.AssignOnce(l2, l3, "policy/grantwire/decide.rego:145", "rule data.grantwire.decide")
 b14:
 	return ev.SetMemo(1018, l2)
 }

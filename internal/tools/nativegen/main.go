@@ -1,12 +1,11 @@
 // Command nativegen compiles a policy's plan (OPA's intermediate representation, from
-// `opa build -t plan`) to Go source on the runtime of core/nativeengine/internal/rt.
+// `opa build -t plan`) to Go source on the runtime of core/nativeengine/internal/rt, with
+// package internal/nativegen.
 //
 //	go run ./internal/tools/nativegen -plan plan.json -pkg nativeengine -o core/nativeengine/policy_gen.go
 //
-// It supports every statement of OPA's IR and the built-in functions the runtime
-// implements (functions marked `//rego:builtin NAME` in the runtime's source); a plan
-// that needs anything else is refused with an error naming it, never compiled into code
-// that would decide differently. scripts/build-native.sh runs it (`make native`; `make
+// A plan that needs a statement or a built-in function the runtime does not implement is
+// refused with an error naming it. scripts/build-native.sh runs it (`make native`; `make
 // test` fails when the committed output is stale).
 package main
 
@@ -15,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/grantwire/grantwire/internal/nativegen"
 )
 
 func main() {
@@ -35,15 +36,15 @@ func main() {
 }
 
 func run(planPath, pkg, out, runtimeDir, source string) error {
-	pol, sum, err := readPlan(planPath)
+	pol, sum, err := nativegen.ReadPlan(planPath)
 	if err != nil {
 		return err
 	}
-	bis, err := scanBuiltins(runtimeDir)
+	bis, err := nativegen.ScanBuiltins(runtimeDir)
 	if err != nil {
 		return err
 	}
-	src, err := Generate(pol, Config{Package: pkg, Builtins: bis, Source: source, PlanSHA256: sum})
+	src, err := nativegen.Generate(pol, nativegen.Config{Package: pkg, Builtins: bis, Source: source, PlanSHA256: sum})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 // Built-in functions: comparison, types, numbers, aggregates. Each mirrors OPA's topdown
 // implementation of the same name; an operand of the wrong type is undefined (OPA's
-// non-strict built-in errors). The //rego:builtin lines are what internal/tools/nativegen
+// non-strict built-in errors). The //rego:builtin lines are what internal/nativegen
 // reads to know what the runtime implements.
 
 //rego:builtin equal
@@ -465,7 +465,7 @@ func (ev *Eval) BiBitsLsh(a, b *V) *V {
 		if x.Sign() == 0 {
 			return ev.Int(0)
 		}
-		Fail("", "bits.lsh: shift too large")
+		failWith(BuiltinError, "bits.lsh: shift too large")
 	}
 	return ev.fromBigInt(new(big.Int).Lsh(x, uint(y.Uint64())))
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"hash"
+	"strings"
 
 	"github.com/gobwas/glob"
 )
@@ -73,3 +74,34 @@ func (ev *Eval) BiGlobQuoteMeta(a *V) *V {
 	}
 	return ev.String(glob.QuoteMeta(s))
 }
+
+// verifyHS is io.jwt.verify_hs256 and friends: whether the token's signature is the HMAC
+// of its header and payload under the secret (its parts are not decoded otherwise).
+func (ev *Eval) verifyHS(token, secret *V, h func() hash.Hash) *V {
+	t, key, ok := strs2(token, secret)
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(t, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	sig := ev.BiBase64URLDecode(ev.String(parts[2]))
+	if sig == nil {
+		return nil
+	}
+	m := hmac.New(h, []byte(key))
+	m.Write([]byte(parts[0] + "." + parts[1]))
+	return Bool(hmac.Equal([]byte(sig.s), m.Sum(nil)))
+}
+
+//rego:builtin io.jwt.verify_hs256
+func (ev *Eval) BiJWTVerifyHS256(token, secret *V) *V { return ev.verifyHS(token, secret, sha256.New) }
+
+//rego:builtin io.jwt.verify_hs384
+func (ev *Eval) BiJWTVerifyHS384(token, secret *V) *V {
+	return ev.verifyHS(token, secret, sha512.New384)
+}
+
+//rego:builtin io.jwt.verify_hs512
+func (ev *Eval) BiJWTVerifyHS512(token, secret *V) *V { return ev.verifyHS(token, secret, sha512.New) }

@@ -1,6 +1,8 @@
 package rt
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -277,4 +279,139 @@ func (ev *Eval) BiURLQueryDecodeObject(a *V) *V {
 		out.a, out.o = append(out.a, ev.String(k)), append(out.o, arr)
 	}
 	return out
+}
+
+//rego:builtin json.marshal_with_options
+func (ev *Eval) BiJSONMarshalWithOptions(a, opts *V) *V {
+	if a == nil || opts.Kind() != KObj || !goJSONNumbersValid(a) {
+		return nil
+	}
+	prefix, indent := "", "\t"
+	implicit, explicit, pretty := false, false, false
+	for i, k := range opts.a {
+		v := opts.o[i]
+		if k.k != KStr {
+			return nil
+		}
+		switch k.s {
+		case "prefix", "indent":
+			if v.k != KStr {
+				return nil
+			}
+			if k.s == "prefix" {
+				prefix = v.s
+			} else {
+				indent = v.s
+			}
+			implicit = true
+		case "pretty":
+			if v.k != KBool {
+				return nil
+			}
+			explicit, pretty = true, v.n != 0
+		default:
+			return nil
+		}
+	}
+	if !explicit {
+		pretty = implicit
+	}
+	ev.scr = AppendGoJSON(ev.scr[:0], a)
+	if !pretty {
+		return ev.stringOf(ev.scr)
+	}
+	// as json.MarshalIndent writes it, the first line prefixed too
+	var b bytes.Buffer
+	b.WriteString(prefix)
+	if err := json.Indent(&b, ev.scr, prefix, indent); err != nil {
+		return nil
+	}
+	return ev.stringOf(b.Bytes())
+}
+
+// jwtPart base64url-decodes a part of a JWT (padding optional).
+func (ev *Eval) jwtPart(s string) (*V, bool) {
+	v := ev.BiBase64URLDecode(ev.String(s))
+	return v, v != nil
+}
+
+//rego:builtin io.jwt.decode
+func (ev *Eval) BiJWTDecode(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	h, ok := ev.jwtPart(parts[0])
+	if !ok {
+		return nil
+	}
+	header := ev.BiJSONUnmarshal(h)
+	if header.Kind() != KObj || GetStr(header, "enc") != nil { // a JWE is not supported
+		return nil
+	}
+	p, ok := ev.jwtPart(parts[1])
+	if !ok {
+		return nil
+	}
+	if cty := GetStr(header, "cty"); cty != nil {
+		if cty.k != KStr {
+			return nil
+		}
+		if cty.s == "JWT" { // a nested token, maybe quoted
+			return ev.BiJWTDecode(ev.String(strings.Trim(p.s, `"'`)))
+		}
+	}
+	payload := ev.BiJSONUnmarshal(p)
+	if payload.Kind() != KObj {
+		return nil
+	}
+	sig, ok := ev.jwtPart(parts[2])
+	if !ok {
+		return nil
+	}
+	out := ev.Array(3)
+	out.a = append(out.a, header, payload, ev.String(hex.EncodeToString([]byte(sig.s))))
+	return out
+}
+
+//rego:builtin uri.parse
+func (ev *Eval) BiURIParse(a *V) *V {
+	s, ok := Str(a)
+	if !ok {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	out := ev.Object(7)
+	put := func(k, v string) {
+		if v != "" {
+			ObjectInsert(out, ev.String(k), ev.String(v))
+		}
+	}
+	put("scheme", u.Scheme)
+	put("hostname", u.Hostname())
+	put("port", u.Port())
+	put("path", u.Path)
+	if u.Path != "" {
+		put("raw_path", cmp.Or(u.RawPath, u.Path))
+	}
+	put("raw_query", u.RawQuery)
+	put("fragment", u.Fragment)
+	return out
+}
+
+//rego:builtin uri.is_valid
+func (ev *Eval) BiURIIsValid(a *V) *V {
+	s, ok := Str(a)
+	if !ok || s == "" {
+		return False
+	}
+	_, err := url.Parse(s)
+	return Bool(err == nil)
 }

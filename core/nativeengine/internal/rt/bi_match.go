@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/gobwas/glob"
+	gintersect "github.com/yashtewari/glob-intersection"
 )
 
 // Compiled patterns are kept, a bounded number of them, as topdown keeps them.
@@ -73,6 +74,11 @@ func (ev *Eval) BiRegexMatch(a, b *V) *V {
 	if !ok {
 		return nil
 	}
+	return matches(pat, s)
+}
+
+// matches is whether s matches the regular expression pat (undefined when it is not one).
+func matches(pat, s string) *V {
 	re, err := compileRegexp(pat)
 	if err != nil {
 		return nil
@@ -96,15 +102,21 @@ func (ev *Eval) BiRegexSplit(a, b *V) *V {
 	return ev.strArray(re.Split(s, -1))
 }
 
-//rego:builtin regex.find_n
-func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
+// findArgs are the operands of the regex.find functions: a pattern, a string, a count.
+func findArgs(a, b, c *V) (*regexp.Regexp, string, int, bool) {
 	pat, s, ok := strs2(a, b)
 	n, ok2 := intOperand(c)
 	if !ok || !ok2 {
-		return nil
+		return nil, "", 0, false
 	}
 	re, err := compileRegexp(pat)
-	if err != nil {
+	return re, s, n, err == nil
+}
+
+//rego:builtin regex.find_n
+func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
+	re, s, n, ok := findArgs(a, b, c)
+	if !ok {
 		return nil
 	}
 	return ev.strArray(re.FindAllString(s, n))
@@ -112,13 +124,8 @@ func (ev *Eval) BiRegexFindN(a, b, c *V) *V {
 
 //rego:builtin regex.find_all_string_submatch_n
 func (ev *Eval) BiRegexFindAllStringSubmatchN(a, b, c *V) *V {
-	pat, s, ok := strs2(a, b)
-	n, ok2 := intOperand(c)
-	if !ok || !ok2 {
-		return nil
-	}
-	re, err := compileRegexp(pat)
-	if err != nil {
+	re, s, n, ok := findArgs(a, b, c)
+	if !ok {
 		return nil
 	}
 	ms := re.FindAllStringSubmatch(s, n)
@@ -301,4 +308,68 @@ func DotStr(src *V, key string) *V {
 		}
 	}
 	return nil
+}
+
+//rego:builtin regex.template_match
+func (ev *Eval) BiRegexTemplateMatch(pattern, match, start, end *V) *V {
+	tpl, ok1 := Str(pattern)
+	s, ok2 := Str(match)
+	open, ok3 := Str(start)
+	closing, ok4 := Str(end)
+	if !ok1 || !ok2 || !ok3 || !ok4 || len(open) != 1 || len(closing) != 1 {
+		return nil
+	}
+	gen, ok := regexTemplate(tpl, open[0], closing[0])
+	if !ok {
+		return nil
+	}
+	return matches(gen, s)
+}
+
+// regexTemplate turns a template into a regular expression: its text outside the
+// delimiters matched literally, each delimited part (delimiters may nest) a group that
+// must be a regular expression of its own; false when delimiters do not balance.
+func regexTemplate(tpl string, open, closing byte) (string, bool) {
+	var b strings.Builder
+	b.WriteByte('^')
+	level, from, lit := 0, 0, 0
+	for i := 0; i < len(tpl); i++ {
+		switch tpl[i] {
+		case open:
+			if level++; level == 1 {
+				from = i
+			}
+		case closing:
+			level--
+			switch {
+			case level < 0:
+				return "", false
+			case level == 0:
+				inner := tpl[from+1 : i]
+				if _, err := regexp.Compile("^" + inner + "$"); err != nil {
+					return "", false
+				}
+				b.WriteString(regexp.QuoteMeta(tpl[lit:from]) + "(" + inner + ")")
+				lit = i + 1
+			}
+		}
+	}
+	if level != 0 {
+		return "", false
+	}
+	b.WriteString(regexp.QuoteMeta(tpl[lit:]) + "$")
+	return b.String(), true
+}
+
+//rego:builtin regex.globs_match
+func (ev *Eval) BiRegexGlobsMatch(a, b *V) *V {
+	x, y, ok := strs2(a, b)
+	if !ok {
+		return nil
+	}
+	ne, err := gintersect.NonEmpty(x, y)
+	if err != nil {
+		return nil
+	}
+	return Bool(ne)
 }

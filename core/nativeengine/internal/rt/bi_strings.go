@@ -469,10 +469,10 @@ func (ev *Eval) BiTemplateString(parts *V) *V {
 					b = AppendRego(b, x)
 				}
 			default:
-				Fail("", "template-strings must not produce multiple outputs")
+				Fail("", "template-strings must not produce multiple outputs") // a conflict in OPA too
 			}
 		default:
-			Fail("", "illegal argument type: "+typeNames[p.k])
+			failWith(InternalError, "illegal argument type: "+typeNames[p.k])
 		}
 	}
 	return ev.String(string(b))

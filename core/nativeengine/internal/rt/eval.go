@@ -13,9 +13,10 @@ import (
 // Program is a compiled policy bound to its data document: what generated code needs
 // beside its functions. It is safe for concurrent use.
 type Program struct {
-	Data  *V
-	cache []atomic.Pointer[cached]
-	pool  sync.Pool
+	Data    *V
+	cache   []atomic.Pointer[cached]
+	pool    sync.Pool
+	noCache bool
 }
 
 type cached struct{ v *V }
@@ -24,6 +25,15 @@ type cached struct{ v *V }
 func NewProgram(nfuncs int, data *V) *Program {
 	p := &Program{Data: data, cache: make([]atomic.Pointer[cached], nfuncs)}
 	p.pool.New = func() any { return &Eval{prog: p, memo: make([]memoEntry, nfuncs)} }
+	return p
+}
+
+// NewProgramNoCache is NewProgram without the engine-wide cache of input-independent
+// rules: every evaluation computes every rule it needs, as OPA's evaluator does (what a
+// benchmark compares).
+func NewProgramNoCache(nfuncs int, data *V) *Program {
+	p := NewProgram(nfuncs, data)
+	p.noCache = true
 	return p
 }
 
@@ -36,7 +46,8 @@ type Eval struct {
 	gen   uint64
 	gens  uint64
 	memo  []memoEntry
-	steps uint32
+	steps uint32 // ScanStmt iterations: the context is checked every 1024
+	now   *V     // time.now_ns (SetTime); nil: the caller gave none
 	done  <-chan struct{}
 	ctx   context.Context
 
@@ -66,6 +77,7 @@ func (p *Program) Get(ctx context.Context) *Eval {
 		ev.text[i] = ev.text[i][:0]
 	}
 	ev.textN = 0
+	ev.now = nil
 	ev.ctx, ev.done = ctx, ctx.Done()
 	return ev
 }
@@ -195,7 +207,7 @@ func (ev *Eval) SetMemo(fn int, v *V) *V {
 // (only data), computing it once on the heap when needed. ok is false inside WithStmt
 // blocks (input or data may be replaced there) and while it is being computed.
 func (ev *Eval) Cached(fn int, f func(*Eval, *V, *V) *V) (*V, bool) {
-	if ev.with > 0 {
+	if ev.with > 0 || ev.prog.noCache {
 		return nil, false
 	}
 	if c := ev.prog.cache[fn].Load(); c != nil {
@@ -289,7 +301,8 @@ func (ev *Eval) ScanAt(src *V, i int) (*V, *V) {
 	if src == nil {
 		return nil, nil
 	}
-	if i&1023 == 1023 {
+	// every 1024 iterations of all the evaluation's loops, nested small ones too
+	if ev.steps++; ev.steps&1023 == 0 {
 		ev.Check()
 	}
 	switch src.k {
@@ -324,25 +337,51 @@ func (ev *Eval) Check() {
 // Length is LenStmt.
 func (ev *Eval) Length(v *V) *V { return ev.Int(int64(Len(v))) }
 
-// Error is a failed evaluation: a conflict the policy ran into (Msg, At), a cancelled
-// context (Err), or a bug (Err).
+// Error is a failed evaluation: an error the policy ran into (Code, Msg, At: a conflict,
+// or a built-in function's error that OPA's evaluator reports even with strict built-in
+// errors off), a cancelled context (Err), or a bug (Err).
 type Error struct {
-	At  string // policy file:row
-	Msg string
-	Err error
+	At   string // policy file:row
+	Code string // OPA's error code: ConflictError, BuiltinError, InternalError
+	Msg  string
+	Err  error
 }
+
+// OPA's codes of the errors an evaluation reports.
+const (
+	ConflictError = "eval_conflict_error"
+	BuiltinError  = "eval_builtin_error"
+	InternalError = "eval_internal_error"
+)
 
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return e.Err.Error()
 	}
-	return e.At + ": eval_conflict_error: " + e.Msg
+	if e.At == "" {
+		return e.Code + ": " + e.Msg
+	}
+	return e.At + ": " + e.Code + ": " + e.Msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrorCode returns the OPA error code of an evaluation's error ("" for a cancelled
+// context, a bug, or an error that is not the evaluation's).
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Err == nil {
+		return e.Code
+	}
+	return ""
+}
+
 // Fail aborts the evaluation with a conflict.
-func Fail(at, msg string) { panic(&Error{At: at, Msg: msg}) }
+func Fail(at, msg string) { panic(&Error{At: at, Code: ConflictError, Msg: msg}) }
+
+// failWith aborts the evaluation with an error of a built-in function that OPA's evaluator
+// does not turn into undefined (a halt error).
+func failWith(code, msg string) { panic(&Error{Code: code, Msg: msg}) }
 
 // Run calls f, turning a panic of the evaluation into an error.
 func Run(f func()) (err error) {

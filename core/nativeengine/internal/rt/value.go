@@ -1,4 +1,4 @@
-// Package rt is the runtime of policies compiled to Go by internal/tools/nativegen: Rego
+// Package rt is the runtime of policies compiled to Go by internal/nativegen: Rego
 // values, their order and canonical JSON, the statements of OPA's IR as functions, the
 // evaluation state (arena, memoisation, the engine-wide cache of input-independent rules)
 // and the built-in functions. Generated code calls it; nothing else should.
@@ -12,10 +12,20 @@
 // in BreakStmt indices, what CallDynamicStmt does with an undefined result), the runtime
 // and the generator do what OPA's own Wasm compiler does with it.
 //
-// This package links no OPA package (TestNoOPA).
+// The built-in functions are OPA's that compute from their arguments only; those that read
+// the world (http.send, rand.intn, net.lookup_ip_addr, a time zone database) are not
+// implemented, and a policy calling them is refused when it is compiled. time.now_ns is the
+// time the evaluation's caller sets (Eval.SetTime), as OPA's evaluator returns the time its
+// caller gives the query: the runtime reads no clock. An error OPA's evaluator reports even
+// with strict built-in errors off (a conflict, a halt) is an *Error carrying OPA's code and
+// message. Besides grantwire's policy and the test policy of package irtest, OPA's own test
+// cases check the runtime and the generator (`make opa-cases`, internal/tools/opacases).
+//
+// This package links no OPA package (TestNoOPA, of core/wasmengine and of package caserun).
 package rt
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -273,33 +283,25 @@ func EqBool(v *V, b bool) bool { return v != nil && v.k == KBool && (v.n != 0) =
 // search finds k among the sorted xs: its index, or where it would go.
 func search(xs []*V, k *V) (int, bool) {
 	if k.k == KStr {
-		lo, hi := 0, len(xs)
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			x := xs[m]
-			var c int
-			if x.k == KStr {
-				c = strings.Compare(x.s, k.s)
-			} else if x.k < KStr {
-				c = -1
-			} else {
-				c = 1
-			}
-			switch {
-			case c < 0:
-				lo = m + 1
-			case c > 0:
-				hi = m
-			default:
-				return m, true
-			}
-		}
-		return lo, false
+		return searchStr(xs, k.s)
 	}
+	return slices.BinarySearchFunc(xs, k, Compare)
+}
+
+// searchStr is search for a string, comparing kinds before texts.
+func searchStr(xs []*V, key string) (int, bool) {
 	lo, hi := 0, len(xs)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		c := Compare(xs[m], k)
+		x := xs[m]
+		var c int
+		if x.k == KStr {
+			c = strings.Compare(x.s, key)
+		} else if x.k < KStr {
+			c = -1
+		} else {
+			c = 1
+		}
 		switch {
 		case c < 0:
 			lo = m + 1
@@ -325,27 +327,8 @@ func GetStr(v *V, key string) *V {
 	if v == nil || v.k != KObj {
 		return nil
 	}
-	xs := v.a
-	lo, hi := 0, len(xs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		x := xs[m]
-		var c int
-		if x.k == KStr {
-			c = strings.Compare(x.s, key)
-		} else if x.k < KStr {
-			c = -1
-		} else {
-			c = 1
-		}
-		switch {
-		case c < 0:
-			lo = m + 1
-		case c > 0:
-			hi = m
-		default:
-			return v.o[m]
-		}
+	if i, ok := searchStr(v.a, key); ok {
+		return v.o[i]
 	}
 	return nil
 }
@@ -432,10 +415,18 @@ func SetAdd(set, x *V) {
 func ArrayAppend(arr, x *V) { arr.a = append(arr.a, x) }
 
 // AssignOnce is the conflict check of AssignVarOnceStmt: target already holds a
-// different value.
-func AssignOnce(target, src *V, at string) *V {
+// different value. rule names what conflicts, as OPA's evaluator names it ("rule data.a.b",
+// "function data.a.f"; "" when the plan does not say).
+func AssignOnce(target, src *V, at, rule string) *V {
 	if target != nil && !Equal(target, src) {
-		Fail(at, "complete rules must not produce multiple outputs")
+		switch {
+		case strings.HasPrefix(rule, "function "):
+			Fail(at, rule+" produced conflicting values for the same inputs")
+		case rule != "":
+			Fail(at, rule+" produced conflicting values")
+		default:
+			Fail(at, "complete rules must not produce multiple outputs")
+		}
 	}
 	return src
 }

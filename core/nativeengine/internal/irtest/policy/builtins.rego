@@ -30,6 +30,38 @@ else := false
 
 eval := $"<{a(0)}|{a(1)}>" if input.f == "internal.template_string"
 
+eval := io.jwt.decode(a(0)) if input.f == "io.jwt.decode"
+
+eval := io.jwt.verify_hs256(a(0), a(1)) if input.f == "io.jwt.verify_hs256"
+
+eval := io.jwt.verify_hs384(a(0), a(1)) if input.f == "io.jwt.verify_hs384"
+
+eval := io.jwt.verify_hs512(a(0), a(1)) if input.f == "io.jwt.verify_hs512"
+
+eval := json.marshal_with_options(a(0), a(1)) if input.f == "json.marshal_with_options"
+
+eval := json.patch(a(0), a(1)) if input.f == "json.patch"
+
+eval := net.cidr_contains_matches(a(0), a(1)) if input.f == "net.cidr_contains_matches"
+
+eval := net.cidr_expand(a(0)) if input.f == "net.cidr_expand"
+
+eval := net.cidr_merge(a(0)) if input.f == "net.cidr_merge"
+
+eval := regex.globs_match(a(0), a(1)) if input.f == "regex.globs_match"
+
+eval := regex.template_match(a(0), a(1), a(2), a(3)) if input.f == "regex.template_match"
+
+eval := semver.compare(a(0), a(1)) if input.f == "semver.compare"
+
+eval := semver.is_valid(a(0)) if input.f == "semver.is_valid"
+
+eval := units.parse(a(0)) if input.f == "units.parse"
+
+eval := units.parse_bytes(a(0)) if input.f == "units.parse_bytes"
+
+eval := uuid.parse(a(0)) if input.f == "uuid.parse"
+
 eval := [[p, v] | walk(a(0), [p, v])] if input.f == "walk"
 
 eval := a(0) & a(1) if input.f == "and"
@@ -255,6 +287,10 @@ eval := type_name(a(0)) if input.f == "type_name"
 eval := union(a(0)) if input.f == "union"
 
 eval := upper(a(0)) if input.f == "upper"
+
+eval := uri.is_valid(a(0)) if input.f == "uri.is_valid"
+
+eval := uri.parse(a(0)) if input.f == "uri.parse"
 
 eval := urlquery.decode(a(0)) if input.f == "urlquery.decode"
 

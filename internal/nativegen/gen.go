@@ -1,4 +1,4 @@
-package main
+package nativegen
 
 import (
 	"bytes"
@@ -17,6 +17,9 @@ type Config struct {
 	Builtins   map[string]Builtin // what the runtime implements
 	Source     string             // what the plan was built from (header)
 	PlanSHA256 string
+	// Prefix is prepended to every package-level name of the output (genPlans, sc, the
+	// functions…), so that many plans can share one Go package, one file each.
+	Prefix string
 }
 
 const rtImport = "github.com/grantwire/grantwire/core/nativeengine/internal/rt"
@@ -73,15 +76,36 @@ type builtinUse struct {
 	void bool
 }
 
-// checkBuiltins refuses a plan whose built-in functions the runtime does not implement
-// (or implements with another arity), and calls of functions that exist nowhere.
+// MissingBuiltinsError refuses a plan that calls built-in functions the runtime does not
+// implement.
+type MissingBuiltinsError struct {
+	Names []string // sorted
+}
+
+func (e *MissingBuiltinsError) Error() string {
+	return fmt.Sprintf("the policy uses built-in functions the native engine does not implement: %s (implement them in %s with a //rego:builtin comment, or keep them out of the policy)",
+		strings.Join(e.Names, ", "), rtImport)
+}
+
+// checkBuiltins refuses a plan that calls built-in functions the runtime does not
+// implement (or implements with another arity), and calls of functions that exist nowhere.
 func (g *gen) checkBuiltins() error {
 	g.builtins = map[string]builtinUse{}
+	called := map[string]bool{}
+	g.walkAll(func(s ir.Stmt) {
+		if c, ok := s.(*ir.CallStmt); ok {
+			called[c.Func] = true
+		}
+	})
 	var missing []string
 	for _, bf := range g.pol.Static.BuiltinFuncs {
 		b, ok := g.cfg.Builtins[bf.Name]
 		if !ok {
-			missing = append(missing, bf.Name)
+			// A built-in function the plan declares and never calls (a `with` replaced
+			// every call) needs no implementation.
+			if called[bf.Name] {
+				missing = append(missing, bf.Name)
+			}
 			continue
 		}
 		if bf.Decl != nil && bf.Decl.Arity() != b.Arity {
@@ -91,8 +115,7 @@ func (g *gen) checkBuiltins() error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("the policy uses built-in functions the native engine does not implement: %s (implement them in %s with a //rego:builtin comment, or keep them out of the policy)",
-			strings.Join(missing, ", "), rtImport)
+		return &MissingBuiltinsError{Names: missing}
 	}
 	var unknown []string
 	g.walkAll(func(s ir.Stmt) {
@@ -146,9 +169,14 @@ func walkBlock(b *ir.Block, f func(ir.Stmt)) {
 	}
 }
 
+// evaluationBuiltins are the built-in functions whose result depends on the evaluation
+// beyond its input and data (its time): a function calling them is never cached.
+var evaluationBuiltins = map[string]bool{"time.now_ns": true}
+
 // analyse finds the functions whose result depends on data only: they take input and
-// data, and never read the input (nor pass it to a function that reads it). The engine
-// computes those once and keeps them (the data document does not change).
+// data, and never read the input (nor pass it to a function that reads it, nor call one
+// of the evaluationBuiltins). The engine computes those once and keeps them (the data
+// document does not change).
 func (g *gen) analyse() {
 	fns := g.pol.Funcs.Funcs
 	g.usesParam = make([][]bool, len(fns))
@@ -170,6 +198,9 @@ func (g *gen) analyse() {
 			}
 			walkBlocks(fn.Blocks, func(s ir.Stmt) {
 				if c, ok := s.(*ir.CallStmt); ok {
+					if evaluationBuiltins[c.Func] && len(fn.Params) > 0 {
+						use(fn.Params[0]) // as if it read the input: never cached
+					}
 					if callee, ok := g.funcIdx[c.Func]; ok {
 						for k, a := range c.Args {
 							if l, ok := a.Value.(ir.Local); ok && (k >= len(g.usesParam[callee]) || g.usesParam[callee][k]) {
@@ -281,19 +312,19 @@ func (g *gen) emit() ([]byte, error) {
 	g.p("package %s\n\nimport %q\n\n", g.cfg.Package, rtImport)
 
 	plans := g.pol.Plans.Plans
-	g.p("// genPlans are the policy's entrypoints: each returns its result set.\n")
-	g.p("var genPlans = map[string]func(*rt.Eval, *rt.V, *rt.V) *rt.V{\n")
+	g.p("// %s are the policy's entrypoints: each returns its result set.\n", g.id("genPlans"))
+	g.p("var %s = map[string]func(*rt.Eval, *rt.V, *rt.V) *rt.V{\n", g.id("genPlans"))
 	for i, p := range plans {
-		g.p("%q: %s,\n", p.Name, planName(i, p))
+		g.p("%q: %s,\n", p.Name, g.planName(i, p))
 	}
 	g.p("}\n\n")
-	g.p("// genFuncCount is the number of the policy's functions.\nconst genFuncCount = %d\n\n", len(g.pol.Funcs.Funcs))
+	g.p("// %[1]s is the number of the policy's functions.\nconst %[1]s = %[2]d\n\n", g.id("genFuncCount"), len(g.pol.Funcs.Funcs))
 	names := make([]string, 0, len(g.builtins))
 	for n := range g.builtins {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	g.p("// genBuiltins lists the built-in functions the policy calls.\nvar genBuiltins = []string{")
+	g.p("// %[1]s lists the built-in functions the policy calls.\nvar %[1]s = []string{", g.id("genBuiltins"))
 	for _, n := range names {
 		g.p("%q,", n)
 	}
@@ -305,12 +336,12 @@ func (g *gen) emit() ([]byte, error) {
 		stmts = append(stmts, n)
 	}
 	sort.Strings(stmts)
-	g.p("// genStatements lists the IR statement types of the plan.\nvar genStatements = []string{")
+	g.p("// %[1]s lists the IR statement types of the plan.\nvar %[1]s = []string{", g.id("genStatements"))
 	for _, n := range stmts {
 		g.p("%q,", n)
 	}
 	g.p("}\n\n")
-	g.p("// genCached lists the functions computed once per engine (they read data, not input).\nvar genCached = []string{")
+	g.p("// %[1]s lists the functions computed once per engine (they read data, not input).\nvar %[1]s = []string{", g.id("genCached"))
 	for i, fn := range g.pol.Funcs.Funcs {
 		if g.cacheable[i] {
 			g.p("%q,", fn.Name)
@@ -337,7 +368,7 @@ func (g *gen) emit() ([]byte, error) {
 	}
 
 	strs := g.pol.Static.Strings
-	g.p("// sc are the policy's string constants.\nvar sc = [...]*rt.V{\n")
+	g.p("// %[1]s are the policy's string constants.\nvar %[1]s = [...]*rt.V{\n", g.id("sc"))
 	for _, s := range strs {
 		g.p("rt.StrConst(%s),\n", strconv.Quote(s.Value))
 	}
@@ -351,15 +382,15 @@ func (g *gen) emit() ([]byte, error) {
 		if i < 0 || i >= len(strs) {
 			return nil, fmt.Errorf("number constant %d is not a string constant of the plan", i)
 		}
-		g.p("var nc%d = rt.NumConst(%q)\n", i, strs[i].Value)
+		g.p("var %s%d = rt.NumConst(%q)\n", g.id("nc"), i, strs[i].Value)
 	}
 	g.p("\n")
 	if g.dynamic {
-		g.p("// genDynamic resolves the path of a dynamic call to a function of input and data.\n")
-		g.p("func genDynamic(path string, ok bool) func(*rt.Eval, *rt.V, *rt.V) *rt.V {\nif !ok {\nreturn nil\n}\nswitch path {\n")
+		g.p("// %s resolves the path of a dynamic call to a function of input and data.\n", g.id("genDynamic"))
+		g.p("func %s(path string, ok bool) func(*rt.Eval, *rt.V, *rt.V) *rt.V {\nif !ok {\nreturn nil\n}\nswitch path {\n", g.id("genDynamic"))
 		for i, fn := range g.pol.Funcs.Funcs {
 			if len(fn.Path) > 0 && len(fn.Params) == 2 {
-				g.p("case %q:\nreturn %s\n", strings.Join(fn.Path, "\x00"), funcName(i, fn))
+				g.p("case %q:\nreturn %s\n", strings.Join(fn.Path, "\x00"), g.funcName(i, fn))
 			}
 		}
 		g.p("}\nreturn nil\n}\n\n")
@@ -368,9 +399,55 @@ func (g *gen) emit() ([]byte, error) {
 	return g.out.Bytes(), nil
 }
 
-func planName(i int, p *ir.Plan) string { return fmt.Sprintf("p%d_%s", i, ident(p.Name)) }
-func funcName(i int, f *ir.Func) string {
-	return fmt.Sprintf("f%d_%s", i, ident(strings.TrimPrefix(f.Name, "g0.data.")))
+// ruleOf names what an IR function computes as OPA's evaluator names it in a conflict:
+// "rule data.a.b" for a rule (a function of input and data), "function data.a.f" for a
+// function.
+func ruleOf(fnc *ir.Func) string {
+	var path []string // under data
+	switch rest, ok := strings.CutPrefix(fnc.Name, "g0.data."); {
+	case len(fnc.Path) > 1 && fnc.Path[0] == "g0": // the exact path, when the plan gives it
+		path = fnc.Path[1:]
+	case ok:
+		path = strings.Split(rest, ".")
+	default:
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("data")
+	for _, p := range path {
+		if isIdent(p) {
+			b.WriteString("." + p)
+		} else {
+			b.WriteString("[" + strconv.Quote(p) + "]")
+		}
+	}
+	if len(fnc.Params) > 2 {
+		return "function " + b.String()
+	}
+	return "rule " + b.String()
+}
+
+func isIdent(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// id is a package-level name of the output.
+func (g *gen) id(name string) string { return g.cfg.Prefix + name }
+
+func (g *gen) planName(i int, p *ir.Plan) string {
+	return fmt.Sprintf("%sp%d_%s", g.cfg.Prefix, i, ident(p.Name))
+}
+
+func (g *gen) funcName(i int, f *ir.Func) string {
+	return fmt.Sprintf("%sf%d_%s", g.cfg.Prefix, i, ident(strings.TrimPrefix(f.Name, "g0.data.")))
 }
 
 // ident makes a readable Go identifier fragment of a Rego name.
@@ -404,6 +481,7 @@ type fn struct {
 	errs    []string
 	files   []*ir.StringConst
 	retFmt  string // how to return a local
+	rule    string // what a conflict of AssignVarOnceStmt names: "rule data.a.b", "function data.a.f"
 }
 
 func (g *gen) newFunc() *fn {
@@ -487,7 +565,7 @@ func (f *fn) op(o ir.Operand) string {
 			f.fail("string constant %d out of range", v)
 			return "nil"
 		}
-		return fmt.Sprintf("sc[%d]", v)
+		return fmt.Sprintf("%s[%d]", f.g.id("sc"), v)
 	}
 	f.fail("unknown operand %T", o.Value)
 	return "nil"
@@ -572,22 +650,24 @@ func (f *fn) plan(i int, p *ir.Plan) {
 }
 
 func (f *fn) planBody(i int, p *ir.Plan) {
-	header := fmt.Sprintf("// %s\nfunc %s(ev *rt.Eval, l0, l1 *rt.V) *rt.V {\nrs := ev.Set(0)\n", p.Name, planName(i, p))
+	header := fmt.Sprintf("// %s\nfunc %s(ev *rt.Eval, l0, l1 *rt.V) *rt.V {\nrs := ev.Set(0)\n", p.Name, f.g.planName(i, p))
 	f.retFmt = ""
-	for _, b := range p.Blocks {
+	f.finish(header, p.Blocks, "return rs", []ir.Local{ir.Input, ir.Data})
+}
+
+// finish generates the blocks of a plan or function after its header, then its last
+// return, and declares its locals but params.
+func (f *fn) finish(header string, blocks []*ir.Block, ret string, params []ir.Local) {
+	for _, b := range blocks {
 		if !f.reach {
 			break
 		}
 		f.wrapped(b)
 	}
-	f.line("return rs")
+	f.line("%s", ret)
 	body := f.out.Bytes()
 	f.out = bytes.Buffer{}
-	f.declare([]ir.Local{ir.Input, ir.Data}, body)
-	f.finish(header)
-}
-
-func (f *fn) finish(header string) {
+	f.declare(params, body)
 	b := f.out.Bytes()
 	var out bytes.Buffer
 	out.WriteString(header)
@@ -602,7 +682,8 @@ func (f *fn) function(i int, fnc *ir.Func) {
 }
 
 func (f *fn) functionBody(i int, fnc *ir.Func) {
-	name := funcName(i, fnc)
+	name := f.g.funcName(i, fnc)
+	f.rule = ruleOf(fnc)
 	var params []string
 	for _, p := range fnc.Params {
 		params = append(params, f.local(p))
@@ -626,17 +707,7 @@ func (f *fn) functionBody(i int, fnc *ir.Func) {
 	if memo {
 		fmt.Fprintf(&header, "if r, ok := ev.Memo(%d); ok {\nreturn r\n}\n", i)
 	}
-	for _, b := range fnc.Blocks {
-		if !f.reach {
-			break
-		}
-		f.wrapped(b)
-	}
-	f.line("return nil")
-	body := f.out.Bytes()
-	f.out = bytes.Buffer{}
-	f.declare(fnc.Params, body)
-	f.finish(header.String())
+	f.finish(header.String(), fnc.Blocks, "return nil", fnc.Params)
 }
 
 func (f *fn) wrapped(b *ir.Block) {
@@ -722,7 +793,7 @@ func (f *fn) stmt(s ir.Stmt) {
 		}
 	case *ir.AssignVarOnceStmt:
 		t := f.local(s.Target)
-		f.line("%s = rt.AssignOnce(%s, %s, %s)", t, t, f.op(s.Source), f.at(s.Location))
+		f.line("%s = rt.AssignOnce(%s, %s, %s, %q)", t, t, f.op(s.Source), f.at(s.Location), f.rule)
 	case *ir.AssignIntStmt:
 		if t := f.target(s.Target); t != "" {
 			f.line("%s = ev.Int(%d)", t, s.Value)
@@ -742,7 +813,7 @@ func (f *fn) stmt(s ir.Stmt) {
 	case *ir.MakeNumberRefStmt:
 		if t := f.target(s.Target); t != "" {
 			f.g.nums[s.Index] = true
-			f.line("%s = nc%d", t, s.Index)
+			f.line("%s = %s%d", t, f.g.id("nc"), s.Index)
 		}
 	case *ir.MakeArrayStmt:
 		if t := f.target(s.Target); t != "" {
@@ -850,7 +921,7 @@ func (f *fn) call(s *ir.CallStmt) {
 			f.fail("call of %s with %d arguments, it takes %d", s.Func, len(s.Args), len(callee.Params))
 			return
 		}
-		f.line("if %s = %s(ev, %s); %s == nil {\n%s\n}", t, funcName(idx, callee), strings.Join(args, ", "), t, f.undef())
+		f.line("if %s = %s(ev, %s); %s == nil {\n%s\n}", t, f.g.funcName(idx, callee), strings.Join(args, ", "), t, f.undef())
 		return
 	}
 	b := f.g.builtins[s.Func]
@@ -887,8 +958,8 @@ func (f *fn) callDynamic(s *ir.CallDynamicStmt) {
 		path = append(path, f.op(p))
 	}
 	t := f.local(s.Result)
-	f.line("if dyn := genDynamic(rt.PathKey(%s)); dyn == nil {\n%s\n} else if %s = dyn(ev, %s, %s); %s == nil {\n%s\n}",
-		strings.Join(path, ", "), f.undef(), t, f.local(s.Args[0]), f.local(s.Args[1]), t, f.jumpTo(out))
+	f.line("if dyn := %s(rt.PathKey(%s)); dyn == nil {\n%s\n} else if %s = dyn(ev, %s, %s); %s == nil {\n%s\n}",
+		f.g.id("genDynamic"), strings.Join(path, ", "), f.undef(), t, f.local(s.Args[0]), f.local(s.Args[1]), t, f.jumpTo(out))
 }
 
 func (f *fn) with(s *ir.WithStmt) {
@@ -907,7 +978,7 @@ func (f *fn) with(s *ir.WithStmt) {
 				f.fail("with path element %d is not a string constant", p)
 				return
 			}
-			path = append(path, fmt.Sprintf("sc[%d]", p))
+			path = append(path, fmt.Sprintf("%s[%d]", f.g.id("sc"), p))
 		}
 		f.line("%s = ev.Upsert(%s, []*rt.V{%s}, %s)", loc, loc, strings.Join(path, ", "), f.op(s.Value))
 	}

@@ -1,4 +1,4 @@
-package main
+package nativegen
 
 import (
 	"archive/tar"
@@ -21,8 +21,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ir"
 )
 
-// readPlan reads plan.json, directly or from a bundle built with -t plan.
-func readPlan(p string) (*ir.Policy, string, error) {
+// ReadPlan reads plan.json, directly or from a bundle built with -t plan.
+func ReadPlan(p string) (*ir.Policy, string, error) {
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		return nil, "", err
@@ -81,10 +81,10 @@ type Builtin struct {
 	Arity  int
 }
 
-// scanBuiltins lists the runtime's built-in functions: the functions (or methods of
+// ScanBuiltins lists the runtime's built-in functions: the functions (or methods of
 // *Eval) whose doc comment has a line `//rego:builtin NAME`, returning *V from Arity *V
 // parameters.
-func scanBuiltins(dir string) (map[string]Builtin, error) {
+func ScanBuiltins(dir string) (map[string]Builtin, error) {
 	fset := token.NewFileSet()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
