@@ -16,8 +16,8 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -38,7 +38,7 @@ const agentsJSON = `{"version": 1, "agents": [
   {"id": "installed:mail", "name": "Mail", "required_connectors": [
     {"connector": "google", "scopes": ["` + gmail + `"], "reason": "Read your mail"}]}]}`
 
-// example returns a client on an in-memory world (hostabi/memhost): a simulated clock, an
+// example returns a client on an in-memory world (internal/testworld/memhost): a simulated clock, an
 // in-memory keyring and home (holding agentsJSON as agents.json), and an authorization
 // server answering at the catalog's endpoints, where a simulated user consents. A real
 // program uses the OS shell instead (grantwire.Open).

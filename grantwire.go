@@ -55,7 +55,7 @@ type Option func(*config)
 func WithEngine(e core.Engine) Option { return func(c *config) { c.engine = e } }
 
 // WithCapabilities runs the client on the given shell capabilities (the OS shell of
-// shells/native, or an in-memory world of hostabi/memhost); package host performs the
+// shells/native, or an in-memory world of internal/testworld/memhost); package host performs the
 // core's needs and effects over them.
 func WithCapabilities(caps hostabi.Capabilities) Option {
 	return func(c *config) { c.caps = &caps }

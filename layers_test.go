@@ -18,22 +18,27 @@ const module = "github.com/grantwire/grantwire"
 var layers = map[string]int{
 	// Leaves: the policy, data and helpers that import no grantwire package.
 	"policy": 0, "catalog": 1, "internal/canon": 0, "internal/layout": 0,
-	"internal/authserver": 0, "internal/testenv": 0, "internal/storedjson": 0, "internal/": 0,
+	"internal/storedjson": 0, "internal/": 0,
 	// The core: queries and decisions, then the engines.
 	"core": 1, "core/": 2,
 	// The native engine's runtime: beneath the engine generated on it.
 	"core/nativeengine/internal/rt": 1,
 	// The host ABI contract, and what needs only the core's types.
 	"hostabi": 3, "decisionlog": 3,
-	// Hosts: the Go host and the in-memory reference host.
-	"host": 4, "hostabi/memhost": 4,
+	// Hosts: the Go host.
+	"host": 4,
 	// Shells, the bundle file, the conformance runner.
 	"shells/": 5, "bundle": 5, "conformance": 5,
 	// The Go API (the root package: grantwire.Open runs the OS shell).
 	"": 6,
 	// Surfaces and tools over the Go API.
-	"surfaces/": 7, "audit": 7, "internal/memshell": 7, "internal/nativeshell": 8, "internal/audittest": 8, "internal/opatest": 8,
-	"cmd/": 9, "internal/cmd/": 9, "internal/tools/": 9,
+	"surfaces/": 7, "audit": 7,
+	"cmd/": 9,
+	// The test worlds, above the product.
+	"internal/testworld/authserver": 10, "internal/testworld/testenv": 10, "internal/testworld/mcptest": 10,
+	"internal/testworld/memhost": 11, "internal/testworld/nodiff": 11, "internal/testworld/memshell": 12,
+	"internal/testworld/nativeshell": 13, "internal/testworld/audittest": 13, "internal/testworld/opatest": 10,
+	"internal/cmd/": 14, "internal/tools/": 14,
 }
 
 func rank(t *testing.T, rel string) int {

@@ -12,8 +12,8 @@ import (
 
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // BenchmarkBinaryGrantsList is `grants list` as the user feels it: the built binary,

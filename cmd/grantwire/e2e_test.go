@@ -2,7 +2,7 @@ package main_test
 
 // End-to-end tests of the built binary on the real parts: the private Secret Service
 // (scripts/keyring-lib.sh, started by `make test`), real files and file locks under a temp
-// home, and the local OAuth authorization server (internal/authserver) on 127.0.0.1, which
+// home, and the local OAuth authorization server (internal/testworld/authserver) on 127.0.0.1, which
 // the google entry of a catalog override points at. Consent is automatic: the test plays
 // the user's browser by fetching the URL the CLI prints (--no-browser), or the CLI opens
 // the stand-in browser (internal/cmd/browser) through $BROWSER.
@@ -39,9 +39,9 @@ import (
 	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/fixes"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // tokenPrefix starts every token (code, refresh, access) the local server issues.

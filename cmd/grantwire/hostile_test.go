@@ -12,8 +12,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 // A secret piped to configure --from-stdin without "KEY=" but holding "=" (base64 padding,

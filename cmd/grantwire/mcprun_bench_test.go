@@ -17,7 +17,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // BenchmarkBinaryMCPRun is what going through `grantwire mcp run` costs an MCP client per

@@ -14,13 +14,13 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 // The benchmarks and the allocation test ask the engine the questions a real driver asks
 // (host ABI v2): they are captured from operations run on the in-memory world
-// (hostabi/memhost) through package host, so their facts have exactly the shapes the host
+// (internal/testworld/memhost) through package host, so their facts have exactly the shapes the host
 // gives (secret descriptions, versions, ledger reads), not shapes written by hand.
 
 // episode is one captured question and the decision the engine gave it.

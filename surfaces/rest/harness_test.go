@@ -3,7 +3,7 @@ package rest_test
 // The harness of the black-box tests: the grantwire binary, built once, runs `serve` as a
 // user would, in a private home, on the private Secret Service that make test starts
 // (testenv.RequireKeyring), with a catalog whose google entry points at the local
-// authorization server (internal/authserver). Every response body, every SSE frame, the
+// authorization server (internal/testworld/authserver). Every response body, every SSE frame, the
 // server's log and every file of the home are kept and searched for the planted secrets.
 
 import (
@@ -26,8 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 var (

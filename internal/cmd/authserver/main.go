@@ -1,5 +1,5 @@
 // Command authserver runs grantwire's local OAuth 2.0 authorization server (package
-// internal/authserver) for the demo and manual tests: automatic consent, PKCE S256,
+// internal/testworld/authserver) for the demo and manual tests: automatic consent, PKCE S256,
 // refresh-token rotation with reuse detection, userinfo, and the device authorization grant
 // (RFC 8628: the user approves a code on the verification page, /device).
 //
@@ -7,7 +7,7 @@
 //
 //	{"issuer":"http://127.0.0.1:PORT","authorization_url":".../authorize","token_url":".../token","userinfo_url":".../userinfo","device_authorization_url":".../devicecode"}
 //
-// It imports internal/authserver and the standard library only.
+// It imports internal/testworld/authserver and the standard library only.
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 func main() {

@@ -3,7 +3,7 @@ package authserver_test
 import (
 	"fmt"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // A server on 127.0.0.1 with automatic consent, PKCE, rotation and reuse detection.

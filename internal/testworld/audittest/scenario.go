@@ -1,5 +1,5 @@
 // Package audittest runs one fixed sequence of grantwire operations on the in-memory host
-// (hostabi/memhost) that reaches most operations and outcomes, with distinctive secrets
+// (internal/testworld/memhost) that reaches most operations and outcomes, with distinctive secrets
 // planted everywhere a secret can enter. The decision-log, replay and OPA-parity tests
 // share it. It is test support: only _test files import it. It imports the root package,
 // catalog, hostabi, memhost, layout and memshell (which serves the catalog's endpoints).
@@ -14,9 +14,9 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // Start is the simulated clock's start.

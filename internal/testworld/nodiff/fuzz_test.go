@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 var writeSeeds = flag.Bool("write-fuzz-seeds", false, "rewrite the generated seeds of testdata/fuzz/FuzzEngines (files named gen-*)")
@@ -46,7 +46,7 @@ func episodes(ctx context.Context, set *engineSet, seed uint64, perOp int, visit
 // each run, and testdata/fuzz/FuzzEngines: the smallest query per operation and outcome, written by
 // -write-fuzz-seeds, beside what the fuzzer found). Run it with:
 //
-//	go test ./core/internal/nodiff -run '^$' -fuzz FuzzEngines -fuzztime 10m
+//	go test ./internal/testworld/nodiff -run '^$' -fuzz FuzzEngines -fuzztime 10m
 func FuzzEngines(f *testing.F) {
 	ctx := context.Background()
 	sets := engineSets(f)

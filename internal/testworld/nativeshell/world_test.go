@@ -18,7 +18,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/nativeshell"
+	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
 )
 
 // childEnv makes the test binary a child process that tries a lock file and exits 0

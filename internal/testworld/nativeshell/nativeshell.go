@@ -1,7 +1,7 @@
 // Package nativeshell runs the conformance corpus on the OS shell (shells/native): the
 // real Secret Service through go-keyring, real ledger files in a temporary home, real
 // flock locks held by separate shell instances, and the OAuth capability's real code paths
-// — token requests over HTTP to a local authorization server (internal/authserver) on
+// — token requests over HTTP to a local authorization server (internal/testworld/authserver) on
 // 127.0.0.1, each URL passed through the core's transport rule, and authorizations through
 // the real loopback listener, consented by an automatic browser.
 //
@@ -40,7 +40,7 @@
 //     outcomes).
 //
 // It imports conformance, hostabi, core, catalog, agents, shells/native, the root package
-// (for the transport rule), internal/authserver, internal/memshell (the rule saying how a
+// (for the transport rule), internal/testworld/authserver, internal/testworld/memshell (the rule saying how a
 // catalog entry's clients authenticate) and go-keyring; never an engine (tests
 // choose one). Nothing in grantwire's product imports it.
 package nativeshell

@@ -2,7 +2,7 @@
 // the MCP Go SDK (tools "echo" and "whoami") served over streamable HTTP on 127.0.0.1
 // behind the SDK's bearer-token middleware (auth.RequireBearerToken), with its protected
 // resource metadata (RFC 9728) published at the path-aware well-known URL. Tokens are
-// checked by a verifier the test gives (internal/authserver's Verify answers what an
+// checked by a verifier the test gives (internal/testworld/authserver's Verify answers what an
 // introspection endpoint would), including the resource they were issued for (RFC 8707).
 //
 // It imports the MCP Go SDK and the standard library only.

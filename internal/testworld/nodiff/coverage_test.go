@@ -22,7 +22,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 	"github.com/grantwire/grantwire/policy"
 )
 

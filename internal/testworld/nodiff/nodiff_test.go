@@ -14,10 +14,10 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 var (
@@ -131,7 +131,7 @@ func seed(t *testing.T) uint64 {
 	if s == 0 {
 		s = rand.Uint64()
 	}
-	t.Logf("seed %d (reproduce with: go test ./core/internal/nodiff -run %s -args -seed=%d)", s, t.Name(), s)
+	t.Logf("seed %d (reproduce with: go test ./internal/testworld/nodiff -run %s -args -seed=%d)", s, t.Name(), s)
 	return s
 }
 

@@ -1,4 +1,4 @@
-// Package memshell runs the conformance corpus on hostabi/memhost: each scenario gets a
+// Package memshell runs the conformance corpus on internal/testworld/memhost: each scenario gets a
 // fresh in-memory world, and the engine is whatever the test passes in (wasm or rego).
 //
 // It imports conformance, catalog, hostabi, memhost and core; never an engine (tests
@@ -18,7 +18,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 // EngineFactory builds an engine for policy data ({"catalog": ...}).

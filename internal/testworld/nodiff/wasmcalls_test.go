@@ -11,8 +11,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // callCounter counts Wasm function calls by function name.
@@ -40,8 +40,8 @@ func (l countingListener) Abort(context.Context, api.Module, api.FunctionDefinit
 // listener and is not a figure to quote). WASMCALLS_TOP=<scenario> logs that scenario's
 // 40 busiest functions; MOD=<policy.wasm> measures another build of the policy:
 //
-//	go test ./core/internal/nodiff -run '^$' -bench WasmCalls -benchtime 1x
-//	WASMCALLS_TOP=allow go test ./core/internal/nodiff -run '^$' -bench 'WasmCalls/case=allow' -benchtime 1x -v
+//	go test ./internal/testworld/nodiff -run '^$' -bench WasmCalls -benchtime 1x
+//	WASMCALLS_TOP=allow go test ./internal/testworld/nodiff -run '^$' -bench 'WasmCalls/case=allow' -benchtime 1x -v
 func BenchmarkWasmCalls(b *testing.B) {
 	cc := &callCounter{calls: map[string]int{}}
 	ctx := experimental.WithFunctionListenerFactory(context.Background(), experimental.FunctionListenerFactoryFunc(func(d api.FunctionDefinition) experimental.FunctionListener {

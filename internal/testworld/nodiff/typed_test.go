@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // TestTypedDecision: the native engine's Decide, which builds the *core.Decision from the

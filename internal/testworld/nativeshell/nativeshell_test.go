@@ -10,8 +10,8 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/internal/nativeshell"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {
@@ -64,7 +64,7 @@ func TestNativeNative(t *testing.T) {
 // against the local authorization server, the final checks, and the cleanup.
 func BenchmarkScenario(b *testing.B) {
 	if os.Getenv(realKeyringEnv) != "1" {
-		b.Skipf("needs a Secret Service: scripts/with-keyring.sh go test -bench . ./internal/nativeshell")
+		b.Skipf("needs a Secret Service: scripts/with-keyring.sh go test -bench . ./internal/testworld/nativeshell")
 	}
 	c, err := conformance.DefaultCorpus()
 	if err != nil {
@@ -92,6 +92,6 @@ func BenchmarkScenario(b *testing.B) {
 	}
 }
 
-func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./internal/nativeshell") }
+func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./internal/testworld/nativeshell") }
 
 const realKeyringEnv = testenv.RealKeyringEnv

@@ -19,8 +19,8 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 type benchSet struct {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 const verifier = "dBjftJeZ4CVP-mJ92K9ZmZ7Nsp9sFgFNrMf7ubFzbGk1Q9TfM"
