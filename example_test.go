@@ -16,6 +16,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/shells/native"
@@ -58,7 +59,7 @@ func example() (*grantwire.Client, *memhost.World) {
 // itself in the callback (RFC 9207), and grantwire checks that it does.
 func consent(w *memhost.World) {
 	iss := "https://accounts.google.com"
-	w.Server.ScriptAuthorize("google", memhost.AuthorizeAnswer{Status: "ok", Iss: &iss})
+	w.Server.ScriptAuthorize("google", authserver.Authorization{Status: "ok", Iss: &iss})
 }
 
 // connected returns a client with google configured, connected and granted to
@@ -471,7 +472,7 @@ func ExampleClient_Disconnect() {
 func ExampleClient_ImportForwarded() {
 	ctx := context.Background()
 	c, w := example()
-	w.Server.Issue("google", "forwarded-refresh-token")
+	w.Server.IssueToken("google", "forwarded-refresh-token", nil)
 	s, err := c.ImportForwarded(ctx, grantwire.Forwarded{
 		Provider: "google", ClientID: "host-app-client", ClientSecret: "host-app-secret",
 		RefreshToken: "forwarded-refresh-token", Scopes: []string{gmail},

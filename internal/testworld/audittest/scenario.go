@@ -15,6 +15,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
@@ -102,7 +103,7 @@ func Steps() []Step {
 		}},
 		{"connect google", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
 			google, _ := catalog.Default().Entry("google")
-			w.Server.ScriptAuthorize("google", memhost.AuthorizeAnswer{Status: "ok", Iss: &google.Issuer,
+			w.Server.ScriptAuthorize("google", authserver.Authorization{Status: "ok", Iss: &google.Issuer,
 				AccessToken: AccessToken, RefreshToken: RefreshToken, ExpiresIn: 3600,
 				Scopes: []string{Gmail}, Account: "user@example.com"})
 			_, err := c.Connect(ctx, "google", []string{Gmail}, nil)
@@ -120,7 +121,7 @@ func Steps() []Step {
 		}},
 		{"token, expired: refresh with rotation", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
 			w.Advance(4 * time.Minute)
-			w.Server.Script("google", memhost.TokenAnswer{Status: 200, AccessToken: AccessToken2, RefreshToken: RefreshToken2, ExpiresIn: 3600})
+			w.Server.ScriptRefresh("google", authserver.Answer{Status: 200, AccessToken: AccessToken2, RefreshToken: RefreshToken2, ExpiresIn: 3600})
 			return tok("google", Gmail)(ctx, c, w)
 		}},
 		{"grant microsoft", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {

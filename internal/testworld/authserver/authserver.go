@@ -60,8 +60,13 @@ type Config struct {
 	// SequentialNames names issued access and refresh tokens access-<provider>-NNNN and
 	// refresh-<provider>-NNNN (access-NNNN, refresh-NNNN at the root endpoints) with one
 	// counter from 0001, the access token before the refresh token of one answer: the
-	// conformance corpus's names. Codes stay random.
+	// conformance corpus's names. Codes count on a counter of their own:
+	// code-<provider>-NNNN, device codes device-<provider>-NNNN shown as CODE-NNNN. Every
+	// name is then deterministic, so that two runs of a scenario ask the same questions.
 	SequentialNames bool
+	// DeviceApprove: the user of a device code nothing scripted approves it at the first
+	// poll (default: the verification page, Approve or Deny decides).
+	DeviceApprove bool
 	// Issuer, when set, is sent as the iss parameter of every authorization response
 	// (RFC 9207); Issuers sets it per provider (ProviderURL), overriding it.
 	Issuer  string
@@ -184,24 +189,30 @@ type access struct {
 
 // Server is a running authorization server.
 type Server struct {
-	mu       sync.Mutex
-	cfg      Config
-	codes    map[string]*code
-	refresh  map[string]*refresh
-	access   map[string]*access
-	revoked  map[int]bool
-	families int
-	script   []Failure
-	stats    Stats
-	issued   int                  // the SequentialNames counter
-	answers  map[string][]Answer  // provider → scripted refresh answers
-	consents map[string][]Consent // provider → scripted consents
+	mu          sync.Mutex
+	cfg         Config
+	codes       map[string]*code
+	refresh     map[string]*refresh
+	access      map[string]*access
+	revoked     map[int]bool
+	families    int
+	script      []Failure
+	stats       Stats
+	issued      int                  // the SequentialNames counter
+	codesIssued int                  // the SequentialNames counter of codes
+	answers     map[string][]Answer  // provider → scripted refresh answers
+	consents    map[string][]Consent // provider → scripted consents
 	// device.go
 	devices     map[string]*deviceCode
 	deviceUsers map[string][]DeviceUser // provider → scripted device users
 	revokes     map[string][]Answer     // provider → scripted revocation answers
 	authSeen    []string                // how each token request authenticated
 	clients     map[string]*registered  // remote MCP: registered clients (mcp.go)
+	// world.go: the catalog's endpoints played, the scripted outcomes of authorizations,
+	// and whether nobody reads a provider's latest device code.
+	routes         []route
+	authorizations map[string][]Authorization
+	away           map[string]bool
 
 	ln   net.Listener
 	srv  *http.Server
@@ -231,7 +242,8 @@ func New(cfg Config) *Server {
 	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
 		consents: map[string][]Consent{}, revokes: map[string][]Answer{}, clients: map[string]*registered{},
-		devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{}}
+		devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{},
+		authorizations: map[string][]Authorization{}, away: map[string]bool{}}
 }
 
 // Start listens on addr ("" means 127.0.0.1:0) and serves until Close. Only loopback
@@ -335,15 +347,19 @@ func (s *Server) LiveRefreshTokens() int {
 	return n
 }
 
-// token names a new token of kind "at", "rt" or "code" for a provider.
+// token names a new token of kind "at", "rt", "code" or "device" (a device code) for a
+// provider, or "client" or "secret" (a registered client's id and secret).
 func (s *Server) token(kind, provider string) string {
-	if s.cfg.SequentialNames && kind != "code" && kind != "device" {
-		s.issued++
-		name := map[string]string{"at": "access", "rt": "refresh"}[kind]
+	if name, ok := map[string]string{"at": "access", "rt": "refresh", "code": "code", "device": "device"}[kind]; ok && s.cfg.SequentialNames {
+		n := &s.issued
+		if kind == "code" || kind == "device" {
+			n = &s.codesIssued
+		}
+		*n++
 		if provider != "" {
 			name += "-" + provider
 		}
-		return fmt.Sprintf("%s-%04d", name, s.issued)
+		return fmt.Sprintf("%s-%04d", name, *n)
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -360,15 +376,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) { s.tokenEndpoint(w, r, "") })
 	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) { s.userinfo(w, r, "") })
 	mux.HandleFunc("/revoke", func(w http.ResponseWriter, r *http.Request) { s.revoke(w, r, "") })
-	mux.HandleFunc("/devicecode", func(w http.ResponseWriter, r *http.Request) { s.deviceAuthorization(w, r, "") })
+	mux.HandleFunc("/devicecode", func(w http.ResponseWriter, r *http.Request) { s.deviceAuthorization(w, r, "", "") })
 	mux.HandleFunc("/device", s.verification)
 	mux.HandleFunc("/p/", s.providerEndpoint)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", s.serveMetadata)
 	mux.HandleFunc("/register", s.register)
+	mux.HandleFunc("/url/", s.catalogEndpoint)
 	return mux
 }
 
-const pageBadRequest = "<!doctype html><title>authserver</title><p>Invalid authorization request.</p>\n"
+const (
+	pageBadRequest = "<!doctype html><title>authserver</title><p>Invalid authorization request.</p>\n"
+	pageSignIn     = "<!doctype html><title>authserver</title><p>Sign in.</p>\n"
+)
 
 func isLoopbackRedirect(raw string) bool {
 	u, err := url.Parse(raw)
@@ -404,6 +424,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 	var consent *Consent
 	if cq := s.consents[provider]; len(cq) > 0 {
 		consent, s.consents[provider] = &cq[0], cq[1:]
+	} else if a, ok := s.nextAuthorization(provider); ok {
+		c := a.consent()
+		consent = &c
+	}
+	if consent != nil && consent.Abandon {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(pageSignIn))
+		return
 	}
 	switch {
 	case consent != nil && consent.NoIss:
@@ -509,10 +538,15 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	var answer *Answer
 	if aq := s.answers[provider]; !scripted && grant == "refresh_token" && len(aq) > 0 {
 		answer, s.answers[provider] = &aq[0], aq[1:]
+		if rt := answer.RefreshToken; rt != "" && answer.Status < 300 && !answer.Drop && !answer.Hold {
+			// The token a scripted answer issues is valid afterwards, in a family of its own.
+			s.families++
+			s.refresh[rt] = &refresh{family: s.families, live: true, provider: provider}
+		}
 	}
 	s.mu.Unlock()
 	if answer != nil {
-		s.answer(w, *answer)
+		s.answer(w, r, *answer)
 		return
 	}
 	if scripted && f.Delay > 0 {
@@ -559,7 +593,11 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 	case "refresh_token":
 		s.refreshGrant(w, r, provider)
 	case DeviceGrant:
-		s.devicePoll(w, r, id, provider)
+		if s.devicePoll(w, r, id, provider) {
+			s.mu.Unlock()
+			<-r.Context().Done() // no answer in time: the client gives up
+			s.mu.Lock()
+		}
 	default:
 		s.oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 	}
@@ -667,7 +705,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request, clientID, prov
 		s.stats.CodeExchanges++
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("<!doctype html><title>authserver</title><p>Sign in.</p>\n"))
+		_, _ = w.Write([]byte(pageSignIn))
 		return
 	}
 	s.families++
@@ -793,7 +831,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, provider string)
 	}
 	if scripted != nil {
 		s.mu.Unlock()
-		s.answer(w, *scripted)
+		s.answer(w, r, *scripted)
 		return
 	}
 	defer s.mu.Unlock()

@@ -3,6 +3,7 @@ package authserver
 import (
 	"crypto/rand"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -136,8 +137,9 @@ func randomUserCode() string {
 	return string(out)
 }
 
-// deviceAuthorization issues a device code (RFC 8628 §3.1-3.2).
-func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, provider string) {
+// deviceAuthorization issues a device code (RFC 8628 §3.1-3.2); its verification page is
+// verify ("": the page beside this endpoint, on the address the client used).
+func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, provider, verify string) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -158,10 +160,15 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, pro
 		return
 	}
 	var user DeviceUser
-	scripted := false
+	scripted, away := false, false
 	if q := s.deviceUsers[provider]; len(q) > 0 {
 		user, s.deviceUsers[provider], scripted = q[0], q[1:], true
+	} else if a, ok := s.nextAuthorization(provider); ok {
+		user, scripted, away = a.deviceUser(), true, a.Status == "interactive_required"
+	} else if s.cfg.DeviceApprove {
+		user, scripted = DeviceUser{Decision: DeviceApprove}, true
 	}
+	s.away[provider] = away
 	if user.Error != "" {
 		status := user.Status
 		if status == 0 {
@@ -179,6 +186,9 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, pro
 	}
 	code := s.token("device", provider)
 	userCode := randomUserCode()
+	if s.cfg.SequentialNames {
+		userCode = fmt.Sprintf("CODE-%04d", s.codesIssued)
+	}
 	for s.byUserCode(userCode) != nil {
 		userCode = randomUserCode()
 	}
@@ -190,8 +200,9 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, pro
 		expires: s.cfg.Now().Add(time.Duration(expiresIn) * time.Second), interval: time.Duration(interval) * time.Second,
 		user: user, scripted: scripted}
 	s.stats.DeviceCodes++
-	// The verification page sits beside this endpoint, on the address the client used.
-	verify := "http://" + r.Host + strings.TrimSuffix(r.URL.Path, "/devicecode") + "/device"
+	if verify == "" {
+		verify = "http://" + r.Host + strings.TrimSuffix(r.URL.Path, "/devicecode") + "/device"
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"device_code": code, "user_code": userCode, "verification_uri": verify,
 		"verification_uri_complete": verify + "?user_code=" + userCode,
@@ -247,18 +258,19 @@ func (s *Server) denies() bool {
 }
 
 // devicePoll answers a device access token request (RFC 8628 §3.4-3.5); s.mu is held and
-// the client is authenticated.
-func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, provider string) {
+// the client is authenticated. It answers nothing and reports hold when the scripted user
+// says the poll gets no answer in time ("timeout").
+func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, provider string) (hold bool) {
 	s.stats.DevicePolls++
 	d, ok := s.devices[r.PostForm.Get("device_code")]
 	now := s.cfg.Now()
 	switch {
 	case !ok || d.provider != provider || d.clientID != clientID || d.used:
 		s.oauthError(w, http.StatusBadRequest, "invalid_grant")
-		return
+		return false
 	case !now.Before(d.expires):
 		s.oauthError(w, http.StatusBadRequest, "expired_token")
-		return
+		return false
 	}
 	if !d.lastPoll.IsZero() && now.Sub(d.lastPoll) < d.interval*9/10 {
 		s.stats.TooFast++
@@ -268,11 +280,14 @@ func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, pr
 	if d.polls < len(u.Polls) {
 		p := u.Polls[d.polls]
 		d.polls++
-		if p == "slow_down" {
+		switch p {
+		case "timeout":
+			return true
+		case "slow_down":
 			d.interval += 5 * time.Second
 		}
 		s.oauthError(w, http.StatusBadRequest, p)
-		return
+		return false
 	}
 	d.polls++
 	decision := d.decision
@@ -288,14 +303,14 @@ func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, pr
 	switch decision {
 	case "":
 		s.oauthError(w, http.StatusBadRequest, "authorization_pending")
-		return
+		return false
 	case DeviceDeny:
 		code := "access_denied"
 		if u.Decision == DeviceDeny && u.Consent.Error != "" {
 			code = u.Consent.Error
 		}
 		s.oauthError(w, http.StatusBadRequest, code)
-		return
+		return false
 	}
 	d.used = true
 	if cs := u.Consent; cs.Error != "" {
@@ -304,7 +319,7 @@ func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, pr
 			status = http.StatusBadRequest
 		}
 		s.oauthError(w, status, cs.Error)
-		return
+		return false
 	}
 	s.families++
 	m := mint{family: s.families, scopes: d.scopes, provider: provider, account: s.cfg.Account, refresh: true,
@@ -316,4 +331,5 @@ func (s *Server) devicePoll(w http.ResponseWriter, r *http.Request, clientID, pr
 	m.consent(cs)
 	s.stats.DeviceExchanges++
 	writeJSON(w, http.StatusOK, s.issue(m))
+	return false
 }

@@ -35,7 +35,7 @@ func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
 	case "revoke":
 		s.revoke(w, r, provider)
 	case "devicecode":
-		s.deviceAuthorization(w, r, provider)
+		s.deviceAuthorization(w, r, provider, "")
 	case "device":
 		s.verification(w, r)
 	default:
@@ -54,8 +54,9 @@ func (s *Server) IssueToken(provider, refreshToken string, scopes []string) {
 }
 
 // Answer scripts the whole answer to one upcoming refresh_token request of a provider. It
-// is sent as it is: what was presented is not checked and no state changes. A Failure
-// queued with Script for the same request is answered first.
+// is sent as it is: what was presented is not checked, and the only state it changes is
+// that the refresh token it names is valid afterwards. A Failure queued with Script for
+// the same request is answered first.
 type Answer struct {
 	// Status is the HTTP status (default 200, or 400 with an Error).
 	Status int
@@ -69,12 +70,18 @@ type Answer struct {
 	// Scope, when set, is the answer's scope member.
 	Scope *string
 	// NotJSON answers an HTML page with the status; Drop closes the connection without
-	// an answer (Status is then ignored).
+	// an answer, and Hold answers nothing until the client gives up (Status is then
+	// ignored).
 	NotJSON bool
 	Drop    bool
+	Hold    bool
 	// During, when set, runs while the request is in flight, before the answer is
 	// written (outside the server's lock): another process acts meanwhile.
 	During func()
+	// DuringID, when set, is sent back in the Grantwire-During header: a runner on the
+	// other side of the HTTP connection acts then, before it hands the answer on (see
+	// Script).
+	DuringID string
 }
 
 // ScriptRefresh queues answers for a provider's next refresh_token requests, in order.
@@ -84,9 +91,12 @@ func (s *Server) ScriptRefresh(provider string, a ...Answer) {
 	s.answers[provider] = append(s.answers[provider], a...)
 }
 
-func (s *Server) answer(w http.ResponseWriter, a Answer) {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, a Answer) {
 	if a.During != nil {
 		a.During()
+	}
+	if a.DuringID != "" {
+		w.Header().Set(DuringHeader, a.DuringID)
 	}
 	status := a.Status
 	if status == 0 {
@@ -96,6 +106,9 @@ func (s *Server) answer(w http.ResponseWriter, a Answer) {
 		}
 	}
 	switch {
+	case a.Hold:
+		<-r.Context().Done()
+		return
 	case a.Drop:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -107,7 +120,7 @@ func (s *Server) answer(w http.ResponseWriter, a Answer) {
 	case a.NotJSON:
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
-		_, _ = w.Write([]byte("<!doctype html><title>authserver</title><p>Sign in.</p>\n"))
+		_, _ = w.Write([]byte(pageSignIn))
 		return
 	case a.Error != "":
 		s.mu.Lock()
@@ -160,6 +173,9 @@ type Consent struct {
 	NoRefresh bool
 	// NotJSON: the code exchange answers 200 with a page that is not JSON.
 	NotJSON bool
+	// Abandon: the user never finishes; the authorization endpoint shows its page and
+	// redirects nowhere.
+	Abandon bool
 }
 
 // ScriptConsent queues outcomes for a provider's next authorizations, in order.

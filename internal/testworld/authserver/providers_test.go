@@ -95,7 +95,7 @@ func TestScriptedRefreshAnswers(t *testing.T) {
 	require.Equal(t, answer{Status: 503, Error: "temporarily_unavailable"}, refreshAt(t, s, "google", "rt-1"))
 	require.Equal(t, answer{Status: 400, Error: "invalid_grant"}, refreshAt(t, s, "google", "rt-1"))
 	require.Equal(t, answer{Status: 200, TokenType: "Bearer"}, refreshAt(t, s, "google", "rt-1"), "a 200 without tokens, as scripted")
-	require.False(t, s.Live("rt-scripted"), "scripted answers change no state")
+	require.True(t, s.Live("rt-scripted"), "the refresh token a scripted answer issues is valid afterwards")
 	require.True(t, s.Live("rt-1"))
 	a := refreshAt(t, s, "google", "rt-1")
 	require.Equal(t, "access-google-0001", a.AccessToken, "scripted answers consume no names")

@@ -1,14 +1,15 @@
 // Package memhost is the in-memory reference world: every capability of hostabi held in
 // memory, deterministic and controllable from outside — a simulated clock, seeded entropy,
 // files under a simulated home, lock holders settable from outside, failure injection on
-// the keyring, an event log, and a scripted authorization server reached through HTTP
-// (token, userinfo and revocation endpoints at the catalog's URLs) with a simulated user
-// at the loopback redirect (PKCE S256 checked, codes single use, refresh tokens rotated
-// with reuse detection) and, for the device authorization grant, a device endpoint whose
-// user approves, denies, lets the code expire or answers slow_down as scripted.
+// the keyring, an event log, and the test worlds' one authorization server
+// (internal/testworld/authserver, as NewWorld makes it) answering the HTTP capability in
+// process at the catalog's URLs, with a simulated user at the browser (who follows the
+// authorization to its redirect to the loopback) and at the device prompt. The server is
+// scripted through World.Server.
 //
 // It exists for deterministic conformance runs and interleaving tests; the same corpus also
-// runs on the OS shell (shells/native). It imports hostabi and the standard library only.
+// runs on the OS shell (shells/native). It imports hostabi, the authorization server and
+// the standard library only.
 package memhost
 
 import (
@@ -18,12 +19,17 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // Home is the simulated home directory; files are named relative to it.
@@ -44,7 +50,11 @@ type World struct {
 	env      map[string]string
 	failures []Failure
 	prompts  []hostabi.DevicePrompt
-	Server   *Server
+	// Server is the world's authorization server: every request of the HTTP capability
+	// reaches it at authserver.CatalogPath of its URL (ServeProviders says which URLs it
+	// answers; any other is refused).
+	Server  *authserver.Server
+	handler http.Handler // the server's
 }
 
 // Failure makes one keyring operation fail: the first matching Op ("get", "set",
@@ -57,8 +67,7 @@ type Failure struct {
 }
 
 // New returns an empty world whose clock reads start and whose entropy is seeded. Its
-// authorization server serves the endpoints of catalog (id → entry as JSON-decoded maps
-// with authorization_url, token_url, userinfo_url, revocation_url, tenant).
+// authorization server plays no provider until told which (Server.ServeProviders).
 func New(start time.Time, seed uint64) *World {
 	w := &World{
 		keyring: map[string]string{}, files: map[string][]byte{}, versions: map[string]int{},
@@ -70,7 +79,8 @@ func New(start time.Time, seed uint64) *World {
 	}
 	w.rng = rand.NewChaCha8(s)
 	w.cond = sync.NewCond(&w.mu)
-	w.Server = newServer(w)
+	w.Server = authserver.NewWorld(clock{w}.Now)
+	w.handler = w.Server.Handler()
 	return w
 }
 
@@ -78,7 +88,7 @@ func New(start time.Time, seed uint64) *World {
 func (w *World) Capabilities(service string) hostabi.Capabilities {
 	return hostabi.Capabilities{
 		Keyring: keyring{w}, Files: files{w}, Locks: locks{w}, Clock: clock{w},
-		Entropy: entropy{w}, Events: events{w}, Loopback: loopback{w}, Prompt: prompter{w}, HTTP: w.Server,
+		Entropy: entropy{w}, Events: events{w}, Loopback: loopback{w}, Prompt: prompter{w}, HTTP: transport{w},
 		Getenv:  func(k string) string { w.mu.Lock(); defer w.mu.Unlock(); return w.env[k] },
 		Service: service,
 	}
@@ -358,30 +368,57 @@ func (e events) Emit(ev hostabi.Event) {
 	e.w.events = append(e.w.events, ev)
 }
 
-// loopback is the simulated user at the browser: it answers the authorization the
-// server's script says (consent by default). In paste mode the user pastes the redirect
-// the browser ended on, which carries the same parameters.
+// loopback is the simulated user at the browser, who does what the server's script says
+// (consent by default): no browser here, nobody answering, or the browser following the
+// authorization up to its redirect to the loopback, whose parameters are the callback's.
+// In paste mode the user pastes that redirect, which carries the same parameters.
 type loopback struct{ w *World }
 
 func (l loopback) Open(_ context.Context, connector, _ string) (hostabi.Callback, error) {
-	if l.w.Server.unavailable(connector) {
+	switch l.w.Server.Browser(connector) {
+	case "interactive_required":
 		return nil, fmt.Errorf("memhost: no browser: %w", hostabi.ErrUnavailable)
+	case "timeout":
+		return &callback{w: l.w, nobody: true}, nil
 	}
 	return &callback{w: l.w}, nil
 }
 
-type callback struct{ w *World }
+type callback struct {
+	w      *World
+	nobody bool // nobody will answer
+}
 
-func (c *callback) RedirectURI() string { return "http://127.0.0.1:49152/callback" }
+// redirectURI is the loopback address of every callback.
+const redirectURI = "http://127.0.0.1:49152/callback"
+
+func (c *callback) RedirectURI() string { return redirectURI }
 func (c *callback) Close() error        { return nil }
 
 func (c *callback) Wait(ctx context.Context, a hostabi.Authorization) (map[string]string, error) {
-	params, err := c.w.Server.authorize(a.Connector, a.URL, c.RedirectURI())
-	if err != nil {
-		return nil, err
-	}
-	if params == nil {
+	if c.nobody {
 		return nil, context.DeadlineExceeded
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("memhost: the authorization URL: %w", err)
+	}
+	resp, err := transport{c.w}.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("memhost: the browser: %w", err)
+	}
+	_ = resp.Body.Close()
+	back, ok := strings.CutPrefix(resp.Header.Get("Location"), redirectURI+"?")
+	if resp.StatusCode != http.StatusFound || !ok {
+		return nil, context.DeadlineExceeded // the user never came back
+	}
+	q, err := url.ParseQuery(back)
+	if err != nil {
+		return nil, fmt.Errorf("memhost: the redirect: %w", err)
+	}
+	params := map[string]string{}
+	for k := range q {
+		params[k] = q.Get(k)
 	}
 	if params["state"] != a.State {
 		return nil, errors.New("memhost: the callback's state does not match")
@@ -398,7 +435,7 @@ func (p prompter) Show(_ context.Context, d hostabi.DevicePrompt) error {
 	p.w.mu.Lock()
 	p.w.prompts = append(p.w.prompts, d)
 	p.w.mu.Unlock()
-	if p.w.Server.deviceUnattended(d.Connector) {
+	if p.w.Server.Unattended(d.Connector) {
 		return fmt.Errorf("memhost: nobody to show the code to: %w", hostabi.ErrUnavailable)
 	}
 	return nil
@@ -411,6 +448,35 @@ func (w *World) Prompts() []hostabi.DevicePrompt {
 	return append([]hostabi.DevicePrompt(nil), w.prompts...)
 }
 
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+// transport is the world's HTTP capability: each request is answered in process by the
+// authorization server at authserver.CatalogPath of its URL; a URL it does not answer
+// is refused, as a host with nobody listening refuses.
+type transport struct{ w *World }
+
+func (t transport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
+	if !t.w.Server.Routes(req.URL.String()) {
+		return nil, &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: syscall.ECONNREFUSED}
+	}
+	in := req.Clone(req.Context())
+	in.URL, err = url.Parse(authserver.CatalogPath(req.URL))
+	if err != nil {
+		return nil, err
+	}
+	in.RequestURI, in.Host, in.RemoteAddr = in.URL.RequestURI(), "memhost", "127.0.0.1:49153"
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	defer func() {
+		if r := recover(); r != nil {
+			if r != http.ErrAbortHandler {
+				panic(r)
+			}
+			resp, err = nil, errors.New("memhost: the server closed the connection without an answer")
+		}
+	}()
+	t.w.handler.ServeHTTP(rec, in)
+	resp = rec.Result()
+	resp.Request = req
+	return resp, nil
 }

@@ -1,8 +1,10 @@
-// Package memshell runs the conformance corpus on internal/testworld/memhost: each scenario gets a
-// fresh in-memory world, and the engine is whatever the test passes in (wasm or rego).
+// Package memshell runs the conformance corpus on internal/testworld/memhost: each
+// scenario gets a fresh in-memory world, and the engine is whatever the test passes in
+// (wasm or rego). Its TokenServer scripts the test worlds' one authorization server with
+// the corpus's token_server, for this shell and the OS shell's alike.
 //
-// It imports conformance, catalog, hostabi, memhost and core; never an engine (tests
-// choose one).
+// It imports conformance, catalog, hostabi, memhost, authserver and core; never an engine
+// (tests choose one).
 package memshell
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
@@ -73,9 +76,7 @@ func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setu
 	Serve(w, setup.Catalog)
 	caps := w.Capabilities("")
 	caps.Entropy = &Entropy{}
-	mw := &World{W: w, caps: caps, during: map[string][]func(){}}
-	w.Server.BeforeRefresh = mw.beforeRefresh
-	return mw, nil
+	return &World{W: w, caps: caps}, nil
 }
 
 // Entropy is the test worlds' random source: SHA-256("grantwire test entropy <n>") for n =
@@ -102,55 +103,25 @@ func (e *Entropy) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Serve makes a world's authorization server answer the endpoints of every OAuth provider
-// of a catalog.
-func Serve(w *memhost.World, cat *catalog.Catalog) {
+// Serve makes a world's authorization server play every OAuth provider of a catalog at
+// the catalog's URLs.
+func Serve(w *memhost.World, cat *catalog.Catalog) { w.Server.ServeProviders(Providers(cat)) }
+
+// Providers are a catalog's entries as the authorization server plays them.
+func Providers(cat *catalog.Catalog) map[string]authserver.Provider {
+	out := map[string]authserver.Provider{}
 	for _, e := range cat.Entries() {
-		if e.Type != catalog.TypeOAuth {
-			continue
-		}
-		w.Server.Serve(e.ID, map[string]string{
-			"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
-			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer,
-			"device_authorization_url": e.DeviceAuthorizationURL,
-		})
-		w.Server.ClientAuth(e.ID, ClientAuthMethod(e), e.ClientSecretRequired)
+		out[e.ID] = authserver.Provider{Type: e.Type, AuthorizationURL: e.AuthorizationURL, TokenURL: e.TokenURL,
+			UserinfoURL: e.UserinfoURL, RevocationURL: e.RevocationURL, DeviceAuthorizationURL: e.DeviceAuthorizationURL,
+			Issuer: e.Issuer, TokenEndpointAuthMethod: e.TokenEndpointAuthMethod, ClientSecretRequired: e.ClientSecretRequired}
 	}
-}
-
-// ClientAuthMethod is how a catalog entry's clients are registered to authenticate at the
-// provider: its token_endpoint_auth_method, client_secret_basic when it requires a secret,
-// else "" (RFC 8414's default: HTTP Basic for a client with a secret, none without).
-func ClientAuthMethod(e catalog.Entry) string {
-	switch {
-	case e.TokenEndpointAuthMethod != "":
-		return e.TokenEndpointAuthMethod
-	case e.ClientSecretRequired:
-		return "client_secret_basic"
-	}
-	return ""
-}
-
-func (w *World) beforeRefresh(provider string) {
-	w.mu.Lock()
-	q := w.during[provider]
-	var f func()
-	if len(q) > 0 {
-		f, w.during[provider] = q[0], q[1:]
-	}
-	w.mu.Unlock()
-	if f != nil {
-		f()
-	}
+	return out
 }
 
 // World is a memhost world seen through conformance.World.
 type World struct {
 	W    *memhost.World
 	caps hostabi.Capabilities
-
-	mu     sync.Mutex
-	during map[string][]func() // per provider, aligned with the scripted refresh answers
 }
 
 // Capabilities implements conformance.World.
@@ -180,7 +151,7 @@ func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
 }
 
 // TokenServer implements conformance.World.
-func (w *World) TokenServer() conformance.TokenServer { return tokenServer{w} }
+func (w *World) TokenServer() conformance.TokenServer { return TokenServer(w.W.Server, nil) }
 
 // Events implements conformance.World.
 func (w *World) Events() []hostabi.Event { return w.W.Events() }
@@ -199,55 +170,74 @@ func (w *World) KeyringUsers(service string) []string {
 	return out
 }
 
-type tokenServer struct{ w *World }
+// TokenServer is the conformance.TokenServer of a world whose authorization server is s:
+// each call loads a piece of the scenario's script (authserver.Script). wrap, when set,
+// wraps every action done while a refresh is in flight (a world orders it after the
+// request); the OS shell's runner shares it.
+func TokenServer(s *authserver.Server, wrap func(during func()) func()) conformance.TokenServer {
+	return tokenServer{s, wrap}
+}
+
+type tokenServer struct {
+	s    *authserver.Server
+	wrap func(func()) func()
+}
+
+func (t tokenServer) load(sc authserver.Script) {
+	if err := t.s.Load(sc); err != nil {
+		panic(err) // the corpus's schema admits no script the server refuses
+	}
+}
 
 func (t tokenServer) Configure(rotate bool, expiresIn int64) {
-	t.w.W.Server.Configure(rotate, expiresIn)
-}
-func (t tokenServer) Issue(p, rt string) { t.w.W.Server.Issue(p, rt) }
-func (t tokenServer) Requests() int      { return t.w.W.Server.RequestCount() }
-func (t tokenServer) Exchanges() int     { return t.w.W.Server.Exchanges() }
-func (t tokenServer) Revocations() int   { return t.w.W.Server.Revocations() }
-func (t tokenServer) Revoked() int       { return len(t.w.W.Server.Revoked()) }
-func (t tokenServer) ClientAuth() []string {
-	return t.w.W.Server.AuthSeen()
+	t.load(authserver.Script{Rotate: &rotate, ExpiresIn: expiresIn})
 }
 
-func (t tokenServer) RequireClientAuth(p, method string, secretRequired bool) {
-	t.w.W.Server.ClientAuth(p, method, secretRequired)
-}
-
-func (t tokenServer) ScriptRevoke(p string, r conformance.TokenResponse) {
-	t.w.W.Server.ScriptRevoke(p, memhost.RevokeAnswer{Status: r.Status, Error: r.Error})
-}
-
-func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
-	t.w.W.Server.ScriptAuthorize(p, AuthorizeAnswer(r))
+func (t tokenServer) Issue(p, rt string) {
+	t.load(authserver.Script{Issued: map[string][]string{p: {rt}}})
 }
 
 func (t tokenServer) ScriptRefresh(p string, r conformance.TokenResponse, during func()) {
-	if during == nil {
-		during = func() {}
+	reply := Reply(r)
+	if during != nil && t.wrap != nil {
+		during = t.wrap(during)
 	}
-	t.w.mu.Lock()
-	t.w.during[p] = append(t.w.during[p], during)
-	t.w.mu.Unlock()
-	t.w.W.Server.Script(p, TokenAnswer(r))
+	reply.Do = during
+	t.load(authserver.Script{Refresh: map[string][]authserver.Reply{p: {reply}}})
 }
 
-// TokenAnswer converts a scripted refresh answer of the corpus to memhost's.
-func TokenAnswer(r conformance.TokenResponse) memhost.TokenAnswer {
-	return memhost.TokenAnswer{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken,
-		RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON}
+func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
+	t.load(authserver.Script{Authorize: map[string][]authserver.Authorization{p: {Authorization(r)}}})
 }
 
-// AuthorizeAnswer converts a scripted authorization outcome of the corpus to memhost's.
-func AuthorizeAnswer(r conformance.AuthorizeResult) memhost.AuthorizeAnswer {
-	a := memhost.AuthorizeAnswer{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
-		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn,
-		Scopes: r.Scopes, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON, Polls: r.Polls}
+func (t tokenServer) ScriptRevoke(p string, r conformance.TokenResponse) {
+	t.load(authserver.Script{Revoke: map[string][]authserver.Reply{p: {Reply(r)}}})
+}
+
+func (t tokenServer) RequireClientAuth(p, method string, _ bool) {
+	t.load(authserver.Script{ClientAuth: map[string]string{p: method}})
+}
+
+func (t tokenServer) Requests() int        { return authserver.CountersOf(t.s).Requests }
+func (t tokenServer) Exchanges() int       { return authserver.CountersOf(t.s).Exchanges }
+func (t tokenServer) Revocations() int     { return authserver.CountersOf(t.s).Revocations }
+func (t tokenServer) Revoked() int         { return authserver.CountersOf(t.s).Revoked }
+func (t tokenServer) ClientAuth() []string { return authserver.CountersOf(t.s).ClientAuth }
+
+// Reply converts a scripted answer of the corpus to the authorization server's.
+func Reply(r conformance.TokenResponse) authserver.Reply {
+	return authserver.Reply{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
+		ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON}
+}
+
+// Authorization converts a scripted authorization outcome of the corpus to the
+// authorization server's.
+func Authorization(r conformance.AuthorizeResult) authserver.Authorization {
+	a := authserver.Authorization{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
+		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Scopes: r.Scopes,
+		Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON, Polls: r.Polls}
 	if d := r.Device; d != nil {
-		a.Device = &memhost.DeviceAnswer{ExpiresIn: d.ExpiresIn, Interval: d.Interval, Error: d.Error, HTTPStatus: d.HTTPStatus}
+		a.Device = &authserver.DeviceAnswer{ExpiresIn: d.ExpiresIn, Interval: d.Interval, Error: d.Error, HTTPStatus: d.HTTPStatus}
 	}
 	return a
 }

@@ -20,13 +20,16 @@
 //   - Agents are written to the home's agents.json and read by the real registry (package
 //     agents) of each process; the environment, the clock (simulated: the corpus is
 //     deterministic in time) and the entropy (seeded) are the shell's options.
-//   - The token server is one authserver per world, played by every provider of the
-//     catalog under its own path; the catalog's OAuth endpoints (engine data and the
-//     shells' catalog alike) point there. Refresh scripts are whole HTTP answers, a
-//     scripted "during" runs while the request is in flight; scripted authorizations are
-//     what the automatic browser's user decides (interactive_required: no browser opens).
-//     Each provider names itself with the catalog's issuer (RFC 9207) and checks how its
-//     clients authenticate at the token and revocation endpoints, as memhost does.
+//   - The token server is the test worlds' one authorization server
+//     (internal/testworld/authserver, as authserver.NewWorld makes it), one per world,
+//     played by every provider of the catalog under its own path; the catalog's OAuth
+//     endpoints (engine data and the shells' catalog alike) point there. It follows the
+//     scenario's script as on memhost (memshell.TokenServer): a scripted "during" runs
+//     while the request is in flight, scripted authorizations are what the user decides
+//     at the authorization endpoint the automatic browser opens (interactive_required: no
+//     browser opens; timeout: nobody comes back) and at the device prompt. Each provider
+//     names itself with the catalog's issuer (RFC 9207) and checks how its clients
+//     authenticate at the token and revocation endpoints, as on memhost.
 //
 // # What differs from memhost, and why
 //
@@ -40,9 +43,9 @@
 //     outcomes).
 //
 // It imports conformance, hostabi, core, catalog, agents, shells/native, the root package
-// (for the transport rule), internal/testworld/authserver, internal/testworld/memshell (the rule saying how a
-// catalog entry's clients authenticate) and go-keyring; never an engine (tests
-// choose one). Nothing in grantwire's product imports it.
+// (for the transport rule), internal/testworld/authserver, internal/testworld/memshell
+// (the catalog as the server plays it, the corpus's script) and go-keyring; never an
+// engine (tests choose one). Nothing in grantwire's product imports it.
 package nativeshell
 
 import (

@@ -92,6 +92,9 @@ func BenchmarkScenario(b *testing.B) {
 	}
 }
 
-func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./internal/testworld/nativeshell") }
+func requireKeyring(t testing.TB) {
+	t.Helper()
+	testenv.RequireKeyring(t, "./internal/testworld/nativeshell")
+}
 
 const realKeyringEnv = testenv.RealKeyringEnv

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,18 +52,16 @@ type World struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu         sync.Mutex
-	env        map[string]string
-	failures   []failure
-	events     []hostabi.Event
-	holds      map[string]func() // lock → release, held by the outside instance
-	authorize  map[string][]conformance.AuthorizeResult
-	services   map[string]bool // real keyring services used
-	shells     []*native.Shell
-	pastes     []*io.PipeWriter // each process's standard input in paste mode
-	unattended map[string]bool  // provider → nobody reads its next device code
-	procs      map[string]hostabi.Capabilities
-	problems   []string // what went wrong off the runner's path (browser fetches)
+	mu       sync.Mutex
+	env      map[string]string
+	failures []failure
+	events   []hostabi.Event
+	holds    map[string]func() // lock → release, held by the outside instance
+	services map[string]bool   // real keyring services used
+	shells   []*native.Shell
+	pastes   []*io.PipeWriter // each process's standard input in paste mode
+	procs    map[string]hostabi.Capabilities
+	problems []string // what went wrong off the runner's path (browser fetches)
 
 	outside      *native.Shell
 	outsideLocks hostabi.Locks // unwrapped: the outside holder's own locks
@@ -94,26 +91,18 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &syncBuffer{},
-		env: map[string]string{}, holds: map[string]func(){}, unattended: map[string]bool{},
-		authorize: map[string][]conformance.AuthorizeResult{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
+		env: map[string]string{}, holds: map[string]func(){}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
 	}
-	// Each provider names itself as the catalog says (RFC 9207) and expects its clients to
-	// authenticate as the catalog says (memshell.ClientAuthMethod's rule).
+	// One server per world, every provider under its own path (the patched catalog's
+	// URLs), each naming itself and checking its clients as the catalog says.
+	w.srv = authserver.NewWorld(w.clock.Now)
 	issuers, auth := map[string]string{}, map[string]string{}
-	for _, e := range setup.Catalog.Entries() {
-		if e.Type != catalog.TypeOAuth {
-			continue
-		}
-		if e.Issuer != "" {
-			issuers[e.ID] = e.Issuer
-		}
-		auth[e.ID] = memshell.ClientAuthMethod(e)
-		if auth[e.ID] == "" {
-			auth[e.ID] = authserver.AuthDefault
+	for id, p := range memshell.Providers(setup.Catalog) {
+		if p.Type == authserver.TypeOAuth {
+			issuers[id], auth[id] = p.Issuer, p.ClientAuth()
 		}
 	}
-	w.srv = authserver.New(authserver.Config{SequentialNames: true, KeepFamilyOnReuse: true, Now: w.clock.Now,
-		Issuers: issuers, ProviderClientAuth: auth})
+	w.srv.Configure(func(c *authserver.Config) { c.Issuers, c.ProviderClientAuth = issuers, auth })
 	if err := sh.attach(w.srv.Handler()); err != nil {
 		return nil, err
 	}
@@ -253,7 +242,15 @@ func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
 }
 
 // TokenServer implements conformance.World.
-func (w *World) TokenServer() conformance.TokenServer { return tokenServer{w} }
+func (w *World) TokenServer() conformance.TokenServer {
+	return memshell.TokenServer(w.srv, func(during func()) func() {
+		return func() {
+			w.inflight.Lock()
+			defer w.inflight.Unlock()
+			during()
+		}
+	})
+}
 
 // Events implements conformance.World.
 func (w *World) Events() []hostabi.Event {
@@ -499,9 +496,6 @@ type transport struct {
 }
 
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(req.URL.Path, "/devicecode") {
-		t.w.scriptDevice(req.URL.Path)
-	}
 	resp, err := t.inner.RoundTrip(req)
 	t.w.inflight.Lock() // an ordering point, not a critical section
 	t.w.inflight.Unlock()
@@ -518,20 +512,15 @@ type loopback struct {
 }
 
 func (l loopback) Open(ctx context.Context, connector, mode string) (hostabi.Callback, error) {
-	l.w.mu.Lock()
-	var head *conformance.AuthorizeResult
-	if q := l.w.authorize[connector]; len(q) > 0 && (q[0].Status == "interactive_required" || q[0].Status == "timeout") {
-		head, l.w.authorize[connector] = &q[0], q[1:]
-	}
-	l.w.mu.Unlock()
+	outcome := l.w.srv.Browser(connector)
 	cb, err := l.inner.Open(ctx, connector, mode)
-	if err == nil && head == nil && mode == hostabi.ModePaste {
+	if err == nil && outcome == "" && mode == hostabi.ModePaste {
 		return pasting{cb, l}, nil
 	}
-	if err != nil || head == nil {
+	if err != nil || outcome == "" {
 		return cb, err
 	}
-	if head.Status == "interactive_required" {
+	if outcome == "interactive_required" {
 		_ = cb.Close()
 		return nil, fmt.Errorf("nativeshell: scripted: %w", hostabi.ErrUnavailable)
 	}
@@ -565,59 +554,18 @@ type prompter struct {
 }
 
 func (p prompter) Show(ctx context.Context, d hostabi.DevicePrompt) error {
-	p.w.mu.Lock()
-	away := p.w.unattended[d.Connector]
-	delete(p.w.unattended, d.Connector)
-	p.w.mu.Unlock()
-	if away {
+	if p.w.srv.Unattended(d.Connector) {
 		return fmt.Errorf("nativeshell: scripted: nobody reads the code: %w", hostabi.ErrUnavailable)
 	}
 	return p.inner.Show(ctx, d)
 }
 
-// scriptDevice hands the provider's next scripted authorization to the authorization
-// server as the user of the device code being requested (at path …/p/<provider>/…/devicecode).
-func (w *World) scriptDevice(path string) {
-	provider, _, _ := strings.Cut(strings.TrimPrefix(path, "/p/"), "/")
-	w.mu.Lock()
-	var r *conformance.AuthorizeResult
-	if q := w.authorize[provider]; len(q) > 0 {
-		r, w.authorize[provider] = &q[0], q[1:]
-	}
-	if r != nil && r.Status == "interactive_required" {
-		w.unattended[provider] = true
-	}
-	w.mu.Unlock()
-	u := authserver.DeviceUser{Decision: authserver.DeviceApprove}
-	if r != nil {
-		u.Polls = r.Polls
-		consent := authserver.Consent{Scopes: r.Scopes, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
-			ExpiresIn: r.ExpiresIn, Account: r.Account, NoRefresh: r.NoRefresh}
-		switch r.Status {
-		case "denied":
-			u.Decision, consent = authserver.DeviceDeny, authserver.Consent{Error: r.Error}
-		case "timeout", "interactive_required":
-			u.Decision = authserver.DeviceExpire
-		case "error":
-			consent = authserver.Consent{Error: r.Error, Status: r.HTTPStatus}
-		}
-		u.Consent = consent
-		if d := r.Device; d != nil {
-			u.ExpiresIn, u.Interval, u.Error, u.Status = d.ExpiresIn, d.Interval, d.Error, d.HTTPStatus
-		}
-	}
-	w.srv.ScriptDevice(provider, u)
-}
-
 // --- the automatic browser ---------------------------------------------------------------
 
-// browser plays the user at the authorization endpoint: the provider's next scripted
-// authorization decides (nothing scripted: consent), then the URL is fetched and its
-// redirect followed to the loopback callback.
+// browser plays the user's browser: it fetches the authorization URL (where the server
+// plays what the provider's next scripted authorization says the user decides; nothing
+// scripted: consent) and follows its redirect to the loopback callback.
 func (w *World) browser(authURL string) error {
-	if err := w.consent(authURL); err != nil {
-		return err
-	}
 	w.browsers.Add(1)
 	go func() {
 		defer w.browsers.Done()
@@ -640,10 +588,6 @@ func (w *World) browser(authURL string) error {
 // pasteBrowser plays the user of paste mode: the authorization is followed up to its
 // redirect to the loopback (not loaded), and that address is pasted on in.
 func (w *World) pasteBrowser(authURL string, in io.Writer) {
-	if err := w.consent(authURL); err != nil {
-		w.problem("the browser could not start the authorization: %v", err)
-		return
-	}
 	w.browsers.Add(1)
 	go func() {
 		defer w.browsers.Done()
@@ -665,106 +609,6 @@ func (w *World) problem(format string, args ...any) {
 	w.mu.Lock()
 	w.problems = append(w.problems, fmt.Sprintf(format, args...))
 	w.mu.Unlock()
-}
-
-// consent tells the authorization server what the user at authURL decides: the
-// provider's next scripted authorization (nothing scripted: consent).
-func (w *World) consent(authURL string) error {
-	u, err := url.Parse(authURL)
-	if err != nil {
-		return err
-	}
-	provider, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/p/"), "/")
-	w.mu.Lock()
-	var r *conformance.AuthorizeResult
-	if q := w.authorize[provider]; len(q) > 0 {
-		r, w.authorize[provider] = &q[0], q[1:]
-	}
-	w.mu.Unlock()
-	if r != nil {
-		switch r.Status {
-		case "denied":
-			c := authserver.Consent{Deny: true, Iss: r.Iss, NoIss: r.NoIss}
-			if r.Error != "" && r.Error != "access_denied" {
-				c.Deny, c.Error = false, r.Error
-			}
-			w.srv.ScriptConsent(provider, c)
-		case "ok":
-			w.srv.ScriptConsent(provider, authserver.Consent{Scopes: r.Scopes, AccessToken: r.AccessToken,
-				RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Account: r.Account, Iss: r.Iss, NoIss: r.NoIss,
-				NoRefresh: r.NoRefresh, NotJSON: r.NotJSON})
-		default:
-			code := r.Error
-			if code == "" {
-				code = "server_error"
-			}
-			status := r.HTTPStatus
-			if status == 0 {
-				status = http.StatusBadRequest
-			}
-			w.srv.ScriptConsent(provider, authserver.Consent{Error: code, Status: status, Iss: r.Iss, NoIss: r.NoIss})
-		}
-	}
-	return nil
-}
-
-// --- the token server --------------------------------------------------------------------
-
-type tokenServer struct{ w *World }
-
-func (t tokenServer) Configure(rotate bool, expiresIn int64) {
-	t.w.srv.Configure(func(c *authserver.Config) { c.NoRotation, c.ExpiresIn = !rotate, expiresIn })
-}
-
-func (t tokenServer) Issue(provider, refreshToken string) {
-	t.w.srv.IssueToken(provider, refreshToken, nil)
-}
-
-func (t tokenServer) ScriptRefresh(provider string, r conformance.TokenResponse, during func()) {
-	a := authserver.Answer{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
-		ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON, Drop: r.Status == 0}
-	if during != nil {
-		a.During = func() {
-			t.w.inflight.Lock()
-			defer t.w.inflight.Unlock()
-			during()
-		}
-	}
-	t.w.srv.ScriptRefresh(provider, a)
-}
-
-func (t tokenServer) ScriptAuthorize(provider string, r conformance.AuthorizeResult) {
-	t.w.mu.Lock()
-	defer t.w.mu.Unlock()
-	t.w.authorize[provider] = append(t.w.authorize[provider], r)
-}
-
-func (t tokenServer) Requests() int { return t.w.srv.Stats().RefreshRequests }
-
-func (t tokenServer) Exchanges() int { return t.w.srv.Stats().ExchangeRequests }
-
-func (t tokenServer) Revocations() int { return t.w.srv.Stats().Revocations }
-
-func (t tokenServer) Revoked() int { return t.w.srv.Stats().RevokedTokens }
-
-func (t tokenServer) ClientAuth() []string { return t.w.srv.ClientAuthSeen() }
-
-func (t tokenServer) RequireClientAuth(provider, method string, _ bool) {
-	if method == "" {
-		method = authserver.AuthDefault
-	}
-	t.w.srv.Configure(func(c *authserver.Config) {
-		m := make(map[string]string, len(c.ProviderClientAuth)+1)
-		for k, v := range c.ProviderClientAuth {
-			m[k] = v
-		}
-		m[provider] = method
-		c.ProviderClientAuth = m
-	})
-}
-
-func (t tokenServer) ScriptRevoke(provider string, r conformance.TokenResponse) {
-	t.w.srv.ScriptRevoke(provider, authserver.Answer{Status: r.Status, Error: r.Error, Drop: r.Status == 0})
 }
 
 // --- small parts -------------------------------------------------------------------------
