@@ -32,7 +32,7 @@ func TestOneStatPerFilePerOperation(t *testing.T) {
 	_, ok := w.shell.Capabilities().Keyring.(host.KeyringGenerationReads)
 	require.True(t, ok, "the shell's keyring reads at a generation")
 	store := native.CountKeyringReads(w.shell)
-	stop := native.CountStats()
+	stop := native.CountStats(w.shell)
 	get()
 	counts := stop()
 	require.Zero(t, store.Load(), "the hand-out was served from the caches")

@@ -1,20 +1,34 @@
-// Package authserver is a small, real OAuth 2.0 authorization server on 127.0.0.1 for
-// grantwire's tests and demo: an authorization endpoint (automatic consent, or
-// error=access_denied), a token endpoint with the authorization_code grant and PKCE S256
-// verification (RFC 7636), the refresh_token grant with rotation and reuse detection (a
-// reused refresh token is invalid_grant and revokes its whole family, as OAuth 2.0
-// Security BCP §4.14 recommends), scripted failures (401, invalid_grant, 500, slow
-// answers, redirects), a userinfo endpoint, and the device authorization grant (RFC 8628,
-// device.go) with a scriptable user.
+// Package authserver is the test worlds' one fake OAuth 2.0 / MCP authorization server,
+// an http.Handler for fault injection, shared by every test that needs one: an
+// authorization endpoint (automatic consent, or error=access_denied), a token endpoint with
+// the authorization_code grant and PKCE S256 verification (RFC 7636), the refresh_token
+// grant with rotation and reuse detection (a reused refresh token is invalid_grant and
+// revokes its whole family, as OAuth 2.0 Security BCP §4.14 recommends), scripted failures
+// (401, invalid_grant, 500, slow answers, redirects, no answer), a userinfo endpoint, the
+// revocation endpoint (RFC 7009), the device authorization grant (RFC 8628, device.go)
+// with a scriptable user, and for remote MCP servers authorization server metadata (RFC
+// 8414), dynamic client registration (RFC 7591), client ID metadata documents and a token
+// verifier (mcp.go).
 //
-// It speaks HTTP on the loopback only, answers with static pages that echo nothing, and
-// never logs a token. It imports the standard library only; nothing in grantwire's product
-// imports it.
+// It answers with static pages that echo nothing, never logs a token, and listens on the
+// loopback only (Start). One server can play several providers at once, each under its own
+// path (ProviderURL, providers.go) or at a catalog's own URLs (ServeProviders, world.go):
+// tokens issued for one provider are refused by another, and scripted answers, consents
+// and authorization outcomes are queued per provider.
 //
-// One server can also play several providers at once, each under its own path
-// (ProviderURL): tokens issued for one provider are refused by another, and scripted
-// answers and consents (providers.go) are queued per provider. This is how the conformance
-// corpus's scripted authorization server runs over real HTTP for the OS shell.
+// Three kinds of tests use it:
+//   - the CLI's end-to-end tests, the shells' tests, `make demo` and `make authserver`
+//     (internal/cmd/authserver): a real server on 127.0.0.1 (Start, Config);
+//   - the conformance corpus: NewWorld makes the server a scenario expects, Load follows
+//     the scenario's token_server script; the in-memory host (internal/testworld/memhost)
+//     answers its HTTP capability from the handler in process, the OS shell's runner
+//     (internal/testworld/nativeshell) over HTTP;
+//   - runners in other languages (the Node shell's shells/wasm/node/run.mjs, the Python
+//     shell's): the control API (Worlds, control.go) creates a world per scenario,
+//     scripts it, sets its simulated clock and reads its counters over HTTP, so that a
+//     foreign shell meets the very server the Go shells meet.
+//
+// It imports the standard library only; nothing in grantwire's product imports it.
 package authserver
 
 import (

@@ -1,14 +1,14 @@
-// The in-memory test world, the JavaScript twin of hostabi/memhost (with the entropy of
-// internal/memshell): a simulated clock, a keyring with failure injection, files under a
-// simulated home with version counters, locks other processes hold, an event log, the
-// environment, and a scripted authorization server reached through the host's fetch at the
-// catalog's URLs (refresh tokens rotated with reuse detection, scripted answers with
-// "during" actions, single-use codes, PKCE S256 checked) with a simulated user at the
-// loopback redirect. Every process of a scenario shares one world; each has its own Host.
+// The in-memory test world, the JavaScript twin of internal/testworld/memhost (with the
+// entropy of internal/testworld/memshell): a simulated clock, a keyring with failure
+// injection, files under a simulated home with version counters, locks other processes
+// hold, an event log, the environment; and, as memhost has, the test worlds' one
+// authorization server (internal/testworld/authserver), here over HTTP: the host's fetch
+// reaches it at the catalog's URLs, the user at the loopback and at the device prompt does
+// what it says. Every process of a scenario shares one world; each has its own Host.
 //
 // It mirrors memhost closely enough that the Node shell asks the core exactly the questions
-// the Go host asks (node_test.go compares them): same file versions ("v<n>"), same token
-// names and numbering, same texts of injected failures.
+// the Go host asks (node_test.go compares them): same file versions ("v<n>"), same
+// entropy, same texts of injected failures, and the same server answering.
 
 import { createHash } from "node:crypto";
 import { HostError } from "./host.mjs";
@@ -101,7 +101,7 @@ export class World {
     };
   }
 
-  // random draws from the stream of internal/memshell.Entropy: SHA-256("grantwire test
+  // random draws from the stream of internal/testworld/memshell.Entropy: SHA-256("grantwire test
   // entropy <n>") for n = 0, 1, 2, ... end to end.
   random(n) {
     const e = this.entropy;
