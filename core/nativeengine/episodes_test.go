@@ -15,8 +15,8 @@ import (
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // The benchmarks and the allocation test ask the engine the questions a real driver asks

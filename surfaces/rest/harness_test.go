@@ -149,21 +149,9 @@ type served struct {
 	cmd    *exec.Cmd
 	url    string
 	host   string
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	done   chan error
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // serve starts `grantwire serve` with extra arguments and waits for its JSON line.
 func (w *world) serve(args ...string) *served {
@@ -172,7 +160,7 @@ func (w *world) serve(args ...string) *served {
 	cmd.Env = w.env
 	out, err := cmd.StdoutPipe()
 	require.NoError(w.t, err)
-	s := &served{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s := &served{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	require.NoError(w.t, cmd.Start())
 	lines := make(chan string, 1)

@@ -27,48 +27,58 @@ import (
 // EngineFactory builds an engine for policy data ({"catalog": ...}).
 type EngineFactory func(ctx context.Context, data []byte) (core.Engine, error)
 
+// Engines are a shell's engines, built by a factory and kept by the policy data they were
+// built for (the memory and the OS shell's runners share them).
+type Engines struct {
+	factory EngineFactory
+	mu      sync.Mutex
+	m       map[string]core.Engine
+}
+
+// NewEngines returns an empty cache of engines from factory.
+func NewEngines(factory EngineFactory) *Engines {
+	return &Engines{factory: factory, m: map[string]core.Engine{}}
+}
+
+// Engine returns the engine built for data, building it the first time.
+func (c *Engines) Engine(ctx context.Context, data []byte) (core.Engine, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[string(data)]; ok {
+		return e, nil
+	}
+	e, err := c.factory(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	c.m[string(data)] = e
+	return e, nil
+}
+
+// Close closes every engine built so far.
+func (c *Engines) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		_ = e.Close(ctx)
+		delete(c.m, k)
+	}
+	return nil
+}
+
 // Shell is the memhost shell with one engine kind. Engines are cached by data.
 type Shell struct {
-	name    string
-	factory EngineFactory
-
-	mu      sync.Mutex
-	engines map[string]core.Engine
+	*Engines // implements conformance.Shell's Engine
+	name     string
 }
 
 // New returns a shell named "memhost/<engine>" whose engines come from factory.
 func New(engine string, factory EngineFactory) *Shell {
-	return &Shell{name: "memhost/" + engine, factory: factory, engines: map[string]core.Engine{}}
+	return &Shell{Engines: NewEngines(factory), name: "memhost/" + engine}
 }
 
 // Name implements conformance.Shell.
 func (s *Shell) Name() string { return s.name }
-
-// Engine implements conformance.Shell.
-func (s *Shell) Engine(ctx context.Context, data []byte) (core.Engine, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.engines[string(data)]; ok {
-		return e, nil
-	}
-	e, err := s.factory(ctx, data)
-	if err != nil {
-		return nil, err
-	}
-	s.engines[string(data)] = e
-	return e, nil
-}
-
-// Close closes every cached engine.
-func (s *Shell) Close(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.engines {
-		_ = e.Close(ctx)
-		delete(s.engines, k)
-	}
-	return nil
-}
 
 // NewWorld implements conformance.Shell.
 func (s *Shell) NewWorld(_ context.Context, _ testing.TB, setup conformance.Setup) (conformance.World, error) {

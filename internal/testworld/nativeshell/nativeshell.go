@@ -52,6 +52,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -62,10 +63,8 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
-
-// EngineFactory builds an engine for policy data ({"catalog": ...}).
-type EngineFactory func(ctx context.Context, data []byte) (core.Engine, error)
 
 // KnownBusyWait is the longest a process waits for a lock held by another process of the
 // world (see the package documentation).
@@ -83,12 +82,11 @@ func PolicyLockWaits() Option { return func(s *Shell) { s.policyWaits = true } }
 // for every scenario); each world brings its own server state.
 type Shell struct {
 	name        string
-	factory     EngineFactory
+	engines     *memshell.Engines // by the scenario's (unpatched) data
 	policyWaits bool
 
 	mu      sync.Mutex
-	engines map[string]core.Engine // by the scenario's (unpatched) data
-	current http.Handler           // the running world's authorization server
+	current http.Handler // the running world's authorization server
 
 	ln   net.Listener
 	srv  *http.Server
@@ -97,13 +95,19 @@ type Shell struct {
 
 // New returns a shell named "native/<engine>" whose engines come from factory, listening
 // for the worlds' authorization servers on 127.0.0.1. Close it after the run.
-func New(engine string, factory EngineFactory, opts ...Option) (*Shell, error) {
+func New(engine string, factory memshell.EngineFactory, opts ...Option) (*Shell, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("nativeshell: %w", err)
 	}
-	s := &Shell{name: "native/" + engine, factory: factory, engines: map[string]core.Engine{}, ln: ln,
-		base: "http://" + ln.Addr().String()}
+	s := &Shell{name: "native/" + engine, ln: ln, base: "http://" + ln.Addr().String()}
+	s.engines = memshell.NewEngines(func(ctx context.Context, data []byte) (core.Engine, error) {
+		patched, err := patchData(data, s.base)
+		if err != nil {
+			return nil, err
+		}
+		return factory(ctx, patched)
+	})
 	for _, o := range opts {
 		o(s)
 	}
@@ -139,33 +143,13 @@ func (s *Shell) Name() string { return s.name }
 // Engine implements conformance.Shell: an engine deciding with the scenario's catalog
 // whose OAuth endpoints point at the local authorization server.
 func (s *Shell) Engine(ctx context.Context, data []byte) (core.Engine, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.engines[string(data)]; ok {
-		return e, nil
-	}
-	patched, err := patchData(data, s.base)
-	if err != nil {
-		return nil, err
-	}
-	e, err := s.factory(ctx, patched)
-	if err != nil {
-		return nil, err
-	}
-	s.engines[string(data)] = e
-	return e, nil
+	return s.engines.Engine(ctx, data)
 }
 
 // Close stops the listener and closes every cached engine.
 func (s *Shell) Close(ctx context.Context) error {
 	err := s.srv.Close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.engines {
-		_ = e.Close(ctx)
-		delete(s.engines, k)
-	}
-	return err
+	return errors.Join(err, s.engines.Close(ctx))
 }
 
 // NewWorld implements conformance.Shell.

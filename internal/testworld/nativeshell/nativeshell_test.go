@@ -10,6 +10,7 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
@@ -30,7 +31,7 @@ func nativeEngine(ctx context.Context, data []byte) (core.Engine, error) {
 // engine; see nativeshell.PolicyLockWaits).
 const policyWaitsEnv = "GRANTWIRE_NATIVE_POLICY_WAITS"
 
-func shell(t *testing.T, engine string, f nativeshell.EngineFactory) *nativeshell.Shell {
+func shell(t *testing.T, engine string, f memshell.EngineFactory) *nativeshell.Shell {
 	t.Helper()
 	var opts []nativeshell.Option
 	if os.Getenv(policyWaitsEnv) == "1" {

@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -42,7 +44,7 @@ type World struct {
 	srv    *authserver.Server
 	clock  *simClock
 	rng    *seeded
-	prompt *syncBuffer
+	prompt *testenv.Buffer
 
 	// inflight orders a scripted "during" (run by the authorization server's handler while
 	// a refresh is in flight) before whatever the refreshing process does next: the handler
@@ -90,7 +92,7 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	}
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
-		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &syncBuffer{},
+		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &testenv.Buffer{},
 		env: map[string]string{}, holds: map[string]func(){}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
 	}
 	// One server per world, every provider under its own path (the patched catalog's
@@ -274,7 +276,7 @@ func (w *World) close() error {
 	holds := w.holds
 	w.holds = map[string]func(){}
 	shells := w.shells
-	services := sortedKeys(w.services)
+	services := slices.Sorted(maps.Keys(w.services))
 	for _, pw := range w.pastes {
 		_ = pw.Close()
 	}
@@ -380,7 +382,7 @@ func (w *World) Surfaces() ([]conformance.Surface, error) {
 		errs = append(errs, err)
 	}
 	w.mu.Lock()
-	services := sortedKeys(w.services)
+	services := slices.Sorted(maps.Keys(w.services))
 	problems := append([]string(nil), w.problems...)
 	w.mu.Unlock()
 	for _, svc := range services {
@@ -650,31 +652,4 @@ func (s *seeded) Read(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rng.Read(p)
-}
-
-// syncBuffer collects what the shells print for a person.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

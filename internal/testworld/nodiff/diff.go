@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +95,7 @@ func Outcome(out []byte, err error) string {
 		for _, n := range d.Needs {
 			kinds[n.Kind] = true
 		}
-		return "need " + strings.Join(sortedKeys(kinds), ",")
+		return "need " + strings.Join(slices.Sorted(maps.Keys(kinds)), ",")
 	}
 	s := "done result"
 	if d.Error != nil {
@@ -104,7 +106,7 @@ func Outcome(out []byte, err error) string {
 		for _, e := range d.Effects {
 			kinds[e.Kind] = true
 		}
-		s += " +" + strings.Join(sortedKeys(kinds), ",")
+		s += " +" + strings.Join(slices.Sorted(maps.Keys(kinds)), ",")
 	}
 	return s
 }
@@ -114,7 +116,7 @@ type Tally map[string]int
 
 // String lists the outcomes, most frequent first.
 func (t Tally) String() string {
-	keys := sortedKeys(t)
+	keys := slices.Sorted(maps.Keys(t))
 	sort.SliceStable(keys, func(i, j int) bool { return t[keys[i]] > t[keys[j]] })
 	var b strings.Builder
 	for _, k := range keys {
@@ -175,14 +177,14 @@ func (m *minimiser) still() bool {
 func (m *minimiser) node(v any, put func(any)) {
 	switch t := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			x := t[k]
 			delete(t, k)
 			if !m.still() {
 				t[k] = x
 			}
 		}
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			m.node(t[k], func(n any) { t[k] = n })
 		}
 	case []any:

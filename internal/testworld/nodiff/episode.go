@@ -3,6 +3,8 @@ package nodiff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
@@ -181,7 +183,7 @@ func (e *Episode) stale() {
 					path = append(path, pick(g, []string{"activations", "mcpServers", e.w.someConnector(), e.w.someAgent()}))
 					break
 				}
-				key := pick(g, sortedKeys(m))
+				key := pick(g, slices.Sorted(maps.Keys(m)))
 				path, at = append(path, key), m[key]
 			}
 			e.facts[k] = ledgerAnswer(e.w.home, name, path, f)
@@ -391,7 +393,7 @@ func (enc *queryEncoder) value(b *strings.Builder, v any) {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		keys := sortedKeys(t)
+		keys := slices.Sorted(maps.Keys(t))
 		if enc.shuffle {
 			enc.g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		}

@@ -22,9 +22,10 @@ package nodiff
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
@@ -103,22 +104,13 @@ func (g *Gen) tamper(m map[string]any, p float64) {
 	if len(m) == 0 || !g.chance(p) {
 		return
 	}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	k := keys[g.r.IntN(len(keys))]
 	if g.chance(0.5) {
 		delete(m, k)
 	} else {
 		m[k] = g.junk()
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func field(v any, k string) any {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 var (
@@ -155,7 +156,7 @@ func StartArgs(opa string, args ...string) (url string, logs func() []byte, stop
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	cmd := exec.Command(opa, append([]string{"run", "--server", "--addr", addr, "--log-format", "json"}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -180,21 +181,4 @@ func StartArgs(opa string, args ...string) (url string, logs func() []byte, stop
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
 }
