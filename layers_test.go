@@ -41,7 +41,8 @@ var layers = map[string]int{
 	"surfaces/": 7, "audit": 7, "cmd/": 8,
 	// The test worlds (internal/testworld): above the product, in their own order.
 	"internal/testworld/": 9, "internal/testworld/memhost": 10, "internal/testworld/nodiff": 10,
-	"internal/testworld/memshell": 11, "internal/testworld/nativeshell": 12, "internal/testworld/audittest": 12,
+	"internal/testworld/opatest": 10, "internal/testworld/memshell": 11, "internal/testworld/nativeshell": 12,
+	"internal/testworld/audittest": 12,
 	// Development commands and generators: above everything they use.
 	"internal/cmd/": 20, "internal/tools/": 20,
 }
