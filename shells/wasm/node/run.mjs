@@ -22,7 +22,7 @@
 
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -602,16 +602,22 @@ async function checkBeyond(hub) {
 
 // --- main -----------------------------------------------------------------------------------
 
+let stopHub = () => {};
+
 // hub is the control API of the test worlds' authorization server: --authserver URL, or one
-// this run builds and starts (internal/cmd/authserver -worlds) and stops when it exits.
+// this run builds and starts (internal/cmd/authserver -worlds); stop stops what it started.
 async function hub() {
-  if (flag("--authserver")) return flag("--authserver");
-  const bin = join(mkdtempSync(join(tmpdir(), "grantwire-node-")), "authserver");
-  execFileSync("go", ["build", "-o", bin, "./internal/cmd/authserver"], { cwd: REPO, stdio: "inherit" });
-  const child = spawn(bin, ["-worlds"], { stdio: ["ignore", "pipe", "inherit"] });
-  process.on("exit", () => child.kill());
-  const [line] = await once(createInterface({ input: child.stdout }), "line");
-  return JSON.parse(line).url;
+  if (flag("--authserver")) return { url: flag("--authserver"), stop() {} };
+  const dir = mkdtempSync(join(tmpdir(), "grantwire-node-"));
+  execFileSync("go", ["build", "-o", join(dir, "authserver"), "./internal/cmd/authserver"], { cwd: REPO, stdio: "inherit" });
+  const child = spawn(join(dir, "authserver"), ["-worlds"], { stdio: ["ignore", "pipe", "inherit"] });
+  const stop = () => child.kill() && rmSync(dir, { recursive: true, force: true });
+  process.on("exit", stop);
+  const lines = createInterface({ input: child.stdout });
+  const [line] = await once(lines, "line");
+  lines.close();
+  child.stdout.destroy();
+  return { url: JSON.parse(line).url, stop };
 }
 
 function flag(name) {
@@ -625,7 +631,8 @@ async function main() {
   if (corpus.scenarios.length === 0) throw new Error("conformance: the corpus is empty");
   const only = flag("--only");
   const quiet = process.argv.includes("--quiet");
-  const authserver = await hub();
+  const { url: authserver, stop } = await hub();
+  stopHub = stop;
   const checks = [...checkStoredJSON(), ...(await checkBeyond(authserver))];
   for (const f of checks) console.log(`--- FAIL: ${f}`);
 
@@ -691,8 +698,10 @@ async function main() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e) => {
-    console.error(e.stack ?? e);
-    process.exitCode = 2;
-  });
+  main()
+    .catch((e) => {
+      console.error(e.stack ?? e);
+      process.exitCode = 2;
+    })
+    .finally(() => stopHub());
 }
