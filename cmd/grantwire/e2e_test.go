@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -53,26 +52,10 @@ const (
 	gmailSend   = "https://www.googleapis.com/auth/gmail.send"
 )
 
-var (
-	browserOnce sync.Once
-	browserPath string
-	browserErr  error
-)
+var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/browser"}
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
-func browserBinary(t *testing.T) string {
-	t.Helper()
-	browserOnce.Do(func() {
-		browserPath = filepath.Join(binDir, "browser")
-		cmd := exec.Command("go", "build", "-o", browserPath, "github.com/grantwire/grantwire/internal/cmd/browser")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			browserErr = fmt.Errorf("go build browser: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, browserErr)
-	return browserPath
-}
+func browserBinary(t *testing.T) string { return browser.Path(t, binDir) }
 
 // e2e is a bbWorld on the real parts: its own keyring service, the local authorization
 // server and a catalog whose google entry points at it.

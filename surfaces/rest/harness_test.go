@@ -31,10 +31,8 @@ import (
 )
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
+	binDir string
+	binary = testenv.Binary{Pkg: "../../cmd/grantwire", Flags: []string{"-buildvcs=false"}}
 )
 
 func TestMain(m *testing.M) {
@@ -50,19 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // grantwireBinary builds cmd/grantwire once per test run.
-func grantwireBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "grantwire")
-		cmd := exec.Command("go", "build", "-o", binPath, "../../cmd/grantwire")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+func grantwireBinary(t testing.TB) string { return binary.Path(t, binDir) }
 
 // Secrets the tests plant; tokens the local server issues start with tokenPrefix.
 const tokenPrefix = "srvtok"
