@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 // agentIDShape is what a registered id looks like (the policy defines the grammar).

@@ -26,8 +26,8 @@ import (
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/policy"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {

@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/host"
-	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
 )
 
 // runLogged runs the audit scenario on a memhost client that logs to a file.

@@ -11,8 +11,9 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // The device flow through the Go API: the caller receives the code (not the shell's
@@ -22,7 +23,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	c, w := newMemClient(t)
 	_, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", "")
 	require.NoError(t, err)
-	w.Server.ScriptAuthorize("microsoft", memhost.AuthorizeAnswer{Status: "ok", Polls: []string{"authorization_pending", "slow_down"}})
+	w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "ok", Polls: []string{"authorization_pending", "slow_down"}})
 	start := w.Capabilities("").Clock.Now()
 
 	var codes []grantwire.DeviceCode
@@ -40,7 +41,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	require.Equal(t, 20*time.Second, w.Capabilities("").Clock.Now().Sub(start), "polls after 5, 5 and 10 s (slow_down)")
 
 	// Without OnDeviceCode the shell's prompt shows it.
-	w.Server.ScriptAuthorize("microsoft", memhost.AuthorizeAnswer{Status: "denied"})
+	w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "denied"})
 	_, err = c.Connect(ctx, "microsoft", res.Scopes, nil, grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: time.Minute})
 	require.True(t, errors.Is(err, grantwire.ErrConsentDenied), "%v", err)
 	require.Len(t, w.Prompts(), 1)
@@ -88,7 +89,7 @@ func BenchmarkDeviceConnect(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			w.Server.ScriptAuthorize("microsoft", memhost.AuthorizeAnswer{Status: "ok"})
+			w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "ok"})
 			if _, err := c.Connect(ctx, "microsoft", []string{"openid", "offline_access"}, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func BenchmarkDeviceConnect(b *testing.B) {
 			for i := range pending {
 				pending[i] = "authorization_pending"
 			}
-			answer := memhost.AuthorizeAnswer{Status: "ok", Polls: pending, Device: &memhost.DeviceAnswer{Interval: 1, ExpiresIn: 1800}}
+			answer := authserver.Authorization{Status: "ok", Polls: pending, Device: &authserver.DeviceAnswer{Interval: 1, ExpiresIn: 1800}}
 			if polls == 300 {
 				answer.Status = "timeout"
 			}

@@ -11,9 +11,9 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
-	"github.com/grantwire/grantwire/internal/opatest"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
 // gate runs the gate's main path on a client of world w: not granted, granted, a token.

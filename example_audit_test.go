@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire/audit"
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/policy"
 )
 

@@ -16,8 +16,9 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -38,7 +39,7 @@ const agentsJSON = `{"version": 1, "agents": [
   {"id": "installed:mail", "name": "Mail", "required_connectors": [
     {"connector": "google", "scopes": ["` + gmail + `"], "reason": "Read your mail"}]}]}`
 
-// example returns a client on an in-memory world (hostabi/memhost): a simulated clock, an
+// example returns a client on an in-memory world (internal/testworld/memhost): a simulated clock, an
 // in-memory keyring and home (holding agentsJSON as agents.json), and an authorization
 // server answering at the catalog's endpoints, where a simulated user consents. A real
 // program uses the OS shell instead (grantwire.Open).
@@ -58,7 +59,7 @@ func example() (*grantwire.Client, *memhost.World) {
 // itself in the callback (RFC 9207), and grantwire checks that it does.
 func consent(w *memhost.World) {
 	iss := "https://accounts.google.com"
-	w.Server.ScriptAuthorize("google", memhost.AuthorizeAnswer{Status: "ok", Iss: &iss})
+	w.Server.ScriptAuthorize("google", authserver.Authorization{Status: "ok", Iss: &iss})
 }
 
 // connected returns a client with google configured, connected and granted to
@@ -471,7 +472,7 @@ func ExampleClient_Disconnect() {
 func ExampleClient_ImportForwarded() {
 	ctx := context.Background()
 	c, w := example()
-	w.Server.Issue("google", "forwarded-refresh-token")
+	w.Server.IssueToken("google", "forwarded-refresh-token", nil)
 	s, err := c.ImportForwarded(ctx, grantwire.Forwarded{
 		Provider: "google", ClientID: "host-app-client", ClientSecret: "host-app-secret",
 		RefreshToken: "forwarded-refresh-token", Scopes: []string{gmail},

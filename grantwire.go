@@ -55,8 +55,8 @@ type Option func(*config)
 func WithEngine(e core.Engine) Option { return func(c *config) { c.engine = e } }
 
 // WithCapabilities runs the client on the given shell capabilities (the OS shell of
-// shells/native, or an in-memory world of hostabi/memhost); package host performs the
-// core's needs and effects over them.
+// shells/native, a shell of your own, or the tests' in-memory world); package host
+// performs the core's needs and effects over them.
 func WithCapabilities(caps hostabi.Capabilities) Option {
 	return func(c *config) { c.caps = &caps }
 }

@@ -13,8 +13,8 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -24,7 +24,7 @@ import (
 // shell's default (a stat of the ledger and of the keyring generation files instead of
 // a read, README "Performance"); cache=off (native.Options.NoCache) reads the Secret
 // Service and parses the ledger on every call. Compare with BenchmarkGate's go-logic
-// floor in core/internal/nodiff (BENCHMARKS.md).
+// floor in internal/testworld/nodiff (BENCHMARKS.md).
 //
 //	scripts/with-keyring.sh go test -run '^$' -bench GetAccessTokenHot -benchmem .
 func BenchmarkGetAccessTokenHot(b *testing.B) {

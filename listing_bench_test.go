@@ -13,8 +13,8 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

@@ -35,7 +35,7 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/stretchr/testify/require"
 )

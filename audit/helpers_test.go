@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/audit"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
 	"github.com/grantwire/grantwire/policy"
 )
 

@@ -25,7 +25,7 @@ import (
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
 )
 
 // redacted returns what a decision log would record for decision, next to its input.

@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
 )
 
 // The policy change under analysis: a cached token must now stay valid for more than

@@ -18,8 +18,9 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/hostabi/memhost"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // compiled shares the compiled policy between the engines of this package's tests (each
@@ -172,22 +173,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 	c := catalog.Default()
 	w := memhost.New(time.Unix(1_790_000_000, 0), 3)
 	tenants := map[string]string{"microsoft_work": "contoso.onmicrosoft.com"}
-	for _, e := range c.Entries() {
-		if e.Type != catalog.TypeOAuth {
-			continue
-		}
-		tenant := e.Tenant
-		if t, ok := tenants[e.ID]; ok {
-			tenant = t
-		}
-		urls := map[string]string{"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
-			"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL}
-		for k, u := range urls {
-			urls[k] = strings.ReplaceAll(u, "{tenant}", tenant)
-		}
-		w.Server.Serve(e.ID, urls)
-		w.Server.ClientAuth(e.ID, memshell.ClientAuthMethod(e), e.ClientSecretRequired)
-	}
+	memshell.Serve(w, c) // every provider at its URLs, a {tenant} in them any tenant
 	e, err := wasmengine.New(ctx, wasmengine.WithData(c.Data()), wasmengine.WithPoolSize(1),
 		wasmengine.WithCompilationCache(compiled()))
 	require.NoError(t, err)
@@ -218,7 +204,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 			require.Equal(t, wantTenant, res.Tenant, entry.ID)
 			if entry.Issuer != "" {
 				// The provider names itself in the callback (RFC 9207), as Google does.
-				w.Server.ScriptAuthorize(entry.ID, memhost.AuthorizeAnswer{Status: "ok", Iss: &entry.Issuer})
+				w.Server.ScriptAuthorize(entry.ID, authserver.Authorization{Status: "ok", Iss: &entry.Issuer})
 			}
 			conn, err := cl.Connect(ctx, entry.ID, nil, nil)
 			require.NoError(t, err, entry.ID)

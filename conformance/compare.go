@@ -3,8 +3,9 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 )
 
 // --- comparison -----------------------------------------------------------------------
@@ -75,7 +76,7 @@ func Subset(want, got any, path string) string {
 	if !ok {
 		return fmt.Sprintf("at %s: got %s, want an object", orRoot(path), mustJSON(got))
 	}
-	for _, k := range sortedKeys(wm) {
+	for _, k := range slices.Sorted(maps.Keys(wm)) {
 		gv, ok := gm[k]
 		if !ok {
 			return fmt.Sprintf("at %s: missing %q", orRoot(path), k)
@@ -104,13 +105,4 @@ func strOrNil(s *string) any {
 		return nil
 	}
 	return *s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

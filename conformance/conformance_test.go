@@ -9,7 +9,7 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {

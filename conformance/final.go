@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,13 +41,13 @@ func (r *runner) final() {
 			r.failf("final: ledger %s is %q, want exactly %q", name, doc, want)
 		}
 	}
-	for _, p := range sortedKeys(f.Connections) {
+	for _, p := range slices.Sorted(maps.Keys(f.Connections)) {
 		r.blob("connection", layout.ConnectionUser(p), f.Connections[p])
 	}
-	for _, p := range sortedKeys(f.Clients) {
+	for _, p := range slices.Sorted(maps.Keys(f.Clients)) {
 		r.blob("client", layout.ClientUser(p), f.Clients[p])
 	}
-	for _, u := range sortedKeys(f.KeyringValues) {
+	for _, u := range slices.Sorted(maps.Keys(f.KeyringValues)) {
 		r.users[u] = true
 		got, err := r.caps.Keyring.Get(r.ctx, r.service, u)
 		if err != nil || got != f.KeyringValues[u] {
@@ -78,7 +79,7 @@ func (r *runner) final() {
 		if l, ok := r.w.(KeyringLister); ok {
 			have = l.KeyringUsers(r.service)
 		} else {
-			for _, u := range sortedKeys(r.users) {
+			for _, u := range slices.Sorted(maps.Keys(r.users)) {
 				if _, err := r.caps.Keyring.Get(r.ctx, r.service, u); err == nil {
 					have = append(have, u)
 				}
@@ -87,7 +88,7 @@ func (r *runner) final() {
 		sort.Strings(have)
 		want := append([]string(nil), f.Keyring...)
 		sort.Strings(want)
-		if !reflect.DeepEqual(nonNilStrings(have), nonNilStrings(want)) {
+		if !slices.Equal(have, want) {
 			r.failf("final: keyring holds %q, want %q", have, want)
 		}
 	}
@@ -110,7 +111,7 @@ func (r *runner) final() {
 			}
 		}
 		if ts.ClientAuth != nil {
-			if got := srv.ClientAuth(); !reflect.DeepEqual(nonNilStrings(got), ts.ClientAuth) {
+			if got := srv.ClientAuth(); !slices.Equal(got, ts.ClientAuth) {
 				r.failf("final: the token endpoint saw the client authenticate with %q, want %q", got, ts.ClientAuth)
 			}
 		}
@@ -134,13 +135,6 @@ func (r *runner) final() {
 		}
 	}
 	r.leaks()
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func (r *runner) blob(what, user string, want json.RawMessage) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/internal/fixes"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // TestEveryCorpusFixIsKnown runs the corpus and requires every fix its outcomes carry

@@ -11,7 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the wasm engine")

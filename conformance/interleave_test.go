@@ -15,9 +15,9 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // This file explores interleavings of two or three operations on one memhost world. Every
@@ -430,7 +430,7 @@ const svc = hostabi.DefaultService
 func refreshWorld(w *memhost.World) {
 	w.SetKeyring(svc, layout.ClientUser("google"), `{"client_id":"client-1","client_secret":"google-secret-1"}`)
 	w.SetKeyring(svc, layout.ConnectionUser("google"), connBlob("client-1", "rt-google-1", 1789913600))
-	w.Server.Issue("google", "rt-google-1")
+	w.Server.IssueToken("google", "rt-google-1", nil)
 	w.SetFile(layout.Grants, []byte(`{"google": {"builtin:chat": ["gmail.readonly"]}}`))
 }
 
@@ -467,8 +467,8 @@ func storedConn(w *memhost.World) (stored, bool) {
 // commonChecks: no refresh token was ever presented twice, and the stored connection is
 // still usable (a fresh process, two hours later, gets a token from it).
 func commonChecks(e core.Engine, w *memhost.World, newHost func() *host.Host) string {
-	if n := w.Server.Reused(); n > 0 {
-		return fmt.Sprintf("a refresh token was sent twice (%d reuses; sent %d tokens)", n, len(w.Server.Sent()))
+	if n := w.Server.Stats().ReuseDetected; n > 0 {
+		return fmt.Sprintf("a refresh token was sent twice (%d reuses; sent %d tokens)", n, w.Server.Stats().RefreshRequests)
 	}
 	w.Advance(2 * time.Hour)
 	d := &hostabi.Driver{Engine: e, Host: newHost()}
@@ -510,7 +510,7 @@ func TestInterleavings(t *testing.T) {
 				}
 				// The access token is stored in the keyring: whichever process refreshes
 				// second finds the first one's token under the lock and sends nothing.
-				if n := w.Server.RequestCount(); n != 1 {
+				if n := w.Server.Stats().RefreshRequests; n != 1 {
 					return fmt.Sprintf("%d token requests, want 1 (the second process uses the first one's token)", n)
 				}
 				return commonChecks(e, w, host)
@@ -526,7 +526,7 @@ func TestInterleavings(t *testing.T) {
 						return fmt.Sprintf("refresher %d failed: %s", i, o.Error.Message)
 					}
 				}
-				if n := w.Server.RequestCount(); n != 1 {
+				if n := w.Server.Stats().RefreshRequests; n != 1 {
 					return fmt.Sprintf("%d token requests, want 1 (single flight)", n)
 				}
 				return commonChecks(e, w, host)
@@ -553,7 +553,7 @@ func TestInterleavings(t *testing.T) {
 			setup: func(w *memhost.World) {
 				refreshWorld(w)
 				w.SetKeyring(svc, layout.ClientUser("google"), `{"client_id":"client-2","client_secret":"google-secret-2"}`)
-				w.Server.Issue("google", "fwd-refresh-token-1")
+				w.Server.IssueToken("google", "fwd-refresh-token-1", nil)
 			},
 			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
 				if outs[1].Error != nil {
@@ -619,7 +619,7 @@ func TestExplorerFindsALostLock(t *testing.T) {
 		drivers: []opSpec{in("A", getToken), in("B", getToken)},
 		setup:   refreshWorld,
 		check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-			if w.Server.Reused() > 0 {
+			if w.Server.Stats().ReuseDetected > 0 {
 				found = true
 			}
 			return ""

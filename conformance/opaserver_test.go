@@ -8,8 +8,8 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/opaserver"
-	"github.com/grantwire/grantwire/internal/memshell"
-	"github.com/grantwire/grantwire/internal/opatest"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
 // TestOPAServer runs the whole corpus on OPA servers: the OPA pinned in go.mod (`go tool

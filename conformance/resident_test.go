@@ -13,7 +13,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // residentCheck is the Wasm engine deciding every typed query twice: with every fact

@@ -15,7 +15,7 @@ import (
 // ledgers are written exactly as another grantwire or GAIA process would write them), and
 // inspects the final world through the same capabilities.
 //
-// memshell implements it on hostabi/memhost; the OS shell implements it on a private
+// memshell implements it on internal/testworld/memhost; the OS shell implements it on a private
 // keyring service, a temporary home and real file locks.
 type Shell interface {
 	// Name names the pair in test output ("memhost/wasm").

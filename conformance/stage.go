@@ -3,6 +3,8 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/grantwire/grantwire/internal/layout"
@@ -17,12 +19,12 @@ func (r *runner) stage() error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(ws.Ledgers) {
+	for _, name := range slices.Sorted(maps.Keys(ws.Ledgers)) {
 		if err := r.writeLedger(name, renderLedger(ws.Ledgers[name])); err != nil {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(ws.RawLedgers) {
+	for _, name := range slices.Sorted(maps.Keys(ws.RawLedgers)) {
 		if err := r.writeLedger(name, []byte(ws.RawLedgers[name])); err != nil {
 			return err
 		}
@@ -34,16 +36,16 @@ func (r *runner) stage() error {
 			exp = 3600
 		}
 		r.w.TokenServer().Configure(rotate, exp)
-		for _, p := range sortedKeys(ts.ClientAuth) {
+		for _, p := range slices.Sorted(maps.Keys(ts.ClientAuth)) {
 			e, _ := r.cat.Entry(p)
 			r.w.TokenServer().RequireClientAuth(p, ts.ClientAuth[p], e.ClientSecretRequired)
 		}
-		for _, p := range sortedKeys(ts.Revoke) {
+		for _, p := range slices.Sorted(maps.Keys(ts.Revoke)) {
 			for _, x := range ts.Revoke[p] {
 				r.w.TokenServer().ScriptRevoke(p, x)
 			}
 		}
-		for _, p := range sortedKeys(ts.Issued) {
+		for _, p := range slices.Sorted(maps.Keys(ts.Issued)) {
 			for _, rt := range ts.Issued[p] {
 				r.secret(rt)
 				r.w.TokenServer().Issue(p, rt)
@@ -55,7 +57,7 @@ func (r *runner) stage() error {
 	}); err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(ws.Env) {
+	for _, k := range slices.Sorted(maps.Keys(ws.Env)) {
 		r.w.Setenv(k, ws.Env[k])
 	}
 	if ts := ws.TokenServer; ts != nil {
@@ -68,7 +70,7 @@ func (r *runner) stage() error {
 			return err
 		}
 		h := r.hosts["A"]
-		for _, p := range sortedKeys(ws.CachedClients) {
+		for _, p := range slices.Sorted(maps.Keys(ws.CachedClients)) {
 			h.Remember(layout.ClientUser(p), encodeClient(ws.CachedClients[p]), true)
 		}
 	}
@@ -98,9 +100,9 @@ func (r *runner) writeLedger(name string, doc []byte) error {
 
 func (r *runner) stageMCP(ws WorldSpec) error {
 	servers := map[string]any{}
-	for _, c := range sortedKeys(ws.MCPEnv) {
+	for _, c := range slices.Sorted(maps.Keys(ws.MCPEnv)) {
 		env := map[string]any{}
-		for _, k := range sortedKeys(ws.MCPEnv[c]) {
+		for _, k := range slices.Sorted(maps.Keys(ws.MCPEnv[c])) {
 			user := layout.MCPUser(c, k)
 			if err := r.setKeyring(user, ws.MCPEnv[c][k]); err != nil {
 				return err
@@ -168,7 +170,7 @@ func encodeClient(c *ClientSpec) string {
 // agentsFile renders the world's agents as agents.json.
 func (r *runner) agentsFile() []byte {
 	list := []any{}
-	for _, id := range sortedKeys(r.agents) {
+	for _, id := range slices.Sorted(maps.Keys(r.agents)) {
 		s := r.agents[id]
 		a := map[string]any{"id": id}
 		if s.Name != "" {
@@ -178,7 +180,7 @@ func (r *runner) agentsFile() []byte {
 			a["consumes_mcp_servers"] = true
 		}
 		var reqs []any
-		for _, c := range sortedKeys(s.RequiredConnectors) {
+		for _, c := range slices.Sorted(maps.Keys(s.RequiredConnectors)) {
 			reqs = append(reqs, map[string]any{"connector": c, "scopes": s.RequiredConnectors[c]})
 		}
 		if reqs != nil {
@@ -195,7 +197,7 @@ func (r *runner) act(a *Action) error {
 	if a.AdvanceMS != 0 {
 		r.w.Advance(time.Duration(a.AdvanceMS) * time.Millisecond)
 	}
-	for _, p := range sortedKeys(a.SetConnections) {
+	for _, p := range slices.Sorted(maps.Keys(a.SetConnections)) {
 		c := a.SetConnections[p]
 		if c == nil {
 			if err := r.deleteKeyring(layout.ConnectionUser(p)); err != nil {
@@ -214,7 +216,7 @@ func (r *runner) act(a *Action) error {
 			}
 		}
 	}
-	for _, p := range sortedKeys(a.SetClients) {
+	for _, p := range slices.Sorted(maps.Keys(a.SetClients)) {
 		c := a.SetClients[p]
 		if c == nil {
 			if err := r.deleteKeyring(layout.ClientUser(p)); err != nil {
@@ -227,17 +229,17 @@ func (r *runner) act(a *Action) error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(a.SetLedgers) {
+	for _, name := range slices.Sorted(maps.Keys(a.SetLedgers)) {
 		if err := r.writeLedger(name, renderLedger(a.SetLedgers[name])); err != nil {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(a.SetRawLedgers) {
+	for _, name := range slices.Sorted(maps.Keys(a.SetRawLedgers)) {
 		if err := r.writeLedger(name, []byte(a.SetRawLedgers[name])); err != nil {
 			return err
 		}
 	}
-	for _, lock := range sortedKeys(a.Hold) {
+	for _, lock := range slices.Sorted(maps.Keys(a.Hold)) {
 		if err := r.w.Hold(lock, a.Hold[lock]); err != nil {
 			return err
 		}
@@ -256,7 +258,7 @@ func (r *runner) act(a *Action) error {
 		}
 	}
 	ts := r.w.TokenServer()
-	for _, p := range sortedKeys(a.ScriptRefresh) {
+	for _, p := range slices.Sorted(maps.Keys(a.ScriptRefresh)) {
 		for _, x := range a.ScriptRefresh[p] {
 			r.secret(x.AccessToken)
 			r.secret(x.RefreshToken)
@@ -272,7 +274,7 @@ func (r *runner) act(a *Action) error {
 			ts.ScriptRefresh(p, x, during)
 		}
 	}
-	for _, p := range sortedKeys(a.ScriptAuthorize) {
+	for _, p := range slices.Sorted(maps.Keys(a.ScriptAuthorize)) {
 		for _, x := range a.ScriptAuthorize[p] {
 			r.secret(x.AccessToken)
 			r.secret(x.RefreshToken)

@@ -3,6 +3,8 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/grantwire/grantwire/host"
@@ -151,7 +153,7 @@ func (r *runner) step(i int, st Step) {
 func (r *runner) expand(x *Expect) *Expect {
 	b, _ := json.Marshal(x)
 	s := string(b)
-	for _, name := range sortedKeys(layout.Ledgers) {
+	for _, name := range slices.Sorted(maps.Keys(layout.Ledgers)) {
 		p, _ := json.Marshal(r.caps.Files.Path(layout.Ledgers[name]))
 		s = strings.ReplaceAll(s, "{{path:"+name+"}}", strings.Trim(string(p), `"`))
 	}

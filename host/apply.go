@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
@@ -117,13 +116,4 @@ func (o *Op) apply(ctx context.Context, e core.Effect) error {
 		return nil
 	}
 	return fmt.Errorf("%w: unknown effect kind %q", errPolicy, e.Kind)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

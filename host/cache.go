@@ -13,7 +13,7 @@ import (
 
 // Two optional interfaces let a shell's capabilities make the hot path cheap without the
 // core knowing (README "Performance: a token hand-out without I/O"). Capabilities that do
-// not implement them (hostabi/memhost, the Node shell) are used as before.
+// not implement them (internal/testworld/memhost, the Node shell) are used as before.
 
 // FileStamps is implemented by a Files capability that can tell, far more cheaply than a
 // read, whether a file may have changed: Stamp returns a token that differs whenever the

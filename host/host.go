@@ -21,6 +21,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/grantwire/grantwire/core"
@@ -130,7 +132,7 @@ var _ hostabi.Performer = (*Op)(nil)
 
 // End releases every lock the operation holds and closes its loopback listener.
 func (o *Op) End() {
-	for _, name := range sortedKeys(o.locks) {
+	for _, name := range slices.Sorted(maps.Keys(o.locks)) {
 		o.locks[name]()
 		o.trace("release %s", name)
 	}

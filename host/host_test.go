@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 func need(t *testing.T, s string) core.Need {

@@ -13,8 +13,9 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 const testCatalog = `{"catalog":{"connectors":{
@@ -29,7 +30,8 @@ func setup(t *testing.T) (*hostabi.Driver, *memhost.World, *host.Host) {
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close(ctx) })
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	w.Server.Serve("google", map[string]string{"authorization_url": "https://accounts.example/auth", "token_url": "https://accounts.example/token"})
+	w.Server.ServeProviders(map[string]authserver.Provider{"google": {Type: authserver.TypeOAuth,
+		AuthorizationURL: "https://accounts.example/auth", TokenURL: "https://accounts.example/token"}})
 	h := host.New(w.Capabilities(""))
 	return &hostabi.Driver{Engine: e, Host: h}, w, h
 }
@@ -79,7 +81,7 @@ func TestDriverConnectGrantToken(t *testing.T) {
 	out, err = d.Run(ctx, "get_access_token", tok, nil)
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "%v", out.Error)
-	require.Equal(t, 1, w.Server.RequestCount())
+	require.Equal(t, 1, w.Server.Stats().RefreshRequests)
 	all := strings.Join(trace, "\n")
 	require.NotContains(t, all, "csecret")
 	require.NotContains(t, all, v)
@@ -109,11 +111,13 @@ func TestACommittedRefreshIsSavedDespiteCancellation(t *testing.T) {
 	w.SetKeyring(hostabi.DefaultService, layout.ConnectionUser("google"), layout.Connection{
 		AccountEmail: "a@example.org", ClientIDHash: layout.ClientIDHash("cid"), RefreshToken: "rt-1",
 		Scopes: []string{"gmail"}, ConnectedAt: 1_789_000_000_000}.Encode())
-	w.Server.Issue("google", "rt-1")
+	w.Server.IssueToken("google", "rt-1", nil)
 	w.SetFile(layout.Grants, []byte(`{"google":{"builtin:chat":["gmail"]}}`))
 
 	cctx, cancel := context.WithCancel(ctx)
-	w.Server.BeforeRefresh = func(string) { cancel() } // Ctrl-C while the request is in flight
+	// The provider rotates the refresh token; Ctrl-C while the request is in flight.
+	w.Server.ScriptRefresh("google", authserver.Answer{AccessToken: "access-google-0001", RefreshToken: "refresh-google-0002",
+		ExpiresIn: 3600, During: cancel})
 	_ = h
 	out, err := d.Run(cctx, "get_access_token", map[string]any{"provider": "google", "agent": "builtin:chat", "scopes": []string{"gmail"}}, nil)
 	require.NoError(t, err, "a committed operation finishes")

@@ -10,9 +10,9 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/strictjson"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
 // FuzzLedgers puts arbitrary bytes in a ledger and runs an operation that reads it and one

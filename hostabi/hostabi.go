@@ -7,7 +7,7 @@
 // [Driver] loop.
 //
 // The Go implementation of the needs and effects over these capabilities is package host;
-// hostabi/memhost supplies the capabilities in memory for deterministic runs.
+// internal/testworld/memhost supplies the capabilities in memory for deterministic runs.
 //
 // This package imports core only; hosts and shells import it, never the reverse.
 package hostabi

@@ -27,9 +27,9 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 const schemaBase = "https://github.com/grantwire/grantwire/hostabi/schema/"
@@ -242,14 +242,15 @@ func beyondTheCorpus(t *testing.T, factory memshell.EngineFactory) {
 		ConnectedAt: layout.Seconds(conformance.DefaultClock - 86_400_000), RefreshToken: "rt-google-1",
 		Scopes: []string{"gmail.readonly"},
 	}.Encode())
-	w.Server.Issue("google", "rt-google-1")
+	w.Server.IssueToken("google", "rt-google-1", nil)
 	w.SetSource("~/agents/helper.py", []byte("print('hello')\n"))
 	d := &hostabi.Driver{Engine: engine, Host: host.New(w.Capabilities(""))}
 
 	out, err := d.Run(ctx, "disconnect", map[string]any{"connector": "google"}, nil)
 	require.NoError(t, err)
 	require.Nil(t, out.Error, "%+v", out.Error)
-	require.Equal(t, []string{"rt-google-1"}, w.Server.Revoked(), "disconnect revokes the refresh token at the provider")
+	require.Equal(t, 1, w.Server.Stats().RevokedTokens, "disconnect revokes the refresh token at the provider")
+	require.False(t, w.Server.Live("rt-google-1"), "disconnect revokes the refresh token at the provider")
 	_, err = w.Capabilities("").Keyring.Get(ctx, service, layout.ConnectionUser("google"))
 	require.ErrorIs(t, err, hostabi.ErrNotFound)
 

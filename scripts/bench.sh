@@ -23,7 +23,7 @@ mkdir -p "$out"
 run() { # package, file
 	go test "$1" -run '^$' -bench "$filter" -benchtime "$benchtime" -count "$count" -timeout 90m | tee "$out/$2.txt"
 }
-run ./core/internal/nodiff engines
+run ./internal/testworld/nodiff engines
 run ./core/wasmengine wasmengine
 run ./internal/canon canon
 run ./cmd/grantwire cli # the built binary as a process (BenchmarkBinaryGrantsList) and whole commands in-process

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -114,8 +116,8 @@ func (a *app) activationsListCmd() *cobra.Command {
 					Agent     string `json:"agent"`
 				}
 				rows := []row{}
-				for _, conn := range sortedKeys(acts) {
-					for _, agent := range sortedKeys(acts[conn]) {
+				for _, conn := range slices.Sorted(maps.Keys(acts)) {
+					for _, agent := range slices.Sorted(maps.Keys(acts[conn])) {
 						if acts[conn][agent] {
 							rows = append(rows, row{conn, agent})
 						}
@@ -125,8 +127,8 @@ func (a *app) activationsListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			rows := 0
-			for _, conn := range sortedKeys(acts) {
-				for _, agent := range sortedKeys(acts[conn]) {
+			for _, conn := range slices.Sorted(maps.Keys(acts)) {
+				for _, agent := range slices.Sorted(maps.Keys(acts[conn])) {
 					if !acts[conn][agent] {
 						continue
 					}

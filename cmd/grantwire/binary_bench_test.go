@@ -12,8 +12,8 @@ import (
 
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // BenchmarkBinaryGrantsList is `grants list` as the user feels it: the built binary,
@@ -30,10 +30,7 @@ import (
 func BenchmarkBinaryGrantsList(b *testing.B) {
 	bin := os.Getenv("GRANTWIRE_BENCH_BINARY")
 	if bin == "" {
-		bin = grantwireBinary(&testing.T{})
-		if binDefault.err != nil {
-			b.Fatal(binDefault.err)
-		}
+		bin = grantwireBinary(b)
 	}
 	home := b.TempDir()
 	args := []string{"grants", "list"}
@@ -99,10 +96,7 @@ func BenchmarkBinaryGrantsList(b *testing.B) {
 //	scripts/with-keyring.sh go test ./cmd/grantwire -run '^$' -bench BinaryToken -count 6
 func BenchmarkBinaryToken(b *testing.B) {
 	testenv.RequireKeyring(b, "./cmd/grantwire")
-	bin := grantwireBinary(&testing.T{})
-	if binDefault.err != nil {
-		b.Fatal(binDefault.err)
-	}
+	bin := grantwireBinary(b)
 	for _, bc := range []struct {
 		name      string
 		expiresIn int64

@@ -16,41 +16,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/fixes"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 var (
 	binDir string
 	// The default build and the OPA build (-tags opa: the policy commands, the rego engine).
-	binDefault, binOPA lazyBinary
+	binDefault = testenv.Binary{Pkg: ".", Name: "grantwire"}
+	binOPA     = testenv.Binary{Pkg: ".", Name: "grantwire-opa", Flags: []string{"-tags", "opa"}}
 )
-
-// lazyBinary is a binary built once per test run.
-type lazyBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func (b *lazyBinary) get(t *testing.T, name string, flags ...string) string {
-	t.Helper()
-	b.once.Do(func() {
-		b.path = filepath.Join(binDir, name)
-		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", b.path, ".")...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("go build %v: %v\n%s", flags, err, out)
-		}
-	})
-	require.NoError(t, b.err)
-	return b.path
-}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
@@ -74,10 +53,10 @@ func TestMain(m *testing.M) {
 }
 
 // grantwireBinary builds the command (the default build) once per test run.
-func grantwireBinary(t *testing.T) string { return binDefault.get(t, "grantwire") }
+func grantwireBinary(t testing.TB) string { return binDefault.Path(t, binDir) }
 
 // opaBinary builds the OPA build of the command once per test run.
-func opaBinary(t *testing.T) string { return binOPA.get(t, "grantwire-opa", "-tags", "opa") }
+func opaBinary(t testing.TB) string { return binOPA.Path(t, binDir) }
 
 // bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
 // environment with nothing that could open a browser or reach the user's credential store

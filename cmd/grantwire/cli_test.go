@@ -565,7 +565,7 @@ func TestImportForwarded(t *testing.T) {
 	body := `{"client_id": "host-cid", "client_secret": "host-secret", "refresh_token": "host-refresh",
 	  "scopes": ["` + gmailModify + `", "` + gmailSend + `"], "account_email": "alice@example.com",
 	  "grant_agents": ["builtin:email"]}`
-	tw.w.Server.Issue("google", "host-refresh")
+	tw.w.Server.IssueToken("google", "host-refresh", nil)
 	r := tw.gwIn(body, "import", "google", "--from-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Imported the forwarded google connection of alice@example.com with "+gmailModify+" "+gmailSend+"\nGranted google → builtin:email\n", r.stdout)

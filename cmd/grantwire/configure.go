@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -116,7 +118,7 @@ does not mark secret.`,
 				if err := c.ConfigureMCP(ctx, id, values); err != nil {
 					return err
 				}
-				keys := sortedKeys(values)
+				keys := slices.Sorted(maps.Keys(values))
 				if a.jsonOut {
 					return a.printJSON(map[string]any{"connector": id, "env_keys": keys})
 				}

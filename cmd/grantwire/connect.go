@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/grantwire/grantwire"
@@ -83,7 +85,7 @@ cancels and stores nothing (exit 130).`,
 				account = "(account unknown)"
 			}
 			a.printf("Connected %s as %s with %s\n", res.Connector, account, strings.Join(res.Scopes, " "))
-			for _, agent := range sortedKeys(res.Granted) {
+			for _, agent := range slices.Sorted(maps.Keys(res.Granted)) {
 				a.printf("Granted %s → %s: %s\n", res.Connector, agent, strings.Join(res.Granted[agent], " "))
 			}
 			for _, w := range res.Warnings {

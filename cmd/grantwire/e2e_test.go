@@ -2,7 +2,7 @@ package main_test
 
 // End-to-end tests of the built binary on the real parts: the private Secret Service
 // (scripts/keyring-lib.sh, started by `make test`), real files and file locks under a temp
-// home, and the local OAuth authorization server (internal/authserver) on 127.0.0.1, which
+// home, and the local OAuth authorization server (internal/testworld/authserver) on 127.0.0.1, which
 // the google entry of a catalog override points at. Consent is automatic: the test plays
 // the user's browser by fetching the URL the CLI prints (--no-browser), or the CLI opens
 // the stand-in browser (internal/cmd/browser) through $BROWSER.
@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -39,9 +38,9 @@ import (
 	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/fixes"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // tokenPrefix starts every token (code, refresh, access) the local server issues.
@@ -53,26 +52,10 @@ const (
 	gmailSend   = "https://www.googleapis.com/auth/gmail.send"
 )
 
-var (
-	browserOnce sync.Once
-	browserPath string
-	browserErr  error
-)
+var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/browser"}
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
-func browserBinary(t *testing.T) string {
-	t.Helper()
-	browserOnce.Do(func() {
-		browserPath = filepath.Join(binDir, "browser")
-		cmd := exec.Command("go", "build", "-o", browserPath, "github.com/grantwire/grantwire/internal/cmd/browser")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			browserErr = fmt.Errorf("go build browser: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, browserErr)
-	return browserPath
-}
+func browserBinary(t *testing.T) string { return browser.Path(t, binDir) }
 
 // e2e is a bbWorld on the real parts: its own keyring service, the local authorization
 // server and a catalog whose google entry points at it.

@@ -24,9 +24,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/fixes"
-	"github.com/grantwire/grantwire/internal/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 )
 
 // fixWorld is an e2e world for one kind of fix.

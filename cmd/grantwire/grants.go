@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -98,8 +100,8 @@ func (a *app) grantsListCmd() *cobra.Command {
 					Scopes    []string `json:"scopes"`
 				}
 				rows := []row{}
-				for _, conn := range sortedKeys(grants) {
-					for _, agent := range sortedKeys(grants[conn]) {
+				for _, conn := range slices.Sorted(maps.Keys(grants)) {
+					for _, agent := range slices.Sorted(maps.Keys(grants[conn])) {
 						rows = append(rows, row{conn, agent, nonNilStrings(grants[conn][agent])})
 					}
 				}
@@ -115,8 +117,8 @@ func (a *app) grantsListCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "CONNECTOR\tAGENT\tSCOPES")
-			for _, conn := range sortedKeys(grants) {
-				for _, agent := range sortedKeys(grants[conn]) {
+			for _, conn := range slices.Sorted(maps.Keys(grants)) {
+				for _, agent := range slices.Sorted(maps.Keys(grants[conn])) {
 					safetext.Fprintf(tw, "%s\t%s\t%s\n", conn, agent, strings.Join(grants[conn][agent], " "))
 				}
 			}

@@ -15,14 +15,14 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
-// testWorld is an in-memory world (hostabi/memhost) behind the CLI's shell seam: every
+// testWorld is an in-memory world (internal/testworld/memhost) behind the CLI's shell seam: every
 // invocation of gw runs the real command tree, policy engine, driver and host on it, with
 // the OS shell's keyring, locks, HTTP and loopback replaced by the world's (the files are
 // the OS shell's, under the test's home). The loopback follows the native shell's contract

@@ -12,8 +12,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // A secret piped to configure --from-stdin without "KEY=" but holding "=" (base64 padding,
@@ -88,7 +88,7 @@ func requireTerminalSafe(t *testing.T, what, out string) {
 func TestUntrustedStringsAreEscaped(t *testing.T) {
 	tw := newWorld(t)
 	require.Equal(t, 0, tw.gwIn("cs\n", "configure", "google", "--client-id", "cid", "--client-secret-stdin").code)
-	tw.w.Server.ScriptAuthorize("google", memhost.AuthorizeAnswer{Status: "ok", Account: hostileText})
+	tw.w.Server.ScriptAuthorize("google", authserver.Authorization{Status: "ok", Account: hostileText})
 	r := tw.gw("connect", "google", "--scopes", "openid")
 	require.Equal(t, 0, r.code, r.stderr)
 	requireTerminalSafe(t, "connect", r.stdout+r.stderr)

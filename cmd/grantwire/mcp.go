@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -125,7 +127,7 @@ is active for.`,
 					id += " (not in the catalog)"
 				}
 				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor))
 			}
 			return tw.Flush()
 		}),

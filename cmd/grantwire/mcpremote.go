@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -280,7 +282,7 @@ func (a *app) printRemote(agent string, servers []grantwire.RemoteMCPServerInfo)
 				issuer += " (" + time.UnixMilli(*s.AuthorizedAt).UTC().Format("2006-01-02") + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.URL, issuer, scopes, orDash(sortedKeys(s.Grants)), orDash(s.ActiveFor))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.URL, issuer, scopes, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor))
 	}
 	return tw.Flush()
 }

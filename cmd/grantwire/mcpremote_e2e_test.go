@@ -2,9 +2,9 @@ package main_test
 
 // End to end for remote MCP servers (docs/behaviour.md#remote-mcp-servers), on the real
 // parts: the built binary, the private Secret Service, files and locks under a temp home,
-// internal/authserver as the authorization server (RFC 8414 metadata, dynamic client
+// internal/testworld/authserver as the authorization server (RFC 8414 metadata, dynamic client
 // registration, RFC 9207 iss, RFC 7009 revocation) and an MCP server built with the MCP Go
-// SDK behind the SDK's bearer-token middleware (internal/mcptest), publishing its
+// SDK behind the SDK's bearer-token middleware (internal/testworld/mcptest), publishing its
 // protected resource metadata. A go-sdk MCP client talks to the server over stdio through
 // `grantwire mcp proxy`.
 
@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 )
 
 // remoteWorld is an e2e world with an MCP server whose authorization server is the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // hostileServer is an MCP server and its authorization server in one: it answers every

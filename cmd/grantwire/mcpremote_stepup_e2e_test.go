@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
 	"github.com/grantwire/grantwire/internal/fixes"
-	"github.com/grantwire/grantwire/internal/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 )
 
 func TestE2ERemoteMCPStepUp(t *testing.T) {

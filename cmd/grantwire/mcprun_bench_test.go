@@ -17,7 +17,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // BenchmarkBinaryMCPRun is what going through `grantwire mcp run` costs an MCP client per
@@ -35,11 +35,7 @@ import (
 //	scripts/with-keyring.sh go test ./cmd/grantwire -run '^$' -bench BinaryMCPRun -benchtime 20x -count 3
 func BenchmarkBinaryMCPRun(b *testing.B) {
 	testenv.RequireKeyring(b, "./cmd/grantwire")
-	t := &testing.T{}
-	bin, probe := grantwireBinary(t), probeBinary(t)
-	if binDefault.err != nil || probeErr != nil {
-		b.Fatal(binDefault.err, probeErr)
-	}
+	bin, probe := grantwireBinary(b), probeBinary(b)
 	home := b.TempDir()
 	service := "grantwire.bench." + testenv.RandHex(4)
 	defer func() { _ = gokeyring.DeleteAll(service) }()

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,29 +27,14 @@ import (
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
-var (
-	probeOnce sync.Once
-	probePath string
-	probeErr  error
-)
+var keyprobe = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/mcp-keyprobe"}
 
 // probeBinary builds the MCP test server (internal/cmd/mcp-keyprobe) once.
-func probeBinary(t *testing.T) string {
-	t.Helper()
-	probeOnce.Do(func() {
-		probePath = filepath.Join(binDir, "mcp-keyprobe")
-		cmd := exec.Command("go", "build", "-o", probePath, "github.com/grantwire/grantwire/internal/cmd/mcp-keyprobe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			probeErr = fmt.Errorf("go build mcp-keyprobe: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, probeErr)
-	return probePath
-}
+func probeBinary(t testing.TB) string { return keyprobe.Path(t, binDir) }
 
 // mcpWorld is an e2e world whose catalog adds mcp-probe (the key probe, which exits 42 on
 // SIGTERM) and mcp-missing (a server whose command does not exist), with a planted key.

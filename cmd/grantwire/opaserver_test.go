@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/decisionlog"
-	"github.com/grantwire/grantwire/internal/opatest"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
 // --engine opa-server=URL: every decision comes from an OPA server serving grantwire's

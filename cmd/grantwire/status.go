@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -46,7 +47,7 @@ stale and nothing is cleared. Secrets are never shown, with or without --json.`,
 			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tDETAIL\tGRANTED\tACTIVE")
 			for _, r := range rows {
 				state, detail := describeStatus(r)
-				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(sortedKeys(r.Grants)), orDash(r.Activations))
+				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(slices.Sorted(maps.Keys(r.Grants))), orDash(r.Activations))
 			}
 			return tw.Flush()
 		}),
@@ -109,15 +110,6 @@ func describeStatus(r grantwire.ConnectorStatus) (state, detail string) {
 		account = "(account unknown)"
 	}
 	return state, fmt.Sprintf("%s, %d scope(s)", account, len(r.Scopes))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func orDash(list []string) string {

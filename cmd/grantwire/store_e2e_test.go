@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 )
 
 // homeSnapshot is what a home holds: its ledger files' bytes and its keyring values.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/core"
@@ -29,14 +28,9 @@ func decisionOf(res *rt.V, hint int) (d *core.Decision, size int, err error) {
 	if d := b.decision(res); d != nil {
 		return d, len(b.buf), nil
 	}
-	slowDecisions.Add(1)
 	d, err = core.ParseDecision(rt.AppendCanonical(nil, res))
 	return d, 0, err
 }
-
-// slowDecisions counts the decisions core.ParseDecision built (tests hold the policy's
-// own decisions to none).
-var slowDecisions atomic.Uint64
 
 // builder writes the canonical JSON of a decision's raw members into one buffer, which
 // the decision's raw members are cut from.

@@ -6,7 +6,7 @@
 //
 // It is the default engine of Go programs: a few microseconds a decision, no sandbox to
 // cross, no JSON parsed twice. It decides exactly as the wasm and rego engines do, byte
-// for byte (core/internal/nodiff), but only the policy it was generated from: to run
+// for byte (internal/testworld/nodiff), but only the policy it was generated from: to run
 // another policy (a bundle's policy.wasm, Rego edited live) use core/wasmengine or
 // core/regoengine.
 //

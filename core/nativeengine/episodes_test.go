@@ -14,13 +14,14 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/hostabi/memhost"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // The benchmarks and the allocation test ask the engine the questions a real driver asks
 // (host ABI v2): they are captured from operations run on the in-memory world
-// (hostabi/memhost) through package host, so their facts have exactly the shapes the host
+// (internal/testworld/memhost) through package host, so their facts have exactly the shapes the host
 // gives (secret descriptions, versions, ledger reads), not shapes written by hand.
 
 // episode is one captured question and the decision the engine gave it.
@@ -107,12 +108,7 @@ const (
 func gateWorld(t testing.TB, cat *catalog.Catalog) *memhost.World {
 	t.Helper()
 	w := memhost.New(time.UnixMilli(startMs), 1)
-	for _, e := range cat.Entries() {
-		if e.Type == catalog.TypeOAuth {
-			w.Server.Serve(e.ID, map[string]string{"authorization_url": e.AuthorizationURL, "token_url": e.TokenURL,
-				"userinfo_url": e.UserinfoURL, "revocation_url": e.RevocationURL, "issuer": e.Issuer})
-		}
-	}
+	memshell.Serve(w, cat)
 	w.SetKeyring(svc, layout.ClientUser("google"), `{"client_id":"client-1","client_secret":"google-secret-1"}`)
 	conn, err := json.Marshal(map[string]any{"account_email": "user@example.com", "client_id_hash": layout.ClientIDHash("client-1"),
 		"connected_at": startMs/1000 - 86400, "refresh_token": "rt-google-1", "scopes": []string{"gmail.readonly", "openid"}})
@@ -120,7 +116,7 @@ func gateWorld(t testing.TB, cat *catalog.Catalog) *memhost.World {
 		t.Fatal(err)
 	}
 	w.SetKeyring(svc, layout.ConnectionUser("google"), string(conn))
-	w.Server.Issue("google", "rt-google-1")
+	w.Server.IssueToken("google", "rt-google-1", nil)
 	w.SetFile(layout.Grants, []byte(`{"google": {"builtin:chat": ["gmail.readonly"]}}`))
 	return w
 }
@@ -147,8 +143,8 @@ func gateEpisodes(t testing.TB) (*nativeengine.Engine, map[string][]episode) {
 	eps := map[string][]episode{}
 	var out *hostabi.Outcome
 	eps["allow"], out = r.run(t, w, "allow", "get_access_token", args(chat))
-	if out.Error != nil || w.Server.RequestCount() != 1 {
-		t.Fatalf("allow: %+v after %d requests", out.Error, w.Server.RequestCount())
+	if out.Error != nil || w.Server.Stats().RefreshRequests != 1 {
+		t.Fatalf("allow: %+v after %d requests", out.Error, w.Server.Stats().RefreshRequests)
 	}
 	eps["not-granted"], out = r.run(t, w, "not-granted", "get_access_token", args(stranger))
 	if out.Error == nil || out.Error.Code != "AGENT_NOT_GRANTED" {
@@ -156,8 +152,8 @@ func gateEpisodes(t testing.TB) (*nativeengine.Engine, map[string][]episode) {
 	}
 	w.Advance(2 * time.Hour)
 	eps["refresh"], out = r.run(t, w, "refresh", "get_access_token", args(chat))
-	if out.Error != nil || w.Server.RequestCount() != 2 {
-		t.Fatalf("refresh: %+v after %d requests", out.Error, w.Server.RequestCount())
+	if out.Error != nil || w.Server.Stats().RefreshRequests != 2 {
+		t.Fatalf("refresh: %+v after %d requests", out.Error, w.Server.Stats().RefreshRequests)
 	}
 	return e, eps
 }

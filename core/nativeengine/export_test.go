@@ -7,9 +7,6 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
 )
 
-// SlowDecisions is the count of decisions built by core.ParseDecision.
-func SlowDecisions() uint64 { return slowDecisions.Load() }
-
 // DecisionOfJSON turns a decision given as JSON into the policy's value and builds the
 // typed decision from it (fast reports whether the builder took it without
 // core.ParseDecision), beside what core.ParseDecision gives for the value's canonical JSON.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/nativeengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // tokens hands out synthetic tokens as a host does: one per distinct fact content, never

@@ -4,12 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/opaserver"
-	"github.com/grantwire/grantwire/internal/opatest"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
-// BenchmarkGate: the gate's decisions (BenchmarkGate of core/internal/nodiff) asked of an
+// BenchmarkGate: the gate's decisions (BenchmarkGate of internal/testworld/nodiff) asked of an
 // OPA server on 127.0.0.1 (the pinned OPA evaluating the Rego of the --rego-only bundle):
 // what one question costs a client of a fleet, round trip included.
 func BenchmarkGate(b *testing.B) {

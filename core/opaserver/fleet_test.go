@@ -15,9 +15,9 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/host"
-	"github.com/grantwire/grantwire/internal/audittest"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/opatest"
+	"github.com/grantwire/grantwire/internal/testworld/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
 // The fleet set-up of docs/fleet.md: an OPA server runs grantwire's bundle and the

@@ -6,8 +6,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // BenchmarkFloor measures what OPA's Wasm runtime costs with no policy logic: the

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // slowQuery is a query of testdata/slow whose decision takes about 10 s on wazero's

@@ -13,8 +13,8 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 func testModule(t testing.TB, name string) []byte {

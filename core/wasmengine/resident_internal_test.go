@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/internal/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // tokenize names facts of q by version as a host would: the token of a fact is a hash of

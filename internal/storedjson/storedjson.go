@@ -5,7 +5,7 @@
 // a ledger document and the JSON types on the way; a secret's description (digest and
 // CRC-32) and a keyring value's version token.
 //
-// The Go host (host/) and the differential test's simulated host (core/internal/nodiff)
+// The Go host (host/) and the differential test's simulated host (internal/testworld/nodiff)
 // both read through it, so the facts the engines are tested on are the facts a host
 // gives. The Node shell words the same reasons (hostabi/testdata/stored-json.json holds
 // the cases every host checks). It imports only the standard library.

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -75,6 +74,7 @@ func ownService(service string) bool {
 type generations struct {
 	home, lockDir, service string
 	paths                  sync.Map // service → []string
+	stat                   statFunc // nil: lstatStamp
 }
 
 func newGenerations(home, lockDir, service string) *generations {
@@ -107,11 +107,11 @@ func (g *generations) pathsOf(service string) []string {
 func (g *generations) stamp(service string) (string, bool) {
 	paths := g.pathsOf(service)
 	if len(paths) == 1 {
-		return oneStamp(paths[0])
+		return oneStamp(g.stat, paths[0])
 	}
 	var b []byte
 	for _, p := range paths {
-		s, ok := oneStamp(p)
+		s, ok := oneStamp(g.stat, p)
 		if !ok {
 			return "", false
 		}
@@ -280,24 +280,24 @@ func (l *fileLedgers) Stamp(name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return oneStamp(p)
+	return oneStamp(l.stat, p)
 }
 
-// oneStamp is the stamp of one regular file ("absent" when it does not exist).
-func oneStamp(p string) (string, bool) {
-	if f := statHook.Load(); f != nil {
-		(*f)(p)
+// statFunc stats a file for its stamp, as lstatStamp does.
+type statFunc func(path string) (stamp string, absent bool, err error)
+
+// oneStamp is the stamp of one regular file ("absent" when it does not exist), read by
+// stat (nil: lstatStamp).
+func oneStamp(stat statFunc, p string) (string, bool) {
+	if stat == nil {
+		stat = lstatStamp
 	}
-	s, absent, err := lstatStamp(p)
+	s, absent, err := stat(p)
 	if absent {
 		return "absent", true
 	}
 	return s, err == nil
 }
-
-// statHook, when set, sees every path oneStamp stats (tests count the stats of an
-// operation).
-var statHook atomic.Pointer[func(path string)]
 
 var (
 	errNotRegular = errors.New("not a regular file")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // slowKeyring delays every write, widening the window between the authorization server

@@ -15,7 +15,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

@@ -24,19 +24,20 @@ func (c countingBackend) Get(service, user string) (string, error) {
 	return c.backend.Get(service, user)
 }
 
-// CountStats counts the stats of file stamps by path until the returned function stops
-// counting and returns the counts.
-func CountStats() (stop func() map[string]int) {
+// CountStats counts the shell's stats of file stamps by path until the returned function
+// stops counting and returns the counts.
+func CountStats(s *Shell) (stop func() map[string]int) {
 	var mu sync.Mutex
 	counts := map[string]int{}
-	f := func(p string) {
+	f := func(p string) (string, bool, error) {
 		mu.Lock()
 		counts[p]++
 		mu.Unlock()
+		return lstatStamp(p)
 	}
-	statHook.Store(&f)
+	s.keyring.gen.stat, s.ledgers.stat = f, f
 	return func() map[string]int {
-		statHook.Store(nil)
+		s.keyring.gen.stat, s.ledgers.stat = nil, nil
 		mu.Lock()
 		defer mu.Unlock()
 		return maps.Clone(counts)

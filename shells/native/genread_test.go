@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/host"
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -32,7 +32,7 @@ func TestOneStatPerFilePerOperation(t *testing.T) {
 	_, ok := w.shell.Capabilities().Keyring.(host.KeyringGenerationReads)
 	require.True(t, ok, "the shell's keyring reads at a generation")
 	store := native.CountKeyringReads(w.shell)
-	stop := native.CountStats()
+	stop := native.CountStats(w.shell)
 	get()
 	counts := stop()
 	require.Zero(t, store.Load(), "the hand-out was served from the caches")

@@ -1,7 +1,6 @@
 package native_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -55,24 +54,6 @@ func testService(t testing.TB) string {
 		t.Cleanup(func() { _ = gokeyring.DeleteAll(svc) })
 	}
 	return svc
-}
-
-// syncBuffer is a goroutine-safe buffer (Prompt output, logs).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // testAgents is the agent registry of every test world (the home's agents.json).
@@ -127,7 +108,7 @@ type world struct {
 	srv     *authserver.Server
 	shell   *native.Shell
 	client  *grantwire.Client
-	prompt  *syncBuffer
+	prompt  *testenv.Buffer
 	checked *urlLog
 }
 
@@ -161,7 +142,7 @@ type worldOpts struct {
 func newWorld(t testing.TB, o worldOpts) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{t: t, home: o.home, service: o.service, prompt: &syncBuffer{}, checked: &urlLog{}}
+	w := &world{t: t, home: o.home, service: o.service, prompt: &testenv.Buffer{}, checked: &urlLog{}}
 	if w.home == "" {
 		w.home = t.TempDir()
 	}

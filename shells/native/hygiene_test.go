@@ -17,7 +17,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

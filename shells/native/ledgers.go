@@ -36,6 +36,7 @@ const ledgerLockWait = 10 * time.Second
 // atomically under a per-file lock file; and the digest of any regular file.
 type fileLedgers struct {
 	home string
+	stat statFunc // how Stamp stats a file (nil: lstatStamp)
 	// mu serialises this process's writers of one file (the lock file does the same
 	// across processes).
 	mu sync.Map // name → *sync.Mutex

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // rawGet sends one request line and headers as written, over TCP, and returns the status

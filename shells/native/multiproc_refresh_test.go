@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

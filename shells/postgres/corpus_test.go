@@ -16,13 +16,13 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/nativeshell"
-	"github.com/grantwire/grantwire/internal/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 
 // The conformance corpus on the PostgreSQL shell: each scenario's world is the OS shell's
-// test world (internal/nativeshell: its processes' loopback, browser, HTTP to the local
+// test world (internal/testworld/nativeshell: its processes' loopback, browser, HTTP to the local
 // authorization server, clock, entropy, environment and event log) with the keyring, the
 // ledgers and the locks of every process on PostgreSQL instead — each process its own
 // postgres.Store (its own connections, so its own advisory-lock sessions), all on one

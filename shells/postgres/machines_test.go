@@ -11,7 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/shells/postgres"
 )

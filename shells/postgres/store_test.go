@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 

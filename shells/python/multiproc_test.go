@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 

@@ -26,7 +26,7 @@ import (
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/canon"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // requirePython is set by `make test` (scripts/test.sh): there a missing Python, a failed

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/rest"
 )

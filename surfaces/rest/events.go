@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/grantwire/grantwire/hostabi"
 )
 
 // hub fans events out to SSE subscribers. Each frame is encoded once; every subscriber has
@@ -185,6 +183,3 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 	}
 }
-
-// publishEvent is how tests and benchmarks inject an event as the shell would.
-func (s *Server) publishEvent(e hostabi.Event) { s.hub.publish(frame(e.Type, e.Payload)) }

@@ -81,6 +81,9 @@ func waitSubscribers(t testing.TB, s *Server, n int) {
 	}
 }
 
+// publishEvent injects an event as the shell would.
+func (s *Server) publishEvent(e hostabi.Event) { s.hub.publish(frame(e.Type, e.Payload)) }
+
 func event(i int) hostabi.Event {
 	return hostabi.Event{Type: "connector.grant.changed", Payload: json.RawMessage(fmt.Sprintf(`{"connector_id":"c","agent_id":"builtin:chat","scopes":["s%d"]}`, i))}
 }

@@ -3,7 +3,7 @@ package rest_test
 // The harness of the black-box tests: the grantwire binary, built once, runs `serve` as a
 // user would, in a private home, on the private Secret Service that make test starts
 // (testenv.RequireKeyring), with a catalog whose google entry points at the local
-// authorization server (internal/authserver). Every response body, every SSE frame, the
+// authorization server (internal/testworld/authserver). Every response body, every SSE frame, the
 // server's log and every file of the home are kept and searched for the planted secrets.
 
 import (
@@ -26,15 +26,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/internal/authserver"
-	"github.com/grantwire/grantwire/internal/testenv"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
+	binDir string
+	binary = testenv.Binary{Pkg: "../../cmd/grantwire", Flags: []string{"-buildvcs=false"}}
 )
 
 func TestMain(m *testing.M) {
@@ -50,19 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // grantwireBinary builds cmd/grantwire once per test run.
-func grantwireBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binPath = filepath.Join(binDir, "grantwire")
-		cmd := exec.Command("go", "build", "-o", binPath, "../../cmd/grantwire")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+func grantwireBinary(t testing.TB) string { return binary.Path(t, binDir) }
 
 // Secrets the tests plant; tokens the local server issues start with tokenPrefix.
 const tokenPrefix = "srvtok"
@@ -149,21 +135,9 @@ type served struct {
 	cmd    *exec.Cmd
 	url    string
 	host   string
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	done   chan error
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // serve starts `grantwire serve` with extra arguments and waits for its JSON line.
 func (w *world) serve(args ...string) *served {
@@ -172,7 +146,7 @@ func (w *world) serve(args ...string) *served {
 	cmd.Env = w.env
 	out, err := cmd.StdoutPipe()
 	require.NoError(w.t, err)
-	s := &served{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s := &served{cmd: cmd, stderr: &testenv.Buffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	require.NoError(w.t, cmd.Start())
 	lines := make(chan string, 1)

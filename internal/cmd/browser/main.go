@@ -1,7 +1,7 @@
 // Command browser stands in for the user's web browser in grantwire's demo and CLI tests:
 // it loads the URL it is given (the authorization request grantwire opens), following
 // redirects, as a browser whose user clicks "Allow" would — the local authorization server
-// (internal/authserver) consents automatically and redirects to grantwire's loopback
+// (internal/testworld/authserver) consents automatically and redirects to grantwire's loopback
 // callback on 127.0.0.1.
 //
 // Point grantwire at it with BROWSER (grantwire passes the URL as the last argument):

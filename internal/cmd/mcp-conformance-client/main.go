@@ -25,7 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/hostabi/memhost"
+	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +25,8 @@ import (
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/canon"
-	"github.com/grantwire/grantwire/internal/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
 // requireNode is set by `make test` (scripts/test.sh): there a missing Node fails the test
@@ -60,14 +63,31 @@ type nodeRun struct {
 var (
 	cached   *nodeRun
 	tempDirs []string
+	servers  []*http.Server
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	for _, s := range servers {
+		_ = s.Close()
+	}
 	for _, d := range tempDirs {
 		_ = os.RemoveAll(d)
 	}
 	os.Exit(code)
+}
+
+// startWorlds serves the control API of the test worlds' authorization server on
+// 127.0.0.1 for the Node runner (its world per scenario, over real HTTP).
+func startWorlds(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: authserver.NewWorlds(), ReadHeaderTimeout: 10 * time.Second}
+	servers = append(servers, srv)
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String()
 }
 
 func runNode(t *testing.T) *nodeRun {
@@ -115,7 +135,7 @@ func runNode(t *testing.T) *nodeRun {
 	rep := filepath.Join(dir, "report.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "run.mjs", "--quiet", "--report", rep, "--queries", r.queries)
+	cmd := exec.CommandContext(ctx, node, "run.mjs", "--quiet", "--authserver", startWorlds(t), "--report", rep, "--queries", r.queries)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

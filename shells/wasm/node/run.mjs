@@ -1,22 +1,31 @@
 #!/usr/bin/env node
 // Runs grantwire's conformance corpus (conformance/corpus/*.yaml) on the Node shell:
 // policy.wasm through @open-policy-agent/opa-wasm, the JavaScript driver and host, and the
-// in-memory world (memworld.mjs). Every expectation is checked as the Go runner
+// in-memory world (memworld.mjs) whose authorization server is the Go test worlds' one,
+// reached over HTTP. Every expectation is checked as the Go runner
 // (conformance/run.go, stage.go, step.go, final.go) checks it, and the world is staged in
 // the same order, so the Node host answers every need as the Go host does. A scenario listed
 // for this shell in exceptions.yaml must fail, so a fixed difference is noticed. First, the
 // host's JSON reader is checked against hostabi/testdata/stored-json.json, and the kinds no
 // scenario uses are exercised (checkBeyond).
 //
-//   node run.mjs [--report FILE] [--queries FILE] [--only SUBSTRING] [--quiet]
+//   node run.mjs [--authserver URL] [--report FILE] [--queries FILE] [--only SUBSTRING] [--quiet]
 //
+// --authserver is the control API of the test worlds' one authorization server
+// (internal/testworld/authserver: `go run ./internal/cmd/authserver -worlds` prints it);
+// without it the run builds and starts one, and stops it at the end.
 // --report writes a JSON report (per scenario: family, failures; per corpus file: its
 // canonical JSON, to compare the YAML reading with Go's); --queries writes every query sent
 // to the core with the canonical decision the loader returned (JSON lines), for the Go test
 // to replay through both Go engines and to compare with the Go host's questions. Exit
 // status 1 when any scenario fails.
 
-import { closeSync, openSync, readFileSync, readdirSync, writeFileSync, writeSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { crc32 } from "node:zlib";
 import { parse as parseYAML } from "yaml";
 import { Canceled, run } from "./driver.mjs";
@@ -156,18 +165,18 @@ async function engineFor(data, onDecide) {
 }
 
 export class Runner {
-  constructor(s, engine, catalog, trace) {
-    Object.assign(this, { s, ws: s.worldSpec, engine, catalog, trace });
-    this.world = new World(this.ws.clock || DEFAULT_CLOCK);
-    this.caps = this.world.capabilities(SERVICE);
-    for (const [id, c] of Object.entries(catalog.connectors)) {
-      if (c.type === "oauth_pkce") {
-        const { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer } = c;
-        this.world.server.serve(id, { authorization_url, token_url, userinfo_url, revocation_url, device_authorization_url, issuer });
-        this.world.server.requireClientAuth(id, c.token_endpoint_auth_method || (c.client_secret_required ? "client_secret_basic" : ""), c.client_secret_required === true);
-      }
-    }
-    Object.assign(this, { procs: new Map(), agents: {}, secrets: new Set(), users: new Set(), texts: [], failures: [] });
+  // open returns a runner on a fresh world, whose authorization server (a world of the
+  // control API at hub) plays the catalog's OAuth providers.
+  static async open(hub, s, engine, catalog, trace) {
+    const r = new Runner(s, engine, catalog, trace, await World.open(hub, s.worldSpec.clock || DEFAULT_CLOCK));
+    await r.world.server.script({ providers: catalog.connectors });
+    return r;
+  }
+
+  constructor(s, engine, catalog, trace, world) {
+    Object.assign(this, { s, ws: s.worldSpec, engine, catalog, trace, world, caps: world.capabilities(SERVICE) });
+    Object.assign(this, { procs: new Map(), agents: {}, secrets: new Set(), users: new Set(), texts: [], failures: [], durings: [] });
+    world.server.onDuring = (id) => this.durings[Number(id)]();
   }
 
   failf(m) {
@@ -206,7 +215,7 @@ export class Runner {
   }
 
   // stage builds the initial world in the order of the Go runner's stage().
-  stage() {
+  async stage() {
     const ws = this.ws;
     if (sortedKeys(ws.mcp_env).length > 0) {
       const servers = {};
@@ -227,23 +236,17 @@ export class Runner {
     for (const name of sortedKeys(ws.raw_ledgers)) this.writeLedger(name, ws.raw_ledgers[name]);
     const ts = ws.token_server;
     if (ts) {
-      this.world.server.configure(ts.rotate !== false, ts.expires_in || 3600);
-      for (const p of sortedKeys(ts.client_auth)) this.world.server.requireClientAuth(p, ts.client_auth[p], this.catalog.connectors[p]?.client_secret_required === true);
-      for (const p of sortedKeys(ts.revoke)) for (const x of ts.revoke[p]) this.world.server.scriptRevoke(p, x);
-      for (const p of sortedKeys(ts.issued)) {
-        for (const rt of ts.issued[p]) {
-          this.secret(rt);
-          this.world.server.issue(p, rt);
-        }
-      }
+      for (const p of sortedKeys(ts.issued)) ts.issued[p].forEach((rt) => this.secret(rt));
+      const { rotate, expires_in, client_auth, revoke, issued } = ts;
+      await this.world.server.script({ rotate: rotate !== false, expires_in: expires_in || 3600, client_auth, revoke, issued });
     }
-    this.act({ set_connections: ws.connections, set_clients: ws.clients, hold: ws.locks, set_agents: ws.agents });
+    await this.act({ set_connections: ws.connections, set_clients: ws.clients, hold: ws.locks, set_agents: ws.agents });
     for (const k of sortedKeys(ws.env)) this.world.env.set(k, ws.env[k]);
-    if (ts) this.act({ script_refresh: ts.refresh, script_authorize: ts.authorize });
+    if (ts) await this.act({ script_refresh: ts.refresh, script_authorize: ts.authorize });
     for (const p of sortedKeys(ws.cached_clients)) {
       this.process("A").memory.set(clientUser(p), { value: encodeClient(ws.cached_clients[p]), found: true });
     }
-    this.act({ keyring_failures: ws.keyring_failures });
+    await this.act({ keyring_failures: ws.keyring_failures });
   }
 
   encodeConnection(p, c) {
@@ -270,8 +273,11 @@ export class Runner {
     return encode({ version: 1, agents }, "  ") + "\n";
   }
 
-  // act applies a world action (staging uses it too), in the order of the Go runner's act().
-  act(a) {
+  // act applies a world action (staging uses it too), in the order of the Go runner's act();
+  // what it tells the authorization server goes in one piece of script, at the end.
+  async act(a) {
+    const script = { issued: {}, refresh: {}, authorize: {} };
+    const queue = (m, p, x) => (m[p] ??= []).push(x);
     if (a.advance_ms) this.world.nowMS += a.advance_ms;
     for (const p of sortedKeys(a.set_connections)) {
       const c = a.set_connections[p];
@@ -289,7 +295,7 @@ export class Runner {
       }
       if (typeof rt === "string" && rt !== "") {
         this.secret(rt);
-        if (c.live !== false) this.world.server.issue(p, rt);
+        if (c.live !== false) queue(script.issued, p, rt);
       }
     }
     for (const p of sortedKeys(a.set_clients)) {
@@ -313,27 +319,26 @@ export class Runner {
       for (const x of a.script_refresh[p]) {
         this.secret(x.access_token);
         this.secret(x.refresh_token);
-        const during = x.during && (() => {
-          try {
-            this.act(x.during);
-          } catch (e) {
-            this.failf(`during a refresh: ${e.message}`);
-          }
-        });
-        this.world.server.script(p, x, during);
+        const { during, ...answer } = x;
+        if (during) {
+          answer.during = String(this.durings.length);
+          this.durings.push(() => this.act(during).catch((e) => this.failf(`during a refresh: ${e.message}`)));
+        }
+        queue(script.refresh, p, answer);
       }
     }
     for (const p of sortedKeys(a.script_authorize)) {
       for (const x of a.script_authorize[p]) {
         this.secret(x.access_token);
         this.secret(x.refresh_token);
-        this.world.server.scriptAuthorize(p, x);
+        queue(script.authorize, p, x);
       }
     }
     for (const f of a.keyring_failures ?? []) {
       this.users.add(f.user);
       this.world.failKeyring(f.op, f.user, f.count, f.insecure);
     }
+    if (Object.values(script).some((m) => sortedKeys(m).length > 0)) await this.world.server.script(script);
   }
 
   // expand replaces "{{path:<ledger>}}" in the expectation with this shell's ledger path.
@@ -416,7 +421,7 @@ export class Runner {
     return this.world.keyringMap.get(SERVICE + "\0" + user);
   }
 
-  final() {
+  async final() {
     const f = this.s.final;
     for (const name of ["grants", "activations", "state", "mcp_servers"]) {
       const bytes = this.world.files.get(LEDGERS[name]);
@@ -461,18 +466,18 @@ export class Runner {
       const want = [...f.keyring].sort();
       if (!deepEqual(have, want)) this.failf(`final: keyring holds ${JSON.stringify(have)}, want ${JSON.stringify(want)}`);
     }
-    const srv = this.world.server;
-    for (const [field, got, what] of [
-      ["requests", srv.requests, "the token endpoint got %d refresh requests"],
-      ["exchanges", srv.exchanges, "the token endpoint got %d code exchanges"],
-      ["revocations", srv.revocations, "the revocation endpoint got %d requests"],
-      ["revoked", srv.revoked.length, "the revocation endpoint revoked %d tokens"],
+    const srv = await this.world.server.counters();
+    for (const [field, what] of [
+      ["requests", "the token endpoint got %d refresh requests"],
+      ["exchanges", "the token endpoint got %d code exchanges"],
+      ["revocations", "the revocation endpoint got %d requests"],
+      ["revoked", "the revocation endpoint revoked %d tokens"],
     ]) {
       const want = f.token_server?.[field];
-      if (want !== undefined && got !== want) this.failf(`final: ${what.replace("%d", got)}, want ${want}`);
+      if (want !== undefined && srv[field] !== want) this.failf(`final: ${what.replace("%d", srv[field])}, want ${want}`);
     }
-    if (f.token_server?.client_auth !== undefined && !deepEqual(srv.authSeen, f.token_server.client_auth)) {
-      this.failf(`final: the token endpoint saw the client authenticate with ${JSON.stringify(srv.authSeen)}, want ${JSON.stringify(f.token_server.client_auth)}`);
+    if (f.token_server?.client_auth !== undefined && !deepEqual(srv.client_auth, f.token_server.client_auth)) {
+      this.failf(`final: the token endpoint saw the client authenticate with ${JSON.stringify(srv.client_auth)}, want ${JSON.stringify(f.token_server.client_auth)}`);
     }
     const got = this.world.events.map((e) => ({ type: e.type, payload: e.payload }));
     this.texts.push(JSON.stringify(got));
@@ -521,25 +526,29 @@ function encodeClient(c) {
 /** The catalog every scenario starts from (conformance/corpus/catalog.json). */
 export const baseCatalog = () => JSON.parse(readFileSync(REPO + "conformance/corpus/catalog.json", "utf8"));
 
-/** Runs one scenario; returns {failures, transcript}. */
-export async function runScenario(s, { onDecide } = {}) {
+/** Runs one scenario on a world of the control API at hub; returns {failures, transcript}. */
+export async function runScenario(hub, s, { onDecide } = {}) {
   const catalog = mergePatch(baseCatalog(), s.worldSpec.catalog);
   if (sortedKeys(catalog.connectors).length === 0) throw new Error(`${s.id}: catalog: no connectors`);
   const data = { catalog: { connectors: catalog.connectors } };
   const engine = await engineFor(data, onDecide && ((id, d, q, dec) => onDecide(s.id, id, d, q, dec)));
   let transcript = `# ${s.id}\n# ${s.behaviour}\n`;
-  const r = new Runner(s, engine, catalog, (line) => (transcript += line + "\n"));
-  r.stage();
-  for (const [i, st] of s.steps.entries()) {
-    if (st.world) {
-      transcript += `\n--- step ${i}: world action\n`;
-      r.act(st.world);
-      continue;
+  const r = await Runner.open(hub, s, engine, catalog, (line) => (transcript += line + "\n"));
+  try {
+    await r.stage();
+    for (const [i, st] of s.steps.entries()) {
+      if (st.world) {
+        transcript += `\n--- step ${i}: world action\n`;
+        await r.act(st.world);
+        continue;
+      }
+      transcript += `\n--- step ${i}: ${st.op} ${JSON.stringify(st.args ?? {})} (process ${st.process || "A"})\n`;
+      await r.step(i, st);
     }
-    transcript += `\n--- step ${i}: ${st.op} ${JSON.stringify(st.args ?? {})} (process ${st.process || "A"})\n`;
-    await r.step(i, st);
+    await r.final();
+  } finally {
+    await r.world.server.close();
   }
-  r.final();
   return { failures: r.failures, transcript };
 }
 
@@ -563,12 +572,12 @@ function checkStoredJSON() {
 // host: disconnect where the catalog names a revocation endpoint (http.send: the refresh
 // token is revoked at the provider), agent_id on a source that exists and on one that does
 // not (file.digest), and an operation its caller cancelled before it began (nothing written).
-async function checkBeyond() {
+async function checkBeyond(hub) {
   const failures = [];
   const catalog = mergePatch(baseCatalog(), { connectors: { google: { revocation_url: "https://oauth2.googleapis.com/revoke" } } });
   const engine = await newEngine({ catalog: { connectors: catalog.connectors } });
-  const r = new Runner({ worldSpec: {} }, engine, catalog, () => {});
-  r.act({
+  const r = await Runner.open(hub, { worldSpec: {} }, engine, catalog, () => {});
+  await r.act({
     set_clients: { google: { client_id: "client-1", client_secret: "google-secret-1" } },
     set_connections: { google: { scopes: ["gmail.readonly"], client_id: "client-1", refresh_token: "rt-google-1" } },
   });
@@ -580,16 +589,36 @@ async function checkBeyond() {
   expect("a cancelled disconnect writes nothing", r.keyringGet(connectionUser("google")) !== undefined);
   let out = await run(engine, host, "disconnect", { connector: "google" });
   expect(`disconnect: ${JSON.stringify(out.error)}`, out.error === undefined);
-  expect(`disconnect revokes the refresh token, revoked ${JSON.stringify(r.world.server.revoked)}`, deepEqual(r.world.server.revoked, ["rt-google-1"]));
+  const { revoked } = await r.world.server.counters();
+  expect(`disconnect revokes the refresh token at the provider, revoked ${revoked}`, revoked === 1);
   expect("disconnect deletes the connection", r.keyringGet(connectionUser("google")) === undefined);
   out = await run(engine, host, "agent_id", { source: "~/agents/helper.py", name: "helper" });
   expect(`agent_id of a source: ${canonical(out.result ?? out.error)}`, /^custom:[0-9a-f]{16}:helper$/.test(out.result?.id));
   out = await run(engine, host, "agent_id", { source: "~/agents/missing.py" });
   expect(`agent_id of a missing source: ${canonical(out.result ?? out.error)}`, out.error?.code === "USAGE" && out.error.message.includes("no such file"));
+  await r.world.server.close();
   return failures;
 }
 
 // --- main -----------------------------------------------------------------------------------
+
+let stopHub = () => {};
+
+// hub is the control API of the test worlds' authorization server: --authserver URL, or one
+// this run builds and starts (internal/cmd/authserver -worlds); stop stops what it started.
+async function hub() {
+  if (flag("--authserver")) return { url: flag("--authserver"), stop() {} };
+  const dir = mkdtempSync(join(tmpdir(), "grantwire-node-"));
+  execFileSync("go", ["build", "-o", join(dir, "authserver"), "./internal/cmd/authserver"], { cwd: REPO, stdio: "inherit" });
+  const child = spawn(join(dir, "authserver"), ["-worlds"], { stdio: ["ignore", "pipe", "inherit"] });
+  const stop = () => child.kill() && rmSync(dir, { recursive: true, force: true });
+  process.on("exit", stop);
+  const lines = createInterface({ input: child.stdout });
+  const [line] = await once(lines, "line");
+  lines.close();
+  child.stdout.destroy();
+  return { url: JSON.parse(line).url, stop };
+}
 
 function flag(name) {
   const i = process.argv.indexOf(name);
@@ -602,7 +631,9 @@ async function main() {
   if (corpus.scenarios.length === 0) throw new Error("conformance: the corpus is empty");
   const only = flag("--only");
   const quiet = process.argv.includes("--quiet");
-  const checks = [...checkStoredJSON(), ...(await checkBeyond())];
+  const { url: authserver, stop } = await hub();
+  stopHub = stop;
+  const checks = [...checkStoredJSON(), ...(await checkBeyond(authserver))];
   for (const f of checks) console.log(`--- FAIL: ${f}`);
 
   const queriesPath = flag("--queries");
@@ -623,7 +654,7 @@ async function main() {
     const t0 = performance.now();
     let failures;
     try {
-      ({ failures } = await runScenario(s, { onDecide }));
+      ({ failures } = await runScenario(authserver, s, { onDecide }));
     } catch (e) {
       failures = [`the scenario could not run: ${e.stack ?? e}`];
     }
@@ -667,8 +698,10 @@ async function main() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((e) => {
-    console.error(e.stack ?? e);
-    process.exitCode = 2;
-  });
+  main()
+    .catch((e) => {
+      console.error(e.stack ?? e);
+      process.exitCode = 2;
+    })
+    .finally(() => stopHub());
 }
