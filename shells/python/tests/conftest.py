@@ -63,9 +63,10 @@ def validate(schema_id, value):
 
 
 def watch(x, record=None, seen=SEEN):
-    """Validates (and counts in seen) everything an Engine decides or a Host fetches from now on:
-    every query and decision (with its needs and effects, which the decision's schema covers) and
-    every fact; record(query_bytes, decision_bytes), when given, sees every decision too."""
+    """Validates (and counts in seen) everything an Engine decides or a Host fetches and applies
+    from now on: every query and decision (with its needs and effects, which the decision's
+    schema covers) and every fact, read from the host's transcript; record(query_bytes,
+    decision_bytes), when given, sees every decision too."""
 
     def on_decide(query, decision):
         q, d = json.loads(query), json.loads(decision)
@@ -78,14 +79,19 @@ def watch(x, record=None, seen=SEEN):
         seen.update(["query", "decision", *("need:" + n["kind"] for n in d.get("needs", []))])
         record and record(query, decision)
 
-    def on_fact(n, fact):
-        validate(f"facts.schema.json#/$defs/{n['kind']}", fact)
-        seen["fact:" + n["kind"]] += 1
+    def on_trace(line, then=getattr(x, "trace", None)):
+        then(line)
+        if line.startswith("==> apply "):
+            seen["effect:" + json.loads(line[len("==> apply "):].split("\n<== error ")[0])["kind"]] += 1
+        elif line.startswith("==> "):
+            need, fact = (json.loads(part) for part in line[len("==> "):].split("\n<== "))
+            validate(f"facts.schema.json#/$defs/{need['kind']}", fact)
+            seen["fact:" + need["kind"]] += 1
 
     if hasattr(x, "on_decide"):
         x.on_decide = on_decide
     else:
-        x.on_fact, x.on_effect = on_fact, lambda e: seen.update(["effect:" + e["kind"]])  # validated with its decision
+        x.trace = on_trace
     return x
 
 

@@ -51,6 +51,9 @@ class World:
                 w.fail("delete", user)
                 w.keyring.pop((svc, user), None)
 
+            def generation(self, svc):
+                return None  # only the world's processes write it, and each knows what it wrote
+
         class Files:
             def read(self, name):
                 return w.files.get(name), w.version(name)

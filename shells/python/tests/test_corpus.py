@@ -16,6 +16,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 from conftest import CORPUS_SUMMARY, REPO, need, watch
@@ -35,7 +36,8 @@ class Run:
         self.data_seen = set()
 
     def line(self, **v):
-        self.queries and self.queries.write(json.dumps(v, ensure_ascii=False) + "\n")
+        if self.queries:
+            self.queries.write(json.dumps(v, ensure_ascii=False) + "\n")
 
     def on_data(self, data_id, data):
         if data_id not in self.data_seen:
@@ -48,6 +50,8 @@ class Run:
         return watch(x, record, SEEN)
 
     def finish(self):
+        if not self.results:
+            return
         families = {}
         for r in self.results:
             c = families.setdefault(r["family"], [0, 0, 0])
@@ -102,3 +106,19 @@ def test_scenario(run, s):
         passed = not passed
     run.results.append({"id": s["id"], "family": s["family"], "passed": passed, "failures": failures, "exception": reason, "note": note})
     assert passed, "\n".join(failures + [note])
+
+
+def test_the_runner_and_the_schemas_can_fail(run):
+    # a scenario whose expectation is wrong fails, and so do a query or a fact off the schema
+    s, recording = next(s for s in CORPUS.scenarios if s["final"]["events"]), CORPUS.watch
+    CORPUS.watch = lambda x: watch(x, None, collections.Counter())  # neither recorded nor counted
+    try:
+        assert any("final: events" in f for f in CORPUS.run({**s, "final": {**s["final"], "events": []}}))
+    finally:
+        CORPUS.watch = recording
+    engine, host = types.SimpleNamespace(on_decide=None), types.SimpleNamespace(trace=lambda line: None)
+    watch(engine), watch(host)
+    with pytest.raises(AssertionError, match="query.schema.json"):
+        engine.on_decide(json.dumps({"op": "grant", "args": {}, "facts": {"g.grants": {"value": 1.5}}}).encode(), b"{}")
+    with pytest.raises(AssertionError, match="keyring.get"):
+        host.trace('==> {"key":"k","kind":"keyring.get","user":"u"}\n<== {"found":"yes"}')
