@@ -30,9 +30,11 @@ import (
 const requirePython = "GRANTWIRE_REQUIRE_PYTHON"
 
 // pyenv is the Python side of the tests: a virtual environment with requirements.lock and
-// the package installed from this checkout, and the Go binaries the Python tests drive.
+// the package installed from this checkout (kept under build/python, named by the hash of
+// requirements.lock and the Python version), the same pinned packages as wheels, and the Go
+// binaries the Python tests drive.
 type pyenv struct {
-	repo, python                  string
+	repo, python, wheelhouse      string
 	cli, authserver, browser, bin string
 }
 
@@ -104,6 +106,17 @@ func build() (*pyenv, error) {
 			return nil, err
 		}
 	}
+	// The same pinned packages as wheels, for TestPythonPackage's fresh environment (from pip's cache).
+	if _, err := os.Stat(filepath.Join(venv, "wheelhouse")); err != nil {
+		tmp := filepath.Join(venv, "wheelhouse.tmp")
+		_ = os.RemoveAll(tmp)
+		if err := run(py, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "-w", tmp, "-r", "requirements.lock"); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, filepath.Join(venv, "wheelhouse")); err != nil {
+			return nil, err
+		}
+	}
 	stamp, err := sourceStamp(repo)
 	if err != nil {
 		return nil, err
@@ -116,7 +129,7 @@ func build() (*pyenv, error) {
 			return nil, err
 		}
 	}
-	e := &pyenv{repo: repo, python: py, bin: filepath.Join(repo, "build", "python", "bin")}
+	e := &pyenv{repo: repo, python: py, bin: filepath.Join(repo, "build", "python", "bin"), wheelhouse: filepath.Join(venv, "wheelhouse")}
 	e.cli, e.authserver, e.browser = filepath.Join(e.bin, "grantwire"), filepath.Join(e.bin, "authserver"), filepath.Join(e.bin, "browser")
 	gobuild := exec.CommandContext(ctx, "go", "build", "-o", e.bin+string(os.PathSeparator), "./cmd/grantwire", "./internal/cmd/authserver", "./internal/cmd/browser")
 	gobuild.Dir = repo
