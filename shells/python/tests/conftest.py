@@ -160,6 +160,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def world(tmp_path, server, monkeypatch):
+    if os.environ.get("GRANTWIRE_REAL_KEYRING") == "0":  # skipped on purpose (GRANTWIRE_REAL_KEYRING=0 make test)
+        pytest.skip("GRANTWIRE_REAL_KEYRING=0: the real-keyring tests are skipped on purpose")
     need(os.environ.get("GRANTWIRE_REAL_KEYRING") == "1", "no private Secret Service: run under scripts/with-keyring.sh "
          "(GRANTWIRE_REAL_KEYRING=1), as make test does")
     w = World(tmp_path, server)

@@ -230,6 +230,8 @@ def test_hostile_ledger_files_get_the_go_clis_error(world, kind):
 def test_every_kind_was_validated():
     # the operations of this file exchange every kind of need and effect but lock.release, which
     # no operation of the policy emits (the driver releases every lock when an operation ends)
+    if os.environ.get("GRANTWIRE_REAL_KEYRING") == "0":
+        pytest.skip("GRANTWIRE_REAL_KEYRING=0: the real-keyring tests are skipped on purpose")
     need(SEEN["query"] > 0, "no operation ran on the real world (see the skips above)")
     for kind in ("clock.now", "clock.sleep", "entropy", "env.get", "keyring.info", "keyring.get", "ledger.read", "file.digest",
                  "lock.acquire", "http.request", "loopback.open", "loopback.wait", "prompt.show"):
