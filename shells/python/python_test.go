@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/foreign"
 )
 
 // requirePython is set by `make test` (scripts/test.sh): there a missing Python, a failed
@@ -170,9 +171,8 @@ func sourceStamp(repo string) (string, error) {
 type pytestRun struct {
 	cases           []junitCase
 	corpus          corpusReport
-	queries         []pyQuery               // every query the Python driver asked in the corpus run, in order
-	datas           map[int]json.RawMessage // the policy data of each data_id
-	goAsked         map[string][]string     // per scenario, the Go memory host's questions (canonical JSON)
+	run             *foreign.Run        // every query the Python driver asked in the corpus run, in order
+	goAsked         map[string][]string // per scenario, the Go memory host's questions (canonical JSON)
 	goElapsed       time.Duration
 	seen            map[string]int
 	summary, stdout string

@@ -177,8 +177,9 @@ class Runner:
             self.secrets.add(v)
 
     def set_keyring(self, user, value):
+        """Writes (None: deletes) a keyring slot, as another process would."""
         self.users.add(user)
-        self.caps.keyring.set(SERVICE, user, value)
+        self.caps.keyring.delete(SERVICE, user) if value is None else self.caps.keyring.set(SERVICE, user, value)
 
     def write_ledger(self, name, text):
         """Writes a ledger byte for byte, as another process would."""
@@ -249,10 +250,8 @@ class Runner:
         script = {"issued": {}, "refresh": {}, "authorize": {}}
         self.world.now_ms += a.get("advance_ms") or 0
         for p in keys(a.get("set_connections")):
-            c = a["set_connections"][p]
-            if c is None:
-                self.users.add(connection_user(p))
-                self.caps.keyring.delete(SERVICE, connection_user(p))
+            if (c := a["set_connections"][p]) is None:
+                self.set_keyring(connection_user(p), None)
                 continue
             blob = self.encode_connection(p, c)
             self.set_keyring(connection_user(p), blob)
@@ -266,12 +265,8 @@ class Runner:
                     script["issued"].setdefault(p, []).append(rt)
         for p in keys(a.get("set_clients")):
             c = a["set_clients"][p]
-            if c is None:
-                self.users.add(client_user(p))
-                self.caps.keyring.delete(SERVICE, client_user(p))
-                continue
-            self.secret(c.get("client_secret"))
-            self.set_keyring(client_user(p), encode_client(c))
+            self.secret((c or {}).get("client_secret"))
+            self.set_keyring(client_user(p), None if c is None else encode_client(c))
         for name in keys(a.get("set_ledgers")):
             self.write_ledger(name, ledger_text(a["set_ledgers"][name]))
         for name in keys(a.get("set_raw_ledgers")):
