@@ -50,7 +50,12 @@ class Run:
         return watch(x, record, SEEN)
 
     def finish(self):
-        if not self.results:
+        self.queries and self.queries.close()
+        if OUT:
+            report = {"shell": SHELL, "python": sys.version.split()[0], "scenarios": self.results, "seen": dict(SEEN),
+                      "files": [{"name": n, "json": json.dumps(d, ensure_ascii=False)} for n, d in CORPUS.files]}
+            (OUT / "report.json").write_text(json.dumps(report))
+        if not self.results:  # pytest -k without a scenario
             return
         families = {}
         for r in self.results:
@@ -63,11 +68,6 @@ class Run:
         CORPUS_SUMMARY.append(f"conformance on {SHELL} (python {sys.version.split()[0]}): {len(self.results)} scenarios in "
                               f"{time.monotonic() - self.started:.2f} s; validated against hostabi/schema: {sum(SEEN.values())} values")
         CORPUS_SUMMARY.append(f"{passed} passed, {len(self.results) - passed} failed")
-        if self.queries:
-            self.queries.close()
-            report = {"shell": SHELL, "python": sys.version.split()[0], "scenarios": self.results, "seen": dict(SEEN),
-                      "files": [{"name": n, "json": json.dumps(d, ensure_ascii=False)} for n, d in CORPUS.files]}
-            (OUT / "report.json").write_text(json.dumps(report))
 
 
 @pytest.fixture(scope="module")
