@@ -42,7 +42,7 @@ var layers = map[string]int{
 	// The test worlds (internal/testworld): above the product, in their own order.
 	"internal/testworld/": 9, "internal/testworld/memhost": 10, "internal/testworld/nodiff": 10,
 	"internal/testworld/opatest": 10, "internal/testworld/memshell": 11, "internal/testworld/nativeshell": 12,
-	"internal/testworld/audittest": 12,
+	"internal/testworld/audittest": 12, "internal/testworld/foreign": 12,
 	// Development commands and generators: above everything they use.
 	"internal/cmd/": 20, "internal/tools/": 20,
 }

@@ -124,17 +124,23 @@ func (r *runner) failf(format string, args ...any) {
 	r.rep.Failures = append(r.rep.Failures, fmt.Sprintf(format, args...))
 }
 
+// Catalog is the scenario's catalog: the corpus catalog (BaseCatalog) patched with the
+// world's catalog; its Data is the policy data every shell decides the scenario with.
+func (s *Scenario) Catalog() (*catalog.Catalog, error) {
+	raw, err := MergePatch(BaseCatalog, s.world.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return catalog.Load(raw)
+}
+
 // RunScenario runs one scenario and reports what did not hold. err is for a world the
 // shell could not build or stage.
 func RunScenario(ctx context.Context, t testing.TB, shell Shell, s *Scenario, hooks *Hooks) (*Report, error) {
 	if hooks == nil {
 		hooks = &Hooks{}
 	}
-	raw, err := MergePatch(BaseCatalog, s.world.Catalog)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	cat, err := catalog.Load(raw)
+	cat, err := s.Catalog()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GRANTWIRE_REQUIRE_NODE=1 # the foreign (Node) shell runs the corpus; a missing Node fails, never skips
+export GRANTWIRE_REQUIRE_PYTHON=1 # the Python shell runs the corpus (pytest, from go test ./shells/python); a missing Python fails, never skips
 if [[ "${GRANTWIRE_REAL_KEYRING:-}" != "0" ]]; then
 	. scripts/keyring-lib.sh
 	keyring_ensure_installed || {

@@ -4,10 +4,11 @@
 // with the Go shell's slots, the ledger files and provider locks of shells/native, HTTP, the
 // PKCE loopback — and offers GAIA's gaia.connectors API shape (docs/python.md).
 //
-// The Go code here is only its test (python_test.go): it installs the pinned environment
-// into a virtual environment under build/python, runs pytest (every exchange validated against
-// hostabi/schema), replays every query of the Go corpus run through the Python engine
-// demanding decisions byte-identical to the Go engines', proves that Go's and Python's file
+// The Go code here is only its test (python_test.go, corpus_test.go): it installs the pinned
+// environment into a virtual environment under build/python, runs pytest (every exchange
+// validated against hostabi/schema), runs the whole conformance corpus on the Python shell
+// against the test worlds' one authorization server over HTTP, demanding the Go memory host's
+// questions and the Go engines' decisions byte for byte, proves that Go's and Python's file
 // locks exclude each other, races Go and Python processes on one home at the rotating local
 // authorization server, and installs the wheel into a fresh virtual environment. The package
 // has no exported API; nothing imports it.

@@ -27,6 +27,7 @@ REPO = pathlib.Path(os.environ.get("GRANTWIRE_REPO") or pathlib.Path(__file__).r
 BASE = "https://github.com/grantwire/grantwire/hostabi/schema/"
 GMAIL = "https://www.googleapis.com/auth/gmail.readonly"
 SEEN = collections.Counter()  # what was validated, by "query", "decision", "fact:<kind>", "effect:<kind>"
+CORPUS_SUMMARY = []  # the corpus run's closing lines (test_corpus.py): the pass count per family
 
 
 def need(ok, why):
@@ -44,41 +45,54 @@ def _registry():
 
 
 REGISTRY = _registry()
-_validators = {}
+_validators, _valid = {}, set()
 
 
 def validate(schema_id, value):
-    """Checks a value against hostabi/schema ("query.schema.json", "facts.schema.json#/$defs/<kind>")."""
+    """Checks a value against hostabi/schema ("query.schema.json", "facts.schema.json#/$defs/<kind>");
+    a value once found valid is not checked again (the corpus repeats many)."""
+    key = (schema_id, json.dumps(value, sort_keys=True))
+    if key in _valid:
+        return
     if schema_id not in _validators:
         _validators[schema_id] = jsonschema.Draft202012Validator({"$ref": BASE + schema_id}, registry=REGISTRY)
     errors = sorted(_validators[schema_id].iter_errors(value), key=str)
     if errors:
         raise AssertionError(f"hostabi/schema: {schema_id}: {errors[0].message} in {json.dumps(value)[:400]}")
+    _valid.add(key)
 
 
-def watch(client):
-    """Validates (and counts) everything the client's driver exchanges from now on."""
+def watch(x, record=None, seen=SEEN):
+    """Validates (and counts in seen) everything an Engine decides or a Host fetches and applies
+    from now on: every query and decision (with its needs and effects, which the decision's
+    schema covers) and every fact, read from the host's transcript; record(query_bytes,
+    decision_bytes), when given, sees every decision too."""
 
     def on_decide(query, decision):
         q, d = json.loads(query), json.loads(decision)
-        validate("query.schema.json", q)
+        # The query's schema constrains each of its facts alone (properties, patternProperties and
+        # additionalProperties only), so each fact is checked on its own: once per distinct value.
+        validate("query.schema.json", {**q, "facts": {}})
+        for k, v in q["facts"].items():
+            validate("query.schema.json", {"op": q["op"], "args": {}, "facts": {k: v}})
         validate("decision.schema.json", d)
-        SEEN["query"] += 1
-        SEEN["decision"] += 1
-        for n in d.get("needs", []):
-            validate("needs.schema.json#/$defs/need", n)
-            SEEN["need:" + n["kind"]] += 1
+        seen.update(["query", "decision", *("need:" + n["kind"] for n in d.get("needs", []))])
+        record and record(query, decision)
 
-    def on_fact(n, fact):
-        validate(f"facts.schema.json#/$defs/{n['kind']}", fact)
-        SEEN["fact:" + n["kind"]] += 1
+    def on_trace(line, then=getattr(x, "trace", None)):
+        then(line)
+        if line.startswith("==> apply "):
+            seen["effect:" + json.loads(line[len("==> apply "):].split("\n<== error ")[0])["kind"]] += 1
+        elif line.startswith("==> "):
+            need, fact = (json.loads(part) for part in line[len("==> "):].split("\n<== "))
+            validate(f"facts.schema.json#/$defs/{need['kind']}", fact)
+            seen["fact:" + need["kind"]] += 1
 
-    def on_effect(e):
-        validate("effects.schema.json#/$defs/effect", e)
-        SEEN["effect:" + e["kind"]] += 1
-
-    client.engine.on_decide, client.host.on_fact, client.host.on_effect = on_decide, on_fact, on_effect
-    return client
+    if hasattr(x, "on_decide"):
+        x.on_decide = on_decide
+    else:
+        x.trace = on_trace
+    return x
 
 
 class World:
@@ -101,7 +115,9 @@ class World:
     def client(self, **kw):
         kw.setdefault("browser", False)
         kw.setdefault("interactive", False)
-        return watch(grantwire.Client(str(self.home), catalog=str(self.catalog), lock_dir=str(self.tmp / "locks"), **kw))
+        c = grantwire.Client(str(self.home), catalog=str(self.catalog), lock_dir=str(self.tmp / "locks"), **kw)
+        watch(c.engine), watch(c.host)
+        return c
 
     def connect(self, client, scopes=("openid", GMAIL), grant_agents=()):
         """Configures google's client and connects it, the user consenting in a "browser" that
@@ -144,6 +160,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def world(tmp_path, server, monkeypatch):
+    if os.environ.get("GRANTWIRE_REAL_KEYRING") == "0":  # skipped on purpose (GRANTWIRE_REAL_KEYRING=0 make test)
+        pytest.skip("GRANTWIRE_REAL_KEYRING=0: the real-keyring tests are skipped on purpose")
     need(os.environ.get("GRANTWIRE_REAL_KEYRING") == "1", "no private Secret Service: run under scripts/with-keyring.sh "
          "(GRANTWIRE_REAL_KEYRING=1), as make test does")
     w = World(tmp_path, server)
@@ -157,3 +175,8 @@ def pytest_sessionfinish(session, exitstatus):
     out = os.environ.get("GRANTWIRE_PY_SEEN")
     if out:
         pathlib.Path(out).write_text(json.dumps(dict(SEEN), sort_keys=True))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in CORPUS_SUMMARY:
+        terminalreporter.write_line(line)

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import REPO
 
-from grantwire._json import Corrupt, encode, parse, to_fact
+from grantwire._json import Corrupt, encode, parse
 
 CASES = json.loads((REPO / "hostabi" / "testdata" / "stored-json.json").read_text())["cases"]
 
@@ -25,7 +25,7 @@ def test_stored_json(case):
             parse(raw)
         assert str(e.value) == case["corrupt"]
     else:
-        assert encode(to_fact(parse(raw))) == encode(case["value"])
+        assert encode(parse(raw, facts=True)) == encode(case["value"])
 
 
 def test_writer_is_the_go_hosts():

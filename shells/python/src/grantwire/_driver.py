@@ -2,6 +2,8 @@
 # Go): gather facts -> ask the core -> apply what it decides -> repeat. It knows no operation
 # and no kind by name: per operation it reads only the manifest's prefetch templates.
 
+import collections
+import json
 import threading
 
 from ._host import Canceled, Conflict
@@ -10,13 +12,9 @@ MAX_ROUNDS = 400  # a device connect polls up to 300 times (hostabi.MaxRounds)
 COMMIT_TIMEOUT_S = 60.0
 
 
-class Outcome:
-    """A finished operation: result or error (JSON objects from the core), the rounds it took,
-    whether a host failure ended it, and secret(ref), which resolves a result's reference."""
-
-    def __init__(self, decision, rounds, host_failure, refs):
-        self.result, self.error, self.rounds, self.host_failure = decision.get("result"), decision.get("error"), rounds, host_failure
-        self.secret = refs.__getitem__
+# A finished operation: result or error (JSON objects from the core), the rounds it took,
+# whether a host failure ended it, and secret(ref), which resolves a result's reference.
+Outcome = collections.namedtuple("Outcome", "result error rounds host_failure secret")
 
 
 def run(engine, host, op, args, secrets=None, cancel=None):
@@ -24,20 +22,22 @@ def run(engine, host, op, args, secrets=None, cancel=None):
     facts.arg); cancel, optional, is a threading.Event the caller sets to cancel, honoured until
     a need marked commit is on the wire (from there the operation finishes under its own
     deadline). Raises Canceled, or on a bug (a policy that never finishes)."""
-    o = host.begin()
+    o, committed = host.begin(), False
+
+    def check():  # the caller's cancellation, until something is committed
+        if not committed and cancel is not None and cancel.is_set():
+            raise Canceled(f"{op} canceled before anything was written")
     try:
         arg = {k: o.describe("arg#" + k, v) for k, v in sorted((secrets or {}).items()) if v != ""}
         base = {"arg": arg} if arg else {}
         query = {"op": op, "args": args, "facts": dict(base), "attempt": 0, "round": 0}
-        pending = instantiate(engine.manifest.get("ops", {}).get(op, {}).get("prefetch", []), args)
-        host_failure = committed = False
+        pending, host_failure = instantiate(engine.manifest.get("ops", {}).get(op, {}).get("prefetch", []), args), False
         for query["round"] in range(MAX_ROUNDS):
             facts = query["facts"]
             for n in pending:
                 if n["key"] in facts or ("after" in n and facts.get(n["after"]) != "held"):
                     continue
-                if not committed and cancel is not None and cancel.is_set():
-                    raise Canceled(f"{op} canceled before anything was written")
+                check()
                 if n.get("commit") and not committed:  # from here the operation finishes under its own deadline
                     committed, cancel = True, threading.Event()
                     timer = threading.Timer(COMMIT_TIMEOUT_S, cancel.set)
@@ -49,11 +49,11 @@ def run(engine, host, op, args, secrets=None, cancel=None):
             if d["status"] == "need":
                 pending = d["needs"]
                 continue
-            if d["effects"] and not committed and cancel is not None and cancel.is_set():
-                raise Canceled(f"{op} canceled before anything was written")
+            if d["effects"]:
+                check()
             failure, pending = o.apply(d["effects"], cancel), []
             if failure is None:
-                return Outcome(d, query["round"], host_failure, o.refs)
+                return Outcome(d.get("result"), d.get("error"), query["round"], host_failure, o.refs.__getitem__)
             if isinstance(failure, Conflict):  # a precondition failed: decide again from fresh facts, keeping the locks held
                 query["attempt"] += 1
                 query["facts"] = {**base, **{k: v for k, v in facts.items() if v == "held"}}
@@ -68,18 +68,15 @@ def instantiate(templates, args):
     """Turns prefetch templates into needs: {"$arg": name} becomes that string argument; a
     template whose argument is missing or not a string is dropped (the core asks for what it
     needs, or reports the usage error, in its first answer)."""
-
     def fill(t):
-        if isinstance(t, dict) and isinstance(t.get("$arg"), str):
-            if not isinstance(args.get(t["$arg"]), str):
-                raise LookupError(t["$arg"])
-            return args[t["$arg"]]
-        return [fill(e) for e in t] if isinstance(t, list) else {k: fill(v) for k, v in t.items()} if isinstance(t, dict) else t
+        name = t.get("$arg")
+        if isinstance(name, str) and not isinstance(args.get(name), str):
+            raise LookupError(name)
+        return args[name] if isinstance(name, str) else t
 
-    out = []
-    for t in templates:
+    def need(t):
         try:
-            out.append(fill(t))
+            return [json.loads(json.dumps(t), object_hook=fill)]
         except LookupError:
-            continue
-    return out
+            return []
+    return [n for t in templates for n in need(t)]

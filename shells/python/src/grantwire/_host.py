@@ -1,14 +1,15 @@
 # The host ABI in Python (hostabi/README.md; package host in Go): every need and effect is a
-# primitive performed without judgement over a shell's capabilities. on_fact(need, fact) and
-# on_effect(effect), when set, see every exchange (the tests validate them against
-# hostabi/schema); trace(line), when set, receives one line per host call.
+# primitive performed without judgement over a shell's capabilities. trace(line), when set,
+# receives one line per host call: "==> <need>\n<== <fact>", "==> apply <effect>" (then
+# "\n<== error <why>" when it failed) and "release <lock>", the JSON as the Go host's
+# transcripts carry it (the tests validate it against hostabi/schema).
 #
 # Capabilities (an object with these attributes; what a call raises is answered as a
 # host_error fact, of code IO unless it is a HostError):
 #   service                                  the credential-store service
 #   keyring.get/set/delete(service, user[, value])   get answers None for an absent slot;
-#     keyring.generation(service), optional: a token that changes with any write of the
-#     service by any process (None: unknown), judging this process's memory of slots
+#     keyring.generation(service): a token that changes with any write of the service by any
+#     process (None: only this process writes it), judging this process's memory of slots
 #   files.read(name) -> (bytes, version)     (None, "") for no file; raises Refused(reason)
 #   files.update(name, fn(bytes, version) -> bytes)   under the file's cross-process lock, atomic
 #   files.path(name), files.digest(path, max_bytes) -> hex (raises why not)
@@ -27,7 +28,7 @@ import hashlib
 import urllib.parse
 import zlib
 
-from ._json import Corrupt, Num, encode, parse, to_fact
+from ._json import Corrupt, Num, encode, parse
 
 HEADERS = ("www-authenticate", "location", "content-type", "retry-after", "cache-control")
 
@@ -76,24 +77,28 @@ def _io(f, *args):
         raise HostError("IO", str(e)) from e
 
 
-def _b64url(raw):
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+def _b64url(raw): return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _json(raw):
+    """A JSON document as facts carry it, or Corrupt (the class) when it is not JSON."""
+    try:
+        return parse(raw, facts=True)
+    except Corrupt:
+        return Corrupt
 
 
 class Host:
     """Serves every operation of a process and remembers the keyring slots it saw (the answer
     to keyring.get with fresh false) while the keyring's generation is unchanged."""
 
-    def __init__(self, caps):
-        self.caps, self.memory, self.on_fact, self.on_effect, self.trace = caps, {}, None, None, None
+    def __init__(self, caps): self.caps, self.memory, self.trace = caps, {}, lambda line: None
 
-    def begin(self):
-        return Op(self)
+    def begin(self): return Op(self)
 
 
 class Op:
-    def __init__(self, host):
-        self.host, self.caps, self.refs, self.locks, self.callback = host, host.caps, {}, {}, None
+    def __init__(self, host): self.host, self.caps, self.refs, self.locks, self.callback = host, host.caps, {}, {}, None
 
     def describe(self, ref, value):
         """Registers a secret and answers its description."""
@@ -105,49 +110,48 @@ class Op:
             fact = getattr(self, "need_" + n["kind"].replace(".", "_"))(n, cancel)
         except HostError as e:
             fact = {"host_error": e.json}
-        self.host.on_fact and self.host.on_fact(n, fact)
-        self.host.trace and self.host.trace(f"==> {encode(n)}\n<== {encode(fact)}")
+        self.host.trace(f"==> {encode(n)}\n<== {encode(fact)}")
         return fact
 
-    # --- needs, by kind ---
-    def need_clock_now(self, n, cancel):
-        return self.caps.clock()
+    # --- needs, by kind (a simulated clock advances instead of sleeping) ---
+    def need_clock_now(self, n, cancel): return self.caps.clock()
 
-    def need_clock_sleep(self, n, cancel):  # a simulated clock advances instead of waiting
-        return self.caps.sleep(n["ms"], cancel) or self.caps.clock()
+    def need_clock_sleep(self, n, cancel): return self.caps.sleep(n["ms"], cancel) or self.caps.clock()
 
-    def need_entropy(self, n, cancel):
-        return self.describe(n["key"] + "#value", _b64url(_io(self.caps.entropy, n["bytes"])))
+    def need_entropy(self, n, cancel): return self.describe(n["key"] + "#value", _b64url(_io(self.caps.entropy, n["bytes"])))
+
+    def need_keyring_info(self, n, cancel): return {"service": self.caps.service}
 
     def need_env_get(self, n, cancel):
         v = self.caps.getenv(n["name"]) or ""
         return {"found": True, "value": self.describe(n["key"] + "#value", v) if n.get("secret") else v} if v else {"found": False}
-
-    def need_keyring_info(self, n, cancel):
-        return {"service": self.caps.service}
 
     def need_keyring_get(self, n, cancel):
         value, found = self.slot(n["user"], n.get("fresh") is True)
         if not found:
             return {"found": False}
         fact = {"found": True, "version": version(value), "value": self.describe(n["key"] + "#value", value)}
-        return {**fact, "json": self.redact(n["key"], value.encode(), n["fields"])} if "fields" in n else fact
+        if "fields" in n:  # null unless the value is a JSON object
+            fact["json"] = self.redact(n["key"], doc, n["fields"]) if isinstance(doc := _json(value.encode()), dict) else None
+        return fact
 
     def need_ledger_read(self, n, cancel):
-        fact, ver = {"ledger": n["ledger"], "path": n.get("path", []), "file": self.caps.files.path(n["ledger"]), "found": True}, None
+        fact = {"ledger": n["ledger"], "path": n.get("path", []), "file": self.caps.files.path(n["ledger"]), "found": True}
         try:
             raw, ver = _io(self.caps.files.read, n["ledger"])
-            v, shape = (parse(raw), []) if raw is not None else (None, None)
+            if raw is None:
+                return {**fact, "found": False}
+            fact["version"] = ver
+            v = parse(raw, facts=True)
         except (Refused, Corrupt) as e:  # a file refused as it is has no version
-            return {**fact, **({"version": ver} if ver is not None else {}), "corrupt": str(e)}
-        if raw is None:
-            return {**fact, "found": False}
-        for k in [None, *fact["path"]]:
-            if k is not None and (not isinstance(v, dict) or k not in v):
-                return {**fact, "version": ver, "exists": False, "shape": shape}
-            v = v if k is None else v[k]
-            shape.append(_type(v))
-        return {**fact, "version": ver, "exists": True, "value": to_fact(v), "shape": shape}
+            return {**fact, "corrupt": str(e)}
+        fact["shape"] = [_type(v)]
+        for k in fact["path"]:
+            if not isinstance(v, dict) or k not in v:
+                return {**fact, "exists": False}
+            v = v[k]
+            fact["shape"].append(_type(v))
+        return {**fact, "exists": True, "value": v}
 
     def need_file_digest(self, n, cancel):
         try:
@@ -163,10 +167,8 @@ class Op:
 
     def need_loopback_open(self, n, cancel):
         cb = self.callback or _io(self.caps.loopback.open, n["connector"], n.get("mode", "listen"))
-        if isinstance(cb, dict):
-            return {"unavailable": cb["unavailable"]}
-        self.callback = cb
-        return {"redirect_uri": cb.redirect_uri}
+        self.callback = None if isinstance(cb, dict) else cb  # a dict: nobody can authorize that way here
+        return {"unavailable": cb["unavailable"]} if isinstance(cb, dict) else {"redirect_uri": cb.redirect_uri}
 
     def need_loopback_wait(self, n, cancel):
         args = (self.resolve(n["url"]), self.resolve(n["state"]), n["connector"], n.get("timeout_ms", 30000) / 1000, cancel, n.get("alternative", ""))
@@ -178,7 +180,7 @@ class Op:
         return {"status": "callback", "params": params}
 
     def need_prompt_show(self, n, cancel):
-        shown = _io(self.caps.prompt, n) if self.caps.prompt else "this shell cannot show a device code"
+        shown = _io(self.caps.prompt, n)
         return {"shown": True} if shown is True else {"shown": False, "reason": str(shown)}
 
     def need_http_request(self, p, cancel):
@@ -194,33 +196,23 @@ class Op:
         except NoResponse as e:
             return {"status": 0, "error": str(e)}
         fact = {"status": status, "headers": {h: got[h][:4096] + ("…" if len(got[h]) > 4096 else "") for h in HEADERS if h in got}}
-        try:
-            value = parse(raw) if len(raw) <= limit else None
-        except Corrupt:
-            return {**fact, "json": None, "body": "empty" if raw.strip() == b"" else "not_json"}
         if len(raw) > limit:
             return {**fact, "json": None, "body": "too_large"}
-        redacted = self.redact(p["key"], raw, p.get("secret_fields", []))
-        return {**fact, "json": to_fact(value) if redacted is None else redacted}
+        if (v := _json(raw)) is Corrupt:
+            return {**fact, "json": None, "body": "empty" if raw.strip() == b"" else "not_json"}
+        return {**fact, "json": self.redact(p["key"], v, p.get("secret_fields", []))}
 
     def slot(self, user, fresh):
         """Reads a keyring slot, from the process's memory unless fresh (or the generation moved)."""
-        gen = getattr(self.caps.keyring, "generation", None)
-        gen = gen and gen(self.caps.service)
-        mem = self.host.memory.get(user)
+        gen, mem = self.caps.keyring.generation(self.caps.service), self.host.memory.get(user)
         if fresh or mem is None or mem[2] != gen:
             v = _io(self.caps.keyring.get, self.caps.service, user)
             mem = self.host.memory[user] = (v or "", v is not None, gen)
         return mem[:2]
 
-    def redact(self, key, raw, fields):
-        """A JSON object with the listed top-level string members described ("<key>#<member>"), else None."""
-        try:
-            value = parse(raw)
-        except Corrupt:
-            value = None
-        return to_fact({k: self.describe(f"{key}#{k}", v) if k in fields and isinstance(v, str) else v for k, v in value.items()}) \
-            if isinstance(value, dict) else None
+    def redact(self, key, v, fields):
+        """A JSON value with the listed top-level string members of an object described ("<key>#<member>")."""
+        return {k: self.describe(f"{key}#{k}", e) if k in fields and isinstance(e, str) else e for k, e in v.items()} if isinstance(v, dict) else v
 
     def resolve(self, t):
         """Substitutes the templates of hostabi/README.md in a parameter."""
@@ -254,19 +246,17 @@ class Op:
         run = 0
         for i, e in enumerate(effects):
             run = run if "undo" in e else i + 1
-            self.host.on_effect and self.host.on_effect(e)
-            err = self._try(e, cancel)
-            self.host.trace and self.host.trace(f"==> apply {encode(e)}" + (f"\n<== error {err}" if err else ""))
-            if err is None:
-                continue
-            for u in [u for done in reversed(effects[run:i]) for u in done["undo"]] if "undo" in e else []:
-                problem = self._try(u, cancel)
-                if problem and isinstance(err, HostError):
-                    err.json["detail"] += f"\nrestoring after the failure: {problem}"
-            return err
+            err = self.effect(e, cancel)
+            self.host.trace(f"==> apply {encode(e)}" + (f"\n<== error {err}" if err else ""))
+            if err is not None:
+                for u in [u for done in reversed(effects[run:i]) for u in done["undo"]] if "undo" in e else []:
+                    if (problem := self.effect(u, cancel)) and isinstance(err, HostError):
+                        err.json["detail"] += f"\nrestoring after the failure: {problem}"
+                return err
         return None
 
-    def _try(self, e, cancel):
+    def effect(self, e, cancel):
+        """Applies one effect: None, or the Conflict or HostError that stopped it."""
         try:
             getattr(self, "effect_" + e["kind"].replace(".", "_"))(e, cancel)
         except (Conflict, HostError) as err:
@@ -284,13 +274,11 @@ class Op:
         v = self.resolve(e["value"]) if e["kind"] == "keyring.set" else None
         v = v if v is None or isinstance(v, str) else encode(v)  # a JSON value, serialised as the Go host does
         _io(keyring.set, self.caps.service, user, v) if v is not None else _io(keyring.delete, self.caps.service, user)
-        gen = getattr(keyring, "generation", None)
-        self.host.memory[user] = (v or "", v is not None, gen and gen(self.caps.service))
+        self.host.memory[user] = (v or "", v is not None, keyring.generation(self.caps.service))
 
     effect_keyring_delete = effect_keyring_set
 
     def effect_ledger_write(self, e, cancel):
-        values = [None if op.get("delete") else self.resolve(op["value"]) for op in e["ops"]]
         path = self.caps.files.path(e["ledger"])
 
         def patch(raw, ver):
@@ -300,12 +288,12 @@ class Op:
                 doc = {} if raw is None else parse(raw)
             except Corrupt as c:
                 raise HostError("IO", f"{path} became unreadable ({c}); nothing was written") from None
-            for op, value in zip(e["ops"], values):
+            for op in e["ops"]:
                 cur, x = _get(doc, op["path"]), op.get("expect", {})
                 changed = "value" in x and (cur is _ABSENT or encode(cur, facts=True) != encode(x["value"], facts=True))
                 if (cur is not _ABSENT) if x.get("exists") is False else changed:
                     raise Conflict(f"{path} {encode(op['path'])} changed")
-                doc = _remove(doc, op["path"], op.get("prune")) if op.get("delete") else _set(doc, op["path"], value, e["ledger"])
+                doc = _remove(doc, op["path"], op.get("prune")) if op.get("delete") else _set(doc, op["path"], self.resolve(op["value"]), e["ledger"])
             return (encode(doc, "  ") + "\n").encode()
 
         try:
@@ -313,21 +301,17 @@ class Op:
         except Refused as r:
             raise HostError("IO", f"{path} is {r}") from None
 
-    def effect_lock_release(self, e, cancel):
-        self.locks.pop(e["name"], lambda: None)()
+    def effect_lock_release(self, e, cancel): self.locks.pop(e["name"], lambda: None)()
 
-    def effect_event_emit(self, e, cancel):
-        self.caps.emit({"type": e["type"], "payload": e["payload"]})
+    def effect_event_emit(self, e, cancel): self.caps.emit({"type": e["type"], "payload": e["payload"]})
 
-    def effect_http_send(self, e, cancel):
-        self.need_http_request({**e, "key": "send"}, cancel)  # best effort: the outcome is ignored
+    def effect_http_send(self, e, cancel): self.need_http_request({**e, "key": "send"}, cancel)  # best effort: the outcome is ignored
 
     def end(self):
         """Releases the locks the operation still holds and closes its loopback listener."""
         for name in sorted(self.locks):
-            self.locks[name]()
-            self.host.trace and self.host.trace(f"release {name}")
-        self.locks.clear()
+            self.locks.pop(name)()
+            self.host.trace(f"release {name}")
         self.callback and self.callback.close()
 
 
@@ -341,7 +325,7 @@ def _get(doc, path):
 
 
 def _set(doc, path, v, ledger):
-    """Puts v at path inside doc, creating objects on the way."""
+    """Puts v at path inside doc, creating objects on the way (over a null too)."""
     if not path:
         return v
     if doc not in (None, _ABSENT) and not isinstance(doc, dict):
@@ -352,11 +336,11 @@ def _set(doc, path, v, ledger):
 
 
 def _remove(doc, path, prune):
-    """Deletes the value at path (absent is fine); prune removes its parent object when the
+    """Deletes the value at path (absent is fine); prune removes its parent object too when the
     deletion leaves it empty."""
-    if isinstance(doc, dict) and path[0] in doc:
-        if len(path) == 1:
-            del doc[path[0]]
-        elif _remove(doc[path[0]], path[1:], prune) == {} and prune and len(path) == 2:
-            del doc[path[0]]
+    parent = _get(doc, path[:-1])
+    if isinstance(parent, dict):
+        parent.pop(path[-1], None)
+        if prune and not parent and len(path) > 1:
+            del _get(doc, path[:-2])[path[-2]]
     return doc

@@ -10,13 +10,8 @@ import re
 class Num:
     """A number that is not a safe integer, kept as its text; it travels as {"$number": text}."""
 
-    __slots__ = ("text",)
-
     def __init__(self, text):
         self.text = text
-
-    def __eq__(self, other):
-        return isinstance(other, Num) and other.text == self.text
 
 
 class Corrupt(Exception):
@@ -27,10 +22,12 @@ _WS = re.compile(r"[ \t\n\r]*")
 _TOKEN = re.compile(r'(?P<s>"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")|(?P<l>true|false|null)|'
                     # a number, and no "." or exponent left half-read after it ("1." is not one; "01" is 0, then trailing data)
                     r"(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+|(?!\.))(?:[eE][+-]?[0-9]+|(?![eE])))|(?P<p>[\[\]{}:,])")
+_LITERALS = {"true": True, "false": False, "null": None}
 
 
-def parse(data):
-    """Reads one JSON document of UTF-8 bytes strictly; raises Corrupt(reason)."""
+def parse(data, facts=False):
+    """Reads one JSON document of UTF-8 bytes strictly; raises Corrupt(reason). Numbers other than
+    safe integers are Num, or with facts {"$number": text} (the form facts carry)."""
     try:
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError:
@@ -40,8 +37,7 @@ def parse(data):
     def token():  # the next token: (kind, text); s string, l literal, n number, p punctuation
         nonlocal pos
         m = _TOKEN.match(text, _WS.match(text, pos).end())
-        if m is None:
-            raise Corrupt("not valid JSON")
+        syntax(m is None)
         pos = m.end()
         return m.lastgroup, m.group()
 
@@ -50,38 +46,38 @@ def parse(data):
             raise Corrupt("nested deeper than 64")
         if kind == "s":  # a lone surrogate reads as U+FFFD
             return json.loads(t).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        if kind == "l":
-            return {"true": True, "false": False, "null": None}[t]
-        if kind == "n":
-            return int(t) if re.fullmatch(r"-?[0-9]{1,16}", t) and abs(int(t)) < 2**53 and t != "-0" else Num(t)
-        if t not in "[{":
-            raise Corrupt("not valid JSON")
+        if kind in "ln":  # a safe integer is an int; any other number keeps its text
+            safe = kind == "n" and re.fullmatch(r"-?[0-9]{1,16}", t) and abs(int(t)) < 2**53 and t != "-0"
+            return _LITERALS[t] if kind == "l" else int(t) if safe else {"$number": t} if facts else Num(t)
+        syntax(t not in "[{")
         out, close = ([], "]") if t == "[" else ({}, "}")
         kind, t = token()
         while (kind, t) != ("p", close):
             if isinstance(out, list):
                 out.append(value(kind, t, depth + 1))
-            elif kind != "s":
-                raise Corrupt("not valid JSON")
-            elif (k := value(kind, t, depth + 1)) in out:
-                raise Corrupt("duplicate member " + encode(k))
-            elif token() != ("p", ":"):
-                raise Corrupt("not valid JSON")
             else:
+                syntax(kind != "s")
+                if (k := value(kind, t, depth + 1)) in out:
+                    raise Corrupt("duplicate member " + encode(k))
+                syntax(token() != ("p", ":"))
                 out[k] = value(*token(), depth + 1)
             kind, t = token()
             if (kind, t) == ("p", ","):
                 kind, t = token()
-                if (kind, t) == ("p", close):
-                    raise Corrupt("not valid JSON")
-            elif (kind, t) != ("p", close):
-                raise Corrupt("not valid JSON")
+                syntax((kind, t) == ("p", close))
+            else:
+                syntax((kind, t) != ("p", close))
         return out
 
     v = value(*token(), 0)
     if _WS.match(text, pos).end() < len(text):
         raise Corrupt("trailing data after the JSON document")
     return v
+
+
+def syntax(bad):
+    if bad:
+        raise Corrupt("not valid JSON")
 
 
 def _quote(s):
@@ -101,12 +97,3 @@ def encode(v, indent="", facts=False, pad=""):
         [nl + _quote(k) + (": " if indent else ":") + encode(v[k], indent, facts, pad + indent) for k in sorted(v)]
     brackets = "[]" if isinstance(v, list) else "{}"
     return brackets[0] + ",".join(items) + ("\n" + pad if indent and items else "") + brackets[1]
-
-
-def to_fact(v):
-    """The value as facts carry it: Num as {"$number": text}."""
-    if isinstance(v, Num):
-        return {"$number": v.text}
-    if isinstance(v, (list, dict)):
-        return [to_fact(e) for e in v] if isinstance(v, list) else {k: to_fact(e) for k, e in v.items()}
-    return v

@@ -6,6 +6,7 @@
 # Every one is a primitive: the policy decides what they mean.
 
 import concurrent.futures
+import contextlib
 import contextvars
 import hashlib
 import hmac
@@ -102,6 +103,10 @@ def _stamp(path):
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mode}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+def _version(doc):
+    return "sha256:" + hashlib.sha256(doc).hexdigest()[:32]
+
+
 def _bump(path):
     """Replaces a generation file by a new one (new inode, mtime the clock's nanoseconds)."""
     os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
@@ -187,56 +192,52 @@ class Keyring:
         item = self._ss_item(service, user)
         item is None or item.delete()
 
-    def _raw_set(self, service, user, value):
-        self._call("write", "set_password", service, user, value)
+    def _read(self, service, user):
+        return self._call("read", "get_password", service, user)
 
     def get(self, service, user):
-        raw = self._call("read", "get_password", service, user)
+        raw = self._read(service, user)
         if raw is None or not raw.startswith(CHUNK_SENTINEL):
             return raw
         m = re.fullmatch(r"([0-9]+)(?::([0-9a-f]{8}))?", raw[len(CHUNK_SENTINEL):])
         if not m or not 1 <= int(m[1]) <= 4096:
             return None  # a malformed manifest reads as absent
-        parts = [self._call("read", "get_password", service, f"{user}#{i}") for i in range(int(m[1]))]
+        parts = [self._read(service, f"{user}#{i}") for i in range(int(m[1]))]
         if None in parts or (m[2] and "%08x" % zlib.crc32("".join(parts).encode()) != m[2]):
             return None  # a torn write reads as absent, never as a truncated value
         return "".join(parts)
 
-    def _changing(self, service, write):
-        own = self.generation(service) is not None
-        for p in self.gen_paths(service) if own else []:
+    @contextlib.contextmanager
+    def _changing(self, service):
+        """A write of the service, between two bumps of grantwire's generation files."""
+        self.backend()
+        paths = self.gen_paths(service) if self.generation(service) is not None else []
+        for p in paths:
             _bump(p)
         try:
-            write()
+            yield
         finally:
-            for p in self.gen_paths(service) if own else []:
+            for p in paths:
                 _bump(p)
 
     def set(self, service, user, value):
         parts = _split(value)
-        self.backend()
-
-        def write():
-            if len(parts) == 1 and not value.startswith(CHUNK_SENTINEL):
-                self._raw_set(service, user, value)
-                return self._sweep(service, user, 0)
-            for i, p in enumerate(parts):
-                self._raw_set(service, f"{user}#{i}", p)
-            self._raw_set(service, user, f"{CHUNK_SENTINEL}{len(parts)}:{zlib.crc32(value.encode()):08x}")
-            self._sweep(service, user, len(parts))
-        self._changing(service, write)
+        n = len(parts) if len(parts) > 1 or value.startswith(CHUNK_SENTINEL) else 0  # chunked: parts, then their manifest
+        with self._changing(service):
+            for i, p in enumerate(parts if n else []):
+                self._call("write", "set_password", service, f"{user}#{i}", p)
+            self._call("write", "set_password", service, user, f"{CHUNK_SENTINEL}{n}:{zlib.crc32(value.encode()):08x}" if n else value)
+            self._sweep(service, user, n)
 
     def delete(self, service, user):
-        def write():
-            raw = self._call("read", "get_password", service, user)
-            if raw is not None:
+        with self._changing(service):
+            if self._read(service, user) is not None:
                 self._call("delete", "delete_password", service, user)
             self._sweep(service, user, 0)
-        self.backend()
-        self._changing(service, write)
 
     def _sweep(self, service, user, start):
-        while self._call("read", "get_password", service, f"{user}#{start}") is not None:
+        """Deletes the parts of an earlier chunked value from part start on."""
+        while self._read(service, f"{user}#{start}") is not None:
             self._call("delete", "delete_password", service, f"{user}#{start}")
             start += 1
 
@@ -284,18 +285,16 @@ class Locks:
         if not LOCK_NAME.fullmatch(name):
             raise HostError("IO", f"invalid lock name {name!r}")
         held, deadline = [], time.monotonic() + wait_s
+
+        def release():  # what is held, in reverse order (None: busy)
+            for h in reversed(held):
+                h.release()
         for p in self.paths(name):
             _ensure_dir(*([self.home] if p.startswith(self.home) else []), os.path.dirname(p))
             lk = _wait_lock(p, max(0.0, deadline - time.monotonic()), cancel)
             if lk is None:
-                for h in reversed(held):
-                    h.release()
-                return None
+                return release()
             held.append(lk)
-
-        def release():
-            for h in reversed(held):
-                h.release()
         return release
 
 
@@ -335,19 +334,16 @@ class Files:
 
     def read(self, name):
         doc = self._load(self.path(name))
-        return (None, "") if doc is None else (doc, "sha256:" + hashlib.sha256(doc).hexdigest()[:32])
+        return (None, "") if doc is None else (doc, _version(doc))
 
     def update(self, name, fn):
         p = self.path(name)
         d, base = os.path.dirname(p), os.path.basename(p)
         _ensure_dir(self.home, d)
-        with self._mu.setdefault(name, threading.Lock()):
-            lk = _wait_lock(os.path.join(d, f".{base}.lock"), 10.0, None)
-            if lk is None:
-                raise HostError("IO", f"the lock of {p} was held by another process for more than 10s")
-            try:
+        try:
+            with self._mu.setdefault(name, threading.Lock()), filelock.UnixFileLock(os.path.join(d, f".{base}.lock"), mode=0o600, timeout=10):
                 cur = self._load(p)
-                doc = fn(cur, "" if cur is None else "sha256:" + hashlib.sha256(cur).hexdigest()[:32])
+                doc = fn(cur, "" if cur is None else _version(cur))
                 for stale in os.listdir(d):
                     if stale.startswith(f".{base}.tmp-"):
                         os.remove(os.path.join(d, stale))
@@ -364,11 +360,11 @@ class Files:
                 os.chmod(p, 0o600)
                 dfd = os.open(d, os.O_RDONLY)
                 try:
-                    os.fsync(dfd)
+                    os.fsync(dfd)  # the rename too is on disk
                 finally:
                     os.close(dfd)
-            finally:
-                lk.release()
+        except filelock.Timeout:
+            raise HostError("IO", f"the lock of {p} was held by another process for more than 10s") from None
 
     def digest(self, path, max_bytes):
         if path.startswith("~/"):
