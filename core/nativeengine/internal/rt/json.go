@@ -373,7 +373,16 @@ func hex4(s string) (rune, bool) {
 // AppendCanonical appends the canonical JSON form of v (see internal/canon) as the rego
 // engine writes a result: sets as arrays in order, objects with non-string keys keyed by
 // those keys' JSON.
-func AppendCanonical(dst []byte, v *V) []byte {
+func AppendCanonical(dst []byte, v *V) []byte { return appendJSON(dst, v, false) }
+
+// AppendGoJSON appends v as encoding/json marshals OPA's JSON form of it (json.marshal):
+// HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD. It differs from
+// AppendCanonical in the escaping of strings only.
+func AppendGoJSON(dst []byte, v *V) []byte { return appendJSON(dst, v, true) }
+
+// appendJSON writes v as JSON, its strings escaped as encoding/json escapes them when
+// goEsc is set, canonically otherwise.
+func appendJSON(dst []byte, v *V, goEsc bool) []byte {
 	switch v.k {
 	case KNull:
 		return append(dst, "null"...)
@@ -385,32 +394,39 @@ func AppendCanonical(dst []byte, v *V) []byte {
 	case KNum:
 		return appendNum(dst, v)
 	case KStr:
-		return canon.AppendString(dst, v.s)
+		return appendJSONString(dst, v.s, goEsc)
 	case KArr, KSet:
 		dst = append(dst, '[')
 		for i, x := range v.a {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendCanonical(dst, x)
+			dst = appendJSON(dst, x, goEsc)
 		}
 		return append(dst, ']')
 	case KObj:
 		if !stringKeys(v) {
-			return appendObjectStringified(dst, v, AppendCanonical, canon.AppendString)
+			return appendObjectStringified(dst, v, goEsc)
 		}
 		dst = append(dst, '{')
 		for i, k := range v.a {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = canon.AppendString(dst, k.s)
+			dst = appendJSONString(dst, k.s, goEsc)
 			dst = append(dst, ':')
-			dst = AppendCanonical(dst, v.o[i])
+			dst = appendJSON(dst, v.o[i], goEsc)
 		}
 		return append(dst, '}')
 	}
 	return append(dst, "null"...)
+}
+
+func appendJSONString(dst []byte, s string, goEsc bool) []byte {
+	if goEsc {
+		return canon.AppendGoString(dst, s)
+	}
+	return canon.AppendString(dst, s)
 }
 
 func stringKeys(v *V) bool {
@@ -425,7 +441,7 @@ func stringKeys(v *V) bool {
 // appendObjectStringified writes an object whose keys are not all strings as OPA turns
 // it into JSON: every key becomes its JSON text (the last of equal texts, in key order,
 // wins), members sorted by those texts.
-func appendObjectStringified(dst []byte, v *V, val func([]byte, *V) []byte, key func([]byte, string) []byte) []byte {
+func appendObjectStringified(dst []byte, v *V, goEsc bool) []byte {
 	type member struct {
 		k string
 		v *V
@@ -452,44 +468,11 @@ func appendObjectStringified(dst []byte, v *V, val func([]byte, *V) []byte, key 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = key(dst, m.k)
+		dst = appendJSONString(dst, m.k, goEsc)
 		dst = append(dst, ':')
-		dst = val(dst, m.v)
+		dst = appendJSON(dst, m.v, goEsc)
 	}
 	return append(dst, '}')
-}
-
-// AppendGoJSON appends v as encoding/json marshals OPA's JSON form of it (json.marshal):
-// HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func AppendGoJSON(dst []byte, v *V) []byte {
-	switch v.k {
-	case KStr:
-		return canon.AppendGoString(dst, v.s)
-	case KArr, KSet:
-		dst = append(dst, '[')
-		for i, x := range v.a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendGoJSON(dst, x)
-		}
-		return append(dst, ']')
-	case KObj:
-		if !stringKeys(v) {
-			return appendObjectStringified(dst, v, AppendGoJSON, canon.AppendGoString)
-		}
-		dst = append(dst, '{')
-		for i, k := range v.a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = canon.AppendGoString(dst, k.s)
-			dst = append(dst, ':')
-			dst = AppendGoJSON(dst, v.o[i])
-		}
-		return append(dst, '}')
-	}
-	return AppendCanonical(dst, v)
 }
 
 // AppendRego appends v in Rego's syntax, as OPA's ast writes a value (sprintf's %v,
