@@ -46,7 +46,8 @@ docs: ## regenerate docs/policy.md from the policy's METADATA and rules (make te
 	go run -tags opa ./cmd/grantwire policy docs --policy $(POLICY) -o docs/policy.md
 
 .PHONY: lint
-lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
+lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities; no binary and no file over 2 MB unless marked generated in git (gitlint)
+	@go run ./internal/tools/gitlint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	go vet -tags opa ./cmd/grantwire
