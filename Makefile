@@ -61,8 +61,12 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 	@scripts/audit.sh
 
 .PHONY: test
-test: deps lint wasm-check native-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+test: ## every test, in stages with a line each (deps, lint, wasm-check, native-check, audit, go tests, race, mcp-conformance); randomized tests on a fixed, seeded share
 	@scripts/test.sh
+
+.PHONY: soak
+soak: ## make test with every randomized test on its whole input set (GRANTWIRE_SOAK=1), the engines' differential runs in full
+	@GRANTWIRE_SOAK=1 scripts/test.sh
 
 .PHONY: mcp-conformance
 mcp-conformance: ## the official MCP conformance suite's 27 client auth scenarios against grantwire's remote MCP client (installs the pinned suite and Node 22 with npm)
