@@ -115,7 +115,9 @@ func fakeRunner(string) {
 			go func() { panic("the runtime broke") }()
 			<-done
 		case "hang":
-			select {}
+			// Asleep, not deadlocked: a bare select{} with no other goroutine is a fatal
+			// "all goroutines are asleep" crash, which the test would see instead of a hang.
+			time.Sleep(time.Hour)
 		}
 		b, _ := json.Marshal(caseproto.Reply{Key: j.Key, Result: json.RawMessage(`[]`)})
 		fmt.Println(string(b))
