@@ -46,7 +46,8 @@ docs: ## regenerate docs/policy.md from the policy's METADATA and rules (make te
 	go run -tags opa ./cmd/grantwire policy docs --policy $(POLICY) -o docs/policy.md
 
 .PHONY: lint
-lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities
+lint: ## gofmt, go vet, opa fmt, opa check --strict with the pure capabilities; no binary and no file over 2 MB unless marked generated in git (gitlint)
+	@go run ./internal/tools/gitlint
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	go vet -tags opa ./cmd/grantwire
@@ -60,8 +61,12 @@ audit: ## policy audit: opa fmt, opa check --strict (pure capabilities), opa tes
 	@scripts/audit.sh
 
 .PHONY: test
-test: deps lint wasm-check native-check audit ## every test: policy, engines, conformance, shells, CLI (starts a private Secret Service)
+test: ## every test, in stages with a line each (deps, lint, wasm-check, native-check, audit, go tests, race, mcp-conformance); randomized tests on a fixed, seeded share
 	@scripts/test.sh
+
+.PHONY: soak
+soak: ## make test with every randomized test on its whole input set (GRANTWIRE_SOAK=1), the engines' differential runs in full
+	@GRANTWIRE_SOAK=1 scripts/test.sh
 
 .PHONY: mcp-conformance
 mcp-conformance: ## the official MCP conformance suite's 27 client auth scenarios against grantwire's remote MCP client (installs the pinned suite and Node 22 with npm)

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := testenv.Main(m) // locks and caches of its own, so the run leaves none behind
 	_ = os.RemoveAll(dir)
 	if testing.Verbose() {
 		fmt.Printf("fixes the tests saw printed, by kind: %v\n", fixes.Recorded())

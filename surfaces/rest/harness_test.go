@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := testenv.Main(m) // locks and caches of its own, so the run leaves none behind
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -107,7 +107,7 @@ func newWorld(t *testing.T) *world {
 		"GRANTWIRE_KEYRING_SERVICE=grantwire.test.serve." + testenv.RandHex(6),
 		"DBUS_SESSION_BUS_ADDRESS=" + os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
 		"XDG_RUNTIME_DIR=" + os.Getenv("XDG_RUNTIME_DIR"),
-		"XDG_CACHE_HOME=" + filepath.Join(os.TempDir(), "grantwire-serve-test-cache"),
+		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"), // the compiled policy, shared by the run's tests; removed with binDir
 	}
 	t.Cleanup(w.checkNoSecrets)
 	return w

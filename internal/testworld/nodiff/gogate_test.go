@@ -27,6 +27,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 type obj = map[string]any
@@ -1661,8 +1662,9 @@ func TestGoGate(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes compared: %v", tally)
-	if n >= 10000 {
-		// The comparison covers the gate's hot path and every refusal, not a corner of it.
+	if n >= testenv.Share(10000, share) {
+		// The comparison covers the gate's hot path and every refusal, not a corner of it
+		// (make test's fixed share as well as make soak's whole run).
 		for _, want := range []string{
 			"need", "result", "USAGE", "UNKNOWN_CONNECTOR", "CONFIGURATION", "AGENT_NOT_GRANTED", "NOT_CONNECTED",
 			"CONNECTION_MISSING_SCOPES", "REAUTH_REQUIRED", "TENANT_MISMATCH", "BUSY", "INSECURE_TRANSPORT",

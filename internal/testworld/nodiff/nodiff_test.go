@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -18,11 +17,12 @@ import (
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 var (
-	seedFlag = flag.Uint64("seed", 0, "seed of the differential test (0: a fresh one, printed)")
-	nFlag    = flag.Int("n", 0, "queries per operation (default 10000, fewer for the costly operations; 1000 with -short)")
+	seedFlag = flag.Uint64("seed", 0, "seed of the differential test (0: a fixed one in make test, a fresh one with GRANTWIRE_SOAK=1; printed)")
+	nFlag    = flag.Int("n", 0, "queries per operation (default 10000 with GRANTWIRE_SOAK=1, fewer for the costly operations, a tenth of that without; 1000 with -short)")
 	baseline = flag.String("baseline", "", "a policy.wasm (say, the previous commit's) whose decisions must not change either: for refactors of the policy")
 )
 
@@ -126,13 +126,16 @@ func setOf(episode int) int {
 	return 3
 }
 
+// fixedSeed is the differential tests' seed in make test (testenv.Seed): the same inputs
+// every run; make soak (GRANTWIRE_SOAK=1) draws a fresh one, -seed gives one.
+const fixedSeed = 20261202
+
 func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = rand.Uint64()
+	if s := *seedFlag; s != 0 {
+		t.Logf("seed %d (-seed); reproduce with: go test ./internal/testworld/nodiff -run %s -args -seed=%d", s, t.Name(), s)
+		return s
 	}
-	t.Logf("seed %d (reproduce with: go test ./internal/testworld/nodiff -run %s -args -seed=%d)", s, t.Name(), s)
-	return s
+	return testenv.Seed(t, fixedSeed, "go test ./internal/testworld/nodiff -run "+t.Name()+" -args -seed=%d")
 }
 
 // costly are the operations whose queries cost the most to decide three times over
@@ -146,8 +149,14 @@ var costly = map[string]int{
 	"mcp_auth": 4000, "connect": 5000,
 }
 
+// share is the part of the full run that make test decides (testenv.Share): the same
+// checks on a tenth of the queries, on a fixed seed; make soak (GRANTWIRE_SOAK=1) decides
+// them all on a fresh one.
+const share = 10
+
 // perOp is how many queries of op the differential test decides: -n, else 1,000 with
-// -short, else 10,000 (fewer for the costly operations).
+// -short, else 10,000 (fewer for the costly operations) under make soak and a tenth of
+// that in make test.
 func perOp(op string) int {
 	switch {
 	case *nFlag > 0:
@@ -156,9 +165,9 @@ func perOp(op string) int {
 		return 1000
 	}
 	if n, ok := costly[op]; ok {
-		return n
+		return testenv.Share(n, share)
 	}
-	return 10000
+	return testenv.Share(10000, share)
 }
 
 // TestOpsMatchManifest: the generator knows every operation the policy publishes, and

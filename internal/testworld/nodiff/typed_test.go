@@ -8,6 +8,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // TestTypedDecision: the native engine's Decide, which builds the *core.Decision from the
@@ -24,7 +25,7 @@ func TestTypedDecision(t *testing.T) {
 	if engineMakers[native].name != "native" {
 		t.Fatal("the native engine is not the last of engineMakers")
 	}
-	per := 400
+	per := testenv.Share(400, 4) // make test: 100 per operation on the fixed seed; make soak: 400
 	if testing.Short() {
 		per = 100
 	}

@@ -13,10 +13,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/test/cases"
 
 	"github.com/grantwire/grantwire/internal/caseproto"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // shareOfCases is the percentage of OPA's cases `make test` runs (TestOPACases), chosen by
-// shareSeed; OPACASES=all runs them all (`make opa-cases` runs them all too).
+// shareSeed; OPACASES=all or GRANTWIRE_SOAK=1 runs them all (`make opa-cases` and
+// `make soak` run them all too).
 const (
 	shareOfCases = 25
 	shareSeed    = 24
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) {
 // still be needed.
 func TestOPACases(t *testing.T) {
 	c := &config{share: shareOfCases, seed: shareSeed, logf: t.Logf}
-	if os.Getenv("OPACASES") == "all" {
+	if os.Getenv("OPACASES") == "all" || testenv.Soak() { // make soak runs them all too
 		c.share = 100
 	}
 	var out strings.Builder
@@ -113,7 +115,9 @@ func fakeRunner(string) {
 			go func() { panic("the runtime broke") }()
 			<-done
 		case "hang":
-			select {}
+			// Asleep, not deadlocked: a bare select{} with no other goroutine is a fatal
+			// "all goroutines are asleep" crash, which the test would see instead of a hang.
+			time.Sleep(time.Hour)
 		}
 		b, _ := json.Marshal(caseproto.Reply{Key: j.Key, Result: json.RawMessage(`[]`)})
 		fmt.Println(string(b))

@@ -1,0 +1,36 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Main runs a package's tests with a cache directory of their own, removed when they end:
+// XDG_CACHE_HOME (the user cache directory, where grantwire keeps its provider locks,
+// grantwire/locks, and its compiled policy) and GRANTWIRE_LOCK_DIR point into it, for the
+// tests and for every process they start with the environment they inherit. A test run
+// then leaves no lock directory in ~/.cache/grantwire/locks (make test checks it). The
+// caches of builds stay where they were (GOCACHE and PIP_CACHE_DIR are pinned to them), so
+// the go builds and pip installs of tests stay warm.
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func Main(m *testing.M) int {
+	if user, err := os.UserCacheDir(); err == nil {
+		for env, sub := range map[string]string{"GOCACHE": "go-build", "PIP_CACHE_DIR": "pip"} {
+			if os.Getenv(env) == "" {
+				os.Setenv(env, filepath.Join(user, sub))
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "grantwire-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("XDG_CACHE_HOME", dir)
+	os.Setenv("GRANTWIRE_LOCK_DIR", filepath.Join(dir, "grantwire", "locks"))
+	return m.Run()
+}
