@@ -27,6 +27,7 @@ import (
 	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 )
 
 // fixWorld is an e2e world for one kind of fix.
@@ -568,6 +569,33 @@ var fixRuns = map[string]func(t *testing.T){
 		require.NoError(t, err, "%s: %s", fix, b)
 		w.bin = out
 		w.ok("", "--engine", "rego", "catalog")
+	},
+	"store-check": func(t *testing.T) {
+		// A PostgreSQL store that is stopped: every call fails with the check as its fix;
+		// the check says the server is down, and once the server is started again (what the
+		// message asks) it says so and the same call succeeds, with nothing else done.
+		w := newFixWorld(t, "store-check")
+		cl := pgtest.NewCluster(t, "./cmd/grantwire")
+		w.plant(pgtest.Password(cl.URL))
+		key := filepath.Join(w.home, "store.key")
+		require.Equal(t, 0, w.gw("", "store", "new-key", key).code)
+		w.env = append(w.env, "GRANTWIRE_STORE="+cl.URL, "GRANTWIRE_STORE_KEY_FILE="+key)
+		w.gwJSON("", 0, nil, "grants", "grant", "mcp-github", "builtin:chat", "--scopes", "")
+		require.NoError(t, cl.Stop())
+		var e cliError
+		w.gwJSON("", 5, &e, "grants", "list")
+		require.Equal(t, "STORE_UNAVAILABLE", e.Error.Code)
+		require.Contains(t, e.Error.Message, "store unavailable")
+		fix := w.ofKind(e.Error.Fix)
+		words := fixes.Words(fix)
+		out, err := exec.Command(words[0], words[1:]...).CombinedOutput()
+		require.Equal(t, 2, exitCode(err), "pg_isready: no response while the server is stopped: %s", out)
+		require.NoError(t, cl.Start())
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, "pg_isready: accepting connections: %s", r.stdout)
+		var grants grantsDoc
+		w.gwJSON("", 0, &grants, "grants", "list")
+		require.Equal(t, []grantRow{{Connector: "mcp-github", Agent: "builtin:chat", Scopes: []string{}}}, grants.Grants, "nothing was lost")
 	},
 	"bundle": func(t *testing.T) {
 		w := newFixWorld(t, "bundle")

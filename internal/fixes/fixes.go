@@ -57,6 +57,8 @@ var Kinds = []Kind{
 	kind("move-aside", `mv `+word+` `+word),
 	kind("opa-build", `go build -tags opa -o grantwire \./cmd/grantwire`),
 	kind("bundle", `build the bundle with grantwire policy build -o FILE, or run without --bundle`),
+	// STORE_UNAVAILABLE: the command that checks the PostgreSQL store's server.
+	kind("store-check", `pg_isready -h `+word+` -p [0-9]+`),
 	{
 		Name: "credential-store",
 		Pattern: regexp.MustCompile(`^(?:install and (?:start|unlock) a Secret Service|unlock the (?:login keyring|login Keychain|keyring)|` +

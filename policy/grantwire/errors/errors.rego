@@ -30,6 +30,7 @@ table := {
 	"ISSUER_MISMATCH": {"status": 502, "exit": 5},
 	"AUTHORIZATION_TIMEOUT": {"status": 408, "exit": 4},
 	"IO_ERROR": {"status": 500, "exit": 5},
+	"STORE_UNAVAILABLE": {"status": 503, "exit": 5},
 	"PROVIDER_ERROR": {"status": 502, "exit": 5},
 	"UNKNOWN_CONNECTOR": {"status": 404, "exit": 1},
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
@@ -318,7 +319,9 @@ move_aside(file) := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(con
 # title: host failure
 # description: |
 #   The host could not do what was asked: no secure credential store (INSECURE_STORE, with
-#   what to install), or a file, lock or listener failed (IO_ERROR).
+#   what to install), a shared store (PostgreSQL) that does not answer (STORE_UNAVAILABLE:
+#   the host's detail names the store and why, the fix checks it; nothing was changed and
+#   the same call succeeds once it is back), or a file, lock or listener failed (IO_ERROR).
 host_failure(he) := error(
 	"INSECURE_STORE",
 	concat("", ["no secure credential store is available (", he.detail, "); grantwire never stores secrets in a file"]),
@@ -326,6 +329,8 @@ host_failure(he) := error(
 	{},
 ) if {
 	he.code == "INSECURE_STORE"
+} else := error("STORE_UNAVAILABLE", he.detail, object.get(he, "fix", ""), {}) if {
+	he.code == "STORE_UNAVAILABLE"
 } else := error("IO_ERROR", concat("", ["the host failed: ", he.detail]), object.get(he, "fix", ""), {})
 
 # METADATA

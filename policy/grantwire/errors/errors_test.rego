@@ -31,6 +31,7 @@ _all := [
 	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON"),
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
+	errors.host_failure({"code": "STORE_UNAVAILABLE", "detail": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer", "fix": "pg_isready -h db -p 5432"}),
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail"),
 	errors.internal("grant"),
@@ -243,6 +244,11 @@ test_host_failure if {
 	errors.host_failure({"code": "IO", "detail": "open grants.json: permission denied", "fix": "chmod 600 grants.json"}) == {
 		"code": "IO_ERROR", "fix": "chmod 600 grants.json",
 		"summary": "the host failed: open grants.json: permission denied", "message": "the host failed: open grants.json: permission denied; fix: chmod 600 grants.json",
+	}
+	errors.host_failure({"code": "STORE_UNAVAILABLE", "detail": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused)", "fix": "pg_isready -h db -p 5432"}) == {
+		"code": "STORE_UNAVAILABLE", "fix": "pg_isready -h db -p 5432",
+		"summary": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused)",
+		"message": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused); fix: pg_isready -h db -p 5432",
 	}
 	errors.host_failure({"code": "anything", "detail": "d"}) == {"code": "IO_ERROR", "fix": "", "summary": "the host failed: d", "message": "the host failed: d"}
 }
