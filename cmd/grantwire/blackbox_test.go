@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fleetMachineEnv) != "" {
+		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleet_machine_test.go)
+	}
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

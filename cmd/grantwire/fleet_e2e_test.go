@@ -10,9 +10,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -160,4 +163,198 @@ func TestE2EStoreFlagOnEveryCommand(t *testing.T) {
 	require.Empty(t, row.Grants, "and its grants gone with it")
 	w.fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Zero(t, w.srv.Stats().ReuseDetected)
+}
+
+// start runs the machine's binary without waiting for it.
+func (m *machine) start(args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+	m.t.Helper()
+	cmd := exec.Command(m.bin, args...)
+	cmd.Env, cmd.Dir = m.env, m.home
+	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
+	require.NoError(m.t, cmd.Start())
+	m.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, out, errb
+}
+
+// fail runs a command with --json that must fail with exit and code, and returns the error.
+func (m *machine) fail(exit int, code string, args ...string) cliError {
+	m.t.Helper()
+	r := m.gw("", append([]string{"--json"}, args...)...)
+	require.Equal(m.t, exit, r.code, "%v: %s", args, r.stderr)
+	var e cliError
+	require.NoError(m.t, json.Unmarshal([]byte(r.stderr), &e), r.stderr)
+	require.Equal(m.t, code, e.Error.Code, e.Error.Message)
+	return e
+}
+
+// fleetCalls is how many token calls each machine makes in TestE2EFleetProof
+// ($GRANTWIRE_FLEET_CALLS, default the issue's 200: about 4 s here).
+func fleetCalls(t *testing.T) int {
+	if v := os.Getenv("GRANTWIRE_FLEET_CALLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "GRANTWIRE_FLEET_CALLS")
+		return n
+	}
+	return 200
+}
+
+// fleetWorld is A (the e2e world) and four machines on a PostgreSQL cluster of the test's
+// own, google connected on A with builtin:email granted gmail.readonly, on a server whose
+// access tokens live expiresIn seconds, rotating refresh tokens and revoking a family on
+// reuse.
+func fleetWorld(t *testing.T, expiresIn int64) (*e2e, *pgtest.Cluster, []*machine) {
+	t.Helper()
+	const clientID = "bb-fleet-client"
+	secret := "bb-fleet-secret-" + randHex(8)
+	w := newE2E(t, authserver.Config{ClientID: clientID, ClientSecret: secret, ExpiresIn: expiresIn})
+	w.plant(secret)
+	cl := pgtest.NewCluster(t, "./cmd/grantwire")
+	w.plant(pgtest.Password(cl.URL))
+	key := filepath.Join(w.home, "store.key")
+	require.Equal(t, 0, w.gw("", "store", "new-key", key).code)
+	w.env = append(w.env, "GRANTWIRE_STORE_KEY_FILE="+key, "GRANTWIRE_STORE="+cl.URL)
+	w.gwJSON(secret+"\n", 0, nil, "configure", "google", "--client-id", clientID, "--client-secret-stdin")
+	r := w.connectNoBrowser("google", "--scopes", gmailRead, "--grant-agent", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	ms := make([]*machine, 4)
+	for i := range ms {
+		ms[i] = w.newMachine(t, cl.URL, key)
+	}
+	return w, cl, ms
+}
+
+// requireServerClean: no refresh token was reused, nothing was revoked or refused.
+func requireServerClean(t *testing.T, w *e2e) {
+	t.Helper()
+	st := w.srv.Stats()
+	require.Zero(t, st.ReuseDetected, "no refresh token reused at the server")
+	require.Zero(t, st.Revocations, "no revocation request")
+	require.Zero(t, st.RevokedTokens, "no token revoked")
+	require.Zero(t, st.InvalidGrants, "no invalid_grant")
+}
+
+// requireGrantKept: the connection and builtin:email's grant are as connect left them.
+func requireGrantKept(t *testing.T, w *e2e) {
+	t.Helper()
+	row := w.status("google")
+	require.Equal(t, "user@example.com", row.Account, "the connection is kept")
+	require.Equal(t, map[string][]string{"builtin:email": {gmailRead}}, row.Grants, "the grant is kept")
+}
+
+// TestE2EFleetProof is issue 22's proof across machines: four processes with separate
+// homes, caches and environments and no Secret Service share one PostgreSQL, against the
+// local authorization server (1-second access tokens, refresh-token rotation, reuse
+// revoking the family):
+//   - 4 machines × N token calls (each refreshes: a token of 1 s is always within the
+//     60 s margin) → every call succeeds, no reuse, no revocation, the grant kept;
+//   - kill -9 of the process holding google's lock (its refresh held at the server) →
+//     another machine, queued on the lock, proceeds within the lock's bound, no reuse;
+//   - PostgreSQL stopped and started → every call fails with STORE_UNAVAILABLE (exit 5,
+//     "store unavailable", the pg_isready fix) while it is down, in fresh processes and in
+//     a running one; afterwards calls succeed with no manual step and nothing was lost;
+//   - a revoke on one machine is refused by another machine's very next call, and by the
+//     running process's first call that starts after it.
+func TestE2EFleetProof(t *testing.T) {
+	w, cl, ms := fleetWorld(t, 1)
+	n := fleetCalls(t)
+
+	// 4 machines × n token calls, every one a refresh.
+	began := time.Now()
+	procs := make([]*fleetProc, len(ms))
+	for i, m := range ms {
+		procs[i] = startMachine(t, m.env, "calls", "FLEET_N="+strconv.Itoa(n))
+	}
+	for i, p := range procs {
+		res := p.result(t, 3*time.Minute)
+		require.Equal(t, n, res.Calls, "machine %d", i)
+		require.Empty(t, res.Codes, "machine %d: every call handed out a token", i)
+	}
+	st := w.srv.Stats()
+	t.Logf("%d machines × %d token calls in %s: %d refreshes at the server", len(ms), n, time.Since(began).Round(time.Millisecond), st.Refreshes)
+	require.GreaterOrEqual(t, st.Refreshes, n, "1-second tokens are refreshed")
+	requireServerClean(t, w)
+	requireGrantKept(t, w)
+
+	// kill -9 of the lock's holder while its refresh is held at the server.
+	before := w.srv.Stats().RefreshRequests
+	w.srv.Script(authserver.Failure{Grant: "refresh_token", Delay: time.Minute})
+	holder, _, _ := ms[0].start("token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	deadline := time.Now().Add(30 * time.Second)
+	for w.srv.Stats().RefreshRequests == before {
+		require.True(t, time.Now().Before(deadline), "the holder's refresh never reached the server")
+		time.Sleep(5 * time.Millisecond)
+	}
+	waiter, out, errb := ms[1].start("token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	time.Sleep(300 * time.Millisecond) // the waiter queues on the lock
+	killed := time.Now()
+	require.NoError(t, holder.Process.Kill())
+	require.Equal(t, 0, exitCode(waiter.Wait()), errb.String())
+	proceeded := time.Since(killed)
+	t.Logf("kill -9 of the lock's holder → the waiting machine handed out a token %s later", proceeded.Round(time.Millisecond))
+	require.Less(t, proceeded, 15*time.Second, "within the refresh lock's bound (15 s)")
+	require.True(t, strings.HasPrefix(strings.TrimSpace(out.String()), tokenPrefix+"_at_"))
+	requireServerClean(t, w)
+
+	// PostgreSQL stopped and started under a running process and fresh ones. Tokens live
+	// an hour from here: calls hand out the stored token and write nothing.
+	w.srv.Configure(func(c *authserver.Config) { c.ExpiresIn = 3600 })
+	require.Equal(t, 0, ms[2].gw("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead).code)
+	loop := startMachine(t, ms[3].env, "loop")
+	require.True(t, loop.next(t, 30*time.Second).Ready)
+	firstOK := loop.next(t, 30*time.Second)
+	require.Empty(t, firstOK.Code, firstOK.Message)
+	require.NoError(t, cl.Stop())
+	stopped := time.Now()
+	for i, m := range ms {
+		e := m.fail(5, "STORE_UNAVAILABLE", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Contains(t, e.Error.Message, "store unavailable", "machine %d", i)
+		require.Regexp(t, `^pg_isready -h 127\.0\.0\.1 -p [0-9]+$`, e.Error.Fix)
+		require.Equal(t, 5, e.Error.Exit)
+	}
+	// The running process: its calls that start once the server is down fail the same way.
+	for {
+		l := loop.next(t, 30*time.Second)
+		if l.Start < stopped.UnixNano() {
+			continue
+		}
+		require.Equal(t, "STORE_UNAVAILABLE", l.Code, l.Message)
+		require.Contains(t, l.Message, "store unavailable")
+		break
+	}
+	started := time.Now()
+	require.NoError(t, cl.Start())
+	t.Logf("pg_ctl start took %s", time.Since(started).Round(time.Millisecond))
+	for {
+		l := loop.next(t, 30*time.Second)
+		if l.Code == "" {
+			t.Logf("the running process handed out tokens again %s after pg_ctl start began", time.Duration(l.End-started.UnixNano()).Round(time.Millisecond))
+			break
+		}
+		require.Equal(t, "STORE_UNAVAILABLE", l.Code, l.Message)
+	}
+	for i, m := range ms {
+		r := m.gw("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Equal(t, 0, r.code, "machine %d, no manual step: %s", i, r.stderr)
+	}
+	requireGrantKept(t, w)
+	requireServerClean(t, w)
+
+	// A revoke on one machine: another machine's very next call is refused, and so is the
+	// running process's first call that starts after it.
+	r := ms[0].gw("", "grants", "revoke", "google", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	revoked := time.Now()
+	e := ms[1].fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Contains(t, e.Error.Fix, "grantwire grants grant google builtin:email")
+	for {
+		l := loop.next(t, 30*time.Second)
+		if l.Start < revoked.UnixNano() {
+			continue
+		}
+		require.Equal(t, "AGENT_NOT_GRANTED", l.Code, l.Message)
+		break
+	}
+	loop.stop()
+	requireServerClean(t, w)
 }
