@@ -47,7 +47,7 @@ func storeWorld(t *testing.T, cfg authserver.Config) (*e2e, string, string) {
 
 // newMachine is another machine on the store db: it shares nothing with w but the store,
 // the key file's content (copied to its own home) and the catalog override.
-func (w *e2e) newMachine(t *testing.T, db, key string, extraEnv ...string) *machine {
+func (w *e2e) newMachine(t testing.TB, db, key string, extraEnv ...string) *machine {
 	t.Helper()
 	m := &machine{bbWorld: newBB(t), w: w}
 	raw, err := os.ReadFile(key)
@@ -203,7 +203,7 @@ func fleetCalls(t *testing.T) int {
 // own, google connected on A with builtin:email granted gmail.readonly, on a server whose
 // access tokens live expiresIn seconds, rotating refresh tokens and revoking a family on
 // reuse.
-func fleetWorld(t *testing.T, expiresIn int64) (*e2e, *pgtest.Cluster, []*machine) {
+func fleetWorld(t testing.TB, expiresIn int64) (*e2e, *pgtest.Cluster, []*machine) {
 	t.Helper()
 	const clientID = "bb-fleet-client"
 	secret := "bb-fleet-secret-" + randHex(8)
@@ -225,7 +225,7 @@ func fleetWorld(t *testing.T, expiresIn int64) (*e2e, *pgtest.Cluster, []*machin
 }
 
 // requireServerClean: no refresh token was reused, nothing was revoked or refused.
-func requireServerClean(t *testing.T, w *e2e) {
+func requireServerClean(t testing.TB, w *e2e) {
 	t.Helper()
 	st := w.srv.Stats()
 	require.Zero(t, st.ReuseDetected, "no refresh token reused at the server")
@@ -235,7 +235,7 @@ func requireServerClean(t *testing.T, w *e2e) {
 }
 
 // requireGrantKept: the connection and builtin:email's grant are as connect left them.
-func requireGrantKept(t *testing.T, w *e2e) {
+func requireGrantKept(t testing.TB, w *e2e) {
 	t.Helper()
 	row := w.status("google")
 	require.Equal(t, "user@example.com", row.Account, "the connection is kept")
