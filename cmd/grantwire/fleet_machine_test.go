@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +29,8 @@ import (
 )
 
 // fleetMachineEnv selects the helper's mode: calls (FLEET_N calls by FLEET_C callers),
-// cached (calls by FLEET_C callers for FLEET_FOR), storm (FLEET_C callers at once at the
-// unix time FLEET_AT_NS), loop (back to back until killed, a line per call), revoke.
+// loop (calls back to back until killed, a line per call), rounds (commands on stdin:
+// "calls N", "storm" (FLEET_C callers at once), "revoke", "grant").
 const fleetMachineEnv = "GRANTWIRE_TEST_FLEET_MACHINE"
 
 // fleetLine is one line a machine prints.
@@ -36,12 +38,12 @@ type fleetLine struct {
 	Start, End int64          // unix ns of one call (loop, revoke)
 	Code       string         // its error code ("" when it succeeded)
 	Message    string         `json:",omitempty"`
-	Calls      int            // calls made (calls, cached)
-	Codes      map[string]int // error codes met (calls, cached, storm)
+	Calls      int            // calls made (calls, storm)
+	Codes      map[string]int // error codes met (calls, storm)
 	Tokens     int            // distinct access tokens handed out
-	WaitsNS    []int64        // every call's time (storm)
-	Seconds    float64        // how long (cached)
-	Ready      bool           // loop, storm: the client is open
+	WaitsNS    []int64        // every call's time (calls, storm)
+	Seconds    float64        // how long the calls took (calls)
+	Ready      bool           // loop, rounds: the client is open
 }
 
 func fleetMachine() int {
@@ -78,7 +80,7 @@ func fleetMachine() int {
 		return "", "GO_ERROR", err.Error()
 	}
 	// run has every caller call until next says stop, and sums what they met.
-	run := func(next func() bool, each func(time.Duration)) fleetLine {
+	run := func(next func() bool) fleetLine {
 		sum := fleetLine{Codes: map[string]int{}}
 		tokens := map[string]bool{}
 		var wg sync.WaitGroup
@@ -92,15 +94,13 @@ func fleetMachine() int {
 					d := time.Since(start)
 					mu.Lock()
 					sum.Calls++
+					sum.WaitsNS = append(sum.WaitsNS, int64(d))
 					if code != "" {
 						sum.Codes[code]++
 					} else {
 						tokens[tok] = true
 					}
 					mu.Unlock()
-					if each != nil {
-						each(d)
-					}
 				}
 			}()
 		}
@@ -108,27 +108,21 @@ func fleetMachine() int {
 		sum.Tokens = len(tokens)
 		return sum
 	}
-	switch mode {
-	case "calls":
-		n, _ := strconv.Atoi(os.Getenv("FLEET_N"))
-		var left = n
+	calls := func(n int) fleetLine {
+		left := n
 		var lmu sync.Mutex
-		emit(run(func() bool {
+		began := time.Now()
+		sum := run(func() bool {
 			lmu.Lock()
 			defer lmu.Unlock()
 			left--
 			return left >= 0
-		}, nil))
-	case "cached":
-		d, _ := time.ParseDuration(os.Getenv("FLEET_FOR"))
-		start := time.Now()
-		end := start.Add(d)
-		sum := run(func() bool { return time.Now().Before(end) }, nil)
-		sum.Seconds = time.Since(start).Seconds()
-		emit(sum)
-	case "storm":
-		at, _ := strconv.ParseInt(os.Getenv("FLEET_AT_NS"), 10, 64)
-		emit(fleetLine{Ready: true})
+		})
+		sum.Seconds = time.Since(began).Seconds()
+		return sum
+	}
+	// storm: every caller calls once, all at the same moment.
+	storm := func() fleetLine {
 		sum := fleetLine{Codes: map[string]int{}}
 		tokens := map[string]bool{}
 		gate := make(chan struct{})
@@ -152,11 +146,25 @@ func fleetMachine() int {
 				}
 			}()
 		}
-		time.Sleep(time.Until(time.Unix(0, at)))
+		time.Sleep(20 * time.Millisecond) // every caller waits at the gate
 		close(gate)
 		wg.Wait()
 		sum.Tokens = len(tokens)
-		emit(sum)
+		return sum
+	}
+	timed := func(f func() error) fleetLine {
+		start := time.Now()
+		err := f()
+		l := fleetLine{Start: start.UnixNano(), End: time.Now().UnixNano()}
+		if err != nil {
+			l.Code, l.Message = "GO_ERROR", err.Error()
+		}
+		return l
+	}
+	switch mode {
+	case "calls":
+		n, _ := strconv.Atoi(os.Getenv("FLEET_N"))
+		emit(calls(n))
 	case "loop":
 		emit(fleetLine{Ready: true})
 		for {
@@ -165,14 +173,27 @@ func fleetMachine() int {
 			emit(fleetLine{Start: start.UnixNano(), End: time.Now().UnixNano(), Code: code, Message: msg})
 			time.Sleep(2 * time.Millisecond) // back to back, without flooding the test with failures
 		}
-	case "revoke":
-		start := time.Now()
-		_, err := c.Revoke(ctx, "google", "builtin:email")
-		l := fleetLine{Start: start.UnixNano(), End: time.Now().UnixNano()}
-		if err != nil {
-			l.Code, l.Message = "GO_ERROR", err.Error()
+	case "rounds":
+		// One command a line on stdin: "calls N", "storm", "revoke", "grant".
+		emit(fleetLine{Ready: true})
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch {
+			case len(f) == 2 && f[0] == "calls":
+				n, _ := strconv.Atoi(f[1])
+				emit(calls(n))
+			case len(f) == 1 && f[0] == "storm":
+				emit(storm())
+			case len(f) == 1 && f[0] == "revoke":
+				emit(timed(func() error { _, err := c.Revoke(ctx, "google", "builtin:email"); return err }))
+			case len(f) == 1 && f[0] == "grant":
+				emit(timed(func() error { _, err := c.Grant(ctx, "google", "builtin:email", []string{gmailRead}); return err }))
+			default:
+				fmt.Fprintln(os.Stderr, "fleet machine: unknown command", sc.Text())
+				return 2
+			}
 		}
-		emit(l)
 	default:
 		fmt.Fprintln(os.Stderr, "fleet machine: unknown mode", mode)
 		return 2
@@ -183,6 +204,7 @@ func fleetMachine() int {
 // fleetProc is a running machine process.
 type fleetProc struct {
 	cmd   *exec.Cmd
+	in    io.WriteCloser // rounds: the commands
 	lines chan fleetLine
 	done  chan struct{}
 	err   error
@@ -220,6 +242,9 @@ func startMachine(t testing.TB, env []string, mode string, extra ...string) *fle
 	cmd.Stderr = p.errb
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	if p.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
 	require.NoError(t, cmd.Start())
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -247,6 +272,16 @@ func startMachine(t testing.TB, env []string, mode string, extra ...string) *fle
 
 // next returns the machine's next line (it fails the test when the machine ends first or
 // says nothing within d).
+// do sends a rounds machine a command and returns its answer.
+func (p *fleetProc) do(t testing.TB, command string) fleetLine {
+	t.Helper()
+	_, err := io.WriteString(p.in, command+"\n")
+	require.NoError(t, err)
+	l := p.next(t, 2*time.Minute)
+	require.Empty(t, l.Message, command)
+	return l
+}
+
 // stop kills the machine (SIGKILL) and waits for it.
 func (p *fleetProc) stop() {
 	_ = p.cmd.Process.Kill()
