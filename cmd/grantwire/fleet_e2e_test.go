@@ -6,17 +6,20 @@ package main_test
 // server with refresh-token rotation and reuse detection.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/layout"
@@ -357,4 +360,56 @@ func TestE2EFleetProof(t *testing.T) {
 	}
 	loop.stop()
 	requireServerClean(t, w)
+}
+
+// TestE2EStoreBadInput: what a machine is told when its store settings are wrong — a URL
+// that is not PostgreSQL's, a server that refuses the password, no key, another key, a
+// schema from a newer grantwire — each exit 5 with what to do, the password never shown,
+// and nothing in the store changed (the grant made first is still there).
+func TestE2EStoreBadInput(t *testing.T) {
+	w, db, _ := storeWorld(t, authserver.Config{})
+	w.env = append(w.env, "GRANTWIRE_STORE="+db)
+	w.gwJSON("", 0, nil, "grants", "grant", "mcp-github", "builtin:chat", "--scopes", "")
+	pw := pgtest.Password(db)
+	other := filepath.Join(w.home, "other.key")
+	require.Equal(t, 0, w.gw("", "store", "new-key", other).code)
+	for _, c := range []struct {
+		name, code string
+		args       []string
+		says       []string
+	}{
+		{"not PostgreSQL", "IO_ERROR", []string{"--store", "mysql://u:" + pw + "@127.0.0.1/db"}, []string{"not a PostgreSQL URL", "postgres://USER:PASSWORD@HOST:5432/DATABASE"}},
+		{"wrong password", "IO_ERROR", []string{"--store", strings.Replace(db, ":"+pw+"@", ":wrong-PLANTED@", 1)}, []string{"refused the login", "check the user and password"}},
+		{"no key", "INSECURE_STORE", []string{"--store", db}, []string{"no key-encryption key", "grantwire store new-key"}},
+		{"another key", "INSECURE_STORE", []string{"--store", db}, []string{"does not hold"}},
+	} {
+		env := w.env
+		switch c.name {
+		case "no key":
+			w.env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return strings.HasPrefix(e, "GRANTWIRE_STORE_KEY_FILE=") })
+		case "another key":
+			w.env = append(slices.Clone(env), "GRANTWIRE_STORE_KEY_FILE="+other)
+		}
+		e := w.fail(5, c.code, append(c.args, "grants", "list")...)
+		w.env = env
+		for _, s := range c.says {
+			require.Contains(t, e.Error.Message, s, c.name)
+		}
+		require.NotContains(t, e.Error.Message+e.Error.Fix, pw, c.name)
+		require.NotContains(t, e.Error.Message+e.Error.Fix, "PLANTED", c.name)
+	}
+	// A schema from a newer grantwire: refused with what to do, nothing changed.
+	conn, err := pgx.Connect(t.Context(), db)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), "update grantwire.schema_version set version = version + 1")
+	require.NoError(t, err)
+	e := w.fail(5, "IO_ERROR", "grants", "list")
+	require.Contains(t, e.Error.Message, "newer than this grantwire knows")
+	require.Contains(t, e.Error.Message, "upgrade grantwire")
+	_, err = conn.Exec(t.Context(), "update grantwire.schema_version set version = version - 1")
+	require.NoError(t, err)
+	var grants grantsDoc
+	w.gwJSON("", 0, &grants, "grants", "list")
+	require.Len(t, grants.Grants, 1, "nothing was lost")
 }

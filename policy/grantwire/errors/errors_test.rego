@@ -231,6 +231,9 @@ test_transport_and_ledgers if {
 		"summary": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed",
 		"message": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed; fix: mv /h/.grantwire/connectors/grants.json /h/.grantwire/connectors/grants.json.corrupt",
 	}
+	errors.corrupt_ledger("grants", "postgres://grantwire@db:5432/grantwire/default/connectors/grants.json", "not valid JSON").fix == "grantwire store move-aside connectors/grants.json"
+	errors.corrupt_ledger("grants", "postgresql://db/g/team-2/connectors/grants.json", "larger than 16 MiB").fix == "grantwire store move-aside --store-home team-2 connectors/grants.json"
+	errors.corrupt_ledger("agents", "/h/postgres://x/agents.json", "not valid JSON").fix == "mv /h/postgres://x/agents.json /h/postgres://x/agents.json.corrupt"
 	errors.move_aside("/home/a b/.grantwire/x.json") == "mv '/home/a b/.grantwire/x.json' '/home/a b/.grantwire/x.json.corrupt'"
 	errors.move_aside("/home/it's/x") == `mv '/home/it'\''s/x' '/home/it'\''s/x.corrupt'`
 }
