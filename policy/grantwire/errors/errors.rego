@@ -302,35 +302,13 @@ corrupt_ledger(name, file, reason) := error(
 
 # A symbolic link is replaced by a copy of its target (the ledger keeps its content; a
 # write would otherwise replace the link and leave the target stale); anything else is
-# moved aside: a file with mv, a row of a PostgreSQL store (the file is
-# postgres://USER@HOST:PORT/DATABASE/HOME/LEDGER) with grantwire store move-aside, run with
-# the same store (GRANTWIRE_STORE or --store).
-_corrupt_fix(file, reason) := store_move_aside(file) if {
-	reason != "a symbolic link"
-	_store_ledger(file)
-}
-
+# moved aside (move_aside).
 _corrupt_fix(file, "a symbolic link") := concat("", [
 	"cp -p -- \"$(readlink -f -- ", scopes.quote(file), ")\" ", scopes.quote(concat("", [file, ".copy"])),
 	" && mv -f -- ", scopes.quote(concat("", [file, ".copy"])), " ", scopes.quote(file),
 ])
 
-_corrupt_fix(file, reason) := move_aside(file) if {
-	reason != "a symbolic link"
-	not _store_ledger(file)
-}
-
-_store_ledger(file) if regex.match(`^postgres(ql)?://[^/]*/[^/]+/[^/]+/.+$`, file)
-
-# METADATA
-# title: store move aside
-# description: |
-#   The command that moves an unreadable ledger of a PostgreSQL store aside: file is the
-#   ledger as the store names it, postgres://USER@HOST:PORT/DATABASE/HOME/LEDGER; the home
-#   is named unless it is the default one.
-store_move_aside(file) := concat("", ["grantwire store move-aside ", _store_home_flag(parts[1]), scopes.quote(parts[2])]) if {
-	parts := regex.find_all_string_submatch_n(`^postgres(?:ql)?://[^/]*/[^/]+/([^/]+)/(.+)$`, file, 1)[0]
-}
+_corrupt_fix(file, reason) := move_aside(file) if reason != "a symbolic link"
 
 _store_home_flag("default") := ""
 
@@ -338,8 +316,14 @@ _store_home_flag(home) := concat("", ["--store-home ", scopes.quote(home), " "])
 
 # METADATA
 # title: move aside
-# description: The command that moves an unreadable file aside (quoted for a POSIX shell).
-move_aside(file) := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(concat("", [file, ".corrupt"]))])
+# description: |
+#   The command that moves an unreadable ledger aside: a file with mv (quoted for a POSIX
+#   shell); a row of a PostgreSQL store, which names it postgres://USER@HOST:PORT/DATABASE/HOME/LEDGER,
+#   with grantwire store move-aside (the home named unless it is the default one), run
+#   with the same store (GRANTWIRE_STORE or --store).
+move_aside(file) := concat("", ["grantwire store move-aside ", _store_home_flag(parts[1]), scopes.quote(parts[2])]) if {
+	parts := regex.find_all_string_submatch_n(`^postgres(?:ql)?://[^/]*/[^/]+/([^/]+)/(.+)$`, file, 1)[0]
+} else := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(concat("", [file, ".corrupt"]))])
 
 # METADATA
 # title: host failure

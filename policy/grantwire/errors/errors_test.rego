@@ -234,6 +234,7 @@ test_transport_and_ledgers if {
 	errors.corrupt_ledger("grants", "postgres://grantwire@db:5432/grantwire/default/connectors/grants.json", "not valid JSON").fix == "grantwire store move-aside connectors/grants.json"
 	errors.corrupt_ledger("grants", "postgresql://db/g/team-2/connectors/grants.json", "larger than 16 MiB").fix == "grantwire store move-aside --store-home team-2 connectors/grants.json"
 	errors.corrupt_ledger("agents", "/h/postgres://x/agents.json", "not valid JSON").fix == "mv /h/postgres://x/agents.json /h/postgres://x/agents.json.corrupt"
+	errors.move_aside("postgres://u@db:5432/g/default/connectors/state.json") == "grantwire store move-aside connectors/state.json"
 	errors.move_aside("/home/a b/.grantwire/x.json") == "mv '/home/a b/.grantwire/x.json' '/home/a b/.grantwire/x.json.corrupt'"
 	errors.move_aside("/home/it's/x") == `mv '/home/it'\''s/x' '/home/it'\''s/x.corrupt'`
 }
