@@ -83,6 +83,10 @@ bench: ## benchmarks, about 25 minutes on 2 cores (see BENCHMARKS.md)
 demo: ## the main job end to end on embedded defaults (builds only what it uses, and says so)
 	@scripts/demo.sh
 
+.PHONY: fleet-demo
+fleet-demo: ## two machines share one connection through a private PostgreSQL store; a revoke on one is refused on the other (docs/fleet.md §6)
+	@scripts/fleet-demo.sh
+
 .PHONY: authserver
 authserver: ## run the local OAuth authorization server of the tests and the demo (prints its endpoints as JSON)
 	@go run ./internal/cmd/authserver

@@ -51,6 +51,7 @@ var (
 	ErrIssuerMismatch          = &Error{Code: "ISSUER_MISMATCH"}
 	ErrAuthorizationTimeout    = &Error{Code: "AUTHORIZATION_TIMEOUT"}
 	ErrIO                      = &Error{Code: "IO_ERROR"}
+	ErrStoreUnavailable        = &Error{Code: "STORE_UNAVAILABLE"}
 	ErrProviderError           = &Error{Code: "PROVIDER_ERROR"}
 	ErrUnknownConnector        = &Error{Code: "UNKNOWN_CONNECTOR"}
 	ErrUnknownAgent            = &Error{Code: "UNKNOWN_AGENT"}

@@ -27,6 +27,7 @@ import (
 	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/shells/postgres"
 )
 
 type config struct {
@@ -45,6 +46,9 @@ type config struct {
 	engineName string
 	opaURL     string
 	opaOpts    []opaserver.Option
+	// store.go
+	storeURL  string
+	storeOpts *postgres.Options
 }
 
 // Option configures a [Client]; options never fail, New reports errors.
@@ -163,12 +167,23 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		}
 		return nil, err
 	}
+	closeStore, err := c.layStore(ctx)
+	if err != nil {
+		if server != nil {
+			_ = server.Close(ctx)
+		}
+		return nil, err
+	}
 	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
+	if closeStore != nil {
+		cl.closers = append(cl.closers, closeStore)
+	}
 	if r, ok := c.engine.(interface{ Revision() string }); ok {
 		cl.revision = r.Revision() // an OPA server's bundle
 	}
 	if cl.engine == nil {
 		if cl.engine, cl.revision, err = c.builtEngine(ctx, cat, server, ""); err != nil {
+			_ = cl.closeAll()
 			return nil, err
 		}
 		cl.owns = true

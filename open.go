@@ -78,6 +78,22 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			}
 		}
 	}
+	if c.storeOpts != nil {
+		// The store's watcher (LISTEN/NOTIFY) reports what other machines change; the home's
+		// files are not the ledgers then.
+		so := *c.storeOpts
+		if so.ActivationChanges == nil && so.GrantChanges == nil && !so.NoWatch {
+			so.ActivationChanges, so.GrantChanges = opts.ActivationChanges, opts.GrantChanges
+		}
+		if so.Warn == nil {
+			so.Warn = opts.Warn
+		}
+		if so.Service == "" {
+			so.Service = opts.Service
+		}
+		options = append(options, WithStore(c.storeURL, so))
+		opts.NoWatch = true
+	}
 	shell, err := native.New(opts)
 	if err != nil {
 		if owns {

@@ -148,13 +148,37 @@ func (r *runner) step(i int, st Step) {
 	}
 }
 
+// storeMoveAside is the move-aside fix of a ledger of a PostgreSQL store (whose file is
+// postgres://USER@HOST:PORT/DATABASE/HOME/LEDGER): the corpus's "mv {{path:x}}
+// {{path:x}}.corrupt" is that command on such a shell (docs/behaviour.md#corrupt-ledger).
+func storeMoveAside(file, ledger string) (string, bool) {
+	rest, ok := strings.CutPrefix(file, "postgres://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(file, "postgresql://"); !ok {
+			return "", false
+		}
+	}
+	parts := strings.SplitN(rest, "/", 4) // host, database, home, ledger
+	if len(parts) != 4 || parts[3] != ledger {
+		return "", false
+	}
+	if parts[2] == "default" {
+		return "grantwire store move-aside " + ledger, true
+	}
+	return "grantwire store move-aside --store-home " + parts[2] + " " + ledger, true
+}
+
 // expand replaces "{{path:<ledger>}}" in the expectation's strings with the shell's path
 // of that ledger (error messages name the file, and each shell puts it elsewhere).
 func (r *runner) expand(x *Expect) *Expect {
 	b, _ := json.Marshal(x)
 	s := string(b)
 	for _, name := range slices.Sorted(maps.Keys(layout.Ledgers)) {
-		p, _ := json.Marshal(r.caps.Files.Path(layout.Ledgers[name]))
+		file := r.caps.Files.Path(layout.Ledgers[name])
+		if fix, ok := storeMoveAside(file, layout.Ledgers[name]); ok {
+			s = strings.ReplaceAll(s, "mv {{path:"+name+"}} {{path:"+name+"}}.corrupt", fix)
+		}
+		p, _ := json.Marshal(file)
 		s = strings.ReplaceAll(s, "{{path:"+name+"}}", strings.Trim(string(p), `"`))
 	}
 	var out Expect

@@ -126,4 +126,7 @@ const (
 const (
 	HostErrInsecureStore = "INSECURE_STORE" // no secure credential store
 	HostErrIO            = "IO"             // a file, lock or listener failed
+	// HostErrStoreUnavailable: a shared store (shells/postgres) does not answer; the detail
+	// starts "store unavailable: " and names the store, the fix checks it.
+	HostErrStoreUnavailable = "STORE_UNAVAILABLE"
 )

@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 . scripts/keyring-lib.sh
 
 DEMO_TMP=$(mktemp -d -t grantwire-demo.XXXXXX) || exit 1
+DEMO_NAME=demo
+. scripts/demo-lib.sh
 AUTH_PID=''
 SERVE_PID=''
 cleanup() {
@@ -33,18 +35,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-TRANSCRIPT=$DEMO_TMP/transcript
-: >"$TRANSCRIPT"
-out() { printf '%s\n' "$*" | tee -a "$TRANSCRIPT"; }
-say() {
-	out ""
-	out "# $*"
-}
-fail() {
-	printf '\ndemo: FAIL: %s\n' "$*" >&2
-	exit 1
-}
-
 # Secrets the demo plants or receives; none may ever appear in the transcript or a file.
 # Tokens the local server issues all start with $TOKEN_PREFIX.
 TOKEN_PREFIX=demotok
@@ -54,25 +44,6 @@ NEW_CLIENT_SECRET="client-secret-$(rand)"
 BRAVE_API_KEY="brave-api-key-$(rand)"
 TOKEN=''
 secrets() { printf '%s\n' "$CLIENT_SECRET" "$NEW_CLIENT_SECRET" "$BRAVE_API_KEY" "${TOKEN_PREFIX}_rt_" "${TOKEN_PREFIX}_at_" "${TOKEN_PREFIX}_device_" ${TOKEN:+"$TOKEN"}; }
-
-# run EXIT COMMAND [TEXT...]: print "$ COMMAND", run it (stdout and stderr), print its
-# output, and check the exit code, that each TEXT appears, and that no secret does.
-run() {
-	local want=$1 line=$2 output rc text
-	shift 2
-	out "\$ $line"
-	output=$(eval "$line" 2>&1)
-	rc=$?
-	[ -z "$output" ] || out "$output"
-	[ "$rc" = "$want" ] || fail "\`$line\` exited $rc, expected $want"
-	for text in "$@"; do
-		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
-	done
-	while read -r text; do
-		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
-	done < <(secrets)
-	[ "$want" = 0 ] || out "(exit code $rc)"
-}
 
 # device_connect COMMAND [TEXT...]: print "$ COMMAND", run it in the background, approve the
 # device code it shows as its user would (the stand-in browser opens the verification URI
@@ -104,32 +75,6 @@ device_connect() {
 	done < <(secrets)
 }
 
-# build_progress reads `go build -v` (the packages it compiles, one a line) and shows the
-# progress: a counter on a terminal, a line every 50 packages otherwise. Other lines (a
-# compile error) are printed as they are.
-build_progress() {
-	local n=0 line
-	while IFS= read -r line; do
-		case "$line" in
-		'' | *' '* | '#'*) printf '%s\n' "$line" ;;
-		*)
-			n=$((n + 1))
-			if [ -t 1 ]; then
-				printf '\r  %d packages compiled (%.50s)\033[K' "$n" "$line"
-			elif [ $((n % 50)) = 0 ]; then
-				out "  $n packages compiled so far..."
-			fi
-			;;
-		esac
-	done
-	[ ! -t 1 ] || [ "$n" = 0 ] || printf '\r\033[K'
-	if [ "$n" = 0 ]; then
-		out "  up to date (Go's build cache had everything)"
-	else
-		out "  $n package(s) compiled"
-	fi
-}
-
 say "grantwire demo: which AI agent may use which connection, with every secret in the OS credential store."
 command -v go >/dev/null || fail "Go 1.26 or later is required (https://go.dev/dl/)"
 say "Downloading the Go modules grantwire needs (go mod download; nothing when they are already here)..."
@@ -146,15 +91,8 @@ keyring_ensure_installed || fail "no Secret Service: install gnome-keyring as ex
 keyring_start || fail "the private Secret Service did not start"
 
 say "Starting the local OAuth authorization server on 127.0.0.1 (it consents automatically)..."
-"$DEMO_TMP/bin/authserver" -client-id demo-desktop-client -client-secret "$CLIENT_SECRET" \
-	-account ada@example.com -token-prefix "$TOKEN_PREFIX" -device-interval 2 >"$DEMO_TMP/authserver.json" 2>"$DEMO_TMP/authserver.log" &
-AUTH_PID=$!
-for _ in $(seq 100); do
-	[ -s "$DEMO_TMP/authserver.json" ] && break
-	sleep 0.05
-done
-ISSUER=$(sed -nE 's/.*"issuer":"([^"]+)".*/\1/p' "$DEMO_TMP/authserver.json")
-[ -n "$ISSUER" ] || fail "the local authorization server did not start: $(cat "$DEMO_TMP/authserver.log")"
+start_authserver -client-id demo-desktop-client -client-secret "$CLIENT_SECRET" \
+	-account ada@example.com -token-prefix "$TOKEN_PREFIX" -device-interval 2
 out "the local server is $ISSUER"
 
 # The CLI under test, in a private world: its own home, the private keyring, a catalog whose
@@ -164,15 +102,8 @@ export GRANTWIRE_HOME=$DEMO_TMP/home
 export BROWSER=$DEMO_TMP/bin/browser
 export PATH="$DEMO_TMP/bin:$PATH"
 hash -r
-"$DEMO_TMP/bin/grantwire" catalog --raw >"$DEMO_TMP/catalog.embedded.json" || fail "grantwire catalog --raw failed"
 export GRANTWIRE_CATALOG=$DEMO_TMP/catalog.json
-sed -e "s#https://accounts.google.com/o/oauth2/v2/auth#$ISSUER/authorize#" \
-	-e "s#https://oauth2.googleapis.com/token#$ISSUER/token#" \
-	-e "s#https://openidconnect.googleapis.com/v1/userinfo#$ISSUER/userinfo#" \
-	-e "s#https://oauth2.googleapis.com/revoke#$ISSUER/revoke#" \
-	-e "s#https://oauth2.googleapis.com/device/code#$ISSUER/devicecode#" \
-	-e "s#\"https://accounts.google.com\"#\"$ISSUER\"#" \
-	"$DEMO_TMP/catalog.embedded.json" >"$GRANTWIRE_CATALOG"
+local_catalog
 
 GMAIL=https://www.googleapis.com/auth/gmail.readonly
 

@@ -28,6 +28,7 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/shells/native"
+	"github.com/grantwire/grantwire/shells/postgres"
 )
 
 // Shell is what the CLI needs of an OS shell (shells/native.Shell satisfies it).
@@ -106,7 +107,10 @@ type app struct {
 	// Global flags.
 	home, service, engineName, catalogPath string
 	bundlePath, decisionLogPath            string
-	jsonOut, showVersion                   bool
+	// storeURL (--store, $GRANTWIRE_STORE) keeps ledgers, secrets and locks in a PostgreSQL
+	// store, under the home storeHome (--store-home, $GRANTWIRE_STORE_HOME, else "default").
+	storeURL, storeHome  string
+	jsonOut, showVersion bool
 
 	// Settings a command makes before the client is built.
 	noBrowser   bool
@@ -154,6 +158,20 @@ func (a *app) setup() error {
 	}
 	if a.service == "" {
 		a.service = a.Getenv(envService)
+	}
+	if a.storeURL == "" {
+		a.storeURL = a.Getenv(envStore)
+	}
+	if a.storeHome == "" {
+		a.storeHome = a.Getenv(envStoreHome)
+	}
+	if a.storeHome == "" {
+		a.storeHome = defaultStoreHome
+	}
+	if a.service == "" && a.storeURL != "" {
+		// A store's secrets are shared by machines whose home directories differ: the
+		// service does not depend on this machine's path.
+		a.service = hostabi.DefaultService
 	}
 	if a.service == "" {
 		// ~/.grantwire: grantwire.connections; any other home its own service, so that two
@@ -324,7 +342,7 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 
 // Client returns the grantwire client on the OS shell, building it on first use:
 // catalog → engine → native.New(Options{…}) → grantwire.New (with the bundle and the
-// decision log when given).
+// decision log when given, and the PostgreSQL store of --store laid over the OS shell).
 func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if a.client != nil {
 		return a.client, nil
@@ -395,12 +413,26 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			opts.Prompt = a.prompt
 		}
 	}
+	var store *postgres.Options
+	if a.storeURL != "" {
+		// The store holds the ledgers, secrets and locks; its watcher (LISTEN/NOTIFY), not
+		// the home's file watcher, reports what other machines change.
+		store = &postgres.Options{Home: a.storeHome, Service: a.service, Getenv: a.Getenv,
+			NoWatch: !a.LongRunning, Warn: opts.Warn}
+		if a.LongRunning {
+			store.ActivationChanges, store.GrantChanges = opts.ActivationChanges, opts.GrantChanges
+		}
+		opts.NoWatch, opts.ActivationChanges, opts.GrantChanges = true, nil, nil
+	}
 	sh, err := a.NewShell(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
 	}
 	a.shell = sh
 	copts := []grantwire.Option{grantwire.WithCapabilities(sh.Capabilities())}
+	if store != nil {
+		copts = append(copts, grantwire.WithStore(a.storeURL, *store))
+	}
 	switch {
 	case a.bundle != nil:
 		copts = append(copts, grantwire.WithBundle(a.bundle))

@@ -32,6 +32,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fleetMachineEnv) != "" {
+		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleet_machine_test.go)
+	}
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,13 +65,13 @@ func opaBinary(t testing.TB) string { return binOPA.Path(t, binDir) }
 // environment with nothing that could open a browser or reach the user's credential store
 // (phase 2 adds the private Secret Service's DBUS_SESSION_BUS_ADDRESS here).
 type bbWorld struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	home string
 	env  []string
 }
 
-func newBB(t *testing.T) *bbWorld {
+func newBB(t testing.TB) *bbWorld {
 	t.Helper()
 	home := t.TempDir()
 	w := &bbWorld{t: t, bin: grantwireBinary(t), home: home}

@@ -55,7 +55,7 @@ const (
 var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/browser"}
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
-func browserBinary(t *testing.T) string { return browser.Path(t, binDir) }
+func browserBinary(t testing.TB) string { return browser.Path(t, binDir) }
 
 // e2e is a bbWorld on the real parts: its own keyring service, the local authorization
 // server and a catalog whose google entry points at it.
@@ -70,7 +70,7 @@ type e2e struct {
 	planted []string // secret values that must never appear
 }
 
-func newE2E(t *testing.T, cfg authserver.Config) *e2e {
+func newE2E(t testing.TB, cfg authserver.Config) *e2e {
 	t.Helper()
 	requireKeyring(t)
 	cfg.TokenPrefix = tokenPrefix
@@ -322,7 +322,7 @@ func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *start
 	return s
 }
 
-func (s *started) waitURL(t *testing.T) string {
+func (s *started) waitURL(t testing.TB) string {
 	t.Helper()
 	select {
 	case u := <-s.url:
@@ -335,7 +335,7 @@ func (s *started) waitURL(t *testing.T) string {
 	return ""
 }
 
-func (s *started) wait(t *testing.T) bbResult {
+func (s *started) wait(t testing.TB) bbResult {
 	t.Helper()
 	select {
 	case <-s.done:
@@ -351,7 +351,7 @@ func (s *started) wait(t *testing.T) bbResult {
 
 // consent plays the user's browser: it loads the authorization URL, and the local
 // server's automatic consent redirects to the CLI's loopback callback.
-func consent(t *testing.T, authURL string) {
+func consent(t testing.TB, authURL string) {
 	t.Helper()
 	c := &http.Client{Timeout: 20 * time.Second}
 	resp, err := c.Get(authURL)

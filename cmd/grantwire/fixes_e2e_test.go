@@ -12,6 +12,7 @@ package main_test
 // fix was for is done.
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -22,11 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/pgtest"
 )
 
 // fixWorld is an e2e world for one kind of fix.
@@ -568,6 +571,61 @@ var fixRuns = map[string]func(t *testing.T){
 		require.NoError(t, err, "%s: %s", fix, b)
 		w.bin = out
 		w.ok("", "--engine", "rego", "catalog")
+	},
+	"store-move-aside": func(t *testing.T) {
+		// A ledger row of the store that is not JSON: every call that needs it fails with
+		// the store's move-aside as its fix; run in the same environment (GRANTWIRE_STORE),
+		// it moves the row aside, and the ledger starts empty.
+		for _, home := range []string{"default", "team-2"} {
+			w := newFixWorld(t, "store-move-aside")
+			db := pgtest.Database(t, "./cmd/grantwire")
+			w.plant(pgtest.Password(db))
+			key := filepath.Join(w.home, "store.key")
+			require.Equal(t, 0, w.gw("", "store", "new-key", key).code)
+			w.env = append(w.env, "GRANTWIRE_STORE="+db, "GRANTWIRE_STORE_KEY_FILE="+key, "GRANTWIRE_STORE_HOME="+home)
+			w.gwJSON("", 0, nil, "grants", "grant", "mcp-github", "builtin:chat", "--scopes", "")
+			conn, err := pgx.Connect(t.Context(), db)
+			require.NoError(t, err)
+			defer conn.Close(context.Background())
+			_, err = conn.Exec(t.Context(), "update grantwire.ledgers set doc = $1 where home = $2 and name = $3", []byte("{not json"), home, "connectors/grants.json")
+			require.NoError(t, err)
+			fix := w.failing(5, "", "grants", "list")
+			r := w.run(fix, "", nil)
+			require.Equal(t, 0, r.code, r.stderr)
+			var grants grantsDoc
+			w.gwJSON("", 0, &grants, "grants", "list")
+			require.Empty(t, grants.Grants, "the ledger starts empty")
+			var moved []byte
+			require.NoError(t, conn.QueryRow(t.Context(), "select doc from grantwire.ledgers where home = $1 and name = $2", home, "connectors/grants.json.corrupt").Scan(&moved))
+			require.Equal(t, "{not json", string(moved), "the unreadable row is kept aside")
+		}
+	},
+	"store-check": func(t *testing.T) {
+		// A PostgreSQL store that is stopped: every call fails with the check as its fix;
+		// the check says the server is down, and once the server is started again (what the
+		// message asks) it says so and the same call succeeds, with nothing else done.
+		w := newFixWorld(t, "store-check")
+		cl := pgtest.NewCluster(t, "./cmd/grantwire")
+		w.plant(pgtest.Password(cl.URL))
+		key := filepath.Join(w.home, "store.key")
+		require.Equal(t, 0, w.gw("", "store", "new-key", key).code)
+		w.env = append(w.env, "GRANTWIRE_STORE="+cl.URL, "GRANTWIRE_STORE_KEY_FILE="+key)
+		w.gwJSON("", 0, nil, "grants", "grant", "mcp-github", "builtin:chat", "--scopes", "")
+		require.NoError(t, cl.Stop())
+		var e cliError
+		w.gwJSON("", 5, &e, "grants", "list")
+		require.Equal(t, "STORE_UNAVAILABLE", e.Error.Code)
+		require.Contains(t, e.Error.Message, "store unavailable")
+		fix := w.ofKind(e.Error.Fix)
+		words := fixes.Words(fix)
+		out, err := exec.Command(words[0], words[1:]...).CombinedOutput()
+		require.Equal(t, 2, exitCode(err), "pg_isready: no response while the server is stopped: %s", out)
+		require.NoError(t, cl.Start())
+		r := w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, "pg_isready: accepting connections: %s", r.stdout)
+		var grants grantsDoc
+		w.gwJSON("", 0, &grants, "grants", "list")
+		require.Equal(t, []grantRow{{Connector: "mcp-github", Agent: "builtin:chat", Scopes: []string{}}}, grants.Grants, "nothing was lost")
 	},
 	"bundle": func(t *testing.T) {
 		w := newFixWorld(t, "bundle")

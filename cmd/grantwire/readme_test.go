@@ -28,7 +28,7 @@ func commandLines(doc string) []string {
 }
 
 // globalWithValue are the root's flags that take a value.
-var globalWithValue = []string{"--home", "--keyring-service", "--engine", "--catalog", "--bundle", "--decision-log"}
+var globalWithValue = []string{"--home", "--keyring-service", "--engine", "--catalog", "--bundle", "--decision-log", "--store", "--store-home"}
 
 var grantwireCall = regexp.MustCompile(`(?:^|[\s($;&|])grantwire((?:[ \t]+[^\s|;&)<>]+)*)`)
 

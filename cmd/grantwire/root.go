@@ -31,7 +31,11 @@ Environment: GRANTWIRE_HOME (default ~/.grantwire), GRANTWIRE_CATALOG (a catalog
 replaces the embedded one), GRANTWIRE_KEYRING_SERVICE (default grantwire.connections for ~/.grantwire, and a service of
 its own, grantwire.connections.<hash of the path>, for any other home: two homes share
 secrets only when told to), GRANTWIRE_ENGINE (wasm; rego in the OPA build), GRANTWIRE_BUNDLE (an OPA bundle to run on),
-GRANTWIRE_DECISION_LOG (a decision log to append to). Flags win over the environment.`
+GRANTWIRE_DECISION_LOG (a decision log to append to), GRANTWIRE_STORE (a PostgreSQL store
+postgres://… that keeps ledgers, secrets and locks instead of the home and the OS credential
+store, shared by machines; its key-encryption keys in GRANTWIRE_STORE_KEY_FILE; keyring service
+grantwire.connections there unless given), GRANTWIRE_STORE_HOME (the home within the store,
+default "default"). Flags win over the environment.`
 
 const rootExample = `  # See what can be connected, and what is
   grantwire catalog
@@ -78,6 +82,8 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.catalogPath, "catalog", "", "a catalog file that replaces the embedded catalog (default $GRANTWIRE_CATALOG)")
 	pf.StringVar(&a.bundlePath, "bundle", "", "run on this OPA bundle's policy.wasm and catalog (grantwire policy build) (default $GRANTWIRE_BUNDLE)")
 	pf.StringVar(&a.decisionLogPath, "decision-log", "", "append every decision to this file in OPA's decision-log format, secrets redacted (default $GRANTWIRE_DECISION_LOG)")
+	pf.StringVar(&a.storeURL, "store", "", "keep ledgers, secrets and locks in this PostgreSQL store, postgres://USER:PASSWORD@HOST:5432/DATABASE, shared by machines (default $"+envStore+"; the key-encryption key from $GRANTWIRE_STORE_KEY_FILE)")
+	pf.StringVar(&a.storeHome, "store-home", "", "the home's name within the store (default $"+envStoreHome+", else default)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.CompletionOptions.HiddenDefaultCmd = true

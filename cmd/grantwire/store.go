@@ -20,31 +20,33 @@ import (
 )
 
 // `grantwire store`: moving a home to a PostgreSQL store (shells/postgres) and back, and
-// the store's key-encryption keys. Commands still run on the OS shell; --store on every
-// command comes with the one construction path of the client.
+// the store's key-encryption keys. Every command runs on the store with --store
+// (app.Client lays it over the OS shell).
 
 func init() { extraCommands = append(extraCommands, newStoreCmd) }
 
-// envStore names the PostgreSQL store when --store is not given.
-const envStore = "GRANTWIRE_STORE"
+// envStore names the PostgreSQL store when --store is not given, envStoreHome the home
+// within it when --store-home is not.
+const (
+	envStore         = "GRANTWIRE_STORE"
+	envStoreHome     = "GRANTWIRE_STORE_HOME"
+	defaultStoreHome = "default"
+)
 
-// storeFlags are the flags every store command shares.
+// storeFlags are the flags every store command shares (--store and --store-home are
+// every command's).
 type storeFlags struct {
-	store, storeHome, keyFile, keyEnv string
+	keyFile, keyEnv string
 }
 
-func (f *storeFlags) add(cmd *cobra.Command, withStore bool) {
+func (f *storeFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	if withStore {
-		fs.StringVar(&f.store, "store", "", "the PostgreSQL store, postgres://USER:PASSWORD@HOST:5432/DATABASE (default $"+envStore+")")
-	}
-	fs.StringVar(&f.storeHome, "store-home", "default", "the home's name within the store")
 	fs.StringVar(&f.keyFile, "key-file", "", "the file of the store's key-encryption keys (default $"+postgres.KeyFileEnv+")")
 	fs.StringVar(&f.keyEnv, "key-env", "", "the name of an environment variable holding the keys instead of a file")
 }
 
 func (a *app) openStore(ctx context.Context, rawURL, service string, f storeFlags) (*postgres.Store, error) {
-	return postgres.Open(ctx, rawURL, postgres.Options{Home: f.storeHome, Service: service, KeyFile: a.expandHome(f.keyFile),
+	return postgres.Open(ctx, rawURL, postgres.Options{Home: a.storeHome, Service: service, KeyFile: a.expandHome(f.keyFile),
 		KeyEnv: f.keyEnv, Getenv: a.Getenv, NoWatch: true})
 }
 
@@ -135,7 +137,7 @@ When the destination already holds another value, nothing is copied unless --rep
 			return nil
 		}),
 	}
-	f.add(cmd, false)
+	f.add(cmd)
 	cmd.Flags().StringVar(&from, "from", "", "a home directory, or a postgres:// URL")
 	cmd.Flags().StringVar(&to, "to", "", "a postgres:// URL, or a home directory")
 	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite ledgers and secrets the destination holds with other values")
@@ -302,7 +304,7 @@ not hold. Afterwards the old key may be removed from the key files.`,
   grantwire store rotate-key --store postgres://grantwire@db.example.com/grantwire --to k0123456789abcdef`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			url, err := a.storeURL(f)
+			url, err := a.storeOf()
 			if err != nil {
 				return err
 			}
@@ -333,7 +335,7 @@ not hold. Afterwards the old key may be removed from the key files.`,
 			return nil
 		}),
 	}
-	f.add(cmd, true)
+	f.add(cmd)
 	cmd.Flags().StringVar(&to, "to", "", "the id of the key to make active (it must be in the key file)")
 	return cmd
 }
@@ -346,7 +348,7 @@ func (a *app) storeMoveAsideCmd() *cobra.Command {
 		Example: `  grantwire store move-aside --store postgres://grantwire@db.example.com/grantwire connectors/grants.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			url, err := a.storeURL(f)
+			url, err := a.storeOf()
 			if err != nil {
 				return err
 			}
@@ -365,20 +367,17 @@ func (a *app) storeMoveAsideCmd() *cobra.Command {
 			if moved {
 				a.printf("moved %s aside to %s.corrupt; it starts empty\n", args[0], args[0])
 			} else {
-				a.printf("the store has no ledger %s in the home %s; nothing was moved\n", args[0], f.storeHome)
+				a.printf("the store has no ledger %s in the home %s; nothing was moved\n", args[0], a.storeHome)
 			}
 			return nil
 		}),
 	}
-	f.add(cmd, true)
+	f.add(cmd)
 	return cmd
 }
 
-func (a *app) storeURL(f storeFlags) (string, error) {
-	u := f.store
-	if u == "" {
-		u = a.Getenv(envStore)
-	}
+func (a *app) storeOf() (string, error) {
+	u := a.storeURL
 	if u == "" {
 		return "", usagef("no store: pass --store postgres://USER:PASSWORD@HOST:5432/DATABASE or set %s", envStore)
 	}

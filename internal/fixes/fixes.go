@@ -57,6 +57,10 @@ var Kinds = []Kind{
 	kind("move-aside", `mv `+word+` `+word),
 	kind("opa-build", `go build -tags opa -o grantwire \./cmd/grantwire`),
 	kind("bundle", `build the bundle with grantwire policy build -o FILE, or run without --bundle`),
+	// CORRUPT_LEDGER of a PostgreSQL store's ledger (a row): what move-aside is for a file.
+	kind("store-move-aside", `grantwire store move-aside(?: --store-home `+word+`)? `+word),
+	// STORE_UNAVAILABLE: the command that checks the PostgreSQL store's server.
+	kind("store-check", `pg_isready -h `+word+` -p [0-9]+`),
 	{
 		Name: "credential-store",
 		Pattern: regexp.MustCompile(`^(?:install and (?:start|unlock) a Secret Service|unlock the (?:login keyring|login Keychain|keyring)|` +

@@ -52,10 +52,13 @@ func (s *Store) fail(what string, err error) error {
 	return s.unavailable(what, err)
 }
 
-// unavailable is the failure of a database that cannot be reached or stopped answering.
+// unavailable is the failure of a database that cannot be reached or stopped answering:
+// STORE_UNAVAILABLE, whose fix is the command that checks the server. Nothing needs doing
+// but starting it: the pools open new connections on the next call.
 func (s *Store) unavailable(what string, err error) error {
-	return &hostabi.HostError{Code: hostabi.HostErrIO,
-		Detail: fmt.Sprintf("the PostgreSQL store %s is unavailable (%s, while trying to %s); grantwire changes nothing it cannot confirm, so retry once it is back", s.display, reason(err), what) + "; " + fmt.Sprintf("pg_isready -h %s -p %s (start PostgreSQL there, or correct the store URL), then retry", s.host, s.port)}
+	return &hostabi.HostError{Code: hostabi.HostErrStoreUnavailable,
+		Detail: fmt.Sprintf("store unavailable: the PostgreSQL store %s does not answer (%s, while trying to %s); nothing was changed, and calls succeed again once it answers: start PostgreSQL there, or correct the store URL (GRANTWIRE_STORE or --store)", s.display, reason(err), what),
+		Fix:    fmt.Sprintf("pg_isready -h %s -p %s", s.host, s.port)}
 }
 
 // connectionClass reports SQLSTATEs of a connection that is gone or going: class 08

@@ -460,7 +460,7 @@ func TestBadURLs(t *testing.T) {
 	noDB := strings.TrimSuffix(base, "/grantwire") + "/no_such_db"
 	cases := []struct{ url, detail, fix string }{
 		{"mysql://u:" + pw + "@127.0.0.1/db", "not a PostgreSQL URL", "postgres://USER:PASSWORD@HOST:5432/DATABASE"},
-		{"postgres://u:" + pw + "@127.0.0.1:1/db", "is unavailable (connection refused", "pg_isready -h 127.0.0.1 -p 1"},
+		{"postgres://u:" + pw + "@127.0.0.1:1/db", "store unavailable: the PostgreSQL store postgres://u@127.0.0.1:1/db does not answer (connection refused", "pg_isready -h 127.0.0.1 -p 1"},
 		{wrongPW, "refused the login", "check the user and password"},
 		{noDB, "has no such database", "createdb -h 127.0.0.1"},
 	}
@@ -468,7 +468,7 @@ func TestBadURLs(t *testing.T) {
 		_, err := postgres.Open(context.Background(), c.url, postgres.Options{KeyFile: kf, Timeout: 5 * time.Second})
 		he := hostErr(t, err)
 		require.Contains(t, he.Detail, c.detail, c.url)
-		require.Contains(t, he.Detail, c.fix, c.url)
+		require.Contains(t, he.Detail+he.Fix, c.fix, c.url)
 		require.NotContains(t, he.Detail+he.Fix, pw)
 		require.NotContains(t, he.Detail+he.Fix, "PLANTED")
 	}
@@ -495,9 +495,9 @@ func TestStoreStoppedMidRun(t *testing.T) {
 	_, checks["lock"] = c.Locks.TryLock(ctx, "google", 100*time.Millisecond)
 	for what, err := range checks {
 		he := hostErr(t, err)
-		require.Equal(t, hostabi.HostErrIO, he.Code, what)
-		require.Contains(t, he.Detail, "is unavailable", what)
-		require.Contains(t, he.Detail, "pg_isready -h 127.0.0.1", what)
+		require.Equal(t, hostabi.HostErrStoreUnavailable, he.Code, what)
+		require.Contains(t, he.Detail, "store unavailable: ", what)
+		require.Regexp(t, `^pg_isready -h 127\.0\.0\.1 -p [0-9]+$`, he.Fix, what)
 		requireNoSecret(t, what, he.Detail+he.Fix, planted[0], planted[1], pgtest.Password(cl.URL))
 	}
 	require.NoError(t, cl.Start())

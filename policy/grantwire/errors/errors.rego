@@ -30,6 +30,7 @@ table := {
 	"ISSUER_MISMATCH": {"status": 502, "exit": 5},
 	"AUTHORIZATION_TIMEOUT": {"status": 408, "exit": 4},
 	"IO_ERROR": {"status": 500, "exit": 5},
+	"STORE_UNAVAILABLE": {"status": 503, "exit": 5},
 	"PROVIDER_ERROR": {"status": 502, "exit": 5},
 	"UNKNOWN_CONNECTOR": {"status": 404, "exit": 1},
 	"UNKNOWN_AGENT": {"status": 404, "exit": 1},
@@ -301,7 +302,7 @@ corrupt_ledger(name, file, reason) := error(
 
 # A symbolic link is replaced by a copy of its target (the ledger keeps its content; a
 # write would otherwise replace the link and leave the target stale); anything else is
-# moved aside.
+# moved aside (move_aside).
 _corrupt_fix(file, "a symbolic link") := concat("", [
 	"cp -p -- \"$(readlink -f -- ", scopes.quote(file), ")\" ", scopes.quote(concat("", [file, ".copy"])),
 	" && mv -f -- ", scopes.quote(concat("", [file, ".copy"])), " ", scopes.quote(file),
@@ -309,16 +310,28 @@ _corrupt_fix(file, "a symbolic link") := concat("", [
 
 _corrupt_fix(file, reason) := move_aside(file) if reason != "a symbolic link"
 
+_store_home_flag("default") := ""
+
+_store_home_flag(home) := concat("", ["--store-home ", scopes.quote(home), " "]) if home != "default"
+
 # METADATA
 # title: move aside
-# description: The command that moves an unreadable file aside (quoted for a POSIX shell).
-move_aside(file) := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(concat("", [file, ".corrupt"]))])
+# description: |
+#   The command that moves an unreadable ledger aside: a file with mv (quoted for a POSIX
+#   shell); a row of a PostgreSQL store, which names it postgres://USER@HOST:PORT/DATABASE/HOME/LEDGER,
+#   with grantwire store move-aside (the home named unless it is the default one), run
+#   with the same store (GRANTWIRE_STORE or --store).
+move_aside(file) := concat("", ["grantwire store move-aside ", _store_home_flag(parts[1]), scopes.quote(parts[2])]) if {
+	parts := regex.find_all_string_submatch_n(`^postgres(?:ql)?://[^/]*/[^/]+/([^/]+)/(.+)$`, file, 1)[0]
+} else := concat("", ["mv ", scopes.quote(file), " ", scopes.quote(concat("", [file, ".corrupt"]))])
 
 # METADATA
 # title: host failure
 # description: |
 #   The host could not do what was asked: no secure credential store (INSECURE_STORE, with
-#   what to install), or a file, lock or listener failed (IO_ERROR).
+#   what to install), a shared store (PostgreSQL) that does not answer (STORE_UNAVAILABLE:
+#   the host's detail names the store and why, the fix checks it; nothing was changed and
+#   the same call succeeds once it is back), or a file, lock or listener failed (IO_ERROR).
 host_failure(he) := error(
 	"INSECURE_STORE",
 	concat("", ["no secure credential store is available (", he.detail, "); grantwire never stores secrets in a file"]),
@@ -326,6 +339,8 @@ host_failure(he) := error(
 	{},
 ) if {
 	he.code == "INSECURE_STORE"
+} else := error("STORE_UNAVAILABLE", he.detail, object.get(he, "fix", ""), {}) if {
+	he.code == "STORE_UNAVAILABLE"
 } else := error("IO_ERROR", concat("", ["the host failed: ", he.detail]), object.get(he, "fix", ""), {})
 
 # METADATA

@@ -31,6 +31,7 @@ _all := [
 	errors.corrupt_ledger("grants", "/h/.grantwire/connectors/grants.json", "invalid JSON"),
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
+	errors.host_failure({"code": "STORE_UNAVAILABLE", "detail": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer", "fix": "pg_isready -h db -p 5432"}),
 	errors.issuer_mismatch("github", "names another issuer"),
 	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail"),
 	errors.internal("grant"),
@@ -230,6 +231,10 @@ test_transport_and_ledgers if {
 		"summary": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed",
 		"message": "the grants ledger at /h/.grantwire/connectors/grants.json is unreadable (invalid JSON); nothing was changed; fix: mv /h/.grantwire/connectors/grants.json /h/.grantwire/connectors/grants.json.corrupt",
 	}
+	errors.corrupt_ledger("grants", "postgres://grantwire@db:5432/grantwire/default/connectors/grants.json", "not valid JSON").fix == "grantwire store move-aside connectors/grants.json"
+	errors.corrupt_ledger("grants", "postgresql://db/g/team-2/connectors/grants.json", "larger than 16 MiB").fix == "grantwire store move-aside --store-home team-2 connectors/grants.json"
+	errors.corrupt_ledger("agents", "/h/postgres://x/agents.json", "not valid JSON").fix == "mv /h/postgres://x/agents.json /h/postgres://x/agents.json.corrupt"
+	errors.move_aside("postgres://u@db:5432/g/default/connectors/state.json") == "grantwire store move-aside connectors/state.json"
 	errors.move_aside("/home/a b/.grantwire/x.json") == "mv '/home/a b/.grantwire/x.json' '/home/a b/.grantwire/x.json.corrupt'"
 	errors.move_aside("/home/it's/x") == `mv '/home/it'\''s/x' '/home/it'\''s/x.corrupt'`
 }
@@ -243,6 +248,11 @@ test_host_failure if {
 	errors.host_failure({"code": "IO", "detail": "open grants.json: permission denied", "fix": "chmod 600 grants.json"}) == {
 		"code": "IO_ERROR", "fix": "chmod 600 grants.json",
 		"summary": "the host failed: open grants.json: permission denied", "message": "the host failed: open grants.json: permission denied; fix: chmod 600 grants.json",
+	}
+	errors.host_failure({"code": "STORE_UNAVAILABLE", "detail": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused)", "fix": "pg_isready -h db -p 5432"}) == {
+		"code": "STORE_UNAVAILABLE", "fix": "pg_isready -h db -p 5432",
+		"summary": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused)",
+		"message": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer (connection refused); fix: pg_isready -h db -p 5432",
 	}
 	errors.host_failure({"code": "anything", "detail": "d"}) == {"code": "IO_ERROR", "fix": "", "summary": "the host failed: d", "message": "the host failed: d"}
 }
