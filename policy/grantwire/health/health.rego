@@ -215,9 +215,11 @@ _locked_needs := [n |
 	)
 ]
 
-# A need read under a lock is asked for only while that lock is held (a busy provider is
-# left to the next pass).
+# A need read under a lock is asked for with the lock, and again only while the lock is
+# held (a busy provider is left to the next pass).
 _fetchable(n) if not n.after
+
+_fetchable(n) if not facts.has(_f, n.after)
 
 _fetchable(n) if _f[n.after] == "held"
 
@@ -392,7 +394,8 @@ _next_member(p) := {"next_at": t} if t := _attempt_at(p)
 
 else := {}
 
-_next_after_refresh(p) := (_now + _expires_in_ms(p)) - refresh_ahead_ms if {
+# A token shorter-lived than twice refresh_ahead_ms is next refreshed at half its lifetime.
+_next_after_refresh(p) := _now + max([_expires_in_ms(p) - refresh_ahead_ms, _expires_in_ms(p) / 2]) if {
 	_reason(p) == "expiry"
 } else := (_now + inactivity_ms(p)) - (keepalive_margin_days * _day_ms)
 
