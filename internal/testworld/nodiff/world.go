@@ -831,6 +831,11 @@ func (w *world) http(n core.Need) any {
 		return w.userinfo(n)
 	}
 	p := w.prov(w.providerOf(n.Key))
+	if strings.HasPrefix(n.Key, "refresh|") && g.chance(0.2) {
+		// The health pass's refreshes (keyed per provider) are rare episodes: the provider
+		// revoking the grant is drawn more often there, so that the generator reaches it.
+		return map[string]any{"status": json.Number("400"), "headers": headers, "json": map[string]any{"error": "invalid_grant"}}
+	}
 	switch x := g.r.Float64(); {
 	case x < 0.5 || w.happy && x < 0.9:
 		j := map[string]any{"access_token": secret("access_token", "ya29."+g.token(10)), "token_type": "Bearer"}
