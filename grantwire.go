@@ -763,6 +763,43 @@ func (c *Client) Connections(ctx context.Context) ([]Connection, []Cleared, erro
 	return r.Connections, r.Cleared, err
 }
 
+// Health is one connection's state after a health pass (see Maintain).
+type Health struct {
+	Connector string `json:"connector"`
+	// State is healthy, expiring (its refresh token nears the provider's inactivity limit
+	// and could not be used), failing (its last refreshes failed) or revoked (the provider
+	// answered invalid_grant; the connection was cleared).
+	State string `json:"state"`
+	// Action is what this pass did: none, refreshed, backoff (waiting after failures),
+	// cleared (revoked) or skipped (another process held the provider's lock).
+	Action string `json:"action"`
+	// Reason says why: expiry or keepalive for a refresh, the provider's error for a failure.
+	Reason   string `json:"reason,omitempty"`
+	Failures int    `json:"failures,omitempty"`
+	// NextAt is when this connection next needs the pass (Unix ms; 0: nothing is due).
+	NextAt int64 `json:"next_at,omitempty"`
+	// Fix is the command that fixes a connection that is not healthy.
+	Fix string `json:"fix,omitempty"`
+}
+
+// HealthPass is the outcome of one health pass (see Maintain).
+type HealthPass struct {
+	Connections []Health `json:"connections"`
+	// NextRunAt is when the next pass is due (Unix ms), the policy's schedule.
+	NextRunAt int64 `json:"next_run_at"`
+}
+
+// Maintain runs one health pass over the connections connectors/state.json lists (the
+// maintain operation, docs/behaviour.md#connections-kept-healthy): it refreshes access
+// tokens about to expire, keeps refresh tokens alive before the provider's inactivity
+// limit, backs off failing providers and clears revoked connections, emitting
+// connector.health for each change. Run it again at NextRunAt; grantwire serve does.
+func (c *Client) Maintain(ctx context.Context) (*HealthPass, error) {
+	var r HealthPass
+	_, err := c.run(ctx, "maintain", map[string]any{}, nil, &r)
+	return &r, err
+}
+
 // TestResult says whether a connector is usable (see Test).
 type TestResult struct {
 	Connector string   `json:"connector"`

@@ -78,13 +78,16 @@ type Entry struct {
 	ClientSecretEnv         string            `json:"client_secret_env,omitempty"`
 	ClientSecretRequired    bool              `json:"client_secret_required,omitempty"`
 	Tenant                  string            `json:"tenant,omitempty"`
-	ScopeSeparator          string            `json:"scope_separator,omitempty"`
-	DefaultScopes           []string          `json:"default_scopes,omitempty"`
-	AvailableScopes         []string          `json:"available_scopes,omitempty"`
-	Command                 string            `json:"command,omitempty"`
-	Args                    []string          `json:"args,omitempty"`
-	Env                     []EnvKey          `json:"env,omitempty"`
-	URL                     string            `json:"url,omitempty"`
+	// RefreshTokenInactivityDays is how long the provider keeps an unused refresh token
+	// (Microsoft: 90); serve's health pass uses the token before then.
+	RefreshTokenInactivityDays int      `json:"refresh_token_inactivity_days,omitempty"`
+	ScopeSeparator             string   `json:"scope_separator,omitempty"`
+	DefaultScopes              []string `json:"default_scopes,omitempty"`
+	AvailableScopes            []string `json:"available_scopes,omitempty"`
+	Command                    string   `json:"command,omitempty"`
+	Args                       []string `json:"args,omitempty"`
+	Env                        []EnvKey `json:"env,omitempty"`
+	URL                        string   `json:"url,omitempty"`
 }
 
 // Name is the display name, or the id when there is none.

@@ -23,6 +23,7 @@ const serveShutdown = 5 * time.Second
 func (a *app) serveCmd() *cobra.Command {
 	var addr, tokenFile string
 	var allowHosts []string
+	var noHealth bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the REST API, live events and the Settings → Connectors page",
@@ -31,6 +32,13 @@ func (a *app) serveCmd() *cobra.Command {
 operations as the CLI. Once listening it prints one JSON line on stdout:
 {"url": "http://127.0.0.1:PORT", "home": …, "keyring_service": …, "pid": …}; it logs one line
 per request on stderr (never a body or a secret) and stops cleanly on Ctrl-C or SIGTERM.
+
+While it runs it keeps connections healthy (docs/behaviour.md#connections-kept-healthy):
+the policy's health pass refreshes access tokens five minutes before they expire, uses a
+refresh token again before the provider forgets an unused one (the catalog's
+refresh_token_inactivity_days), backs off a failing provider and announces each change as
+a connector.health event, which the page shows with the command that fixes it.
+--no-health turns this off.
 
 It binds 127.0.0.1 on a free port unless --addr says otherwise. Every POST, PUT and DELETE
 needs the header X-Grantwire-UI: 1, the Host header must be the server's address (or
@@ -67,6 +75,7 @@ The file must not be readable by others; the token is never taken from an argume
 			srv, err := rest.Listen(addr, rest.Config{
 				Client: c, Events: events, Token: token, AllowedHosts: allowHosts,
 				LookPath: a.LookPath, Log: logger, FlowTimeout: a.timeout(),
+				Health: !noHealth,
 			})
 			if err != nil {
 				if strings.Contains(err.Error(), rest.ErrNeedsToken.Error()) {
@@ -102,6 +111,7 @@ The file must not be readable by others; the token is never taken from an argume
 	f.StringVar(&tokenFile, "token-file", "", "a file holding the bearer token every API request must carry (mode 0600)")
 	f.StringSliceVar(&allowHosts, "allow-host", nil, "another Host header to accept (host or host:port; repeatable)")
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long an authorization waits for the browser")
+	f.BoolVar(&noHealth, "no-health", false, "do not run the health pass (refreshing tokens before they expire, keeping refresh tokens alive)")
 	return cmd
 }
 

@@ -23,6 +23,7 @@ import data.grantwire.flows
 import data.grantwire.forwarded
 import data.grantwire.gate
 import data.grantwire.grants
+import data.grantwire.health
 import data.grantwire.launch
 import data.grantwire.mcp
 import data.grantwire.remote
@@ -102,6 +103,8 @@ _decision := gate.decision if {
 	_op == "connector_view"
 } else := flows.start if {
 	_op == "start_flow"
+} else := health.decision if {
+	_op == "maintain"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -281,4 +284,5 @@ manifest := {"errors": errors.table, "ops": {
 	]},
 	"connector_view": {"prefetch": []},
 	"start_flow": {"prefetch": []},
+	"maintain": {"prefetch": health.prefetch},
 }}

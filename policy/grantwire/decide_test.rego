@@ -37,6 +37,7 @@ _ops := {
 	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
 	"connector_view": {},
 	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
+	"maintain": {},
 }
 
 # The secret arguments of the operations that take some.

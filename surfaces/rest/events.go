@@ -119,6 +119,9 @@ func (s *Server) feed() {
 				return
 			}
 			s.hub.publish(frame(ev.Type, ev.Payload))
+			if ev.Type != healthEvent {
+				s.wakeHealth()
+			}
 		}
 	}
 }

@@ -298,6 +298,24 @@ func TestPageInARealBrowser(t *testing.T) {
 	shotTile("09-revoke-warning.png", "google")
 	require.NoError(t, os.Remove(ledger))
 
+	// 10. Connections kept healthy: serve's health pass refreshes an access token five
+	// minutes before it expires, so a connection whose tokens last 302 s is due 2 s after
+	// it is made. The provider fails (503): the tile says so, with the fixing command.
+	// Reconnected (its failures start afresh), the provider answers invalid_grant: the
+	// connection is cleared and the tile says it was revoked at the provider.
+	w.auth.Configure(func(c *authserver.Config) { c.ExpiresIn = 302 })
+	w.auth.Script(authserver.Failure{Grant: "refresh_token", Status: 503, Error: "temporarily_unavailable"})
+	click("#connect-google")
+	waitText(tile("google")+` [data-health="failing"]`, "Provider failing (1 failure, temporarily_unavailable)")
+	waitText(tile("google")+` [data-health="failing"]`, "Fix: grantwire connect google --scopes")
+	shotTile("10-health-failing.png", "google")
+	w.auth.Script(authserver.Failure{Grant: "refresh_token", Error: "invalid_grant"})
+	click("#connect-google")
+	waitText(tile("google")+` [data-health="revoked"]`, "Revoked at the provider")
+	waitText(tile("google")+` [data-health="revoked"]`, "Fix: grantwire connect google --scopes")
+	waitText(tile("google")+" .state", "Not connected")
+	shotTile("10b-health-revoked.png", "google")
+
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, exceptions, "the page threw")

@@ -73,6 +73,9 @@ type Config struct {
 	SubscriberBuffer int
 	// FlowTimeout bounds an authorization's wait for the browser (default 5 minutes).
 	FlowTimeout time.Duration
+	// Health runs the health pass (Client.Maintain) while the server runs: at start, when
+	// the policy says the next pass is due, and after every connector change it hears of.
+	Health bool
 }
 
 // Server is a running grantwire HTTP surface.
@@ -92,6 +95,9 @@ type Server struct {
 	stop     context.CancelFunc
 	feedDone chan struct{}
 	once     sync.Once
+
+	healthWake chan struct{}
+	healthDone chan struct{}
 }
 
 //go:embed web openapi.json
@@ -183,7 +189,14 @@ func newServer(ln net.Listener, cfg Config) *Server {
 	}
 	s.http.RegisterOnShutdown(func() { s.hub.close() })
 	s.feedDone = make(chan struct{})
+	s.healthWake = make(chan struct{}, 1)
+	s.healthDone = make(chan struct{})
 	go s.feed()
+	if cfg.Health {
+		go s.healthLoop()
+	} else {
+		close(s.healthDone)
+	}
 	return s
 }
 
@@ -220,6 +233,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stop()
 		s.flows.wait(ctx)
 		<-s.feedDone
+		<-s.healthDone
 	})
 	return err
 }

@@ -39,6 +39,7 @@ var Ops = []string{
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
 	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list", "launch", "connector_view", "start_flow",
+	"maintain",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -372,7 +373,7 @@ func (g *Gen) Args(op string) any {
 		g.optional(a, "tenant", 0.6, 0.05, func() any {
 			return pick(g, []any{"organizations", "common", "Tenant-1.x_y", "a b", "-x", strings.Repeat("t", 129), "zoë", json.Number("1"), ""})
 		})
-	case "connections", "list_agents":
+	case "connections", "list_agents", "maintain":
 	case "import_forwarded":
 		a["provider"], a["scopes"], a["grant_agents"] = g.connector(oauth...), g.scopesArg(4), g.agentsArg()
 		a["account_email"] = pick(g, []any{"user@example.com", "user@example.com", "", "zoë@example.com", "o'brien@example.com", json.Number("1")})

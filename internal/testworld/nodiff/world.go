@@ -442,8 +442,19 @@ func (w *world) stateDoc() any {
 	doc := map[string]any{}
 	for _, c := range append(append([]string{}, w.conns...), w.someConnector()) {
 		if g.chance(0.6) {
-			doc[c] = map[string]any{"configured": true, "account": "user@example.com", "scopes": []any{"openid"},
+			e := map[string]any{"configured": true, "account": "user@example.com", "scopes": []any{"openid"},
 				"connected_at": json.Number("1789990000123"), "client_id_hash": storedjson.CRC32(clientIDs[0]), "tenant": nil}
+			if g.chance(0.4) { // connected long ago: a keep-alive due, or the refresh token expiring
+				e["connected_at"] = json.Number(fmt.Sprint(safeAdd(w.now, -pick(g, connectedAgo))))
+			}
+			if g.chance(0.5) {
+				e["health"] = w.healthRecord()
+			}
+			if g.chance(0.1) { // revoked at the provider during an earlier health pass
+				e = map[string]any{"configured": false, "health": map[string]any{"state": "revoked",
+					"revoked_at": json.Number("1789990000123"), "scopes": pick(g, []any{[]any{"openid"}, []any{}, nil})}}
+			}
+			doc[c] = e
 		}
 	}
 	return w.misshape(doc, func(m map[string]any) {
@@ -453,6 +464,25 @@ func (w *world) stateDoc() any {
 		}
 		m[c] = pick(g, []any{[]any{}, "x", json.Number("2")})
 	})
+}
+
+// connectedAgo are ages of a connection (ms): a day, 76 days (a 90-day inactivity limit's
+// keep-alive due), 84 days (its refresh token expiring), 91 days (past it).
+var connectedAgo = []int64{86_400_000, 76 * 86_400_000, 76*86_400_000 - 1, 84 * 86_400_000, 91 * 86_400_000}
+
+// healthRecord is a state.json entry's health member as health passes write it (and worse).
+func (w *world) healthRecord() any {
+	g := w.g
+	if g.chance(0.05) {
+		return g.junk()
+	}
+	h := map[string]any{"state": pick(g, []any{"healthy", "failing", "expiring", "revoked", json.Number("1")})}
+	g.optional(h, "refreshed_at", 0.5, 0.05, func() any { return json.Number(fmt.Sprint(safeAdd(w.now, -int64(g.r.IntN(80))*86_400_000))) })
+	g.optional(h, "failures", 0.5, 0.05, func() any {
+		return pick(g, []any{json.Number("1"), json.Number("2"), json.Number("3"), json.Number("7"), json.Number("8"), json.Number("40"), "2"})
+	})
+	g.optional(h, "failed_at", 0.4, 0.05, func() any { return json.Number(fmt.Sprint(safeAdd(w.now, -int64(g.r.IntN(4))*60_000))) })
+	return h
 }
 
 func (w *world) mcpDoc() any {
@@ -801,6 +831,11 @@ func (w *world) http(n core.Need) any {
 		return w.userinfo(n)
 	}
 	p := w.prov(w.providerOf(n.Key))
+	if strings.HasPrefix(n.Key, "refresh|") && g.chance(0.2) {
+		// The health pass's refreshes (keyed per provider) are rare episodes: the provider
+		// revoking the grant is drawn more often there, so that the generator reaches it.
+		return map[string]any{"status": json.Number("400"), "headers": headers, "json": map[string]any{"error": "invalid_grant"}}
+	}
 	switch x := g.r.Float64(); {
 	case x < 0.5 || w.happy && x < 0.9:
 		j := map[string]any{"access_token": secret("access_token", "ya29."+g.token(10)), "token_type": "Bearer"}

@@ -101,11 +101,12 @@ _fields := {
 	"token_endpoint_auth_method", "device_authorization_url", "device_scopes", "auth_params",
 	"client_id_env", "client_secret_env", "client_secret_required", "tenant",
 	"scope_separator", "default_scopes", "available_scopes", "command", "args", "env", "url",
+	"refresh_token_inactivity_days",
 }
 
 _url_fields := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "issuer", "docs_url", "url"]
 
-_oauth_only := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "device_scopes", "issuer", "client_id_env", "client_secret_env", "tenant"]
+_oauth_only := ["authorization_url", "token_url", "userinfo_url", "revocation_url", "device_authorization_url", "device_scopes", "issuer", "client_id_env", "client_secret_env", "tenant", "refresh_token_inactivity_days"]
 
 _types := {"oauth_pkce", "mcp_server", "mcp_remote"}
 
@@ -170,6 +171,7 @@ _base_problems(id, e) := array.concat(
 		[m | _bad_env(e); m := "env must be a list of {key, required, secret, description} with distinct environment variable names"],
 		[m | _bad_params(e); m := "auth_params must be an object of strings"],
 		[m | _bad_device_scopes(e); m := "device_scopes must be distinct scopes among available_scopes, with a device_authorization_url"],
+		[m | _bad_inactivity(e); m := "refresh_token_inactivity_days must be a whole number of days from 15 to 3650"],
 	]),
 	[p | some f in _url_fields; p := _url_problem(e, f)],
 )
@@ -225,6 +227,21 @@ _bad_env(e) if {
 _bad_params(e) if {
 	p := e.auth_params
 	not is_object(p)
+}
+
+# refresh_token_inactivity_days: how long the provider keeps an unused refresh token
+# (Microsoft: 90). More than the health pass's keep-alive margin, so a keep-alive is due
+# before the limit.
+_bad_inactivity(e) if {
+	d := e.refresh_token_inactivity_days
+	not _whole_days(d)
+}
+
+_whole_days(d) if {
+	is_number(d)
+	d == floor(d)
+	d >= 15
+	d <= 3650
 }
 
 # device_scopes: the scopes the device flow allows (Google's limited-input scopes).

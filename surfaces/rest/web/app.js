@@ -4,7 +4,7 @@
 // change goes through the REST API with the X-Grantwire-UI header; secrets are write-only.
 "use strict";
 
-const state = { connectors: [], tiers: [], flows: {}, notes: {}, open: new Set(), layout: "", token: sessionStorage.getItem("grantwire-token") || "" };
+const state = { connectors: [], tiers: [], flows: {}, notes: {}, health: {}, open: new Set(), layout: "", token: sessionStorage.getItem("grantwire-token") || "" };
 const $ = (sel) => document.querySelector(sel);
 
 // h builds an element: h("p", {class: "x", onclick: fn}, "text", child, …). Text is never parsed as HTML.
@@ -123,6 +123,21 @@ function stateLine(c) {
   return ["no", "Remote MCP server (not supported yet)"];
 }
 
+// healthLine shows the last connector.health event of a connection that is not healthy:
+// what happened and the command that fixes it.
+const healthText = {
+  expiring: () => "Expiring: the provider forgets unused refresh tokens, and this one could not be used",
+  failing: (p) => "Provider failing (" + p.failures + (p.failures === 1 ? " failure" : " failures") + ", " + p.reason + ")" +
+    (p.retry_at ? "; retrying at " + new Date(p.retry_at).toLocaleTimeString() : ""),
+  revoked: () => "Revoked at the provider: the connection was removed",
+};
+function healthLine(c) {
+  const p = state.health[c.id];
+  if (!p || !healthText[p.state]) return null;
+  return h("p", { class: "health " + (p.state === "failing" ? "warn" : "bad"), "data-health": p.state, role: "status" },
+    h("span", {}, healthText[p.state](p)), p.fix ? h("span", { class: "fix" }, "Fix: ", h("code", {}, p.fix)) : null);
+}
+
 function tile(c, open) {
   const [cls, text] = stateLine(c);
   const flow = state.flows[c.id];
@@ -130,6 +145,7 @@ function tile(c, open) {
   return h("article", { class: "tile", "aria-labelledby": "name-" + c.id, "data-connector": c.id },
     h("h3", { id: "name-" + c.id }, c.display_name, h("span", { class: "badge" }, { oauth_pkce: "OAuth", mcp_server: "MCP server", mcp_remote: "remote MCP" }[c.type] || c.type)),
     h("p", { class: "state " + cls, "data-state": "" }, text),
+    healthLine(c),
     c.description ? h("p", { class: "desc" }, c.description) : null,
     c.scopes.length ? h("ul", { class: "scopes", "aria-label": "Connected scopes" }, c.scopes.map((s) => h("li", { title: s }, scopeLabel(s)))) : null,
     flow ? flowBox(c, flow) : null,
@@ -376,7 +392,10 @@ function onEvent(ev) {
   const p = ev.payload || {};
   if (ev.type === "connector.oauth.completed") {
     delete state.flows[p.connector_id];
+    delete state.health[p.connector_id];
     state.notes[p.connector_id] = { bad: false, text: "Connected as " + (p.account_email || "(account unknown)") + "." };
+  } else if (ev.type === "connector.health") {
+    state.health[p.connector_id] = p;
   } else if (ev.type === "connector.oauth.error") {
     delete state.flows[p.connector_id];
     state.notes[p.connector_id] = { bad: true, err: p.error };
