@@ -43,7 +43,7 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if !cmd.Flags().Changed("scopes") {
-				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' grants no scope)")
+				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' records a grant of no scope, which hands out no token)")
 			}
 			c, err := a.Client(ctx)
 			if err != nil {

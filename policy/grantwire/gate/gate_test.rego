@@ -1,6 +1,7 @@
 package grantwire.gate_test
 
 import data.grantwire.fixtures_test as fx
+import data.grantwire.gate
 
 _args := {"provider": "google", "agent": "builtin:chat", "scopes": ["gmail.readonly"]}
 
@@ -117,9 +118,18 @@ test_then_the_connection_is_read if {
 		{"key": "client@env_secret", "kind": "env.get", "name": "GOOGLE_CLIENT_SECRET", "secret": true},
 	])
 
-	# a grant of no scope lets the agent ask for none
+}
+
+test_no_scope_hands_out_nothing if {
+	# a request of no scope is refused before anything is read, grant of no scope or none
 	g := {"grant": fx.entry(fx.grants_file, ["google", "builtin:chat"], []), "now": _now}
-	_gat_args(object.union(_args, {"scopes": []}), g).status == "need"
+	e := fx.failed(gate.no_scope_error("google"), [])
+	_gat_args(object.union(_args, {"scopes": []}), g) == e
+	_gat_args(object.union(_args, {"scopes": []}), {}) == e
+	e.error.code == "USAGE"
+
+	# a grant of no scope covers no scope that can be asked for
+	_gat_args(_args, g).error.code == "AGENT_NOT_GRANTED"
 }
 
 test_not_connected if {

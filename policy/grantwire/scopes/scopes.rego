@@ -181,7 +181,7 @@ flag(list) := concat("", [" --scopes ", quote(concat(",", list))]) if {
 # title: grant command
 # description: |
 #   The command that grants an agent exactly the given scopes (an empty list is the grant
-#   of no scope, `--scopes ''`, which still lets the agent use the connection).
+#   of no scope, `--scopes ''`, which the ledger records but which hands out no token).
 grant_cmd(c, a, list) := concat("", ["grantwire grants grant ", c, " ", quote(a), " --scopes ", quote(concat(",", list))])
 
 # METADATA

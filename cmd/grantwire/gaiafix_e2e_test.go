@@ -1,0 +1,61 @@
+package main_test
+
+// Issue 20 §1.16–§1.20, §2.1–§2.3, §2.5–§2.7: what a GAIA home, a certified provider and a
+// new user found, each on the real binary (and the real keyring, the local authorization
+// server, real processes and signals where the defect lives there).
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
+)
+
+// §2.5: an agent granted no scopes (--scopes ”, a printed fix) got the connection's whole
+// access token, and so did a request of no scope. A token carries every scope of its
+// connection: an empty grant or an empty request hands out nothing.
+func TestNoScopeHandsOutNoToken(t *testing.T) {
+	secret := "bb-client-secret-" + randHex(8)
+	w := newE2E(t, authserver.Config{ClientID: "bb-noscope", ClientSecret: secret})
+	w.configureClient("bb-noscope", secret)
+	r := w.connectNoBrowser("google", "--scopes", "openid,"+gmailRead, "--grant-agent", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// A request of no scope from an ungranted agent: refused, and the fix is no grant of
+	// no scope (it would hand out nothing either).
+	for _, args := range [][]string{
+		{"token", "google", "--agent", "builtin:calendar"},
+		{"token", "google", "--agent", "builtin:calendar", "--scopes", ""},
+	} {
+		e := w.fail(2, "USAGE", args...)
+		require.Contains(t, e.Error.Message, "at least one scope", args)
+		require.NotContains(t, e.Error.Fix, "--scopes ''")
+	}
+
+	// A grant of no scope is recorded (GAIA's ledger holds such grants) ...
+	w.gwJSON("", 0, nil, "grants", "grant", "google", "builtin:calendar", "--scopes", "")
+	// ... and hands out no token: not for no scope, not for any scope.
+	for _, args := range [][]string{
+		{"google", "--agent", "builtin:calendar"},
+		{"google", "--agent", "builtin:calendar", "--scopes", ""},
+		{"google", "--agent", "builtin:calendar", "--json"},
+	} {
+		tr := w.token(args...)
+		require.Equal(t, 2, tr.code, "%v: %s", args, tr.stderr)
+		require.Empty(t, tr.stdout, "%v: no token printed", args)
+		require.Contains(t, tr.stderr, "at least one scope")
+	}
+	e := w.fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:calendar", "--scopes", gmailRead)
+	require.Equal(t, "grantwire grants grant google builtin:calendar --scopes "+gmailRead, e.Error.Fix)
+
+	// A granted agent asking for no scope gets nothing either.
+	tr := w.token("google", "--agent", "builtin:email")
+	require.Equal(t, 2, tr.code, tr.stderr)
+	require.Empty(t, tr.stdout)
+	// Naming a scope it holds, it gets its token.
+	tr = w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Equal(t, 0, tr.code, tr.stderr)
+	require.True(t, strings.HasPrefix(strings.TrimSpace(tr.stdout), tokenPrefix+"_at_"))
+}
