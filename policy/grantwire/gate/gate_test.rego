@@ -117,7 +117,6 @@ test_then_the_connection_is_read if {
 		{"key": "client@env_id", "kind": "env.get", "name": "GOOGLE_CLIENT_ID", "secret": true},
 		{"key": "client@env_secret", "kind": "env.get", "name": "GOOGLE_CLIENT_SECRET", "secret": true},
 	])
-
 }
 
 test_no_scope_hands_out_nothing if {
