@@ -5,6 +5,8 @@ package main_test
 // server, real processes and signals where the defect lives there).
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,4 +60,79 @@ func TestNoScopeHandsOutNoToken(t *testing.T) {
 	tr = w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
 	require.True(t, strings.HasPrefix(strings.TrimSpace(tr.stdout), tokenPrefix+"_at_"))
+}
+
+// §1.16: a GAIA ledger grant whose agent id is not namespaced (GAIA's SDK documentation uses
+// agent_id="my-agent") was listed by `grants list` but could not be revoked (exit 2).
+// Whatever grantwire shows can be revoked, deactivated and disconnected; no new grant,
+// activation or token is given to such an id.
+func TestGAIAUnnamespacedAgentIsRemovable(t *testing.T) {
+	w := newE2E(t, authserver.Config{ClientID: "bb-gaia-ids", ClientSecret: "bb-client-secret-" + randHex(8)})
+	dir := filepath.Join(w.home, ".grantwire", "connectors")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grants.json"), []byte(`{
+  "google": {
+    "my-agent": [
+      "openid"
+    ]
+  },
+  "mcp-github": {
+    "my-agent": [
+      "use"
+    ],
+    "other agent": [
+      "use"
+    ]
+  }
+}`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "activations.json"), []byte(`{
+  "activations": {
+    "mcp-github": {
+      "my-agent": true
+    }
+  },
+  "version": 1
+}`), 0o600))
+
+	var grants grantsDoc
+	w.gwJSON("", 0, &grants, "grants", "list")
+	require.Equal(t, []grantRow{
+		{"google", "my-agent", []string{"openid"}},
+		{"mcp-github", "my-agent", []string{"use"}},
+		{"mcp-github", "other agent", []string{"use"}},
+	}, grants.Grants, "shown verbatim")
+	require.Contains(t, w.gw("", "activations", "list").stdout, "my-agent")
+
+	// Revoked, deactivated: exit 0, and the ledgers no longer hold them.
+	r := w.gw("", "grants", "revoke", "google", "my-agent")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Revoked my-agent's grant on google.")
+	r = w.gw("", "activations", "deactivate", "mcp-github", "my-agent")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Deactivated mcp-github for my-agent")
+	require.NotContains(t, w.ledger("activations.json"), "my-agent")
+	require.NotContains(t, w.ledger("grants.json"), "google")
+
+	// No new access for such an id: a usage error that says what an id looks like.
+	for _, args := range [][]string{
+		{"grants", "grant", "google", "my-agent", "--scopes", "openid"},
+		{"activations", "activate", "mcp-github", "my-agent"},
+		{"token", "google", "--agent", "my-agent", "--scopes", "openid"},
+	} {
+		e := w.fail(2, "USAGE", args...)
+		require.Contains(t, e.Error.Message, "namespaced", args)
+	}
+
+	// Disconnected: every grant of the connector goes, whatever its ids.
+	r = w.gw("", "disconnect", "mcp-github")
+	require.Equal(t, 0, r.code, r.stderr)
+	w.gwJSON("", 0, &grants, "grants", "list")
+	require.Empty(t, grants.Grants)
+}
+
+func (w *e2e) ledger(name string) string {
+	w.t.Helper()
+	raw, err := os.ReadFile(filepath.Join(w.home, ".grantwire", "connectors", name))
+	require.NoError(w.t, err)
+	return string(raw)
 }
