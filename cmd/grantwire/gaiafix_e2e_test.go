@@ -5,6 +5,7 @@ package main_test
 // server, real processes and signals where the defect lives there).
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,4 +136,73 @@ func (w *e2e) ledger(name string) string {
 	raw, err := os.ReadFile(filepath.Join(w.home, ".grantwire", "connectors", name))
 	require.NoError(w.t, err)
 	return string(raw)
+}
+
+// publicGoogle is an e2e world whose google entry is silent on secrets and whose server's
+// client is public (it authenticates with none), with access tokens that expire at once
+// (every token call refreshes).
+func publicGoogle(t *testing.T) *e2e {
+	t.Helper()
+	w := newE2E(t, authserver.Config{ClientID: "bb-public", ClientAuth: authserver.AuthDefault, ExpiresIn: 30})
+	raw, err := os.ReadFile(w.catalog)
+	require.NoError(t, err)
+	var doc map[string]map[string]map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	delete(doc["connectors"]["google"], "client_secret_required")
+	raw, err = json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
+	r := w.gw("", "configure", "google", "--client-id", "bb-public")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.connectNoBrowser("google", "--scopes", gmailRead, "--grant-agent", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	return w
+}
+
+// §1.17: a token endpoint's invalid_client was misread for a provider that needs no secret
+// (GAIA: REAUTH_REQUIRED, never a configuration error), and a 401 invalid_grant deleted the
+// connection (GAIA: a 401 never deletes). Only what is known is said, what a reconnect can
+// fix is kept, and the printed fix works.
+func TestInvalidClientOfAPublicClientAndA401InvalidGrant(t *testing.T) {
+	w := publicGoogle(t)
+	stored := w.keyring("google:default")
+	require.NotEmpty(t, stored)
+
+	w.srv.Script(authserver.Failure{Grant: "refresh_token", Status: 401, Error: "invalid_client"})
+	e := w.fail(4, "REAUTH_REQUIRED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.NotContains(t, e.Error.Message, "secret", "a public client is not told to store a secret")
+	require.Contains(t, e.Error.Message, "nothing was deleted")
+	require.Equal(t, "grantwire connect google --scopes "+gmailRead, e.Error.Fix)
+	require.Equal(t, stored, w.keyring("google:default"), "the connection is kept")
+	// The fix works as printed.
+	s := w.start(nil, append(strings.Fields(strings.TrimPrefix(e.Error.Fix, "grantwire ")), "--no-browser", "--timeout", "60s")...)
+	consent(t, s.waitURL(t))
+	r := s.wait(t)
+	require.Equal(t, 0, r.code, r.stderr)
+	tr := w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Equal(t, 0, tr.code, tr.stderr)
+
+	// A 401 answered with invalid_grant (Microsoft's, where reconnecting fixes it): nothing
+	// deleted; the next refresh, answered, gives the token.
+	stored = w.keyring("google:default")
+	w.srv.Script(authserver.Failure{Grant: "refresh_token", Status: 401, Error: "invalid_grant"})
+	e = w.fail(4, "REAUTH_REQUIRED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Contains(t, e.Error.Message, "401 (invalid_grant); nothing was deleted")
+	require.Equal(t, stored, w.keyring("google:default"), "a 401 never deletes")
+	tr = w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Equal(t, 0, tr.code, tr.stderr)
+
+	// A 400 invalid_grant is a revoked connection, deleted as before.
+	w.srv.Script(authserver.Failure{Grant: "refresh_token", Status: 400, Error: "invalid_grant"})
+	w.fail(4, "CONNECTION_REVOKED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+
+	// At connect time, a public client refused is a client id to configure again, with no
+	// secret (the printed fix names no secret).
+	w.srv.Script(authserver.Failure{Grant: "authorization_code", Status: 401, Error: "invalid_client"})
+	s = w.start(nil, "--json", "connect", "google", "--scopes", gmailRead, "--no-browser", "--timeout", "60s")
+	consent(t, s.waitURL(t))
+	r = s.wait(t)
+	require.Equal(t, 3, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"fix": "grantwire configure google --client-id \u003cid\u003e"`)
+	require.NotContains(t, r.stderr, "needs the client's secret")
 }

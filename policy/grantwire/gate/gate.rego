@@ -319,11 +319,25 @@ _refreshed(r) := step.fail(
 ) if {
 	r.ok == true
 } else := step.fail(
+	errors.reauth_required(_p, "the token endpoint answered 401 (invalid_grant); nothing was deleted", _reconnect_scopes),
+	[],
+) if {
+	r.kind == "oauth"
+	r.error == "invalid_grant"
+	r.status == 401
+} else := step.fail(
 	errors.connection_revoked(_p, _reconnect_scopes),
 	clear(_p, _lconn, _f["state@lock"], "invalid_grant"),
 ) if {
 	r.kind == "oauth"
 	r.error == "invalid_grant"
+} else := step.fail(
+	errors.reauth_required(_p, "the token endpoint refused the public client (invalid_client); nothing was deleted", _reconnect_scopes),
+	[],
+) if {
+	r.kind == "oauth"
+	r.error == "invalid_client"
+	oauth.public_client(_p, _lclient)
 } else := step.fail(oauth.invalid_client(_p, _lclient), []) if {
 	r.kind == "oauth"
 	r.error == "invalid_client"
