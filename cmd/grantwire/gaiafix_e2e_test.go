@@ -6,6 +6,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +206,44 @@ func TestInvalidClientOfAPublicClientAndA401InvalidGrant(t *testing.T) {
 	require.Equal(t, 3, r.code, r.stderr)
 	require.Contains(t, r.stderr, `"fix": "grantwire configure google --client-id \u003cid\u003e"`)
 	require.NotContains(t, r.stderr, "needs the client's secret")
+}
+
+// filesUnder lists the files under dir (relative paths), for a test that nothing was written.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	return files
+}
+
+// §1.18: with no Secret Service reachable, configure wrote .keyring-generation files (in
+// the home and in the lock directory) before failing with INSECURE_STORE. Nothing may be
+// written: not by configure, nor by any other command that fails so.
+func TestNoSecretServiceWritesNothing(t *testing.T) {
+	w := newBB(t)
+	locks := filepath.Join(t.TempDir(), "locks")
+	// A session bus address with nothing behind it: the preflight passes (a bus is named),
+	// the Secret Service is unreachable.
+	w.env = append(w.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(w.home, "no-bus"),
+		"GRANTWIRE_KEYRING_SERVICE=grantwire.nobus."+randHex(4), "GRANTWIRE_LOCK_DIR="+locks)
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"bb-secret\n", []string{"configure", "google", "--client-id", "cid", "--client-secret-stdin"}},
+		{"BRAVE_API_KEY=bb-secret\n", []string{"configure", "mcp-brave-search", "--from-stdin"}},
+		{"", []string{"disconnect", "google"}},
+	} {
+		r := w.run(tc.stdin, append([]string{"--json"}, tc.args...)...)
+		require.Equal(t, 5, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, "INSECURE_STORE")
+		require.Empty(t, filesUnder(t, w.home), "%v wrote files in the home", tc.args)
+		require.Empty(t, filesUnder(t, locks), "%v wrote files in the lock directory", tc.args)
+	}
 }

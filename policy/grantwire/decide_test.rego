@@ -178,7 +178,7 @@ test_state_and_agents_files_are_left_to_the_operations if {
 }
 
 test_disconnect_tolerates_corrupt_ledgers if {
-	f := {"lock": "busy", "grants": fx.corrupt(fx.grants_file, ["google"], "bad")}
+	f := {"probe": fx.absent, "lock": "busy", "grants": fx.corrupt(fx.grants_file, ["google"], "bad")}
 	fx.decide(fx.q1("disconnect", {"connector": "google"}, f)).error.code == "BUSY"
 }
 
