@@ -247,3 +247,25 @@ func TestNoSecretServiceWritesNothing(t *testing.T) {
 		require.Empty(t, filesUnder(t, locks), "%v wrote files in the lock directory", tc.args)
 	}
 }
+
+// §1.19: `grants revoke` on an unreadable grants ledger said "held no grant …; nothing to
+// revoke" (it could not read it); it says that it could not, as the warning beside it does.
+func TestRevokeOnAnUnreadableLedgerSaysSo(t *testing.T) {
+	w := newBB(t)
+	dir := filepath.Join(w.home, ".grantwire", "connectors")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grants.json"), []byte(`{"google": {"builtin:email": [`), 0o600))
+	r := w.run("", "grants", "revoke", "google", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "nothing to revoke")
+	require.Contains(t, r.stdout, "could not read "+filepath.Join(dir, "grants.json")+", so builtin:email's grant on google was not revoked")
+	require.Contains(t, r.stderr, "could not clean")
+	r = w.run("", "--json", "grants", "revoke", "google", "builtin:email")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"summary": "could not read`)
+
+	// A readable ledger: the summaries of before.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "grants.json"), []byte(`{"google": {"builtin:email": ["openid"]}}`), 0o600))
+	require.Contains(t, w.run("", "grants", "revoke", "google", "builtin:email").stdout, "Revoked builtin:email's grant on google.")
+	require.Contains(t, w.run("", "grants", "revoke", "google", "builtin:email").stdout, "builtin:email held no grant on google; nothing to revoke.")
+}
