@@ -13,7 +13,7 @@ func (a *app) tokenCmd() *cobra.Command {
 	var forceTTY bool
 	cmd := &cobra.Command{
 		Use:   "token <provider> --agent <agent> --scopes <scopes>",
-		Short: "Print an access token for a script, as an agent (to a pipe only)",
+		Short: "Print an access token for a script, as an agent (refuses a terminal)",
 		Long: `Print a short-lived access token for a provider, obtained as an agent through both layers of
 the gate (the agent's grant, then the connection), refreshed if it has 60 s or less left.
 --scopes is required: a token carries every scope of its connection, so a request of no
