@@ -296,3 +296,11 @@ func TestVersionNamesTheCommitUnderTheMakefilesFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(v), "(commit "+strings.TrimSpace(string(head))+",")
 }
+
+// §2.6: the --engine help listed rego without saying it needs the OPA build.
+func TestEngineHelpSaysRegoNeedsTheOPABuild(t *testing.T) {
+	w := newBB(t)
+	r := w.run("", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "rego (OPA's evaluator; only in the OPA build, go build -tags opa ./cmd/grantwire)")
+}
