@@ -1,7 +1,10 @@
 # grantwire — the project's vocabulary. Every target is one line in the README.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-export GOFLAGS := -buildvcs=false
+# -buildvcs=false keeps builds reproducible whatever the work tree's state (Go would stamp
+# "modified" files); the commit is stamped from git instead, so `grantwire --version` names it.
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+export GOFLAGS := -buildvcs=false $(if $(GIT_COMMIT),-ldflags=-X=main.commit=$(GIT_COMMIT))
 export CGO_ENABLED ?= 0
 
 OPA := go tool opa

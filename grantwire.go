@@ -358,6 +358,9 @@ type RevokeResult struct {
 	Connector string `json:"connector"`
 	Agent     string `json:"agent"`
 	Changed   bool   `json:"changed"`
+	// Summary says what was done in one sentence (the policy's words): revoked, nothing
+	// to revoke, or that the grants ledger could not be read.
+	Summary string `json:"summary"`
 	// Warnings name a ledger that could not be read, and so was left as it was, with the
 	// command that moves it aside: revoking goes through it (docs/behaviour.md#grants).
 	Warnings []string `json:"warnings"`

@@ -29,11 +29,14 @@ func (o *Op) Apply(ctx context.Context, effects []core.Effect) error {
 		err := o.apply(ctx, e)
 		if err == nil {
 			o.trace("==> apply %s", effectLine(e))
+			// The first effect applied is the commit point: a cancellation that comes later
+			// no longer stops the others (the operation is not left half done).
+			ctx = context.WithoutCancel(ctx)
 			continue
 		}
 		o.trace("==> apply %s\n<== error %v", effectLine(e), err)
 		if e.Has("undo") {
-			if uerr := o.undo(ctx, effects[runStart:i]); uerr != nil {
+			if uerr := o.undo(context.WithoutCancel(ctx), effects[runStart:i]); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
 		}
@@ -56,6 +59,8 @@ func classify(err error) error {
 		return he
 	case errors.Is(err, errPolicy):
 		return err
+	case errors.Is(err, hostabi.ErrCanceled) && !errors.As(err, &he):
+		return err // cancelled before the commit point: nothing was written
 	}
 	return &hostabi.HostError{Code: hostabi.HostErrIO, Detail: err.Error()}
 }

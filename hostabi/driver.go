@@ -144,7 +144,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 		}
 		var he *HostError
 		if !errors.As(err, &he) {
-			return nil, err
+			return nil, canceled(ctx, committed, err)
 		}
 		// The core reports the failure (and decides nothing more is applied).
 		out.HostFailure = true

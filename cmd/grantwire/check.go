@@ -86,7 +86,7 @@ configuration, ...), or 1 when the command is missing.`,
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "also fetch the credential as this agent")
-	addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth; default: none beyond the grant)")
+	addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth: at least one, a token carries every scope of its connection)")
 	return cmd
 }
 

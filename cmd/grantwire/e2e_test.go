@@ -531,7 +531,7 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.True(t, strings.HasPrefix(access, tokenPrefix+"_at_"), "token prints the access token alone")
 	require.Equal(t, http.StatusOK, w.userinfo(access))
 	require.Equal(t, 0, w.srv.Stats().Refreshes, "the token connect received is in the credential store for every process")
-	tr = w.token("google", "--agent", "builtin:email", "--json")
+	tr = w.token("google", "--agent", "builtin:email", "--scopes", gmailRead, "--json")
 	require.Equal(t, 0, tr.code, tr.stderr)
 	var tok struct {
 		Provider    string   `json:"provider"`
@@ -552,7 +552,7 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, "grantwire grants grant google builtin:calendar --scopes "+gmailRead, e.Error.Fix)
 	e = w.fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:email", "--scopes", gmailSend)
 	require.Equal(t, []string{gmailSend}, e.Error.MissingScopes)
-	r = w.gw("", "token", "google", "--agent", "builtin:calendar")
+	r = w.gw("", "token", "google", "--agent", "builtin:calendar", "--scopes", gmailRead)
 	require.Equal(t, 4, r.code)
 	require.Contains(t, r.stderr, "fix: grantwire grants grant google builtin:calendar")
 	// Beyond the connection's scopes: CONNECTION_MISSING_SCOPES, with the reconnect command.
@@ -571,7 +571,7 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwTest(0, &tres, "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.True(t, tres.OK)
 	require.Contains(t, tres.Detail, "builtin:email obtained a token valid until")
-	w.gwTest(4, &tres, "google", "--agent", "builtin:chat")
+	w.gwTest(4, &tres, "google", "--agent", "builtin:chat", "--scopes", gmailRead)
 	require.False(t, tres.OK)
 	require.Equal(t, "AGENT_NOT_GRANTED", tres.Code)
 
@@ -781,7 +781,7 @@ func TestE2EExitCodes(t *testing.T) {
 	w.gwJSON("", 0, nil, "grants", "grant", "google", "builtin:email", "--scopes", gmailRead)
 	e := w.fail(4, "NOT_CONNECTED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Contains(t, e.Error.Fix, "grantwire connect google")
-	w.fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:chat")
+	w.fail(4, "AGENT_NOT_GRANTED", "token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
 	var tres struct {
 		OK   bool   `json:"ok"`
 		Code string `json:"code"`
@@ -962,7 +962,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	require.True(t, st.Connectors[0].Configured)
 	tr := w.token("--decision-log", log, "google", "--agent", "builtin:email", "--scopes", gmailRead)
 	require.Equal(t, 0, tr.code, tr.stderr)
-	w.fail(4, "AGENT_NOT_GRANTED", "--decision-log", log, "token", "google", "--agent", "builtin:chat")
+	w.fail(4, "AGENT_NOT_GRANTED", "--decision-log", log, "token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
 	w.gwJSON("MEMORY_FILE_PATH=/tmp/memory.jsonl\n", 0, nil, "--decision-log", log, "configure", "mcp-memory", "--from-stdin")
 
 	f, err := os.Open(log)

@@ -203,11 +203,10 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Equal(t, "grantwire grants grant google builtin:email --scopes "+gmailRead, fix)
 		require.Equal(t, 0, w.run(fix, "", nil).code)
 		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
-		// No scope asked and no grant held: the fix grants the empty list of scopes.
-		fix = w.failing(4, "", "token", "google", "--agent", "builtin:chat")
-		require.Equal(t, "grantwire grants grant google builtin:chat --scopes ''", fix)
-		require.Equal(t, 0, w.run(fix, "", nil).code)
-		w.ok("", "token", "google", "--agent", "builtin:chat")
+		// No scope asked: no fix grants the empty list of scopes (a token carries every
+		// scope of its connection, so a request of no scope gets none; issue 20 §2.5).
+		e := w.fail(2, "USAGE", "token", "google", "--agent", "builtin:chat")
+		require.Empty(t, e.Error.Fix)
 	},
 	"connect": func(t *testing.T) {
 		w := newFixWorld(t, "connect")

@@ -43,7 +43,7 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if !cmd.Flags().Changed("scopes") {
-				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' grants no scope)")
+				return usagef("grants grant needs --scopes (\"use\" for an MCP server; --scopes '' records a grant of no scope, which hands out no token)")
 			}
 			c, err := a.Client(ctx)
 			if err != nil {
@@ -149,13 +149,9 @@ Revoking what is not granted succeeds and changes nothing.`,
 				res.Warnings = []string{}
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": res.Changed, "warnings": res.Warnings})
+				return a.printJSON(map[string]any{"connector": args[0], "agent": args[1], "changed": res.Changed, "summary": res.Summary, "warnings": res.Warnings})
 			}
-			if res.Changed {
-				a.printf("Revoked %s's grant on %s.\n", args[1], args[0])
-			} else {
-				a.printf("%s held no grant on %s; nothing to revoke.\n", args[1], args[0])
-			}
+			a.printf("%s\n", res.Summary)
 			for _, w := range res.Warnings {
 				a.warnf("%s", w)
 			}

@@ -78,7 +78,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "grantwire's directory (default $GRANTWIRE_HOME, else ~/.grantwire)")
 	pf.StringVar(&a.service, "keyring-service", "", "the OS credential store service (default $GRANTWIRE_KEYRING_SERVICE, else grantwire.connections for ~/.grantwire and grantwire.connections.<hash> for another home)")
-	pf.StringVar(&a.engineName, "engine", "", "the policy engine: native (Go compiled from the policy), wasm (policy.wasm on wazero), rego (OPA's evaluator) or opa-server=URL (an OPA server serving grantwire's bundle) (default $GRANTWIRE_ENGINE, else "+grantwire.DefaultEngine+")")
+	pf.StringVar(&a.engineName, "engine", "", "the policy engine: native (Go compiled from the policy), wasm (policy.wasm on wazero), rego (OPA's evaluator; only in the OPA build, go build -tags opa ./cmd/grantwire) or opa-server=URL (an OPA server serving grantwire's bundle) (default $GRANTWIRE_ENGINE, else "+grantwire.DefaultEngine+")")
 	pf.StringVar(&a.catalogPath, "catalog", "", "a catalog file that replaces the embedded catalog (default $GRANTWIRE_CATALOG)")
 	pf.StringVar(&a.bundlePath, "bundle", "", "run on this OPA bundle's policy.wasm and catalog (grantwire policy build) (default $GRANTWIRE_BUNDLE)")
 	pf.StringVar(&a.decisionLogPath, "decision-log", "", "append every decision to this file in OPA's decision-log format, secrets redacted (default $GRANTWIRE_DECISION_LOG)")

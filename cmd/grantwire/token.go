@@ -12,10 +12,12 @@ func (a *app) tokenCmd() *cobra.Command {
 	var scopes []string
 	var forceTTY bool
 	cmd := &cobra.Command{
-		Use:   "token <provider> --agent <agent> [--scopes <scopes>]",
-		Short: "Print an access token for a script, as an agent (to a pipe only)",
+		Use:   "token <provider> --agent <agent> --scopes <scopes>",
+		Short: "Print an access token for a script, as an agent (refuses a terminal)",
 		Long: `Print a short-lived access token for a provider, obtained as an agent through both layers of
 the gate (the agent's grant, then the connection), refreshed if it has 60 s or less left.
+--scopes is required: a token carries every scope of its connection, so a request of no
+scope (or a grant of none) gets no token.
 
 The token is printed to a pipe or a file only: on a terminal grantwire refuses (it would
 stay in the scrollback and in terminal logs) unless --force-tty is given. With --json the
@@ -52,7 +54,7 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&agent, "agent", "", "the agent the token is for (required)")
-	addList(f, &scopes, "scopes", "scopes", "the scopes the token must carry (repeatable; commas or spaces)")
+	addList(f, &scopes, "scopes", "scopes", "the scopes the token must carry (required; repeatable; commas or spaces)")
 	f.BoolVar(&forceTTY, "force-tty", false, "print the token even when stdout is a terminal")
 	return cmd
 }

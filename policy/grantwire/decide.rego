@@ -174,13 +174,22 @@ _ledger_keys := sort([k |
 
 _unusable_ledgers := [f | some k in _ledger_keys; f := _facts[k]; store.problem(f)]
 
+# The operations that take an agent's access away accept any id a ledger may hold (a GAIA
+# home's `my-agent`), so that whatever a listing shows can be revoked and deactivated.
+_removing_ops := {"revoke", "deactivate"}
+
 # The argument rules every operation shares (see package scopes), checked before routing.
 # The values are never echoed: they may be what makes them unsafe to print.
 _arg_problem := "arguments must not contain double quotes, backslashes or control characters" if {
 	not scopes.clean(_checked_args)
 } else := "an agent id is namespaced (builtin:, installed:, native: or custom:<16 hex>:) with a name of 1 to 128 letters, digits and _ . @ + -" if {
+	not _op in _removing_ops
 	some a in _agent_args
 	not scopes.valid_agent_id(a)
+} else := "an agent id is 1 to 256 characters" if {
+	_op in _removing_ops
+	some a in _agent_args
+	not scopes.stored_agent_id(a)
 } else := "a scope is 1 to 512 visible ASCII characters without spaces or commas" if {
 	some s in _scope_args
 	not scopes.valid_scope(s)

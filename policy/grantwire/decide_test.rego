@@ -179,7 +179,7 @@ test_state_and_agents_files_are_left_to_the_operations if {
 }
 
 test_disconnect_tolerates_corrupt_ledgers if {
-	f := {"lock": "busy", "grants": fx.corrupt(fx.grants_file, ["google"], "bad")}
+	f := {"probe": fx.absent, "lock": "busy", "grants": fx.corrupt(fx.grants_file, ["google"], "bad")}
 	fx.decide(fx.q1("disconnect", {"connector": "google"}, f)).error.code == "BUSY"
 }
 
@@ -201,6 +201,22 @@ test_argument_rules if {
 		fx.decide(fx.q("grant", args, {})).error.message == agent
 	}
 	fx.decide(fx.q("connect", {"connector": "google", "scopes": [], "grant_agents": ["builtin:a", "bad"]}, {})).error.message == agent
+
+	# what a ledger holds (a GAIA home's un-namespaced my-agent) can always be taken away
+	every op in ["revoke", "deactivate"] {
+		every a in ["my-agent", "chat", "builtin:chät", "Mon Agent"] {
+			fx.decide(fx.q(op, {"connector": "mcp-github", "agent": a}, {})).status == "need"
+		}
+		fx.decide(fx.q(op, {"connector": "mcp-github", "agent": ""}, {})).error.code == "USAGE"
+		fx.decide(fx.q(op, {"connector": "mcp-github", "agent": concat("", [x | some _ in numbers.range(1, 257); x := "a"])}, {})).error.message == "usage: an agent id is 1 to 256 characters"
+		fx.decide(fx.q(op, {"connector": "mcp-github", "agent": "my\"agent"}, {})).error.message == clean
+	}
+
+	# no fix grants an id that cannot be granted
+	fx.decide(fx.q("deactivate", {"connector": "google", "agent": "my-agent"}, {})).error.fix == ""
+	every op in ["grant", "activate", "get_access_token", "credential", "launch"] {
+		fx.decide(fx.q(op, {"connector": "google", "provider": "google", "agent": "my-agent", "scopes": ["x"]}, {})).error.message == agent
+	}
 	scope := "usage: a scope is 1 to 512 visible ASCII characters without spaces or commas"
 	every s in ["a b", "a,b", "", "gmäil"] {
 		fx.decide(fx.q("grant", {"connector": "google", "agent": "builtin:chat", "scopes": ["ok", s]}, {})).error.message == scope

@@ -178,8 +178,14 @@ func (l *fileLedgers) Update(ctx context.Context, name string, fn func(doc []byt
 	if err != nil {
 		return err
 	}
+	// The rename is the commit point: a cancellation that arrives before it (a Ctrl-C
+	// during the read, the rewrite or the temporary file's write of a large ledger) cancels,
+	// and nothing is written (issue 20 §1.20).
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", hostabi.ErrCanceled, err)
+	}
 	removeStaleTemps(dir, filepath.Base(p))
-	rename := func() error { return replaceFile(dir, p, doc) }
+	rename := func() error { return replaceFile(ctx, dir, p, doc) }
 	if l.written != nil {
 		return l.written(name, cur, doc, rename)
 	}
@@ -250,7 +256,7 @@ func removeStaleTemps(dir, base string) {
 
 // replaceFile writes doc to a temporary file beside p, fsyncs it, renames it over p and
 // fsyncs the directory.
-func replaceFile(dir, p string, doc []byte) (err error) {
+func replaceFile(ctx context.Context, dir, p string, doc []byte) (err error) {
 	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+tempMarker+"*")
 	if err != nil {
 		return fmt.Errorf("native: write %s: %w", p, err)
@@ -273,6 +279,9 @@ func replaceFile(dir, p string, doc []byte) (err error) {
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("native: close %s: %w", tmp, err)
+	}
+	if err = ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", hostabi.ErrCanceled, err)
 	}
 	if err = os.Rename(tmp, p); err != nil {
 		return fmt.Errorf("native: rename %s: %w", p, err)

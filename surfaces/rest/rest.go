@@ -256,7 +256,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	if mutating(r.Method) && r.Header.Get(UIHeader) != "1" {
-		writeProblem(w, http.StatusForbidden, "UI_HEADER_REQUIRED", "every POST, PUT and DELETE needs the header "+UIHeader+": 1 (nothing was done)", "")
+		writeProblem(w, http.StatusForbidden, "UI_HEADER_REQUIRED", "every POST, PUT and DELETE needs the header "+UIHeader+": 1 (nothing was done)",
+			"send the header "+UIHeader+": 1 with the request (curl -H '"+UIHeader+": 1' …), or use the page at "+s.url)
 		return
 	}
 	if !s.hosts[strings.ToLower(r.Host)] {
@@ -264,11 +265,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] {
-		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other origins are refused (no CORS)", "")
+		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other origins are refused (no CORS)", "open "+s.url+" and use the page served there")
 		return
 	}
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other sites are refused (no CORS)", "")
+		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other sites are refused (no CORS)", "open "+s.url+" and use the page served there")
 		return
 	}
 	if r.Method == http.MethodOptions {

@@ -199,6 +199,9 @@ func TestRESTEveryRoute(t *testing.T) {
 		r := w.do(req{method: method, path: path, body: `{"scopes": 7}`, header: map[string]string{"Host": "evil.example:80"}})
 		require.Equal(t, 403, r.status, "%s %s without the UI header", method, path)
 		require.Equal(t, "UI_HEADER_REQUIRED", r.code(t))
+		// issue 20 §2.6: the refusal names its fix
+		e, _ := r.json(t)["error"].(map[string]any)
+		require.Contains(t, e["fix"], "send the header X-Grantwire-UI: 1", "%s %s", method, path)
 		r = w.do(req{method: method, path: path, body: `{"scopes": 7}`, header: map[string]string{"X-Grantwire-UI": "true"}})
 		require.Equal(t, 403, r.status, "%s %s with a wrong UI header", method, path)
 	}
@@ -257,9 +260,15 @@ func TestRESTHostAndOrigin(t *testing.T) {
 	for origin, want := range map[string]int{s.url: 200, "http://localhost:" + port: 200, "http://evil.example": 403, "null": 403, "https://" + s.host: 403} {
 		r := w.do(req{method: "GET", path: "/api/connectors/google", header: map[string]string{"Origin": origin}})
 		require.Equal(t, want, r.status, "Origin %q", origin)
+		if want == 403 {
+			e, _ := r.json(t)["error"].(map[string]any)
+			require.Equal(t, "open "+s.url+" and use the page served there", e["fix"], "issue 20 §2.6: FOREIGN_ORIGIN names its fix")
+		}
 	}
 	r := w.do(req{method: "GET", path: "/api/connectors/google", header: map[string]string{"Sec-Fetch-Site": "cross-site"}})
 	require.Equal(t, 403, r.status)
+	e, _ := r.json(t)["error"].(map[string]any)
+	require.Equal(t, "open "+s.url+" and use the page served there", e["fix"])
 	r = w.do(req{method: "OPTIONS", path: "/api/connectors/google", header: map[string]string{"Origin": s.url, "Access-Control-Request-Method": "PUT"}})
 	require.Equal(t, 405, r.status)
 	r = w.do(req{method: "PATCH", path: "/api/connectors/google", ui: true})

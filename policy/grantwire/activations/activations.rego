@@ -56,11 +56,16 @@ _guard(op) := errors.usage(concat("", [op, " needs connector and agent (and opti
 		"activations apply to MCP connectors only; ", _c, " is type ",
 		catalog.type_of(_c), " (per-agent access to it is a grant)",
 	]),
-	scopes.grant_cmd(_c, _a, catalog.default_scopes(_c)),
+	_grant_fix,
 	{"connector": _c, "type": catalog.type_of(_c)},
 ) if {
 	not catalog.mcp(_c)
 }
+
+# An un-namespaced id (deactivate accepts what a GAIA home holds) can be given no new grant.
+_grant_fix := scopes.grant_cmd(_c, _a, catalog.default_scopes(_c)) if scopes.valid_agent_id(_a)
+
+else := ""
 
 _needs := array.concat(
 	[

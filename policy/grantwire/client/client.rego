@@ -93,6 +93,8 @@ decision := step.fail(
 ) if {
 	catalog.connectors[_c].client_secret_required == true
 	not _has_secret
+} else := step.need([store.probe_need(_c)]) if {
+	not store.probed(_f)
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")
 } else := step.need(m) if {

@@ -7,7 +7,7 @@ _secrets := {"arg": fx.arg({"client_id": fx.id_b, "client_secret": "5ec5ec5ec5ec
 
 _id_only := {"arg": fx.arg({"client_id": fx.id_b})}
 
-_configure(args, f) := fx.decide(fx.q1("configure_client", args, f))
+_configure(args, f) := fx.decide(fx.q1("configure_client", args, object.union({"probe": fx.absent}, f)))
 
 _locked(f, slot) := object.union(f, {"lock": "held", "client": slot})
 
@@ -40,7 +40,9 @@ test_valid_tenant if {
 }
 
 test_needs_under_the_lock if {
-	fx.decide(fx.q("configure_client", {"connector": "google"}, _secrets)) == fx.need([
+	# the credential store is probed before the lock: unreachable, nothing is written
+	fx.decide(fx.q("configure_client", {"connector": "google"}, _secrets)) == fx.need([{"key": "probe", "kind": "keyring.get", "user": "google:default", "fresh": true}])
+	fx.decide(fx.q("configure_client", {"connector": "google"}, object.union(_secrets, {"probe": fx.absent}))) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 5000},
 		{"key": "client", "kind": "keyring.get", "user": "provider:google", "fresh": true, "after": "lock"},
 	])

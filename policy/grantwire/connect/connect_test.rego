@@ -1,6 +1,7 @@
 package grantwire.connect_test
 
 import data.grantwire.fixtures_test as fx
+import data.grantwire.oauth
 
 _args := {"connector": "google", "scopes": ["gmail.readonly"], "grant_agents": ["builtin:chat"]}
 
@@ -376,7 +377,7 @@ test_token_errors if {
 		[],
 	)
 	nosecret := object.union(fx.env_client("client", fx.id_a, false), {"conn": fx.absent, "grants": fx.no_file(fx.grants_file, ["google"]), "agents": fx.no_agents})
-	_connect(_args, fx.patch(_until_token(nosecret, {}), {"token": fx.http(400, {"error": "invalid_client"})})).error.message == "configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); this provider needs the client's secret; fix: grantwire configure google --client-id <id> --client-secret-stdin"
+	_connect(_args, fx.patch(_until_token(nosecret, {}), {"token": fx.http(400, {"error": "invalid_client"})})).error.message == "configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); the catalog says google needs the client's secret; fix: grantwire configure google --client-id <id> --client-secret-stdin"
 	_connect(_args, fx.patch(_until_token(_base, {}), {"token": {"status": 0, "error": "refused"}})).error.message == "the google token endpoint could not be reached (the connection was refused)"
 	_connect(_args, fx.patch(_until_token(_base, {}), {"token": fx.http(502, null)})).error.message == "the google token endpoint failed (status 502)"
 }
@@ -883,4 +884,17 @@ test_a_connect_that_lost_the_race if {
 		),
 		[],
 	)
+}
+
+test_invalid_client_of_a_public_client_names_the_client_id if {
+	# issue 20 §1.17: no secret, and the catalog does not say one is needed: the id is wrong
+	# or not registered as a public client; the fix configures the id again, with no secret
+	e := oauth.invalid_client("microsoft", {"has_secret": false}) with data.catalog as fx.catalog
+	e.code == "CONFIGURATION"
+	e.fix == "grantwire configure microsoft --client-id <id>"
+	e.client_auth == "none"
+	g := oauth.invalid_client("google", {"has_secret": false}) with data.catalog as fx.catalog
+	g.missing == "client_secret"
+	s := oauth.invalid_client("microsoft", {"has_secret": true, "tenant": "common"}) with data.catalog as fx.catalog
+	s.fix == "grantwire configure microsoft --client-id <id> --client-secret-stdin"
 }

@@ -141,6 +141,8 @@ decision := step.fail(errors.usage("disconnect needs connector"), []) if {
 	not _connector_arg
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
+} else := step.need([store.probe_need(_c)]) if {
+	not store.probed(_f)
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")
 } else := step.need(m) if {

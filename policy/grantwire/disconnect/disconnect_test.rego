@@ -2,7 +2,7 @@ package grantwire.disconnect_test
 
 import data.grantwire.fixtures_test as fx
 
-_disconnect(c, f) := fx.decide(fx.q1("disconnect", {"connector": c}, f))
+_disconnect(c, f) := fx.decide(fx.q1("disconnect", {"connector": c}, object.union({"probe": fx.absent}, f)))
 
 _ledgers(grants, actives) := {
 	"lock": "held",
@@ -37,7 +37,9 @@ test_usage if {
 }
 
 test_needs_under_the_lock if {
-	fx.decide(fx.q("disconnect", {"connector": "google"}, {})) == fx.need([
+	# the credential store is probed before the lock: unreachable, nothing is written
+	fx.decide(fx.q("disconnect", {"connector": "google"}, {})) == fx.need([{"key": "probe", "kind": "keyring.get", "user": "google:default", "fresh": true}])
+	fx.decide(fx.q("disconnect", {"connector": "google"}, {"probe": fx.absent})) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 5000},
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["google"], "after": "lock"},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "google"], "after": "lock"},
@@ -47,7 +49,7 @@ test_needs_under_the_lock if {
 		{"key": "client@env_id", "kind": "env.get", "name": "GOOGLE_CLIENT_ID", "secret": true, "after": "lock"},
 		{"key": "client@env_secret", "kind": "env.get", "name": "GOOGLE_CLIENT_SECRET", "secret": true, "after": "lock"},
 	])
-	fx.decide(fx.q("disconnect", {"connector": "mcp-github"}, {})) == fx.need([
+	fx.decide(fx.q("disconnect", {"connector": "mcp-github"}, {"probe": fx.absent})) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "mcp-github", "wait_ms": 5000},
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["mcp-github"], "after": "lock"},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "mcp-github"], "after": "lock"},

@@ -2,7 +2,7 @@
 # title: The two-layer gate
 # description: |
 #   `get_access_token(provider, scopes, agent)`. In this order, stopping at the first failure:
-#   the grant layer (AGENT_NOT_GRANTED), the connection (NOT_CONNECTED), the client-hash
+#   a request of no scope (USAGE: a token carries every scope of its connection), the grant layer (AGENT_NOT_GRANTED), the connection (NOT_CONNECTED), the client-hash
 #   tripwire (REAUTH_REQUIRED, TENANT_MISMATCH, BUSY), the connection layer
 #   (CONNECTION_MISSING_SCOPES), then a cached access token valid for more than 60 s, else a
 #   refresh under the provider's lock. The grant is checked before anything else is read:
@@ -83,6 +83,18 @@ connection_needs := array.concat(
 	store.client_needs("client", _p, false),
 )
 
+# METADATA
+# title: no scope requested
+# description: |
+#   A request of no scope is refused before anything is read. An access token carries every
+#   scope of its connection, so handing one out for no scope would hand out all of them; and
+#   because the request must name a scope the grant covers, a grant of no scope (`[]`) hands
+#   out nothing either. (GAIA gives a token for `scopes=[]`, grant or none.)
+no_scope_error(p) := errors.usage(concat("", [
+	"an access token needs at least one scope: it carries every scope of the ", p,
+	" connection, so a request of no scope gets none (name the scopes the agent needs, --scopes)",
+]))
+
 # Cheaper than building the needs on the hot path (and than facts.has calls).
 _prefetched if {
 	_ = _f.grant
@@ -130,6 +142,8 @@ decision := step.fail(errors.usage("get_access_token needs provider (connector i
 	[],
 ) if {
 	not catalog.oauth(_p)
+} else := step.fail(no_scope_error(_p), []) if {
+	count(_req) == 0
 } else := step.need(facts.missing(_f, prefetch)) if {
 	not _prefetched
 } else := step.fail(errors.agent_not_granted(_p, _a, _req, _held), []) if {
@@ -305,11 +319,25 @@ _refreshed(r) := step.fail(
 ) if {
 	r.ok == true
 } else := step.fail(
+	errors.reauth_required(_p, "the token endpoint answered 401 (invalid_grant); nothing was deleted", _reconnect_scopes),
+	[],
+) if {
+	r.kind == "oauth"
+	r.error == "invalid_grant"
+	r.status == 401
+} else := step.fail(
 	errors.connection_revoked(_p, _reconnect_scopes),
 	clear(_p, _lconn, _f["state@lock"], "invalid_grant"),
 ) if {
 	r.kind == "oauth"
 	r.error == "invalid_grant"
+} else := step.fail(
+	errors.reauth_required(_p, "the token endpoint refused the public client (invalid_client); nothing was deleted", _reconnect_scopes),
+	[],
+) if {
+	r.kind == "oauth"
+	r.error == "invalid_client"
+	oauth.public_client(_p, _lclient)
 } else := step.fail(oauth.invalid_client(_p, _lclient), []) if {
 	r.kind == "oauth"
 	r.error == "invalid_client"

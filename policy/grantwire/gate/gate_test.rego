@@ -1,6 +1,7 @@
 package grantwire.gate_test
 
 import data.grantwire.fixtures_test as fx
+import data.grantwire.gate
 
 _args := {"provider": "google", "agent": "builtin:chat", "scopes": ["gmail.readonly"]}
 
@@ -116,10 +117,18 @@ test_then_the_connection_is_read if {
 		{"key": "client@env_id", "kind": "env.get", "name": "GOOGLE_CLIENT_ID", "secret": true},
 		{"key": "client@env_secret", "kind": "env.get", "name": "GOOGLE_CLIENT_SECRET", "secret": true},
 	])
+}
 
-	# a grant of no scope lets the agent ask for none
+test_no_scope_hands_out_nothing if {
+	# a request of no scope is refused before anything is read, grant of no scope or none
 	g := {"grant": fx.entry(fx.grants_file, ["google", "builtin:chat"], []), "now": _now}
-	_gat_args(object.union(_args, {"scopes": []}), g).status == "need"
+	e := fx.failed(gate.no_scope_error("google"), [])
+	_gat_args(object.union(_args, {"scopes": []}), g) == e
+	_gat_args(object.union(_args, {"scopes": []}), {}) == e
+	e.error.code == "USAGE"
+
+	# a grant of no scope covers no scope that can be asked for
+	_gat_args(_args, g).error.code == "AGENT_NOT_GRANTED"
 }
 
 test_not_connected if {
@@ -380,7 +389,7 @@ test_invalid_client if {
 	_gat(f) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
-			"configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); this provider needs the client's secret",
+			"configuration error: the google token endpoint refused the OAuth client (invalid_client) and no client secret is configured (neither stored with the client nor in GOOGLE_CLIENT_SECRET); the catalog says google needs the client's secret",
 			"grantwire configure google --client-id <id> --client-secret-stdin", {"connector": "google", "missing": "client_secret"},
 		),
 		[],
@@ -556,4 +565,53 @@ test_a_stored_client_without_a_secret if {
 		{"provider": "local", "access_token": {"$ref": "token#access_token"}, "expires_at": _now + 3600000, "scopes": ["read"]},
 		[],
 	)
+}
+
+_ms_args := {"provider": "microsoft", "agent": "builtin:chat", "scopes": ["User.Read"]}
+
+# A microsoft refresh answered by resp, with a client from the environment (secret when sec).
+_ms_refresh(sec, resp) := _gat_args(_ms_args, object.union(
+	object.union(
+		{
+			"grant": fx.entry(fx.grants_file, ["microsoft", "builtin:chat"], ["User.Read"]), "now": _now,
+			"conn": fx.conn("conn", fx.hash_a, ["User.Read"]), "token": fx.absent,
+		},
+		object.union(fx.env_client("client", fx.id_a, sec), fx.env_client("client@lock", fx.id_a, sec)),
+	),
+	{
+		"lock": "held", "conn@lock": fx.conn("conn@lock", fx.hash_a, ["User.Read"]), "token@lock": fx.absent,
+		"now@lock": _now, "state@lock": fx.no_file(fx.state_file, ["microsoft"]), "refresh": resp,
+	},
+))
+
+test_invalid_client_of_a_public_client_is_reauth_and_deletes_nothing if {
+	# issue 20 §1.17: a provider that needs no secret (the catalog does not require one), no
+	# secret configured: GAIA's REAUTH_REQUIRED, never "needs the client's secret"
+	d := _ms_refresh(false, fx.http(401, {"error": "invalid_client"}))
+	d.error.code == "REAUTH_REQUIRED"
+	d.error.fix == "grantwire connect microsoft --scopes User.Read"
+	d.error.cause == "the token endpoint refused the public client (invalid_client); nothing was deleted"
+	d.effects == []
+	not contains(d.error.message, "secret")
+	_ms_refresh(false, fx.http(400, {"error": "invalid_client"})).error.code == "REAUTH_REQUIRED"
+
+	# with a secret configured, the secret or the id is wrong
+	c := _ms_refresh(true, fx.http(401, {"error": "invalid_client"}))
+	c.error.code == "CONFIGURATION"
+	c.error.fix == "grantwire configure microsoft --client-id <id> --client-secret-stdin"
+}
+
+test_invalid_grant_answered_with_401_deletes_nothing if {
+	# issue 20 §1.17: a 401 never deletes (Microsoft answers 401 invalid_grant where
+	# reconnecting fixes it); a 400 invalid_grant is a revoked connection
+	d := _gat(_b({"refresh": fx.http(401, {"error": "invalid_grant"})}))
+	d == fx.failed(
+		fx.err(
+			"REAUTH_REQUIRED", "the google connection must be authorized again (the token endpoint answered 401 (invalid_grant); nothing was deleted)",
+			"grantwire connect google --scopes gmail.readonly,openid",
+			{"connector": "google", "cause": "the token endpoint answered 401 (invalid_grant); nothing was deleted"},
+		),
+		[],
+	)
+	_ms_refresh(false, fx.http(401, {"error": "invalid_grant"})).effects == []
 }

@@ -144,9 +144,22 @@ revoke := step.fail(errors.usage("revoke needs connector and agent"), []) if {
 	m := facts.missing(_f, [grant_need("grant", _c, _a), active_need("active", _c, _a)])
 	count(m) > 0
 } else := step.done(
-	{"connector": _c, "agent": _a, "changed": count(_revoke_effects) > 0, "warnings": _revoke_warnings},
+	{
+		"connector": _c, "agent": _a, "changed": count(_revoke_effects) > 0,
+		"summary": _revoke_summary, "warnings": _revoke_warnings,
+	},
 	_revoke_effects,
 )
+
+# What revoke did, in words the CLI prints: it never says "held no grant" about a ledger it
+# could not read.
+_revoke_summary := concat("", ["could not read ", _f.grant.file, ", so ", _a, "'s grant on ", _c, " was not revoked (see the warning)"]) if {
+	store.problem(_f.grant)
+} else := concat("", ["Revoked ", _a, "'s grant on ", _c, "."]) if {
+	count(_revoke_grant) > 0
+} else := concat("", ["Revoked ", _a, "'s activation on ", _c, " (it held no grant)."]) if {
+	count(_revoke_activation) > 0
+} else := concat("", [_a, " held no grant on ", _c, "; nothing to revoke."])
 
 _revoke_effects := array.concat(_revoke_grant, _revoke_activation)
 

@@ -123,7 +123,7 @@ test_revoke_reads_the_grant_and_the_activation if {
 
 test_revoking_nothing_changes_nothing if {
 	f := {"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:chat"]), "active": fx.no_entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"])}
-	_revoke(_pair, f) == fx.done({"connector": "mcp-github", "agent": "builtin:chat", "changed": false, "warnings": []}, [])
+	_revoke(_pair, f) == fx.done({"connector": "mcp-github", "agent": "builtin:chat", "changed": false, "summary": "builtin:chat held no grant on mcp-github; nothing to revoke.", "warnings": []}, [])
 }
 
 test_revoke_removes_the_grant_and_the_activation if {
@@ -132,7 +132,7 @@ test_revoke_removes_the_grant_and_the_activation if {
 		"active": fx.entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"], true),
 	}
 	_revoke(_pair, f) == fx.done(
-		{"connector": "mcp-github", "agent": "builtin:chat", "changed": true, "warnings": []},
+		{"connector": "mcp-github", "agent": "builtin:chat", "changed": true, "summary": "Revoked builtin:chat's grant on mcp-github.", "warnings": []},
 		[
 			{"kind": "ledger.write", "ledger": "connectors/grants.json", "ops": [{"path": ["mcp-github", "builtin:chat"], "delete": true, "prune": true, "expect": {"value": ["use"]}}]},
 			_event("mcp-github", "builtin:chat", []),
@@ -145,6 +145,9 @@ test_revoke_removes_the_grant_and_the_activation if {
 	g := fx.patch(f, {"grant": fx.no_entry(fx.grants_file, ["mcp-github", "builtin:chat"])})
 	fx.kinds(_revoke(_pair, g)) == ["ledger.write", "event.emit"]
 	_revoke(_pair, g).effects[0].ledger == "connectors/activations.json"
+	_revoke(_pair, g).result.summary == "Revoked builtin:chat's activation on mcp-github (it held no grant)."
+	n := fx.patch(g, {"active": fx.no_entry(fx.activations_file, ["activations", "mcp-github", "builtin:chat"])})
+	_revoke(_pair, n).result.summary == "builtin:chat held no grant on mcp-github; nothing to revoke."
 }
 
 # Revoking access is always possible: an unreadable ledger is left as it is and named, and
@@ -164,6 +167,9 @@ test_revoke_with_an_unreadable_ledger if {
 	fx.kinds(e) == ["ledger.write", "event.emit"]
 	e.effects[0].ledger == "connectors/activations.json"
 	e.result.warnings == ["could not clean /home/u/.grantwire/connectors/grants.json (trailing data); no agent gets any credential while it is unreadable; move it aside: mv /home/u/.grantwire/connectors/grants.json /home/u/.grantwire/connectors/grants.json.corrupt"]
+
+	# issue 20 §1.19: never "held no grant" about a ledger it could not read
+	e.result.summary == "could not read /home/u/.grantwire/connectors/grants.json, so builtin:chat's grant on mcp-github was not revoked (see the warning)"
 
 	# decide lets revoke through (any other operation stops on the unreadable ledger)
 	fx.decide(fx.q1("revoke", _pair, {"grant": bad_grants, "active": active})).result.changed == true

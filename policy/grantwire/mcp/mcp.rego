@@ -152,6 +152,8 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 	count(_missing) > 0
 } else := step.fail(errors.usage(concat("", ["configure_mcp was given no value for ", concat(", ", _no_value)])), []) if {
 	count(_no_value) > 0
+} else := step.need([store.probe_need(_c)]) if {
+	not store.probed(_f)
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")
 } else := step.need(m) if {

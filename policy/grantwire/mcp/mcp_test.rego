@@ -33,7 +33,7 @@ test_entries_and_keys if {
 # ---------------------------------------------------------------------------------------
 # configure_mcp
 
-_configure(args, f) := fx.decide(fx.q1("configure_mcp", args, f))
+_configure(args, f) := fx.decide(fx.q1("configure_mcp", args, object.union({"probe": fx.absent}, f)))
 
 _values(keys) := {"arg": fx.arg({concat("", ["env.", k]): "6161616161616161" | some k in keys})}
 
@@ -82,7 +82,8 @@ test_configure_checks_the_keys if {
 }
 
 test_configure_under_the_lock if {
-	fx.decide(fx.q("configure_mcp", _args, _values(["GITHUB_TOKEN"]))) == fx.need([
+	fx.decide(fx.q("configure_mcp", _args, _values(["GITHUB_TOKEN"]))) == fx.need([{"key": "probe", "kind": "keyring.get", "user": "mcp-github:default", "fresh": true}])
+	fx.decide(fx.q("configure_mcp", _args, object.union(_values(["GITHUB_TOKEN"]), {"probe": fx.absent}))) == fx.need([
 		{"key": "lock", "kind": "lock.acquire", "name": "mcp-github", "wait_ms": 5000},
 		{"key": "mcp", "kind": "ledger.read", "ledger": "mcp_servers.json", "path": [], "after": "lock"},
 		{"key": "keyring", "kind": "keyring.info", "after": "lock"},

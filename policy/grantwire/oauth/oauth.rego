@@ -88,19 +88,33 @@ _auth_form(p, client) := {"client_id": client.client_id, "client_secret": client
 # METADATA
 # title: invalid client
 # description: |
-#   What a token endpoint's invalid_client (RFC 6749 §5.2) means: a configuration error, not
-#   a reason to connect again. Without a secret the provider wants one, and the fix stores
-#   it with the client; with one, the id, the secret or the way they were sent is wrong.
+#   What a token endpoint's invalid_client (RFC 6749 §5.2) says, and only that. A provider
+#   whose catalog entry requires a secret, configured without one: it needs the client's
+#   secret (the fix stores it). A client with a secret: the id, the secret or the way they
+#   were sent is wrong. A public client (no secret configured, and the catalog does not say
+#   one is needed, as for Microsoft's): the client id is wrong or not registered as a public
+#   client, and the fix configures the client again without a secret (see public_client;
+#   the gate answers such a refusal with REAUTH_REQUIRED, as GAIA does).
 invalid_client(p, client) := errors.configuration(
 	concat("", [
 		"the ", p, " token endpoint refused the OAuth client (invalid_client) and no client secret is configured ",
 		"(neither stored with the client nor in ", store.env_name(p, "client_secret_env", "CLIENT_SECRET"),
-		"); this provider needs the client's secret",
+		"); the catalog says ", p, " needs the client's secret",
 	]),
 	concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]),
 	{"connector": p, "missing": "client_secret"},
 ) if {
 	not client.has_secret == true
+	catalog.connectors[p].client_secret_required == true
+} else := errors.configuration(
+	concat("", [
+		"the ", p, " token endpoint refused the OAuth client id (invalid_client); no client secret is configured ",
+		"and the catalog does not say ", p, " needs one, so the id is wrong or not registered as a public client",
+	]),
+	concat("", ["grantwire configure ", p, " --client-id <id>"]),
+	{"connector": p, "client_auth": "none"},
+) if {
+	public_client(p, client)
 } else := errors.configuration(
 	concat("", [
 		"the ", p, " token endpoint refused the OAuth client's credentials (invalid_client; they were sent as ",
@@ -109,6 +123,16 @@ invalid_client(p, client) := errors.configuration(
 	concat("", ["grantwire configure ", p, " --client-id <id> --client-secret-stdin"]),
 	{"connector": p, "client_auth": auth_method(p, client)},
 )
+
+# METADATA
+# title: public client
+# description: |
+#   A client that authenticates with no secret: none is configured, and the catalog entry
+#   does not require one (Microsoft's public clients; an entry silent on secrets).
+public_client(p, client) if {
+	not client.has_secret == true
+	not catalog.connectors[p].client_secret_required == true
+}
 
 # METADATA
 # title: token request

@@ -114,6 +114,21 @@ valid_agent_id(a) if {
 	_name(substring(a, 24, -1))
 }
 
+# METADATA
+# title: stored agent id
+# description: |
+#   An agent id as a ledger may hold it: GAIA stores ids verbatim and validates nothing, and
+#   its SDK documentation uses un-namespaced ids such as `my-agent`. Any string of 1 to 256
+#   characters (clean: no quotes, backslashes or control characters, checked for every
+#   argument) names such an entry for the operations that remove access (revoke,
+#   deactivate), so that whatever a listing shows can be taken away. New grants and
+#   activations, tokens and credentials still need a valid (namespaced) agent id.
+stored_agent_id(a) if {
+	is_string(a)
+	count(a) > 0
+	count(a) <= 256
+}
+
 # A name: 1 to 128 ASCII letters, digits and _ . @ + -, starting with a letter or a digit.
 _name(n) if {
 	_word(n, 128)
@@ -181,7 +196,7 @@ flag(list) := concat("", [" --scopes ", quote(concat(",", list))]) if {
 # title: grant command
 # description: |
 #   The command that grants an agent exactly the given scopes (an empty list is the grant
-#   of no scope, `--scopes ''`, which still lets the agent use the connection).
+#   of no scope, `--scopes ''`, which the ledger records but which hands out no token).
 grant_cmd(c, a, list) := concat("", ["grantwire grants grant ", c, " ", quote(a), " --scopes ", quote(concat(",", list))])
 
 # METADATA

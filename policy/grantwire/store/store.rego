@@ -62,6 +62,19 @@ client_needs(k, p, fresh) := [
 ]
 
 # METADATA
+# title: store probe
+# description: |
+#   A read of one credential-store slot asked before an operation that writes secrets takes
+#   its lock: with no credential store reachable the read fails (INSECURE_STORE) before
+#   anything is written, neither a lock file nor a keyring generation file.
+probe_need(p) := facts.keyring_secret("probe", conn_user(p))
+
+# METADATA
+# title: store probed
+# description: The probe of probe_need has been answered.
+probed(f) if facts.has(f, "probe")
+
+# METADATA
 # title: configure client command
 # description: |
 #   The command that configures a provider's OAuth client, asking for the secret on stdin
