@@ -70,6 +70,9 @@ type MCPAuthOptions struct {
 	StepUp int
 	// Timeout bounds the wait for the browser (default 5 minutes).
 	Timeout time.Duration
+	// Flow is how the user authorizes: FlowLoopback (the default) or FlowPaste (the URL is
+	// opened anywhere and the final redirect address pasted back, as Connect's).
+	Flow Flow
 }
 
 // MCPAuthResult is the outcome of AuthorizeMCP (never a secret).
@@ -100,6 +103,9 @@ func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptio
 	}
 	if o.Timeout > 0 {
 		args["timeout_ms"] = o.Timeout.Milliseconds()
+	}
+	if o.Flow != "" {
+		args["flow"] = string(o.Flow)
 	}
 	var r MCPAuthResult
 	_, err := c.run(ctx, "mcp_auth", args, nil, &r)

@@ -133,7 +133,11 @@ registered. --scopes adds scopes to ask for.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.AuthorizeMCP(ctx, args[0], grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()})
+			opts := grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()}
+			if a.noBrowser {
+				opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
+			}
+			res, err := c.AuthorizeMCP(ctx, args[0], opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -154,7 +158,7 @@ registered. --scopes adds scopes to ask for.`,
 	}
 	f := cmd.Flags()
 	addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
-	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL and wait")
+	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
 	return cmd
 }

@@ -11,6 +11,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,4 +256,26 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token", "mcp_logout"} {
 		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
 	}
+}
+
+// TestE2ERemoteMCPPasteBack: `mcp auth --no-browser` reads the redirect address pasted on
+// standard input, exactly as `connect --no-browser` does (issue 20 §1.1): the browser that
+// approves is elsewhere, so nothing reaches the loopback listener.
+func TestE2ERemoteMCPPasteBack(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	in, feed := io.Pipe()
+	defer feed.Close()
+	s := w.startIn(in, nil, "mcp", "auth", "notes", "--no-browser", "--timeout", "20s")
+	back := redirectOf(t, s.waitURL(t)) // the browser stops at the redirect: it is pasted
+	_, err := io.WriteString(feed, back.String()+"\n")
+	require.NoError(t, err)
+	require.NoError(t, feed.Close())
+	r := s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Authorized notes at "+w.srv.URL())
+	require.Contains(t, r.stderr, "paste it here and press Enter")
+	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
+	require.True(t, w.remoteList()["notes"].Authorized)
 }

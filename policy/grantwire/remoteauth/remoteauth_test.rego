@@ -175,6 +175,21 @@ test_headless_is_refused_before_anything_is_sent if {
 	d.effects == []
 }
 
+# --no-browser: the loopback opens in paste mode, so the redirect address pasted back is
+# read (issue 20 §1.1); without standard input the fix is the browser authorization.
+test_paste_flow_opens_the_loopback_in_paste_mode if {
+	n := _d({"connector": _c, "flow": "paste"}, _without(["loopback", "probe", "prm|0", "as|0", "dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"])).needs[0]
+	n.kind == "loopback.open"
+	n.mode == "paste"
+	not _d(_args, _without(["loopback", "probe", "prm|0", "as|0", "dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"])).needs[0].mode
+	d := _d({"connector": _c, "flow": "paste"}, _with({"loopback": {"status": "unavailable"}}))
+	_code(d) == "INTERACTIVE_AUTH_REQUIRED"
+	contains(d.error.message, "needs standard input")
+	d.error.fix == "grantwire mcp auth mcp-remote"
+	_d({"connector": _c, "flow": "paste"}, _world).result.connector == _c
+	_code(_d({"connector": _c, "flow": "device"}, _world)) == "USAGE"
+}
+
 test_step_up_limit if {
 	_code(_d({"connector": _c, "step_up": 3}, _world)) == "CONNECTION_MISSING_SCOPES"
 }
