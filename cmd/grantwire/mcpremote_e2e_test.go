@@ -279,3 +279,37 @@ func TestE2ERemoteMCPPasteBack(t *testing.T) {
 	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
 	require.True(t, w.remoteList()["notes"].Authorized)
 }
+
+// TestE2ERemoteMCPStatus: `status` lists the remote MCP servers a person added, and
+// `status <name>` says whether one is authorized, at which issuer, with which scopes
+// (issue 20 §1.3).
+func TestE2ERemoteMCPStatus(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	r := w.gw("", "status", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+not authorized\s+`+srv.URL+`\s`, r.stdout)
+
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	r = w.gw("", "status", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+authorized\s+`+w.srv.URL()+`, 1 scope\(s\)`, r.stdout)
+	r = w.gw("", "status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+authorized\s`, r.stdout, "the whole list names it too")
+	var doc struct {
+		Connectors []struct {
+			ID         string   `json:"id"`
+			Configured bool     `json:"configured"`
+			Issuer     string   `json:"issuer"`
+			URL        string   `json:"url"`
+			Scopes     []string `json:"scopes"`
+		} `json:"connectors"`
+	}
+	w.gwJSON("", 0, &doc, "status", "notes")
+	require.Len(t, doc.Connectors, 1)
+	require.True(t, doc.Connectors[0].Configured)
+	require.Equal(t, w.srv.URL(), doc.Connectors[0].Issuer)
+	require.Equal(t, srv.URL, doc.Connectors[0].URL)
+	require.Equal(t, []string{"notes:read"}, doc.Connectors[0].Scopes)
+}

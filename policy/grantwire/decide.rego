@@ -256,7 +256,7 @@ manifest := {"errors": errors.table, "ops": {
 	"disconnect": {"prefetch": []},
 	"connect": {"prefetch": []},
 	"configure_client": {"prefetch": []},
-	"status": {"prefetch": []},
+	"status": {"prefetch": [remote.ledger_need]},
 	"connections": {"prefetch": []},
 	"test_connector": {"prefetch": []},
 	"import_forwarded": {"prefetch": []},
@@ -279,6 +279,6 @@ manifest := {"errors": errors.table, "ops": {
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
 	]},
-	"connector_view": {"prefetch": []},
+	"connector_view": {"prefetch": [remote.ledger_need]},
 	"start_flow": {"prefetch": []},
 }}
