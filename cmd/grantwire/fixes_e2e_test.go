@@ -371,6 +371,18 @@ var fixRuns = map[string]func(t *testing.T){
 		r := w.mcpAuthNoBrowser("notes")
 		require.Equal(t, 0, r.code, r.stderr)
 	},
+	"mcp-run": func(t *testing.T) {
+		// mcp proxy on a local server: the fix is mcp run, which serves it (issue 20 §1.4).
+		w := newMCPWorld(t)
+		w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
+		w.fixes("PROBE_API_KEY="+w.key+"\n", "grantwire configure mcp-probe --from-stdin")
+		e := w.fail(3, "CONFIGURATION", "mcp", "proxy", "mcp-probe", "--agent", probeAgent)
+		require.Equal(t, "grantwire mcp run mcp-probe --agent builtin:chat", e.Error.Fix)
+		require.NotContains(t, e.Error.Message, "mcp add")
+		sess := w.connect(t, append([]string{w.bin}, strings.Fields(e.Error.Fix)[1:]...)...)
+		require.True(t, sess.status(t).Matches, "the printed fix serves the local server")
+		require.Equal(t, 0, sess.close(w))
+	},
 	"mcp-add-client": func(t *testing.T) {
 		// An authorization server without registration: mcp auth asks for a client
 		// registered there; the printed mcp add (the id filled in, the secret on stdin)

@@ -118,6 +118,9 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 	if err != nil {
 		return err
 	}
+	if l.Type == catalog.TypeMCPRemote { // a remote server a person added (mcp add)
+		return usagef("%s is a remote MCP server: grantwire mcp proxy %s --agent %s bridges it to stdio", name, name, agent)
+	}
 	if l.Type != catalog.TypeMCPServer {
 		return usagef("%s is not a local MCP server (type %s)", name, l.Type)
 	}

@@ -372,3 +372,13 @@ func TestBinaryMCPRunUsage(t *testing.T) {
 		require.Empty(t, r.stdout, "%v: nothing on stdout, the MCP channel", tc.args)
 	}
 }
+
+// `mcp run` on a remote server a person added names `mcp proxy` (issue 20 §1.4; the other
+// way round, mcp proxy on a local server, is TestEveryFixRuns/mcp-run).
+func TestE2EMCPRunOnAnAddedRemoteServerNamesProxy(t *testing.T) {
+	w := newMCPWorld(t)
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", "https://notes.example.com/mcp").code)
+	w.fixes("", "grantwire activations activate notes builtin:chat --scopes use")
+	e := w.fail(2, "USAGE", "mcp", "run", "notes", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "grantwire mcp proxy notes --agent builtin:chat")
+}

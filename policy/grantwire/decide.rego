@@ -275,6 +275,7 @@ manifest := {"errors": errors.table, "ops": {
 	"mcp_logout": {"prefetch": [remote.ledger_need]},
 	"mcp_remote_list": {"prefetch": []},
 	"launch": {"prefetch": [
+		remote.ledger_need,
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},

@@ -39,12 +39,14 @@ var ErrGate = errors.New("mcpremote: the agent may not use this server")
 // checked again for every request, so a revoked grant stops the proxy's next request. It
 // returns when either side closes.
 func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
+	// The policy first: it names the command for a server that is not remote (mcp run
+	// for a local one, mcp add for an unknown one).
+	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
+		return fmt.Errorf("%w: %w", ErrGate, err)
+	}
 	url, err := serverURL(ctx, c, o.Server)
 	if err != nil {
 		return err
-	}
-	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
-		return fmt.Errorf("%w: %w", ErrGate, err)
 	}
 	hc := o.HTTPClient
 	if hc == nil {

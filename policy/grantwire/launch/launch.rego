@@ -162,13 +162,14 @@ _not_mcp := errors.configuration(
 # entrypoint: true
 decision := step.fail(errors.usage("launch needs connector and agent (and an optional boolean check)"), []) if {
 	not _launch_args
+} else := step.need(m) if {
+	# the remote servers a person added (mcp_remote.json) first: they are MCP servers too
+	m := facts.missing(_f, array.concat([facts.ledger(store.remote_key, store.remote_file, [])], _needs))
+	count(m) > 0
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(_not_mcp, []) if {
 	not catalog.mcp(_c)
-} else := step.need(m) if {
-	m := facts.missing(_f, _needs)
-	count(m) > 0
 } else := step.done(object.union(_about, {"ready": false, "refusal": e}), []) if {
 	_check
 	e := _refusal

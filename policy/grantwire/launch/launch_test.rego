@@ -34,8 +34,8 @@ test_launch_usage if {
 	every args in [{}, {"connector": "mcp-github"}, {"agent": "builtin:coder"}, {"connector": 1, "agent": "builtin:coder"}, object.union(_pair, {"check": "yes"})] {
 		_launch(args, {}) == fx.failed(fx.usage(msg), [])
 	}
-	_launch({"connector": "nope", "agent": "builtin:coder"}, {}).error.code == "UNKNOWN_CONNECTOR"
-	_launch({"connector": "google", "agent": "builtin:coder"}, {}) == fx.failed(
+	_launch({"connector": "nope", "agent": "builtin:coder"}, _gate("nope", fx.no_file(fx.mcp_file, []))).error.code == "UNKNOWN_CONNECTOR"
+	_launch({"connector": "google", "agent": "builtin:coder"}, _gate("google", fx.no_file(fx.mcp_file, []))) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
 			"configuration error: google is not an MCP server (type oauth_pkce); agents get an OAuth provider's access tokens from grantwire token",
@@ -182,7 +182,7 @@ test_check_reads_no_secret_and_answers_refusals if {
 	_launch(c, fx.patch(f, {"mcp": _doc({})})).result.refusal.code == "NOT_CONNECTED"
 
 	# what is not a refusal of the gate stays an error
-	_launch({"connector": "google", "agent": "builtin:coder", "check": true}, {}).error.code == "CONFIGURATION"
+	_launch({"connector": "google", "agent": "builtin:coder", "check": true}, _gate("google", fx.no_file(fx.mcp_file, []))).error.code == "CONFIGURATION"
 }
 
 test_a_remote_server_passes_the_same_gate if {
@@ -195,6 +195,14 @@ test_a_remote_server_passes_the_same_gate if {
 	_launch(r, {"grant": _no_grant("mcp-remote"), "active": _inactive("mcp-remote"), "mcp": fx.no_file(fx.mcp_file, [])}).error.fix == "grantwire activations activate mcp-remote builtin:coder --scopes use"
 	_launch(r, {"grant": _granted("mcp-remote"), "active": _inactive("mcp-remote"), "mcp": fx.no_file(fx.mcp_file, [])}).error.code == "AGENT_NOT_ACTIVE"
 	_launch(object.union(r, {"check": true}), _gate("mcp-remote", fx.no_file(fx.mcp_file, []))).result.ready == true
+}
+
+# A remote server a person added (mcp_remote.json) is an MCP server too (issue 20 §1.4).
+test_an_added_remote_server_is_known if {
+	r := {"connector": "notes", "agent": "builtin:coder"}
+	f := object.union(_gate("notes", fx.no_file(fx.mcp_file, [])), {"mcp_remote": fx.entry("mcp_remote.json", [], {"servers": {"notes": {"url": "https://notes.example.com/mcp"}}})})
+	_launch(r, f).result.type == "mcp_remote"
+	_launch(r, _gate("notes", fx.no_file(fx.mcp_file, []))).error.code == "UNKNOWN_CONNECTOR"
 }
 
 test_the_gate_helpers if {
