@@ -168,6 +168,27 @@ func (c *Client) LogoutMCP(ctx context.Context, server string) (*MCPLogoutResult
 	return &r, err
 }
 
+// MCPRemoveResult is the outcome of RemoveMCP.
+type MCPRemoveResult struct {
+	Connector string `json:"connector"`
+	HadTokens bool   `json:"had_tokens"`
+	Revoked   bool   `json:"revoked"`
+	// RevokedGrants are the agents whose grants were removed; Deactivated those it was
+	// active for.
+	RevokedGrants []string `json:"revoked_grants"`
+	Deactivated   []string `json:"deactivated"`
+}
+
+// RemoveMCP removes a remote MCP server added with AddMCPServer: its refresh token is
+// revoked at the authorization server (best effort), its tokens, registration and
+// pre-registered client are deleted, its entry leaves mcp_remote.json, and every grant and
+// activation on it is removed. A catalog server cannot be removed (LogoutMCP it).
+func (c *Client) RemoveMCP(ctx context.Context, server string) (*MCPRemoveResult, error) {
+	var r MCPRemoveResult
+	_, err := c.run(ctx, "mcp_remove", map[string]any{"connector": server}, nil, &r)
+	return &r, err
+}
+
 // RemoteMCPServerInfo is one row of RemoteMCPServers (never a secret).
 type RemoteMCPServerInfo struct {
 	ID            string              `json:"id"`

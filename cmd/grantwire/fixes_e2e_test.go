@@ -371,6 +371,13 @@ var fixRuns = map[string]func(t *testing.T){
 		r := w.mcpAuthNoBrowser("notes")
 		require.Equal(t, 0, r.code, r.stderr)
 	},
+	"mcp-logout": func(t *testing.T) {
+		// A catalog remote server cannot be removed: the fix logs out of it (issue 20 §1.5).
+		w := newMCPWorld(t)
+		e := w.fail(3, "CONFIGURATION", "mcp", "remove", "mcp-notes")
+		require.Equal(t, "grantwire mcp logout mcp-notes", e.Error.Fix)
+		w.fixes("", e.Error.Fix)
+	},
 	"mcp-run": func(t *testing.T) {
 		// mcp proxy on a local server: the fix is mcp run, which serves it (issue 20 §1.4).
 		w := newMCPWorld(t)

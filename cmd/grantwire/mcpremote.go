@@ -19,7 +19,7 @@ import (
 // auth, logout, proxy; mcp list shows them beside the local servers.
 
 func (a *app) mcpRemoteCmds() []*cobra.Command {
-	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpProxyCmd()}
+	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd()}
 }
 
 func (a *app) mcpAddCmd() *cobra.Command {
@@ -198,6 +198,44 @@ store. The server stays added, with its pre-registered client; grants and activa
 	}
 }
 
+func (a *app) mcpRemoveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove <name>",
+		Short: "Remove a remote MCP server: revoke, delete its tokens and registration, its grants and activations",
+		Long: `Remove a remote MCP server added with grantwire mcp add: revoke its refresh token at the
+authorization server (RFC 7009, when it names a revocation endpoint; best effort), delete its
+tokens, registration and pre-registered client from the credential store, its entry from
+mcp_remote.json, and every grant and activation on it. A server of the catalog cannot be
+removed: grantwire mcp logout <name> forgets its authorization.`,
+		Example: `  grantwire mcp remove notes`,
+		Args:    exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.RemoveMCP(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			how := "it held no tokens"
+			switch {
+			case res.Revoked:
+				how = "its refresh token was revoked at the authorization server and its tokens deleted"
+			case res.HadTokens:
+				how = "its tokens were deleted (the authorization server names no revocation endpoint)"
+			}
+			a.printf("Removed the remote MCP server %s: %s; grants removed: %s; deactivated for: %s.\n",
+				res.Connector, how, noneOr(res.RevokedGrants), noneOr(res.Deactivated))
+			return nil
+		}),
+	}
+}
+
 func (a *app) mcpProxyCmd() *cobra.Command {
 	var agent string
 	cmd := &cobra.Command{
@@ -258,6 +296,13 @@ type writeCloser struct {
 
 func (w *writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (w *writeCloser) Close() error                { return nil }
+
+func noneOr(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, " ")
+}
 
 func orNone(list []string) string {
 	if len(list) == 0 {

@@ -313,3 +313,32 @@ func TestE2ERemoteMCPStatus(t *testing.T) {
 	require.Equal(t, srv.URL, doc.Connectors[0].URL)
 	require.Equal(t, []string{"notes:read"}, doc.Connectors[0].Scopes)
 }
+
+// TestE2ERemoteMCPRemove: `mcp remove` revokes at the authorization server, deletes the
+// tokens, the registration and the entry, and wipes the server's grants and activations
+// (issue 20 §1.5); a catalog server is refused with mcp logout, run as printed.
+func TestE2ERemoteMCPRemove(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	require.NotEmpty(t, w.keyring("notes:mcp_token"))
+	revocations := w.srv.Stats().Revocations
+
+	r := w.gw("", "mcp", "remove", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Removed the remote MCP server notes: its refresh token was revoked at the authorization server")
+	require.Contains(t, r.stdout, "grants removed: builtin:chat; deactivated for: builtin:chat.")
+	require.Eventually(t, func() bool { return w.srv.Stats().Revocations > revocations }, 5*time.Second, 20*time.Millisecond)
+	require.Empty(t, w.keyring("notes:mcp_token"))
+	require.Empty(t, w.keyring("notes:mcp_client"))
+	_, listed := w.remoteList()["notes"]
+	require.False(t, listed, "the entry is gone")
+	for _, f := range []string{"connectors/grants.json", "connectors/activations.json", "mcp_remote.json"} {
+		doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(f)))
+		if err == nil {
+			require.NotContains(t, string(doc), `"notes"`, f)
+		}
+	}
+	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "remove", "notes")
+}

@@ -94,6 +94,8 @@ _decision := gate.decision if {
 	_op == "mcp_token"
 } else := remote.logout if {
 	_op == "mcp_logout"
+} else := remote.remove if {
+	_op == "mcp_remove"
 } else := remote.list if {
 	_op == "mcp_remote_list"
 } else := launch.decision if {
@@ -273,6 +275,7 @@ manifest := {"errors": errors.table, "ops": {
 	"mcp_auth": {"prefetch": [remote.ledger_need]},
 	"mcp_token": {"prefetch": remotetoken.prefetch},
 	"mcp_logout": {"prefetch": [remote.ledger_need]},
+	"mcp_remove": {"prefetch": [remote.ledger_need]},
 	"mcp_remote_list": {"prefetch": []},
 	"launch": {"prefetch": [
 		remote.ledger_need,
