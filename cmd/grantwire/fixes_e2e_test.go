@@ -371,6 +371,31 @@ var fixRuns = map[string]func(t *testing.T){
 		r := w.mcpAuthNoBrowser("notes")
 		require.Equal(t, 0, r.code, r.stderr)
 	},
+	"mcp-add-url": func(t *testing.T) {
+		// The metadata announces the server as localhost, it was added as 127.0.0.1: both
+		// are named, and the printed mcp add under the announced address authorizes
+		// (issue 20 §1.6).
+		w := newFixWorldCfg(t, "mcp-add-url", authserver.Config{})
+		srv, err := mcptest.Start(mcptest.Options{
+			Issuer: w.srv.URL(),
+			Verify: func(token string) (mcptest.Token, error) {
+				info, err := w.srv.Verify(token)
+				return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+			},
+			Resource: func(u string) string { return strings.Replace(u, "127.0.0.1", "localhost", 1) },
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close() })
+		announced := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+		w.ok("", "mcp", "add", "notes", "--url", srv.URL)
+		var e cliError
+		w.gwJSON("", 5, &e, "mcp", "auth", "notes", "--no-browser")
+		require.Contains(t, e.Error.Message, "announces the resource "+announced+", not "+srv.URL)
+		fix := w.ofKind(e.Error.Fix)
+		require.Equal(t, "grantwire mcp add notes --url "+announced, fix)
+		w.run(fix, "", nil)
+		require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	},
 	"mcp-logout": func(t *testing.T) {
 		// A catalog remote server cannot be removed: the fix logs out of it (issue 20 §1.5).
 		w := newMCPWorld(t)

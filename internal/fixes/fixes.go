@@ -55,6 +55,7 @@ var Kinds = []Kind{
 	kind("mcp-auth", `grantwire mcp auth `+word+`(?: --scopes `+word+`)?(?: --no-browser)?`),
 	kind("mcp-logout", `grantwire mcp logout `+word),
 	kind("mcp-run", `grantwire mcp run `+word+` --agent `+word),
+	kind("mcp-add-url", `grantwire mcp add `+word+` --url `+word),
 	kind("mcp-add-client", `grantwire mcp add `+word+` --url `+word+` --client-id <id> --issuer `+word+` --client-secret-stdin`),
 	kind("move-aside", `mv `+word+` `+word),
 	kind("opa-build", `go build -tags opa -o grantwire \./cmd/grantwire`),

@@ -680,6 +680,26 @@ _wrong_prereg := errors.configuration(
 	{"connector": _c, "issuer": _issuer},
 )
 
+# The metadata announces the server under another address (RFC 9728 §3.3: refused, so
+# that one server's metadata cannot stand for another's): both are named, and the fix adds
+# the server under the announced one when that address passes the URL rule.
+_announced := _prm_doc.resource
+
+_resource_elsewhere := errors.provider_problem(
+	_c,
+	concat("", [
+		"the protected resource metadata at ", _prm_urls[_prm_i], " cannot be used: its resource is not this server ",
+		"(RFC 9728 §3.3): it announces the resource ", _announced, ", not ", _url,
+		"; nothing was sent to an authorization server. If ", _announced, " is this server, add it under that address",
+	]),
+	_announced_fix,
+)
+
+_announced_fix := concat("", ["grantwire mcp add ", _c, " --url ", scopes.quote(_announced)]) if {
+	not discovery.url_refusal(_announced)
+	not contains(_announced, "#")
+} else := ""
+
 _too_many_scopes := errors.configuration(
 	concat("", ["the authorization would ask for more than ", format_int(remote.max_scopes, 10), " scopes"]),
 	"",
@@ -743,6 +763,10 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 } else := step.fail(_problem(concat("", ["the protected resource metadata at ", _prm_urls[_prm_i], " ", discovery.failure(_prm_fact)])), []) if {
 	not _prm_exhausted
 	discovery.verdict(_prm_fact) == "fail"
+} else := step.fail(_resource_elsewhere, []) if {
+	not _prm_exhausted
+	is_string(_prm_doc.resource)
+	not discovery.resource_matches(_prm_doc.resource, _url)
 } else := step.fail(_problem(concat("", ["the protected resource metadata at ", _prm_urls[_prm_i], " cannot be used: ", p])), []) if {
 	not _prm_exhausted
 	p := discovery.prm_problem(_prm_doc, _url)

@@ -432,3 +432,14 @@ test_granted_scopes_default_to_requested if {
 	d.result.scopes == ["files:read", "offline_access"]
 	d.result.refresh_token == false
 }
+
+# Metadata announcing the server under another address: both named, and the fix adds it
+# under the announced one (issue 20 §1.6).
+test_metadata_of_another_address_names_both if {
+	d := _d(_args, _with({"prm|0": fx.http(200, object.union(_prm, {"resource": "https://mcp2.example.com/mcp"}))}))
+	_code(d) == "PROVIDER_ERROR"
+	contains(d.error.message, "announces the resource https://mcp2.example.com/mcp, not https://mcp.example.com/mcp")
+	d.error.fix == "grantwire mcp add mcp-remote --url https://mcp2.example.com/mcp"
+	d2 := _d(_args, _with({"prm|0": fx.http(200, object.union(_prm, {"resource": "http://mcp2.example.com/mcp"}))}))
+	d2.error.fix == ""
+}
