@@ -342,3 +342,20 @@ func TestE2ERemoteMCPRemove(t *testing.T) {
 	}
 	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "remove", "notes")
 }
+
+// TestE2ERemoteMCPNeedsNoAuthorization: mcp auth on a server that answers without a token
+// says that it needs no authorization, and asks no authorization server anything (issue
+// 20 §1.7).
+func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	srv, err := mcptest.Start(mcptest.Options{Issuer: w.srv.URL(), Open: true,
+		Verify: func(string) (mcptest.Token, error) { return mcptest.Token{}, nil }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	require.Equal(t, 0, w.gw("", "mcp", "add", "open", "--url", srv.URL).code)
+	e := w.fail(3, "CONFIGURATION", "mcp", "auth", "open", "--no-browser")
+	require.Contains(t, e.Error.Message, "the open server needs no authorization")
+	require.NotContains(t, e.Error.Message, "404")
+	st := w.srv.Stats()
+	require.Zero(t, st.MetadataRequests+st.Registrations)
+}

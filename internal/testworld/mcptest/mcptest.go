@@ -50,6 +50,9 @@ type Options struct {
 	// issued for) instead of URL: the same server under another name, such as
 	// http://localhost:<port>/mcp.
 	Resource func(url string) string
+	// Open serves the MCP endpoint to anyone, without a bearer token or metadata: a
+	// server that needs no authorization.
+	Open bool
 }
 
 // Server is a running remote MCP server.
@@ -121,8 +124,16 @@ func Start(o Options) (*Server, error) {
 		prm["scopes_supported"] = o.ScopesSupported
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	if o.Open {
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	} else {
+		mux.Handle("/mcp", mcpHandler)
+	}
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if o.Open {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(prm)
 	})

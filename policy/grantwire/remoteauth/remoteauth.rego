@@ -180,6 +180,13 @@ _probe_failed if {
 	_f.probe.status < 400
 }
 
+# The server answered the probe without asking for authorization (issue 20 §1.7).
+_probe_open if {
+	not _challenge_given
+	_f.probe.status >= 200
+	_f.probe.status < 300
+}
+
 _header := _given if {
 	is_string(input.args.www_authenticate)
 } else := h if {
@@ -700,6 +707,15 @@ _announced_fix := concat("", ["grantwire mcp add ", _c, " --url ", scopes.quote(
 	not contains(_announced, "#")
 } else := ""
 
+_no_auth_needed := errors.configuration(
+	concat("", [
+		"the ", _c, " server needs no authorization: it answered an MCP request without a token ",
+		"(no 401 challenge) and publishes no protected resource metadata; nothing was registered or stored",
+	]),
+	"",
+	{"connector": _c},
+)
+
 _too_many_scopes := errors.configuration(
 	concat("", ["the authorization would ask for more than ", format_int(remote.max_scopes, 10), " scopes"]),
 	"",
@@ -770,6 +786,9 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 } else := step.fail(_problem(concat("", ["the protected resource metadata at ", _prm_urls[_prm_i], " cannot be used: ", p])), []) if {
 	not _prm_exhausted
 	p := discovery.prm_problem(_prm_doc, _url)
+} else := step.fail(_no_auth_needed, []) if {
+	_prm_exhausted
+	_probe_open
 } else := step.need([_get(_key("as", _as_i), _as_urls[_as_i])]) if {
 	not _as_exhausted
 	not facts.has(_f, _key("as", _as_i))

@@ -443,3 +443,13 @@ test_metadata_of_another_address_names_both if {
 	d2 := _d(_args, _with({"prm|0": fx.http(200, object.union(_prm, {"resource": "http://mcp2.example.com/mcp"}))}))
 	d2.error.fix == ""
 }
+
+# A server that answers without a challenge and publishes no metadata needs no
+# authorization: said so, before any authorization server is asked (issue 20 §1.7).
+test_a_server_without_authorization_is_told_so if {
+	f := _with({"probe": {"status": 200, "headers": {}}, "prm|0": {"status": 404, "headers": {}}, "prm|1": {"status": 404, "headers": {}}})
+	d := _d(_args, f)
+	_code(d) == "CONFIGURATION"
+	contains(d.error.message, "needs no authorization")
+	d.effects == []
+}
