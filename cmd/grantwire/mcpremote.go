@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -266,11 +267,28 @@ ever printed. Messages go to stderr only.`,
 			in, out := a.stdio()
 			return mcpremote.Proxy(ctx, c, mcpremote.ProxyOptions{
 				Server: args[0], Agent: agent, In: in, Out: out, Timeout: a.timeout(),
+				OnError: a.reportForwarding,
 			})
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
 	return cmd
+}
+
+// reportForwarding writes an error met while forwarding on stderr as every refusal is
+// written ("grantwire: message" and "fix: command"; --json: one object), while the proxy
+// goes on serving (issue 20 §1.8).
+func (a *app) reportForwarding(err error) {
+	var ge *grantwire.Error
+	if errors.As(err, &ge) {
+		msg := ge.Summary
+		if msg == "" {
+			msg = ge.Message
+		}
+		a.report(ge.Code, msg, ge.Fix, ge.Fields, ge.Exit)
+		return
+	}
+	a.report("UPSTREAM_ERROR", "forwarding to the server failed: "+err.Error(), "", nil, 5)
 }
 
 // stdio is the proxy's MCP channel: the process's stdin and stdout.

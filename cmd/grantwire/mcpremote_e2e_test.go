@@ -359,3 +359,25 @@ func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
 	st := w.srv.Stats()
 	require.Zero(t, st.MetadataRequests+st.Registrations)
 }
+
+// TestE2ERemoteMCPProxyReportsForwardingErrors: an error after the gate (here the server
+// gone: connection refused) reaches stderr as refusals do, not only the JSON-RPC error
+// (issue 20 §1.8).
+func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, stderr := w.proxySession(ctx, "notes", "builtin:chat")
+	_, err := echo(t, ctx, session, "before")
+	require.NoError(t, err)
+	require.Empty(t, stderr.String())
+	require.NoError(t, srv.Close())
+	_, err = echo(t, ctx, session, "after")
+	require.Error(t, err)
+	_ = session.Close() // waits for the proxy, and for its stderr
+	require.Contains(t, stderr.String(), "grantwire: ")
+	require.Contains(t, stderr.String(), "connection refused")
+}
