@@ -381,3 +381,13 @@ func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
 	require.Contains(t, stderr.String(), "grantwire: ")
 	require.Contains(t, stderr.String(), "connection refused")
 }
+
+// TestE2ERemoteMCPTimeoutSaysItsDuration: `mcp auth --timeout 2s` says 2s, not 0m (issue
+// 20 §1.11).
+func TestE2ERemoteMCPTimeoutSaysItsDuration(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	r := w.gw("", "mcp", "auth", "notes", "--no-browser", "--timeout", "2s")
+	require.Equal(t, 4, r.code, r.stderr)
+	require.Contains(t, r.stderr, "grantwire: no answer from the browser in 2s; nothing was stored")
+}

@@ -824,14 +824,7 @@ _register := step.need([_dcr_need]) if {
 
 _callback := step.fail(_browser_gone, []) if {
 	_cb.status == "unavailable"
-} else := step.fail(
-	errors.error(
-		"AUTHORIZATION_TIMEOUT",
-		concat("", ["no answer from the browser in ", format_int(floor(_timeout / 60000), 10), "m; nothing was stored"]),
-		_fix, {"connector": _c},
-	),
-	[],
-) if {
+} else := step.fail(errors.authorization_timeout(_c, _timeout, _fix), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p), []) if {
 	p := _iss_problem

@@ -453,3 +453,10 @@ test_a_server_without_authorization_is_told_so if {
 	contains(d.error.message, "needs no authorization")
 	d.effects == []
 }
+
+# The timeout is said as it was given (issue 20 §1.11: 15 s is not "0m").
+test_timeout_names_the_duration if {
+	d := _d({"connector": _c, "timeout_ms": 15000}, _with({"callback": {"status": "timeout"}}))
+	_code(d) == "AUTHORIZATION_TIMEOUT"
+	contains(d.error.message, "no answer from the browser in 15s")
+}
