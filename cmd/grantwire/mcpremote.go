@@ -34,7 +34,7 @@ func (a *app) mcpAddCmd() *cobra.Command {
 		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]]",
 		Short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
 		Long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
-address such as 127.0.0.1 or localhost) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
+address (127.0.0.1, ::1 or localhost)) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
 not a catalog connector). Nothing is sent to the server yet: grantwire mcp auth <name>
 discovers its authorization server and authorizes it.
 
@@ -93,7 +93,7 @@ them. Changing the URL of a server deletes the tokens it held.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address)")
+	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address (127.0.0.1, ::1 or localhost))")
 	addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
 	f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
 	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read that client's secret from stdin (without echo on a terminal)")
@@ -115,7 +115,8 @@ server's metadata (RFC 8414 or OpenID), register grantwire there when needed (a
 pre-registered client, a client ID metadata document, or dynamic registration), then
 authorize with PKCE S256 through a one-shot listener on 127.0.0.1 and the resource
 indicator (RFC 8707). The tokens go to the credential store, bound to that authorization
-server. HTTPS is required everywhere (plain http only to a loopback address) and redirects
+server. HTTPS is required everywhere (plain http only to a loopback address (127.0.0.1, ::1
+or localhost)) and redirects
 are never followed.
 
 Without a browser or a person at a terminal it says so before anything is sent or

@@ -391,3 +391,16 @@ func TestE2ERemoteMCPTimeoutSaysItsDuration(t *testing.T) {
 	require.Equal(t, 4, r.code, r.stderr)
 	require.Contains(t, r.stderr, "grantwire: no answer from the browser in 2s; nothing was stored")
 }
+
+// TestE2ERemoteMCPLoopbackRuleSaidOneWay: mcp add's refusal and its --help say the same
+// loopback rule, localhost included, and localhost is accepted (issue 20 §1.9).
+func TestE2ERemoteMCPLoopbackRuleSaidOneWay(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	const rule = "(127.0.0.1, ::1 or localhost)"
+	e := w.fail(3, "CONFIGURATION", "mcp", "add", "plain", "--url", "http://mcp.example.com/mcp")
+	require.Contains(t, e.Error.Message, "plain HTTP is allowed only to a loopback address "+rule)
+	help := w.gw("", "mcp", "add", "--help")
+	require.Equal(t, 0, help.code)
+	require.Contains(t, strings.Join(strings.Fields(help.stdout), " "), "plain http only to a loopback address "+rule)
+	require.Equal(t, 0, w.gw("", "mcp", "add", "local", "--url", "http://localhost:3000/mcp").code)
+}
