@@ -154,7 +154,7 @@ registered. --scopes adds scopes to ask for.`,
 			if !res.RefreshToken {
 				a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
 			}
-			a.printf("Next: grantwire activations activate %s <agent>, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
+			a.printf("Next: grantwire activations activate %s <agent> --scopes use, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
 			return nil
 		}),
 	}

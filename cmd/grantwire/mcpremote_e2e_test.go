@@ -404,3 +404,56 @@ func TestE2ERemoteMCPLoopbackRuleSaidOneWay(t *testing.T) {
 	require.Contains(t, strings.Join(strings.Fields(help.stdout), " "), "plain http only to a loopback address "+rule)
 	require.Equal(t, 0, w.gw("", "mcp", "add", "local", "--url", "http://localhost:3000/mcp").code)
 }
+
+// nextHint returns the commands of the "Next:" line of out, <agent> filled in.
+func nextHint(t *testing.T, out, agent string) [][]string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Next: "); ok {
+			var cmds [][]string
+			for _, c := range strings.Split(rest, ", then ") {
+				words := strings.Fields(strings.ReplaceAll(c, "<agent>", agent))
+				require.Equal(t, "grantwire", words[0], line)
+				cmds = append(cmds, words[1:])
+			}
+			return cmds
+		}
+	}
+	t.Fatalf("no Next: line in %q", out)
+	return nil
+}
+
+// TestE2ENextHintsRun: every "Next:" hint of mcp add, mcp auth and configure, run as
+// printed (the agent filled in), works (issue 20 §1.10).
+func TestE2ENextHintsRun(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	r := w.gw("", "mcp", "add", "notes", "--url", srv.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	hint := nextHint(t, r.stdout, "builtin:chat")
+	require.Equal(t, [][]string{{"mcp", "auth", "notes"}}, hint)
+	// The stand-in browser consents.
+	s := w.start([]string{"BROWSER=" + browserBinary(t)}, append(hint[0], "--timeout", "60s")...)
+	r = s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	hint = nextHint(t, r.stdout, "builtin:chat")
+	require.Len(t, hint, 2)
+	r = w.gw("", hint[0]...)
+	require.Equal(t, 0, r.code, "%v: %s", hint[0], r.stderr)
+	require.Equal(t, []string{"mcp", "proxy", "notes", "--agent", "builtin:chat"}, hint[1])
+	session, _ := w.proxySession(context.Background(), "notes", "builtin:chat")
+	out, err := echo(t, context.Background(), session, "next")
+	require.NoError(t, err)
+	require.Equal(t, "next", out)
+
+	// configure of a local server without keys.
+	r = w.gw("", "configure", "mcp-fetch")
+	require.Equal(t, 0, r.code, r.stderr)
+	hint = nextHint(t, r.stdout, "builtin:coder")
+	r = w.gw("", hint[0]...)
+	require.Equal(t, 0, r.code, "%v: %s", hint[0], r.stderr)
+	r = w.gw("", "mcp", "config", "mcp-fetch", "--agent", "builtin:coder")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "granted and active: no warning")
+}
