@@ -120,9 +120,11 @@ or localhost)) and redirects
 are never followed.
 
 Without a browser or a person at a terminal it says so before anything is sent or
-registered. --scopes adds scopes to ask for.`,
+registered. --no-browser prints the URL to open in a browser on any machine and reads the
+address that browser ends on, pasted on standard input (as connect --no-browser).
+--scopes adds scopes to ask for.`,
 		Example: `  grantwire mcp auth notes
-  grantwire mcp auth notes --no-browser        # print the URL, open it anywhere on this machine
+  grantwire mcp auth notes --no-browser        # print the URL, open it in a browser anywhere, paste the redirect back
   grantwire mcp auth tracker --scopes admin`,
 		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {

@@ -457,3 +457,13 @@ func TestE2ENextHintsRun(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, r.stderr, "granted and active: no warning")
 }
+
+// TestRemoteMCPAuthHelpSaysPasteBack: mcp auth --help says --no-browser reads the pasted
+// redirect, not "open it anywhere on this machine" (issue 20 §1.12).
+func TestRemoteMCPAuthHelpSaysPasteBack(t *testing.T) {
+	w := newBB(t)
+	r := w.run("", "mcp", "auth", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "on this machine")
+	require.Contains(t, strings.Join(strings.Fields(r.stdout), " "), "pasted on standard input")
+}
