@@ -467,3 +467,12 @@ func TestRemoteMCPAuthHelpSaysPasteBack(t *testing.T) {
 	require.NotContains(t, r.stdout, "on this machine")
 	require.Contains(t, strings.Join(strings.Fields(r.stdout), " "), "pasted on standard input")
 }
+
+// TestE2ERemoteMCPUnreachableHostSaysWhy: a host name that does not resolve is named as
+// the reason, not "(failed)" (issue 20 §2.4).
+func TestE2ERemoteMCPUnreachableHostSaysWhy(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "gone", "--url", "https://mcp.grantwire-test.invalid/mcp").code)
+	e := w.fail(5, "PROVIDER_ERROR", "mcp", "auth", "gone", "--no-browser")
+	require.Contains(t, e.Error.Message, "could not be reached (its host name does not resolve)")
+}

@@ -316,6 +316,10 @@ failure(r) := "answered with more than 1 MiB" if {
 
 _word(e) := e if {
 	e in {"timeout", "refused", "tls", "canceled", "failed"}
+} else := "its host name does not resolve" if {
+	e == "dns"
+} else := "no route to its host" if {
+	e == "unreachable"
 } else := "failed"
 
 _status_text(s) := format_int(s, 10) if {

@@ -230,3 +230,10 @@ test_url_refusal_names_localhost if {
 	discovery.url_refusal("http://mcp.example.com/mcp") == "plain HTTP is allowed only to a loopback address (127.0.0.1, ::1 or localhost)"
 	not discovery.url_refusal("http://localhost:3000/mcp")
 }
+
+# An unreachable host names why (issue 20 §2.4).
+test_failure_names_the_reason if {
+	discovery.failure({"status": 0, "error": "dns"}) == "could not be reached (its host name does not resolve)"
+	discovery.failure({"status": 0, "error": "unreachable"}) == "could not be reached (no route to its host)"
+	discovery.failure({"status": 0, "error": "refused"}) == "could not be reached (refused)"
+}
