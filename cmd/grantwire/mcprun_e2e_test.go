@@ -382,3 +382,32 @@ func TestE2EMCPRunOnAnAddedRemoteServerNamesProxy(t *testing.T) {
 	e := w.fail(2, "USAGE", "mcp", "run", "notes", "--agent", probeAgent)
 	require.Contains(t, e.Error.Message, "grantwire mcp proxy notes --agent builtin:chat")
 }
+
+// `mcp config` names the binary as the user runs it, found on PATH through a symlink, not
+// the versioned path the symlink points at (issue 20 §1.15).
+func TestE2EMCPConfigNamesTheBinaryOnPath(t *testing.T) {
+	w := newMCPWorld(t)
+	versioned := filepath.Join(w.home, "opt", "grantwire-9.9.9")
+	bin := filepath.Join(w.home, "bin")
+	require.NoError(t, os.MkdirAll(versioned, 0o755))
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	raw, err := os.ReadFile(w.bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(versioned, "grantwire"), raw, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(versioned, "grantwire"), filepath.Join(bin, "grantwire")))
+	cmd := exec.Command(filepath.Join(bin, "grantwire"), "--json", "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	cmd.Env = append(withoutVars(w.env, "PATH"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = w.home
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Args[0] = "grantwire" // as a shell runs it, found on PATH
+	require.NoError(t, cmd.Run(), errb.String())
+	w.record(out.String(), errb.String())
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string `json:"command"`
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &cfg), out.String())
+	require.Equal(t, filepath.Join(bin, "grantwire"), cfg.MCPServers["mcp-probe"].Command)
+}
