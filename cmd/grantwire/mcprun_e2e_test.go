@@ -411,3 +411,16 @@ func TestE2EMCPConfigNamesTheBinaryOnPath(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &cfg), out.String())
 	require.Equal(t, filepath.Join(bin, "grantwire"), cfg.MCPServers["mcp-probe"].Command)
 }
+
+// Everything missing is said at once: mcp config and mcp run name both the activation and
+// the configuration a fresh server needs (issue 20 §1.13).
+func TestE2EMCPSaysEverythingMissingAtOnce(t *testing.T) {
+	w := newMCPWorld(t)
+	r := w.gw("", "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "grantwire activations activate mcp-probe builtin:chat --scopes use")
+	require.Contains(t, r.stderr, "grantwire configure mcp-probe --from-stdin")
+	e := w.fail(4, "AGENT_NOT_GRANTED", "mcp", "run", "mcp-probe", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "then ")
+	require.Contains(t, e.Error.Message, "(fix: grantwire configure mcp-probe --from-stdin)")
+}

@@ -77,12 +77,23 @@ test_an_ungranted_agent_is_refused_before_the_keyring_is_read if {
 	# an activation left without its grant changes nothing
 	_launch(_pair, {"grant": _no_grant("mcp-github"), "active": _active("mcp-github"), "mcp": doc}) == fx.failed(_not_granted, [])
 
-	# no ledger at all
-	_launch(_pair, {
+	# no ledger at all: not granted, and then not configured either, said at once (issue 20 §1.13)
+	d := _launch(_pair, {
 		"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:coder"]),
 		"active": fx.no_file(fx.activations_file, ["activations", "mcp-github", "builtin:coder"]),
 		"mcp": fx.no_file(fx.mcp_file, []),
-	}) == fx.failed(_not_granted, [])
+	})
+	d.error.code == "AGENT_NOT_GRANTED"
+	d.error.fix == _not_granted.fix
+	startswith(d.error.summary, concat("", [_not_granted.summary, "; then "]))
+	contains(d.error.summary, "(fix: grantwire configure mcp-github")
+	d.error.then.code == "NOT_CONNECTED"
+	c := _launch(object.union(_pair, {"check": true}), {
+		"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:coder"]),
+		"active": fx.no_file(fx.activations_file, ["activations", "mcp-github", "builtin:coder"]),
+		"mcp": fx.no_file(fx.mcp_file, []),
+	})
+	contains(c.result.refusal.summary, "(fix: grantwire configure mcp-github")
 }
 
 test_a_granted_agent_must_be_active if {
