@@ -710,6 +710,10 @@ type ConnectorStatus struct {
 	MissingKeys      []string            `json:"missing_keys,omitempty"`
 	Grants           map[string][]string `json:"grants"`
 	Activations      []string            `json:"activations"`
+	// URL and Issuer of a remote MCP server (mcp_remote): its endpoint and, once
+	// authorized (Configured), the authorization server that issued its tokens.
+	URL    string `json:"url,omitempty"`
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // Status lists every catalog connector (or, with ids, those) with its state, read-only: a

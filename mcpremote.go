@@ -70,6 +70,9 @@ type MCPAuthOptions struct {
 	StepUp int
 	// Timeout bounds the wait for the browser (default 5 minutes).
 	Timeout time.Duration
+	// Flow is how the user authorizes: FlowLoopback (the default) or FlowPaste (the URL is
+	// opened anywhere and the final redirect address pasted back, as Connect's).
+	Flow Flow
 }
 
 // MCPAuthResult is the outcome of AuthorizeMCP (never a secret).
@@ -100,6 +103,9 @@ func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptio
 	}
 	if o.Timeout > 0 {
 		args["timeout_ms"] = o.Timeout.Milliseconds()
+	}
+	if o.Flow != "" {
+		args["flow"] = string(o.Flow)
 	}
 	var r MCPAuthResult
 	_, err := c.run(ctx, "mcp_auth", args, nil, &r)
@@ -159,6 +165,27 @@ type MCPLogoutResult struct {
 func (c *Client) LogoutMCP(ctx context.Context, server string) (*MCPLogoutResult, error) {
 	var r MCPLogoutResult
 	_, err := c.run(ctx, "mcp_logout", map[string]any{"connector": server}, nil, &r)
+	return &r, err
+}
+
+// MCPRemoveResult is the outcome of RemoveMCP.
+type MCPRemoveResult struct {
+	Connector string `json:"connector"`
+	HadTokens bool   `json:"had_tokens"`
+	Revoked   bool   `json:"revoked"`
+	// RevokedGrants are the agents whose grants were removed; Deactivated those it was
+	// active for.
+	RevokedGrants []string `json:"revoked_grants"`
+	Deactivated   []string `json:"deactivated"`
+}
+
+// RemoveMCP removes a remote MCP server added with AddMCPServer: its refresh token is
+// revoked at the authorization server (best effort), its tokens, registration and
+// pre-registered client are deleted, its entry leaves mcp_remote.json, and every grant and
+// activation on it is removed. A catalog server cannot be removed (LogoutMCP it).
+func (c *Client) RemoveMCP(ctx context.Context, server string) (*MCPRemoveResult, error) {
+	var r MCPRemoveResult
+	_, err := c.run(ctx, "mcp_remove", map[string]any{"connector": server}, nil, &r)
 	return &r, err
 }
 

@@ -146,3 +146,18 @@ func TestREADMEMakeTargetsAndScriptsExist(t *testing.T) {
 	}
 	require.Positive(t, scripts)
 }
+
+// docs/behaviour.md describes remote MCP servers as built, with their home file (issue 20
+// §1.12).
+func TestBehaviourDocumentsRemoteMCPServers(t *testing.T) {
+	doc, err := os.ReadFile("docs/behaviour.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(doc), "not built") {
+		t.Error("docs/behaviour.md still calls something not built")
+	}
+	if !strings.Contains(string(doc), "| `mcp_remote.json` |") {
+		t.Error("docs/behaviour.md's table of home files omits mcp_remote.json")
+	}
+}

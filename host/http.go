@@ -169,6 +169,7 @@ func transportError(ctx context.Context, err error) string {
 	var ne net.Error
 	var re *tls.RecordHeaderError
 	var ce *tls.CertificateVerificationError
+	var de *net.DNSError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
@@ -180,6 +181,10 @@ func transportError(ctx context.Context, err error) string {
 		return "refused"
 	case errors.As(err, &re), errors.As(err, &ce):
 		return "tls"
+	case errors.As(err, &de):
+		return "dns"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "unreachable"
 	}
 	return "failed"
 }

@@ -127,7 +127,7 @@ does not mark secret.`,
 				} else {
 					a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
 				}
-				a.printf("Next: grantwire activations activate %s <agent>\n", id)
+				a.printf("Next: grantwire activations activate %s <agent> --scopes use\n", id)
 				return nil
 			default:
 				// The policy says what a connector of another type takes.

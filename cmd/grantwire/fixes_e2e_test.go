@@ -373,6 +373,50 @@ var fixRuns = map[string]func(t *testing.T){
 		r := w.mcpAuthNoBrowser("notes")
 		require.Equal(t, 0, r.code, r.stderr)
 	},
+	"mcp-add-url": func(t *testing.T) {
+		// The metadata announces the server as localhost, it was added as 127.0.0.1: both
+		// are named, and the printed mcp add under the announced address authorizes
+		// (issue 20 §1.6).
+		w := newFixWorldCfg(t, "mcp-add-url", authserver.Config{})
+		srv, err := mcptest.Start(mcptest.Options{
+			Issuer: w.srv.URL(),
+			Verify: func(token string) (mcptest.Token, error) {
+				info, err := w.srv.Verify(token)
+				return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+			},
+			Resource: func(u string) string { return strings.Replace(u, "127.0.0.1", "localhost", 1) },
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close() })
+		announced := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+		w.ok("", "mcp", "add", "notes", "--url", srv.URL)
+		var e cliError
+		w.gwJSON("", 5, &e, "mcp", "auth", "notes", "--no-browser")
+		require.Contains(t, e.Error.Message, "announces the resource "+announced+", not "+srv.URL)
+		fix := w.ofKind(e.Error.Fix)
+		require.Equal(t, "grantwire mcp add notes --url "+announced, fix)
+		w.run(fix, "", nil)
+		require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	},
+	"mcp-logout": func(t *testing.T) {
+		// A catalog remote server cannot be removed: the fix logs out of it (issue 20 §1.5).
+		w := newMCPWorld(t)
+		e := w.fail(3, "CONFIGURATION", "mcp", "remove", "mcp-notes")
+		require.Equal(t, "grantwire mcp logout mcp-notes", e.Error.Fix)
+		w.fixes("", e.Error.Fix)
+	},
+	"mcp-run": func(t *testing.T) {
+		// mcp proxy on a local server: the fix is mcp run, which serves it (issue 20 §1.4).
+		w := newMCPWorld(t)
+		w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
+		w.fixes("PROBE_API_KEY="+w.key+"\n", "grantwire configure mcp-probe --from-stdin")
+		e := w.fail(3, "CONFIGURATION", "mcp", "proxy", "mcp-probe", "--agent", probeAgent)
+		require.Equal(t, "grantwire mcp run mcp-probe --agent builtin:chat", e.Error.Fix)
+		require.NotContains(t, e.Error.Message, "mcp add")
+		sess := w.connect(t, append([]string{w.bin}, strings.Fields(e.Error.Fix)[1:]...)...)
+		require.True(t, sess.status(t).Matches, "the printed fix serves the local server")
+		require.Equal(t, 0, sess.close(w))
+	},
 	"mcp-add-client": func(t *testing.T) {
 		// An authorization server without registration: mcp auth asks for a client
 		// registered there; the printed mcp add (the id filled in, the secret on stdin)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,7 +20,7 @@ import (
 // auth, logout, proxy; mcp list shows them beside the local servers.
 
 func (a *app) mcpRemoteCmds() []*cobra.Command {
-	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpProxyCmd()}
+	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd()}
 }
 
 func (a *app) mcpAddCmd() *cobra.Command {
@@ -33,7 +34,7 @@ func (a *app) mcpAddCmd() *cobra.Command {
 		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]]",
 		Short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
 		Long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
-address such as 127.0.0.1 or localhost) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
+address (127.0.0.1, ::1 or localhost)) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
 not a catalog connector). Nothing is sent to the server yet: grantwire mcp auth <name>
 discovers its authorization server and authorizes it.
 
@@ -92,7 +93,7 @@ them. Changing the URL of a server deletes the tokens it held.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address)")
+	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address (127.0.0.1, ::1 or localhost))")
 	addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
 	f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
 	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read that client's secret from stdin (without echo on a terminal)")
@@ -114,13 +115,16 @@ server's metadata (RFC 8414 or OpenID), register grantwire there when needed (a
 pre-registered client, a client ID metadata document, or dynamic registration), then
 authorize with PKCE S256 through a one-shot listener on 127.0.0.1 and the resource
 indicator (RFC 8707). The tokens go to the credential store, bound to that authorization
-server. HTTPS is required everywhere (plain http only to a loopback address) and redirects
+server. HTTPS is required everywhere (plain http only to a loopback address (127.0.0.1, ::1
+or localhost)) and redirects
 are never followed.
 
 Without a browser or a person at a terminal it says so before anything is sent or
-registered. --scopes adds scopes to ask for.`,
+registered. --no-browser prints the URL to open in a browser on any machine and reads the
+address that browser ends on, pasted on standard input (as connect --no-browser).
+--scopes adds scopes to ask for.`,
 		Example: `  grantwire mcp auth notes
-  grantwire mcp auth notes --no-browser        # print the URL, open it anywhere on this machine
+  grantwire mcp auth notes --no-browser        # print the URL, open it in a browser anywhere, paste the redirect back
   grantwire mcp auth tracker --scopes admin`,
 		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
@@ -133,7 +137,11 @@ registered. --scopes adds scopes to ask for.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.AuthorizeMCP(ctx, args[0], grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()})
+			opts := grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()}
+			if a.noBrowser {
+				opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
+			}
+			res, err := c.AuthorizeMCP(ctx, args[0], opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -148,13 +156,13 @@ registered. --scopes adds scopes to ask for.`,
 			if !res.RefreshToken {
 				a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
 			}
-			a.printf("Next: grantwire activations activate %s <agent>, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
+			a.printf("Next: grantwire activations activate %s <agent> --scopes use, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
 			return nil
 		}),
 	}
 	f := cmd.Flags()
 	addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
-	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL and wait")
+	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
 	return cmd
 }
@@ -194,6 +202,44 @@ store. The server stays added, with its pre-registered client; grants and activa
 	}
 }
 
+func (a *app) mcpRemoveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove <name>",
+		Short: "Remove a remote MCP server: revoke, delete its tokens and registration, its grants and activations",
+		Long: `Remove a remote MCP server added with grantwire mcp add: revoke its refresh token at the
+authorization server (RFC 7009, when it names a revocation endpoint; best effort), delete its
+tokens, registration and pre-registered client from the credential store, its entry from
+mcp_remote.json, and every grant and activation on it. A server of the catalog cannot be
+removed: grantwire mcp logout <name> forgets its authorization.`,
+		Example: `  grantwire mcp remove notes`,
+		Args:    exactArgs(1),
+		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.RemoveMCP(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(res)
+			}
+			how := "it held no tokens"
+			switch {
+			case res.Revoked:
+				how = "its refresh token was revoked at the authorization server and its tokens deleted"
+			case res.HadTokens:
+				how = "its tokens were deleted (the authorization server names no revocation endpoint)"
+			}
+			a.printf("Removed the remote MCP server %s: %s; grants removed: %s; deactivated for: %s.\n",
+				res.Connector, how, noneOr(res.RevokedGrants), noneOr(res.Deactivated))
+			return nil
+		}),
+	}
+}
+
 func (a *app) mcpProxyCmd() *cobra.Command {
 	var agent string
 	cmd := &cobra.Command{
@@ -224,11 +270,28 @@ ever printed. Messages go to stderr only.`,
 			in, out := a.stdio()
 			return mcpremote.Proxy(ctx, c, mcpremote.ProxyOptions{
 				Server: args[0], Agent: agent, In: in, Out: out, Timeout: a.timeout(),
+				OnError: a.reportForwarding,
 			})
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
 	return cmd
+}
+
+// reportForwarding writes an error met while forwarding on stderr as every refusal is
+// written ("grantwire: message" and "fix: command"; --json: one object), while the proxy
+// goes on serving (issue 20 §1.8).
+func (a *app) reportForwarding(err error) {
+	var ge *grantwire.Error
+	if errors.As(err, &ge) {
+		msg := ge.Summary
+		if msg == "" {
+			msg = ge.Message
+		}
+		a.report(ge.Code, msg, ge.Fix, ge.Fields, ge.Exit)
+		return
+	}
+	a.report("UPSTREAM_ERROR", "forwarding to the server failed: "+err.Error(), "", nil, 5)
 }
 
 // stdio is the proxy's MCP channel: the process's stdin and stdout.
@@ -254,6 +317,13 @@ type writeCloser struct {
 
 func (w *writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (w *writeCloser) Close() error                { return nil }
+
+func noneOr(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, " ")
+}
 
 func orNone(list []string) string {
 	if len(list) == 0 {

@@ -11,6 +11,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,4 +256,223 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token", "mcp_logout"} {
 		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
 	}
+}
+
+// TestE2ERemoteMCPPasteBack: `mcp auth --no-browser` reads the redirect address pasted on
+// standard input, exactly as `connect --no-browser` does (issue 20 §1.1): the browser that
+// approves is elsewhere, so nothing reaches the loopback listener.
+func TestE2ERemoteMCPPasteBack(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	in, feed := io.Pipe()
+	defer feed.Close()
+	s := w.startIn(in, nil, "mcp", "auth", "notes", "--no-browser", "--timeout", "20s")
+	back := redirectOf(t, s.waitURL(t)) // the browser stops at the redirect: it is pasted
+	_, err := io.WriteString(feed, back.String()+"\n")
+	require.NoError(t, err)
+	require.NoError(t, feed.Close())
+	r := s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Authorized notes at "+w.srv.URL())
+	require.Contains(t, r.stderr, "paste it here and press Enter")
+	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
+	require.True(t, w.remoteList()["notes"].Authorized)
+}
+
+// TestE2ERemoteMCPStatus: `status` lists the remote MCP servers a person added, and
+// `status <name>` says whether one is authorized, at which issuer, with which scopes
+// (issue 20 §1.3).
+func TestE2ERemoteMCPStatus(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	r := w.gw("", "status", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+not authorized\s+`+srv.URL+`\s`, r.stdout)
+
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	r = w.gw("", "status", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+authorized\s+`+w.srv.URL()+`, 1 scope\(s\)`, r.stdout)
+	r = w.gw("", "status")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^notes\s+mcp_remote\s+authorized\s`, r.stdout, "the whole list names it too")
+	var doc struct {
+		Connectors []struct {
+			ID         string   `json:"id"`
+			Configured bool     `json:"configured"`
+			Issuer     string   `json:"issuer"`
+			URL        string   `json:"url"`
+			Scopes     []string `json:"scopes"`
+		} `json:"connectors"`
+	}
+	w.gwJSON("", 0, &doc, "status", "notes")
+	require.Len(t, doc.Connectors, 1)
+	require.True(t, doc.Connectors[0].Configured)
+	require.Equal(t, w.srv.URL(), doc.Connectors[0].Issuer)
+	require.Equal(t, srv.URL, doc.Connectors[0].URL)
+	require.Equal(t, []string{"notes:read"}, doc.Connectors[0].Scopes)
+}
+
+// TestE2ERemoteMCPRemove: `mcp remove` revokes at the authorization server, deletes the
+// tokens, the registration and the entry, and wipes the server's grants and activations
+// (issue 20 §1.5); a catalog server is refused with mcp logout, run as printed.
+func TestE2ERemoteMCPRemove(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	require.NotEmpty(t, w.keyring("notes:mcp_token"))
+	revocations := w.srv.Stats().Revocations
+
+	r := w.gw("", "mcp", "remove", "notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Removed the remote MCP server notes: its refresh token was revoked at the authorization server")
+	require.Contains(t, r.stdout, "grants removed: builtin:chat; deactivated for: builtin:chat.")
+	require.Eventually(t, func() bool { return w.srv.Stats().Revocations > revocations }, 5*time.Second, 20*time.Millisecond)
+	require.Empty(t, w.keyring("notes:mcp_token"))
+	require.Empty(t, w.keyring("notes:mcp_client"))
+	_, listed := w.remoteList()["notes"]
+	require.False(t, listed, "the entry is gone")
+	for _, f := range []string{"connectors/grants.json", "connectors/activations.json", "mcp_remote.json"} {
+		doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(f)))
+		if err == nil {
+			require.NotContains(t, string(doc), `"notes"`, f)
+		}
+	}
+	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "remove", "notes")
+}
+
+// TestE2ERemoteMCPNeedsNoAuthorization: mcp auth on a server that answers without a token
+// says that it needs no authorization, and asks no authorization server anything (issue
+// 20 §1.7).
+func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	srv, err := mcptest.Start(mcptest.Options{Issuer: w.srv.URL(), Open: true,
+		Verify: func(string) (mcptest.Token, error) { return mcptest.Token{}, nil }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	require.Equal(t, 0, w.gw("", "mcp", "add", "open", "--url", srv.URL).code)
+	e := w.fail(3, "CONFIGURATION", "mcp", "auth", "open", "--no-browser")
+	require.Contains(t, e.Error.Message, "the open server needs no authorization")
+	require.NotContains(t, e.Error.Message, "404")
+	st := w.srv.Stats()
+	require.Zero(t, st.MetadataRequests+st.Registrations)
+}
+
+// TestE2ERemoteMCPProxyReportsForwardingErrors: an error after the gate (here the server
+// gone: connection refused) reaches stderr as refusals do, not only the JSON-RPC error
+// (issue 20 §1.8).
+func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, stderr := w.proxySession(ctx, "notes", "builtin:chat")
+	_, err := echo(t, ctx, session, "before")
+	require.NoError(t, err)
+	require.Empty(t, stderr.String())
+	require.NoError(t, srv.Close())
+	_, err = echo(t, ctx, session, "after")
+	require.Error(t, err)
+	_ = session.Close() // waits for the proxy, and for its stderr
+	require.Contains(t, stderr.String(), "grantwire: ")
+	require.Contains(t, stderr.String(), "connection refused")
+}
+
+// TestE2ERemoteMCPTimeoutSaysItsDuration: `mcp auth --timeout 2s` says 2s, not 0m (issue
+// 20 §1.11).
+func TestE2ERemoteMCPTimeoutSaysItsDuration(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	r := w.gw("", "mcp", "auth", "notes", "--no-browser", "--timeout", "2s")
+	require.Equal(t, 4, r.code, r.stderr)
+	require.Contains(t, r.stderr, "grantwire: no answer from the browser in 2s; nothing was stored")
+}
+
+// TestE2ERemoteMCPLoopbackRuleSaidOneWay: mcp add's refusal and its --help say the same
+// loopback rule, localhost included, and localhost is accepted (issue 20 §1.9).
+func TestE2ERemoteMCPLoopbackRuleSaidOneWay(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	const rule = "(127.0.0.1, ::1 or localhost)"
+	e := w.fail(3, "CONFIGURATION", "mcp", "add", "plain", "--url", "http://mcp.example.com/mcp")
+	require.Contains(t, e.Error.Message, "plain HTTP is allowed only to a loopback address "+rule)
+	help := w.gw("", "mcp", "add", "--help")
+	require.Equal(t, 0, help.code)
+	require.Contains(t, strings.Join(strings.Fields(help.stdout), " "), "plain http only to a loopback address "+rule)
+	require.Equal(t, 0, w.gw("", "mcp", "add", "local", "--url", "http://localhost:3000/mcp").code)
+}
+
+// nextHint returns the commands of the "Next:" line of out, <agent> filled in.
+func nextHint(t *testing.T, out, agent string) [][]string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Next: "); ok {
+			var cmds [][]string
+			for _, c := range strings.Split(rest, ", then ") {
+				words := strings.Fields(strings.ReplaceAll(c, "<agent>", agent))
+				require.Equal(t, "grantwire", words[0], line)
+				cmds = append(cmds, words[1:])
+			}
+			return cmds
+		}
+	}
+	t.Fatalf("no Next: line in %q", out)
+	return nil
+}
+
+// TestE2ENextHintsRun: every "Next:" hint of mcp add, mcp auth and configure, run as
+// printed (the agent filled in), works (issue 20 §1.10).
+func TestE2ENextHintsRun(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	r := w.gw("", "mcp", "add", "notes", "--url", srv.URL)
+	require.Equal(t, 0, r.code, r.stderr)
+	hint := nextHint(t, r.stdout, "builtin:chat")
+	require.Equal(t, [][]string{{"mcp", "auth", "notes"}}, hint)
+	// The stand-in browser consents.
+	s := w.start([]string{"BROWSER=" + browserBinary(t)}, append(hint[0], "--timeout", "60s")...)
+	r = s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	hint = nextHint(t, r.stdout, "builtin:chat")
+	require.Len(t, hint, 2)
+	r = w.gw("", hint[0]...)
+	require.Equal(t, 0, r.code, "%v: %s", hint[0], r.stderr)
+	require.Equal(t, []string{"mcp", "proxy", "notes", "--agent", "builtin:chat"}, hint[1])
+	session, _ := w.proxySession(context.Background(), "notes", "builtin:chat")
+	out, err := echo(t, context.Background(), session, "next")
+	require.NoError(t, err)
+	require.Equal(t, "next", out)
+
+	// configure of a local server without keys.
+	r = w.gw("", "configure", "mcp-fetch")
+	require.Equal(t, 0, r.code, r.stderr)
+	hint = nextHint(t, r.stdout, "builtin:coder")
+	r = w.gw("", hint[0]...)
+	require.Equal(t, 0, r.code, "%v: %s", hint[0], r.stderr)
+	r = w.gw("", "mcp", "config", "mcp-fetch", "--agent", "builtin:coder")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "granted and active: no warning")
+}
+
+// TestRemoteMCPAuthHelpSaysPasteBack: mcp auth --help says --no-browser reads the pasted
+// redirect, not "open it anywhere on this machine" (issue 20 §1.12).
+func TestRemoteMCPAuthHelpSaysPasteBack(t *testing.T) {
+	w := newBB(t)
+	r := w.run("", "mcp", "auth", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "on this machine")
+	require.Contains(t, strings.Join(strings.Fields(r.stdout), " "), "pasted on standard input")
+}
+
+// TestE2ERemoteMCPUnreachableHostSaysWhy: a host name that does not resolve is named as
+// the reason, not "(failed)" (issue 20 §2.4).
+func TestE2ERemoteMCPUnreachableHostSaysWhy(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "gone", "--url", "https://mcp.grantwire-test.invalid/mcp").code)
+	e := w.fail(5, "PROVIDER_ERROR", "mcp", "auth", "gone", "--no-browser")
+	require.Contains(t, e.Error.Message, "could not be reached (its host name does not resolve)")
 }

@@ -118,6 +118,9 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 	if err != nil {
 		return err
 	}
+	if l.Type == catalog.TypeMCPRemote { // a remote server a person added (mcp add)
+		return usagef("%s is a remote MCP server: grantwire mcp proxy %s --agent %s bridges it to stdio", name, name, agent)
+	}
 	if l.Type != catalog.TypeMCPServer {
 		return usagef("%s is not a local MCP server (type %s)", name, l.Type)
 	}
@@ -236,13 +239,40 @@ and warnings as JSON lines on stderr.`,
 	return cmd
 }
 
-func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error {
+// invokedPath is the path the user runs this binary by (issue 20 §1.15): the command as
+// found on PATH (or the path given, made absolute) when it is this binary, so that an
+// entry does not pin a versioned install path a symlink points at; else the executable.
+func (a *app) invokedPath() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
+		return "", err
 	}
-	if p, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = p
+	self, err := os.Stat(exe)
+	if err != nil {
+		return exe, nil
+	}
+	name := os.Args[0]
+	var candidate string
+	if strings.ContainsRune(name, filepath.Separator) {
+		candidate, _ = filepath.Abs(name)
+	} else if a.LookPath != nil {
+		candidate, _ = a.LookPath(name)
+		if candidate != "" {
+			candidate, _ = filepath.Abs(candidate)
+		}
+	}
+	if candidate != "" {
+		if st, err := os.Stat(candidate); err == nil && os.SameFile(st, self) {
+			return candidate, nil
+		}
+	}
+	return exe, nil
+}
+
+func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error {
+	exe, err := a.invokedPath()
+	if err != nil {
+		return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
 	}
 	c, err := a.Client(ctx)
 	if err != nil {

@@ -372,3 +372,55 @@ func TestBinaryMCPRunUsage(t *testing.T) {
 		require.Empty(t, r.stdout, "%v: nothing on stdout, the MCP channel", tc.args)
 	}
 }
+
+// `mcp run` on a remote server a person added names `mcp proxy` (issue 20 §1.4; the other
+// way round, mcp proxy on a local server, is TestEveryFixRuns/mcp-run).
+func TestE2EMCPRunOnAnAddedRemoteServerNamesProxy(t *testing.T) {
+	w := newMCPWorld(t)
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", "https://notes.example.com/mcp").code)
+	w.fixes("", "grantwire activations activate notes builtin:chat --scopes use")
+	e := w.fail(2, "USAGE", "mcp", "run", "notes", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "grantwire mcp proxy notes --agent builtin:chat")
+}
+
+// `mcp config` names the binary as the user runs it, found on PATH through a symlink, not
+// the versioned path the symlink points at (issue 20 §1.15).
+func TestE2EMCPConfigNamesTheBinaryOnPath(t *testing.T) {
+	w := newMCPWorld(t)
+	versioned := filepath.Join(w.home, "opt", "grantwire-9.9.9")
+	bin := filepath.Join(w.home, "bin")
+	require.NoError(t, os.MkdirAll(versioned, 0o755))
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	raw, err := os.ReadFile(w.bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(versioned, "grantwire"), raw, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(versioned, "grantwire"), filepath.Join(bin, "grantwire")))
+	cmd := exec.Command(filepath.Join(bin, "grantwire"), "--json", "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	cmd.Env = append(withoutVars(w.env, "PATH"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = w.home
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Args[0] = "grantwire" // as a shell runs it, found on PATH
+	require.NoError(t, cmd.Run(), errb.String())
+	w.record(out.String(), errb.String())
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string `json:"command"`
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &cfg), out.String())
+	require.Equal(t, filepath.Join(bin, "grantwire"), cfg.MCPServers["mcp-probe"].Command)
+}
+
+// Everything missing is said at once: mcp config and mcp run name both the activation and
+// the configuration a fresh server needs (issue 20 §1.13).
+func TestE2EMCPSaysEverythingMissingAtOnce(t *testing.T) {
+	w := newMCPWorld(t)
+	r := w.gw("", "mcp", "config", "mcp-probe", "--agent", probeAgent)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "grantwire activations activate mcp-probe builtin:chat --scopes use")
+	require.Contains(t, r.stderr, "grantwire configure mcp-probe --from-stdin")
+	e := w.fail(4, "AGENT_NOT_GRANTED", "mcp", "run", "mcp-probe", "--agent", probeAgent)
+	require.Contains(t, e.Error.Message, "then ")
+	require.Contains(t, e.Error.Message, "(fix: grantwire configure mcp-probe --from-stdin)")
+}

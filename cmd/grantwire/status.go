@@ -86,6 +86,12 @@ func (a *app) status(ctx context.Context, id string) ([]grantwire.ConnectorStatu
 }
 
 func describeStatus(r grantwire.ConnectorStatus) (state, detail string) {
+	if r.Type == catalog.TypeMCPRemote {
+		if !r.Configured {
+			return "not authorized", r.URL
+		}
+		return "authorized", fmt.Sprintf("%s, %d scope(s)", r.Issuer, len(r.Scopes))
+	}
 	if r.Type == catalog.TypeMCPServer {
 		if !r.Configured {
 			return "not configured", "-"

@@ -95,6 +95,8 @@ _decision := gate.decision if {
 	_op == "mcp_token"
 } else := remote.logout if {
 	_op == "mcp_logout"
+} else := remote.remove if {
+	_op == "mcp_remove"
 } else := remote.list if {
 	_op == "mcp_remote_list"
 } else := launch.decision if {
@@ -268,7 +270,7 @@ manifest := {"errors": errors.table, "ops": {
 	"disconnect": {"prefetch": []},
 	"connect": {"prefetch": []},
 	"configure_client": {"prefetch": []},
-	"status": {"prefetch": []},
+	"status": {"prefetch": [remote.ledger_need]},
 	"connections": {"prefetch": []},
 	"test_connector": {"prefetch": []},
 	"import_forwarded": {"prefetch": []},
@@ -285,13 +287,15 @@ manifest := {"errors": errors.table, "ops": {
 	"mcp_auth": {"prefetch": [remote.ledger_need]},
 	"mcp_token": {"prefetch": remotetoken.prefetch},
 	"mcp_logout": {"prefetch": [remote.ledger_need]},
+	"mcp_remove": {"prefetch": [remote.ledger_need]},
 	"mcp_remote_list": {"prefetch": []},
 	"launch": {"prefetch": [
+		remote.ledger_need,
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
 	]},
-	"connector_view": {"prefetch": []},
+	"connector_view": {"prefetch": [remote.ledger_need]},
 	"start_flow": {"prefetch": []},
 	"maintain": {"prefetch": health.prefetch},
 }}

@@ -33,6 +33,7 @@ _ops := {
 	"mcp_auth": {"connector": "mcp-remote"},
 	"mcp_token": {"connector": "mcp-remote", "agent": "builtin:chat"},
 	"mcp_logout": {"connector": "mcp-remote"},
+	"mcp_remove": {"connector": "mcp-remote"},
 	"mcp_remote_list": {},
 	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
 	"connector_view": {},

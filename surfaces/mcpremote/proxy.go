@@ -27,6 +27,10 @@ type ProxyOptions struct {
 	Timeout time.Duration
 	// HTTPClient sends the MCP requests (default HTTPClient()).
 	HTTPClient *http.Client
+	// OnError, when set, is told every error met after the gate while forwarding (a
+	// refused or unreachable server, an authorization that could not be made), besides the
+	// JSON-RPC error the MCP client gets: the CLI writes each on stderr.
+	OnError func(error)
 }
 
 // ErrGate wraps the policy's refusal to let the agent use the server.
@@ -39,12 +43,14 @@ var ErrGate = errors.New("mcpremote: the agent may not use this server")
 // checked again for every request, so a revoked grant stops the proxy's next request. It
 // returns when either side closes.
 func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
+	// The policy first: it names the command for a server that is not remote (mcp run
+	// for a local one, mcp add for an unknown one).
+	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
+		return fmt.Errorf("%w: %w", ErrGate, err)
+	}
 	url, err := serverURL(ctx, c, o.Server)
 	if err != nil {
 		return err
-	}
-	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
-		return fmt.Errorf("%w: %w", ErrGate, err)
 	}
 	hc := o.HTTPClient
 	if hc == nil {
@@ -92,14 +98,18 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 				initMu.Unlock()
 			}
 			if err := remote.Write(ctx, msg); err != nil {
+				var ge *grantwire.Error
+				gate := errors.As(err, &ge) && (errors.Is(err, grantwire.ErrAgentNotGranted) || errors.Is(err, grantwire.ErrAgentNotActive))
+				if o.OnError != nil && !gate && ctx.Err() == nil {
+					o.OnError(err) // a gate refusal ends the proxy, which reports it
+				}
 				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
 					// The client waits for an answer: tell it why there is none.
 					_ = local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{
 						Code: jsonrpc.CodeInternalError, Message: "grantwire: " + safeMessage(err),
 					}})
 				}
-				var ge *grantwire.Error
-				if errors.As(err, &ge) && (errors.Is(err, grantwire.ErrAgentNotGranted) || errors.Is(err, grantwire.ErrAgentNotActive)) {
+				if gate {
 					errc <- fmt.Errorf("%w: %w", ErrGate, ge)
 					return
 				}

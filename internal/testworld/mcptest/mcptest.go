@@ -46,6 +46,13 @@ type Options struct {
 	// one is answered 403 with an insufficient_scope challenge naming them (RFC 6750 §3.1;
 	// the MCP scope step-up), before the tool runs.
 	ToolScopes map[string][]string
+	// Resource, when set, is the resource the metadata announces (and tokens must be
+	// issued for) instead of URL: the same server under another name, such as
+	// http://localhost:<port>/mcp.
+	Resource func(url string) string
+	// Open serves the MCP endpoint to anyone, without a bearer token or metadata: a
+	// server that needs no authorization.
+	Open bool
 }
 
 // Server is a running remote MCP server.
@@ -94,9 +101,13 @@ func Start(o Options) (*Server, error) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 		})
+	resource := s.URL
+	if o.Resource != nil {
+		resource = o.Resource(s.URL)
+	}
 	verifier := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		t, err := o.Verify(token)
-		if err != nil || t.Resource != s.URL {
+		if err != nil || t.Resource != resource {
 			s.refused.Add(1)
 			return nil, auth.ErrInvalidToken
 		}
@@ -107,14 +118,22 @@ func Start(o Options) (*Server, error) {
 	})(toolScopes(o.ToolScopes, s.MetadataURL, &s.stepUps, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 
 	prm := map[string]any{
-		"resource": s.URL, "authorization_servers": []string{o.Issuer}, "bearer_methods_supported": []string{"header"},
+		"resource": resource, "authorization_servers": []string{o.Issuer}, "bearer_methods_supported": []string{"header"},
 	}
 	if o.ScopesSupported != nil {
 		prm["scopes_supported"] = o.ScopesSupported
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpHandler)
+	if o.Open {
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	} else {
+		mux.Handle("/mcp", mcpHandler)
+	}
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if o.Open {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(prm)
 	})

@@ -38,7 +38,7 @@ var Ops = []string{
 	"list_activations", "visible_servers", "activation_changes", "grant_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
-	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list", "launch", "connector_view", "start_flow",
+	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "connector_view", "start_flow",
 	"maintain",
 }
 
@@ -405,7 +405,7 @@ func (g *Gen) Args(op string) any {
 		g.optional(a, "name", 0.7, 0.05, func() any {
 			return pick(g, []any{"tool", "bad name!", "", "-x", strings.Repeat("n", 129), "zoë", "a.b@c"})
 		})
-	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remote_list":
+	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list":
 		g.remoteArgs(op, a)
 	case "validate_catalog":
 		g.optional(a, "strict", 0.4, 0.05, func() any { return pick(g, []any{true, true, false, "yes"}) })

@@ -112,7 +112,7 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 		g.optional(a, "rejected", 0.6, 0.05, func() any {
 			return pick(g, []any{storedjson.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
 		})
-	case "mcp_logout":
+	case "mcp_logout", "mcp_remove":
 		a["connector"] = g.remoteConnector()
 	case "mcp_remote_list":
 		g.optional(a, "agent", 0.5, 0.1, func() any { return g.agentArg() })

@@ -41,7 +41,20 @@ _as_checked(u) := concat("", ["http://127.0.0.1", substring(u, count("http://loc
 # description: |
 #   Why a URL of a remote MCP server or its authorization server is refused (undefined when
 #   allowed): the transport rule, except that http://localhost counts as loopback.
-url_refusal(u) := transport.refusal(_as_checked(u))
+url_refusal(u) := _said_for_remote(transport.refusal(_as_checked(u)))
+
+# METADATA
+# title: loopback words
+# description: |
+#   How the loopback rule of remote MCP servers is said everywhere (errors, mcp add --help,
+#   docs): localhost counts as loopback here.
+loopback_words := "a loopback address (127.0.0.1, ::1 or localhost)"
+
+# The transport rule's words, with localhost named (issue 20 §1.9: one rule, said one way).
+_said_for_remote(r) := replace(
+	replace(r, "a loopback IP address (127.0.0.1 or ::1)", loopback_words),
+	"(plain http only to a loopback IP address)", "(plain http only to 127.0.0.1, ::1 or localhost)",
+)
 
 # METADATA
 # title: URL allowed
@@ -303,6 +316,10 @@ failure(r) := "answered with more than 1 MiB" if {
 
 _word(e) := e if {
 	e in {"timeout", "refused", "tls", "canceled", "failed"}
+} else := "its host name does not resolve" if {
+	e == "dns"
+} else := "no route to its host" if {
+	e == "unreachable"
 } else := "failed"
 
 _status_text(s) := format_int(s, 10) if {

@@ -138,7 +138,7 @@ test_as_urls if {
 test_issuer_problem if {
 	not discovery.issuer_problem("https://as.example.com/t")
 	discovery.issuer_problem(7) == "it is not a string"
-	discovery.issuer_problem("http://as.example.com") == "plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)"
+	discovery.issuer_problem("http://as.example.com") == "plain HTTP is allowed only to a loopback address (127.0.0.1, ::1 or localhost)"
 	discovery.issuer_problem("https://as.example.com/?x=1") == "it has a query or a fragment (RFC 8414 §2)"
 	discovery.issuer_problem("https://as.example.com/#x") == "it has a query or a fragment (RFC 8414 §2)"
 }
@@ -179,7 +179,7 @@ test_prm_problems if {
 	discovery.prm_problem(object.union(_prm, {"resource": "https://evil.example.com/mcp"}), _u) == "its resource is not this server (RFC 9728 §3.3); it may be another server's metadata"
 	discovery.prm_problem(object.union(_prm, {"authorization_servers": []}), _u) == "it lists no authorization server"
 	discovery.prm_problem(object.remove(_prm, ["authorization_servers"]), _u) == "it lists no authorization server"
-	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:alert(1)"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to a loopback IP address)"
+	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:alert(1)"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 	discovery.prm_problem(object.union(_prm, {"scopes_supported": "a b"}), _u) == "its scopes_supported is not a list of strings"
 }
 
@@ -204,17 +204,17 @@ test_as_problems if {
 	discovery.as_problem(object.union(_asm, {"code_challenge_methods_supported": "S256"}), _iss) == "it does not list PKCE S256 in code_challenge_methods_supported"
 	discovery.as_problem(object.union(_asm, {"response_types_supported": ["token"]}), _iss) == "it does not list the code response type"
 	discovery.as_problem(object.remove(_asm, ["token_endpoint"]), _iss) == "it has no token_endpoint"
-	discovery.as_problem(object.union(_asm, {"token_endpoint": "http://as.example.com/token"}), _iss) == "its token_endpoint is refused: plain HTTP is allowed only to a loopback IP address (127.0.0.1 or ::1)"
-	discovery.as_problem(object.union(_asm, {"registration_endpoint": "javascript:alert(1)"}), _iss) == "its registration_endpoint is refused: only https URLs are allowed (plain http only to a loopback IP address)"
+	discovery.as_problem(object.union(_asm, {"token_endpoint": "http://as.example.com/token"}), _iss) == "its token_endpoint is refused: plain HTTP is allowed only to a loopback address (127.0.0.1, ::1 or localhost)"
+	discovery.as_problem(object.union(_asm, {"registration_endpoint": "javascript:alert(1)"}), _iss) == "its registration_endpoint is refused: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 	discovery.as_problem(object.union(_asm, {"jwks_uri": 5}), _iss) == "its jwks_uri is refused: it is not a string"
 
 	# several problems of one kind: the first, never a conflict (found by FuzzRemoteASMetadata)
 	discovery.as_problem(object.remove(_asm, ["authorization_endpoint", "token_endpoint"]), _iss) == "it has no authorization_endpoint"
-	discovery.as_problem(object.union(_asm, {"jwks_uri": 5, "token_endpoint": "javascript:x"}), _iss) == "its token_endpoint is refused: only https URLs are allowed (plain http only to a loopback IP address)"
+	discovery.as_problem(object.union(_asm, {"jwks_uri": 5, "token_endpoint": "javascript:x"}), _iss) == "its token_endpoint is refused: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 }
 
 test_prm_several_refused_servers if {
-	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:x", "https://a.example.com?q"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to a loopback IP address)"
+	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:x", "https://a.example.com?q"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 }
 
 test_helpers if {
@@ -223,4 +223,17 @@ test_helpers if {
 	discovery.strings(null) == []
 	discovery.flag(true)
 	not discovery.flag(false)
+}
+
+# The loopback rule of remote servers names localhost, which it accepts (issue 20 §1.9).
+test_url_refusal_names_localhost if {
+	discovery.url_refusal("http://mcp.example.com/mcp") == "plain HTTP is allowed only to a loopback address (127.0.0.1, ::1 or localhost)"
+	not discovery.url_refusal("http://localhost:3000/mcp")
+}
+
+# An unreachable host names why (issue 20 §2.4).
+test_failure_names_the_reason if {
+	discovery.failure({"status": 0, "error": "dns"}) == "could not be reached (its host name does not resolve)"
+	discovery.failure({"status": 0, "error": "unreachable"}) == "could not be reached (no route to its host)"
+	discovery.failure({"status": 0, "error": "refused"}) == "could not be reached (refused)"
 }

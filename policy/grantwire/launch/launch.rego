@@ -108,12 +108,32 @@ _local_refusal := errors.not_connected_mcp(_c, sort([e.key | some e in mcp.env_s
 	_command == ""
 }
 
-_refusal := e if {
+_gate_refusals := [e] if {
 	e := refusal(_f, _c, _a)
-} else := e if {
+} else := []
+
+_local_refusals := [e] if {
 	_local
 	e := _local_refusal
+} else := []
+
+_refusals := array.concat(_gate_refusals, _local_refusals)
+
+# Every refusal at once (issue 20 §1.13): the first, with what the next one takes after it.
+_refusal := _refusals[0] if {
+	count(_refusals) == 1
+} else := object.union(_refusals[0], {
+	"summary": s,
+	"message": concat("", [s, "; fix: ", _refusals[0].fix]),
+	"then": _refusals[1],
+}) if {
+	count(_refusals) > 1
+	s := concat("", [_refusals[0].summary, "; then ", _then_text(_refusals[1])])
 }
+
+_then_text(e) := concat("", [e.summary, " (fix: ", e.fix, ")"]) if e.fix != ""
+
+else := e.summary
 
 _secret_key(k) := facts.key(["secret", k])
 
@@ -162,13 +182,14 @@ _not_mcp := errors.configuration(
 # entrypoint: true
 decision := step.fail(errors.usage("launch needs connector and agent (and an optional boolean check)"), []) if {
 	not _launch_args
+} else := step.need(m) if {
+	# the remote servers a person added (mcp_remote.json) first: they are MCP servers too
+	m := facts.missing(_f, array.concat([facts.ledger(store.remote_key, store.remote_file, [])], _needs))
+	count(m) > 0
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(_not_mcp, []) if {
 	not catalog.mcp(_c)
-} else := step.need(m) if {
-	m := facts.missing(_f, _needs)
-	count(m) > 0
 } else := step.done(object.union(_about, {"ready": false, "refusal": e}), []) if {
 	_check
 	e := _refusal

@@ -34,8 +34,8 @@ test_launch_usage if {
 	every args in [{}, {"connector": "mcp-github"}, {"agent": "builtin:coder"}, {"connector": 1, "agent": "builtin:coder"}, object.union(_pair, {"check": "yes"})] {
 		_launch(args, {}) == fx.failed(fx.usage(msg), [])
 	}
-	_launch({"connector": "nope", "agent": "builtin:coder"}, {}).error.code == "UNKNOWN_CONNECTOR"
-	_launch({"connector": "google", "agent": "builtin:coder"}, {}) == fx.failed(
+	_launch({"connector": "nope", "agent": "builtin:coder"}, _gate("nope", fx.no_file(fx.mcp_file, []))).error.code == "UNKNOWN_CONNECTOR"
+	_launch({"connector": "google", "agent": "builtin:coder"}, _gate("google", fx.no_file(fx.mcp_file, []))) == fx.failed(
 		fx.err(
 			"CONFIGURATION",
 			"configuration error: google is not an MCP server (type oauth_pkce); agents get an OAuth provider's access tokens from grantwire token",
@@ -77,12 +77,23 @@ test_an_ungranted_agent_is_refused_before_the_keyring_is_read if {
 	# an activation left without its grant changes nothing
 	_launch(_pair, {"grant": _no_grant("mcp-github"), "active": _active("mcp-github"), "mcp": doc}) == fx.failed(_not_granted, [])
 
-	# no ledger at all
-	_launch(_pair, {
+	# no ledger at all: not granted, and then not configured either, said at once (issue 20 §1.13)
+	d := _launch(_pair, {
 		"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:coder"]),
 		"active": fx.no_file(fx.activations_file, ["activations", "mcp-github", "builtin:coder"]),
 		"mcp": fx.no_file(fx.mcp_file, []),
-	}) == fx.failed(_not_granted, [])
+	})
+	d.error.code == "AGENT_NOT_GRANTED"
+	d.error.fix == _not_granted.fix
+	startswith(d.error.summary, concat("", [_not_granted.summary, "; then "]))
+	contains(d.error.summary, "(fix: grantwire configure mcp-github")
+	d.error.then.code == "NOT_CONNECTED"
+	c := _launch(object.union(_pair, {"check": true}), {
+		"grant": fx.no_file(fx.grants_file, ["mcp-github", "builtin:coder"]),
+		"active": fx.no_file(fx.activations_file, ["activations", "mcp-github", "builtin:coder"]),
+		"mcp": fx.no_file(fx.mcp_file, []),
+	})
+	contains(c.result.refusal.summary, "(fix: grantwire configure mcp-github")
 }
 
 test_a_granted_agent_must_be_active if {
@@ -182,7 +193,7 @@ test_check_reads_no_secret_and_answers_refusals if {
 	_launch(c, fx.patch(f, {"mcp": _doc({})})).result.refusal.code == "NOT_CONNECTED"
 
 	# what is not a refusal of the gate stays an error
-	_launch({"connector": "google", "agent": "builtin:coder", "check": true}, {}).error.code == "CONFIGURATION"
+	_launch({"connector": "google", "agent": "builtin:coder", "check": true}, _gate("google", fx.no_file(fx.mcp_file, []))).error.code == "CONFIGURATION"
 }
 
 test_a_remote_server_passes_the_same_gate if {
@@ -195,6 +206,14 @@ test_a_remote_server_passes_the_same_gate if {
 	_launch(r, {"grant": _no_grant("mcp-remote"), "active": _inactive("mcp-remote"), "mcp": fx.no_file(fx.mcp_file, [])}).error.fix == "grantwire activations activate mcp-remote builtin:coder --scopes use"
 	_launch(r, {"grant": _granted("mcp-remote"), "active": _inactive("mcp-remote"), "mcp": fx.no_file(fx.mcp_file, [])}).error.code == "AGENT_NOT_ACTIVE"
 	_launch(object.union(r, {"check": true}), _gate("mcp-remote", fx.no_file(fx.mcp_file, []))).result.ready == true
+}
+
+# A remote server a person added (mcp_remote.json) is an MCP server too (issue 20 §1.4).
+test_an_added_remote_server_is_known if {
+	r := {"connector": "notes", "agent": "builtin:coder"}
+	f := object.union(_gate("notes", fx.no_file(fx.mcp_file, [])), {"mcp_remote": fx.entry("mcp_remote.json", [], {"servers": {"notes": {"url": "https://notes.example.com/mcp"}}})})
+	_launch(r, f).result.type == "mcp_remote"
+	_launch(r, _gate("notes", fx.no_file(fx.mcp_file, []))).error.code == "UNKNOWN_CONNECTOR"
 }
 
 test_the_gate_helpers if {

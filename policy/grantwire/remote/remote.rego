@@ -607,3 +607,90 @@ logout := step.fail(errors.usage("mcp_logout needs connector"), []) if {
 # title: grant need
 # description: The grant of an agent on a remote server (re-exported for the token gate).
 grant_need(k, c, a) := grants.grant_need(k, c, a)
+
+# ---------------------------------------------------------------------------------------
+# mcp_remove
+
+_remove_needs := array.concat(_logout_needs, [
+	facts.after(facts.ledger("grants@lock", store.grants_file, [_c]), "lock"),
+	facts.after(facts.ledger("actives@lock", store.activations_file, ["activations", _c]), "lock"),
+])
+
+_usable(k) if {
+	facts.has(_f, k)
+	not store.problem(_f[k])
+}
+
+_removed_grants := sort(object.keys(facts.value(_f, "grants@lock", {}))) if _usable("grants@lock")
+
+else := []
+
+_removed_actives := sort([a | some a, v in facts.value(_f, "actives@lock", {}); v == true]) if _usable("actives@lock")
+
+else := []
+
+_wipe_grants := array.concat(
+	[store.write(store.grants_file, [{"path": [_c], "delete": true, "expect": store.expect(_f["grants@lock"])}])],
+	[grants.changed_event(_c, a, []) | some a in _removed_grants],
+) if {
+	_usable("grants@lock")
+	_f["grants@lock"].exists == true
+} else := []
+
+_wipe_actives := array.concat(
+	[store.write(store.activations_file, [{"path": ["activations", _c], "delete": true, "expect": store.expect(_f["actives@lock"])}])],
+	[grants.activation_event(_c, a, false) | some a in _removed_actives],
+) if {
+	_usable("actives@lock")
+	_f["actives@lock"].exists == true
+} else := []
+
+_remove_effects := array.concat(
+	array.concat(_revoke, [
+		{"kind": "keyring.delete", "user": store.remote_token_user(_c)},
+		{"kind": "keyring.delete", "user": store.remote_client_user(_c)},
+		{"kind": "keyring.delete", "user": store.remote_prereg_user(_c)},
+		store.write(store.remote_file, [{"path": ["servers", _c], "delete": true}]),
+	]),
+	array.concat(
+		array.concat(_wipe_grants, _wipe_actives),
+		[{"kind": "event.emit", "type": "connector.disconnected", "payload": {"connector_id": _c}}],
+	),
+)
+
+# METADATA
+# title: mcp_remove decision
+# description: |
+#   Remove a remote MCP server a person added, under its lock: the refresh token is revoked
+#   at the authorization server (RFC 7009, sent and forgotten, as mcp_logout), its tokens,
+#   registration and pre-registered client are deleted from the credential store, its entry
+#   from mcp_remote.json, and every grant and activation on it. A catalog server cannot be
+#   removed (mcp_logout forgets its authorization).
+# entrypoint: true
+remove := step.fail(errors.usage("mcp_remove needs connector"), []) if {
+	not _c_given
+} else := step.fail(unknown(_c), []) if {
+	not catalog.known(_c)
+} else := step.fail(not_remote(_c), []) if {
+	catalog.type_of(_c) != "mcp_remote"
+} else := step.fail(
+	errors.configuration(
+		concat("", [_c, " is a remote MCP server of the catalog, which cannot be removed; log out of it instead"]),
+		concat("", ["grantwire mcp logout ", _c]),
+		{"connector": _c},
+	),
+	[],
+) if {
+	catalog.base_known(_c)
+} else := step.fail(errors.busy(_c), []) if {
+	facts.not_held(_f, "lock")
+} else := step.need(m) if {
+	m := facts.missing(_f, _remove_needs)
+	count(m) > 0
+} else := step.done(
+	{
+		"connector": _c, "had_tokens": _ltok.found, "revoked": count(_revoke) > 0,
+		"revoked_grants": _removed_grants, "deactivated": _removed_actives,
+	},
+	_remove_effects,
+)

@@ -194,3 +194,49 @@ test_logout_refusals if {
 	_code(_logout({"connector": "files"}, fx.patch(_logout_facts, {"lock": "busy"}))) == "BUSY"
 	[n.key | some n in _logout({"connector": "files"}, {"mcp_remote": fx.entry("mcp_remote.json", [], _old)}).needs] == ["lock", "token@lock", "client@lock", "prereg@lock", "remote@lock"]
 }
+
+# ---------------------------------------------------------------------------------------
+# mcp_remove (issue 20 §1.5)
+
+_remove_facts := object.union(_logout_facts, {
+	"grants@lock": fx.entry(fx.grants_file, ["files"], {"builtin:chat": ["use"], "builtin:coder": ["use"]}),
+	"actives@lock": fx.entry(fx.activations_file, ["activations", "files"], {"builtin:chat": true, "builtin:coder": false}),
+})
+
+_remove(args, f) := fx.decide(fx.q1("mcp_remove", args, f))
+
+test_remove_revokes_and_wipes_everything if {
+	d := _remove({"connector": "files"}, _remove_facts)
+	d.result == {
+		"connector": "files", "had_tokens": true, "revoked": true,
+		"revoked_grants": ["builtin:chat", "builtin:coder"], "deactivated": ["builtin:chat"],
+	}
+	fx.kinds(d) == [
+		"http.send", "keyring.delete", "keyring.delete", "keyring.delete", "ledger.write",
+		"ledger.write", "event.emit", "event.emit", "ledger.write", "event.emit", "event.emit",
+	]
+	d.effects[4].ops == [{"path": ["servers", "files"], "delete": true}]
+	d.effects[5].ops[0].path == ["files"]
+	d.effects[8].ops[0].path == ["activations", "files"]
+}
+
+test_remove_with_nothing_granted if {
+	f := fx.patch(_remove_facts, {
+		"token@lock": fx.absent,
+		"grants@lock": fx.no_entry(fx.grants_file, ["files"]),
+		"actives@lock": fx.no_file(fx.activations_file, ["activations", "files"]),
+	})
+	d := _remove({"connector": "files"}, f)
+	fx.kinds(d) == ["keyring.delete", "keyring.delete", "keyring.delete", "ledger.write", "event.emit"]
+	d.result.revoked_grants == []
+	d.result.had_tokens == false
+}
+
+test_remove_refusals if {
+	_code(_remove({}, _remove_facts)) == "USAGE"
+	_code(_remove({"connector": "nope"}, _remove_facts)) == "UNKNOWN_CONNECTOR"
+	_code(_remove({"connector": "google"}, _remove_facts)) == "CONFIGURATION"
+	_remove({"connector": "mcp-remote"}, _remove_facts).error.fix == "grantwire mcp logout mcp-remote"
+	_code(_remove({"connector": "files"}, fx.patch(_remove_facts, {"lock": "busy"}))) == "BUSY"
+	[n.key | some n in _remove({"connector": "files"}, {"mcp_remote": fx.entry("mcp_remote.json", [], _old)}).needs] == ["lock", "token@lock", "client@lock", "prereg@lock", "remote@lock", "grants@lock", "actives@lock"]
+}

@@ -1,7 +1,7 @@
 # METADATA
 # title: Remote MCP authorization
 # description: |
-#   `mcp_auth(connector, scopes?, www_authenticate?, step_up?, timeout_ms?)`: authorize a
+#   `mcp_auth(connector, scopes?, www_authenticate?, step_up?, timeout_ms?, flow?)`: authorize a
 #   remote MCP server as an OAuth 2.1 public client, zero-config, per the MCP authorization
 #   specification (2025-11-25, and 2026-07-28 where stricter). In order, stopping at the
 #   first refusal: the loopback listener (a session where nobody can complete a browser
@@ -19,7 +19,8 @@
 #   (the challenge's, with those asked for and, on a step-up, those held before; else those
 #   asked for; else the metadata's scopes_supported; else none; offline_access only when
 #   the authorization server lists it); the authorization (PKCE S256, state, RFC 8707
-#   resource) through the loopback; the response's issuer (RFC 9207) before its code or
+#   resource) through the loopback (flow "paste": the user may also paste the final
+#   redirect address back, as connect's paste flow); the response's issuer (RFC 9207) before its code or
 #   error; the code exchange with the resource; then, under the server's lock, the tokens
 #   and the registration, stamped with the issuer, and the mirror in mcp_remote.json.
 #   Every URL passes the URL rule of package discovery, and hosts never follow redirects.
@@ -100,8 +101,18 @@ _status_ok if object.get(input.args, "status", null) == null
 
 _status_ok if input.args.status in {401, 403}
 
+_flow_ok if object.get(input.args, "flow", null) == null
+
+_flow_ok if input.args.flow in {"loopback", "paste"}
+
+# The loopback's mode: "paste" reads the redirect address pasted back (and listens too).
+_mode := "paste" if input.args.flow == "paste"
+
+else := "listen"
+
 _args_ok if {
 	is_string(_c)
+	_flow_ok
 	_status_ok
 	_opt_list("scopes")
 	_timeout_ok
@@ -167,6 +178,13 @@ _probe_failed if _f.probe.status == 0
 _probe_failed if {
 	_f.probe.status >= 300
 	_f.probe.status < 400
+}
+
+# The server answered the probe without asking for authorization (issue 20 §1.7).
+_probe_open if {
+	not _challenge_given
+	_f.probe.status >= 200
+	_f.probe.status < 300
 }
 
 _header := _given if {
@@ -317,6 +335,10 @@ else := {}
 
 # ---------------------------------------------------------------------------------------
 # the client
+
+_loopback_need := facts.loopback_mode("loopback", _c, "paste") if {
+	_mode == "paste"
+} else := facts.loopback_open("loopback", _c)
 
 _redirect := _f.loopback.redirect_uri
 
@@ -620,6 +642,13 @@ _fix_scopes := scopes.flag(_stepup_scopes) if {
 
 _interactive := errors.error(
 	"INTERACTIVE_AUTH_REQUIRED",
+	concat("", ["pasting the ", _c, " redirect back needs standard input, and this session has none; nothing was sent or stored"]),
+	concat("", [_fix, _fix_scopes]),
+	{"connector": _c},
+) if {
+	_mode == "paste"
+} else := errors.error(
+	"INTERACTIVE_AUTH_REQUIRED",
 	concat("", ["authorizing ", _c, " needs a browser or a person at a terminal, and this session has neither; nothing was sent or stored"]),
 	concat("", [_fix, _fix_scopes, " --no-browser"]),
 	{"connector": _c},
@@ -658,6 +687,35 @@ _wrong_prereg := errors.configuration(
 	{"connector": _c, "issuer": _issuer},
 )
 
+# The metadata announces the server under another address (RFC 9728 §3.3: refused, so
+# that one server's metadata cannot stand for another's): both are named, and the fix adds
+# the server under the announced one when that address passes the URL rule.
+_announced := _prm_doc.resource
+
+_resource_elsewhere := errors.provider_problem(
+	_c,
+	concat("", [
+		"the protected resource metadata at ", _prm_urls[_prm_i], " cannot be used: its resource is not this server ",
+		"(RFC 9728 §3.3): it announces the resource ", _announced, ", not ", _url,
+		"; nothing was sent to an authorization server. If ", _announced, " is this server, add it under that address",
+	]),
+	_announced_fix,
+)
+
+_announced_fix := concat("", ["grantwire mcp add ", _c, " --url ", scopes.quote(_announced)]) if {
+	not discovery.url_refusal(_announced)
+	not contains(_announced, "#")
+} else := ""
+
+_no_auth_needed := errors.configuration(
+	concat("", [
+		"the ", _c, " server needs no authorization: it answered an MCP request without a token ",
+		"(no 401 challenge) and publishes no protected resource metadata; nothing was registered or stored",
+	]),
+	"",
+	{"connector": _c},
+)
+
 _too_many_scopes := errors.configuration(
 	concat("", ["the authorization would ask for more than ", format_int(remote.max_scopes, 10), " scopes"]),
 	"",
@@ -680,7 +738,7 @@ _stepup_scopes := scopes.union(scopes.union(_challenged, _asked), _prior)
 # title: mcp_auth decision
 # description: One step of authorizing a remote MCP server; see the package description for the order.
 # entrypoint: true
-decision := step.fail(errors.usage("mcp_auth needs connector, and optional scopes, www_authenticate (base64url), status (401 or 403), step_up and timeout_ms"), []) if {
+decision := step.fail(errors.usage("mcp_auth needs connector, and optional scopes, www_authenticate (base64url), status (401 or 403), step_up, timeout_ms and flow (loopback or paste)"), []) if {
 	not _args_ok
 } else := step.need(m) if {
 	m := facts.missing(_f, [remote.ledger_need])
@@ -696,7 +754,7 @@ decision := step.fail(errors.usage("mcp_auth needs connector, and optional scope
 } else := step.need(m) if {
 	m := facts.missing(_f, _local_needs)
 	count(m) > 0
-} else := step.need([facts.loopback_open("loopback", _c)]) if {
+} else := step.need([_loopback_need]) if {
 	not facts.has(_f, "loopback")
 } else := step.fail(_interactive, []) if {
 	not _listening
@@ -721,9 +779,16 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 } else := step.fail(_problem(concat("", ["the protected resource metadata at ", _prm_urls[_prm_i], " ", discovery.failure(_prm_fact)])), []) if {
 	not _prm_exhausted
 	discovery.verdict(_prm_fact) == "fail"
+} else := step.fail(_resource_elsewhere, []) if {
+	not _prm_exhausted
+	is_string(_prm_doc.resource)
+	not discovery.resource_matches(_prm_doc.resource, _url)
 } else := step.fail(_problem(concat("", ["the protected resource metadata at ", _prm_urls[_prm_i], " cannot be used: ", p])), []) if {
 	not _prm_exhausted
 	p := discovery.prm_problem(_prm_doc, _url)
+} else := step.fail(_no_auth_needed, []) if {
+	_prm_exhausted
+	_probe_open
 } else := step.need([_get(_key("as", _as_i), _as_urls[_as_i])]) if {
 	not _as_exhausted
 	not facts.has(_f, _key("as", _as_i))
@@ -759,14 +824,7 @@ _register := step.need([_dcr_need]) if {
 
 _callback := step.fail(_browser_gone, []) if {
 	_cb.status == "unavailable"
-} else := step.fail(
-	errors.error(
-		"AUTHORIZATION_TIMEOUT",
-		concat("", ["no answer from the browser in ", format_int(floor(_timeout / 60000), 10), "m; nothing was stored"]),
-		_fix, {"connector": _c},
-	),
-	[],
-) if {
+} else := step.fail(errors.authorization_timeout(_c, _timeout, _fix), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p), []) if {
 	p := _iss_problem

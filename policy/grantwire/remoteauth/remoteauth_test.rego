@@ -175,6 +175,21 @@ test_headless_is_refused_before_anything_is_sent if {
 	d.effects == []
 }
 
+# --no-browser: the loopback opens in paste mode, so the redirect address pasted back is
+# read (issue 20 §1.1); without standard input the fix is the browser authorization.
+test_paste_flow_opens_the_loopback_in_paste_mode if {
+	n := _d({"connector": _c, "flow": "paste"}, _without(["loopback", "probe", "prm|0", "as|0", "dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"])).needs[0]
+	n.kind == "loopback.open"
+	n.mode == "paste"
+	not _d(_args, _without(["loopback", "probe", "prm|0", "as|0", "dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"])).needs[0].mode
+	d := _d({"connector": _c, "flow": "paste"}, _with({"loopback": {"status": "unavailable"}}))
+	_code(d) == "INTERACTIVE_AUTH_REQUIRED"
+	contains(d.error.message, "needs standard input")
+	d.error.fix == "grantwire mcp auth mcp-remote"
+	_d({"connector": _c, "flow": "paste"}, _world).result.connector == _c
+	_code(_d({"connector": _c, "flow": "device"}, _world)) == "USAGE"
+}
+
 test_step_up_limit if {
 	_code(_d({"connector": _c, "step_up": 3}, _world)) == "CONNECTION_MISSING_SCOPES"
 }
@@ -416,4 +431,32 @@ test_granted_scopes_default_to_requested if {
 	d := _d(_args, _with({"exchange": fx.http(200, fx.token_json("exchange", {}))}))
 	d.result.scopes == ["files:read", "offline_access"]
 	d.result.refresh_token == false
+}
+
+# Metadata announcing the server under another address: both named, and the fix adds it
+# under the announced one (issue 20 §1.6).
+test_metadata_of_another_address_names_both if {
+	d := _d(_args, _with({"prm|0": fx.http(200, object.union(_prm, {"resource": "https://mcp2.example.com/mcp"}))}))
+	_code(d) == "PROVIDER_ERROR"
+	contains(d.error.message, "announces the resource https://mcp2.example.com/mcp, not https://mcp.example.com/mcp")
+	d.error.fix == "grantwire mcp add mcp-remote --url https://mcp2.example.com/mcp"
+	d2 := _d(_args, _with({"prm|0": fx.http(200, object.union(_prm, {"resource": "http://mcp2.example.com/mcp"}))}))
+	d2.error.fix == ""
+}
+
+# A server that answers without a challenge and publishes no metadata needs no
+# authorization: said so, before any authorization server is asked (issue 20 §1.7).
+test_a_server_without_authorization_is_told_so if {
+	f := _with({"probe": {"status": 200, "headers": {}}, "prm|0": {"status": 404, "headers": {}}, "prm|1": {"status": 404, "headers": {}}})
+	d := _d(_args, f)
+	_code(d) == "CONFIGURATION"
+	contains(d.error.message, "needs no authorization")
+	d.effects == []
+}
+
+# The timeout is said as it was given (issue 20 §1.11: 15 s is not "0m").
+test_timeout_names_the_duration if {
+	d := _d({"connector": _c, "timeout_ms": 15000}, _with({"callback": {"status": "timeout"}}))
+	_code(d) == "AUTHORIZATION_TIMEOUT"
+	contains(d.error.message, "no answer from the browser in 15s")
 }

@@ -93,6 +93,15 @@ _result(t) := {
 	"resource": t.resource,
 }
 
+# A local MCP server is started on stdio by mcp run, not proxied (issue 20 §1.4).
+_not_remote := errors.configuration(
+	concat("", [_c, " is a local MCP server, not a remote one: grantwire mcp run starts it on stdio for ", _a]),
+	concat("", ["grantwire mcp run ", _c, " --agent ", _a]),
+	{"connector": _c, "type": "mcp_server"},
+) if {
+	catalog.type_of(_c) == "mcp_server"
+} else := remote.not_remote(_c)
+
 # METADATA
 # title: mcp_token decision
 # description: One step of handing an agent a bearer token for a remote MCP server; see the package description.
@@ -104,7 +113,7 @@ decision := step.fail(errors.usage("mcp_token needs connector and agent, and an 
 	count(m) > 0
 } else := step.fail(remote.unknown(_c), []) if {
 	not catalog.known(_c)
-} else := step.fail(remote.not_remote(_c), []) if {
+} else := step.fail(_not_remote, []) if {
 	catalog.type_of(_c) != "mcp_remote"
 } else := step.fail(errors.mcp_not_granted(_c, _a), []) if {
 	not _f.grant.exists == true

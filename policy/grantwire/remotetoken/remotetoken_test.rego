@@ -155,3 +155,12 @@ test_refresh_answers if {
 	_d(_args, _with({"refresh": {"status": 500, "headers": {}}})).error.code != "REAUTH_REQUIRED"
 	contains(_d(_args, _with({"refresh": fx.http(200, fx.token_json("refresh", {"token_type": "mac"}))})).error.message, "not a Bearer")
 }
+
+# A local MCP server is not proxied: the fix is mcp run for the same agent (issue 20 §1.4).
+test_a_local_server_points_at_mcp_run if {
+	d := fx.decide(fx.q1("mcp_token", {"connector": "mcp-github", "agent": _a}, _gate))
+	d.error.code == "CONFIGURATION"
+	d.error.fix == "grantwire mcp run mcp-github --agent builtin:coder"
+	d2 := fx.decide(fx.q1("mcp_token", {"connector": "google", "agent": _a}, _gate))
+	d2.error.fix == "grantwire mcp list"
+}

@@ -14,6 +14,7 @@ import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.gate
 import data.grantwire.mcp
+import data.grantwire.remote
 import data.grantwire.scopes
 import data.grantwire.step
 import data.grantwire.store
@@ -41,6 +42,7 @@ _status_needs := array.concat(
 	),
 	[
 		facts.ledger("mcp", store.mcp_file, []),
+		remote.ledger_need,
 		facts.ledger("grants", store.grants_file, []),
 		facts.ledger("actives", store.activations_file, ["activations"]),
 	],
@@ -89,6 +91,8 @@ _state(c) := {
 	"missing_keys": mcp.missing_keys(c, _f.mcp),
 } if {
 	catalog.type_of(c) == "mcp_server"
+} else := _remote_state(c) if {
+	catalog.type_of(c) == "mcp_remote"
 } else := {"configured": false} if {
 	not catalog.oauth(c)
 } else := {"configured": false, "client_configured": _bool(_client(c).found)} if {
@@ -101,6 +105,19 @@ _state(c) := {
 	"connected_at": object.get(_conn(c), "connected_at", null),
 	"tripwire": tripwire.reason[tripwire.verdict(_conn(c), _client(c))],
 }
+
+# A remote MCP server (the catalog's or one a person added): authorized when
+# mcp_remote.json mirrors an authorization, with its issuer, scopes and time.
+_remote_state(c) := {
+	"configured": true, "url": s.url, "issuer": s.auth.issuer,
+	"scopes": scopes.sorted(object.get(s.auth, "scopes", [])),
+	"connected_at": object.get(s.auth, "authorized_at", null),
+} if {
+	s := remote.server(_f, c)
+	is_string(s.auth.issuer)
+} else := {"configured": false, "url": s.url} if {
+	s := remote.server(_f, c)
+} else := {"configured": false}
 
 _configured_mcp(c) if mcp.entry(_f.mcp, c)
 
@@ -115,12 +132,13 @@ else := false
 #   client-hash mismatch is re-checked against a fresh read of the client configuration,
 #   then reported ("tripwire"); nothing is cleared or locked.
 # entrypoint: true
-status := step.fail(errors.unknown_connector(_c), []) if {
-	is_string(_c)
-	not catalog.known(_c)
-} else := step.need(m) if {
+status := step.need(m) if {
+	# first: the remote servers a person added (mcp_remote.json) are connectors too
 	m := facts.missing(_f, _status_needs)
 	count(m) > 0
+} else := step.fail(errors.unknown_connector(_c), []) if {
+	is_string(_c)
+	not catalog.known(_c)
 } else := step.need(m) if {
 	m := facts.missing(_f, _status_fresh)
 	count(m) > 0

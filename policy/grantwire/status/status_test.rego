@@ -67,7 +67,37 @@ test_status_needs if {
 		_ledger_needs,
 	))
 	_status({"connector": "mcp-github"}, {}) == fx.need(_ledger_needs)
-	_status({"connector": "nope"}, {}).error.code == "UNKNOWN_CONNECTOR"
+	_status({"connector": "nope"}, {}) == fx.need(_ledger_needs)
+	_status({"connector": "nope"}, _ledgers).error.code == "UNKNOWN_CONNECTOR"
+	_status({"connector": "notes"}, _ledgers).error.code == "UNKNOWN_CONNECTOR"
+}
+
+# Remote MCP servers, the catalog's and those a person added, say whether they are
+# authorized, at which issuer and with which scopes (issue 20 §1.3).
+_remote_file(servers) := fx.entry("mcp_remote.json", [], {"version": 1, "servers": servers})
+
+test_status_of_remote_mcp_servers if {
+	f := fx.patch(_round1(_conn("google", fx.hash_a, ["openid"]), _client("google", fx.id_a)), {"mcp_remote": _remote_file({
+		"notes": {"url": "https://notes.example.com/mcp", "scopes": [], "auth": {
+			"issuer": "https://auth.example.com", "scopes": ["notes:write", "notes:read"], "authorized_at": 1800000000000,
+		}},
+		"todo": {"url": "https://todo.example.com/mcp", "scopes": []},
+	})})
+	notes := _status({"connector": "notes"}, f).result.connectors[0]
+	notes.type == "mcp_remote"
+	notes.configured == true
+	notes.url == "https://notes.example.com/mcp"
+	notes.issuer == "https://auth.example.com"
+	notes.scopes == ["notes:read", "notes:write"]
+	notes.connected_at == 1800000000000
+	todo := _status({"connector": "todo"}, f).result.connectors[0]
+	todo.configured == false
+	todo.url == "https://todo.example.com/mcp"
+	not todo.issuer
+	ids := [e.id | some e in _status({}, f).result.connectors]
+	"notes" in ids
+	"todo" in ids
+	"mcp-remote" in ids
 }
 
 test_status_of_every_connector if {
@@ -98,7 +128,7 @@ test_status_of_every_connector if {
 	d.result.connectors[4].configured == false
 	d.result.connectors[5] == {
 		"id": "mcp-remote", "type": "mcp_remote", "display_name": "Remote (MCP)", "category": "", "tier": "community",
-		"grants": {}, "activations": [], "configured": false,
+		"grants": {}, "activations": [], "configured": false, "url": "https://mcp.example.com/mcp",
 	}
 }
 
@@ -237,7 +267,7 @@ _one(c, conn, client) := object.union(_provider(c, conn, client), _ledgers)
 
 test_test_connector_usage if {
 	fx.decide(fx.q1("test_connector", {"connector": 5}, {})) == fx.failed(fx.usage("test_connector needs connector"), [])
-	_test("nope", {}).error.code == "UNKNOWN_CONNECTOR"
+	_test("nope", _ledgers).error.code == "UNKNOWN_CONNECTOR"
 	_test("google", {}) == fx.need(array.concat(array.concat([_conn_need("conn|google", "google")], _client_needs("client|google", "google", false)), _ledger_needs))
 }
 
@@ -351,7 +381,7 @@ _vrow(d, id) := r if {
 
 test_view_needs_the_status_facts_and_the_agent_registry if {
 	_view({"connector": "mcp-github"}, {}) == fx.need(array.concat(_ledger_needs, [_agents_need]))
-	_view({"connector": "nope"}, {}).error.code == "UNKNOWN_CONNECTOR"
+	_view({"connector": "nope"}, {}) == fx.need(array.concat(_ledger_needs, [_agents_need]))
 	f := _round1(_conn("google", fx.hash_a, ["openid"]), _client("google", fx.id_b))
 	_view({}, object.union(f, {"agents": fx.no_agents})) == fx.need(_client_needs("client@fresh|google", "google", true))
 }

@@ -102,12 +102,12 @@ else := null
 #   page may show it, and the agents that concern it; read-only (the same facts as status,
 #   plus the agent registry).
 # entrypoint: true
-view := step.fail(errors.unknown_connector(_c), []) if {
-	is_string(_c)
-	not catalog.known(_c)
-} else := step.need(m) if {
+view := step.need(m) if {
 	m := _view_needs
 	count(m) > 0
+} else := step.fail(errors.unknown_connector(_c), []) if {
+	is_string(_c)
+	not catalog.known(_c)
 } else := step.need(m) if {
 	m := facts.missing(_f, _status_fresh)
 	count(m) > 0
