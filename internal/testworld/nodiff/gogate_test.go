@@ -895,6 +895,12 @@ func (gg *goGate) gate(args obj, f any) (obj, bool) {
 	if !eq(spec["type"], "oauth_pkce") {
 		return fail(configuration(p+" is an MCP connector; access tokens exist only for OAuth connectors", "", obj{"connector": p}), nil), true
 	}
+	if len(req) == 0 {
+		// gate.no_scope_error: a token carries every scope of its connection, so a request of
+		// no scope gets none, before anything is read.
+		return usage("an access token needs at least one scope: it carries every scope of the " + p +
+			" connection, so a request of no scope gets none (name the scopes the agent needs, --scopes)"), true
+	}
 	c := &gateCtx{gg: gg, p: p, a: a, req: req, f: f, spec: spec}
 	if !c.has("grant") || !c.has("now") {
 		return need(c.missing([]obj{
