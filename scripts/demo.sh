@@ -132,7 +132,7 @@ TOKEN=$(grantwire token google --agent builtin:email --scopes "$GMAIL" 2>"$DEMO_
 	fail "grantwire token exited $?: $(cat "$DEMO_TMP/token.err")"
 [ -n "$TOKEN" ] && [ ! -s "$DEMO_TMP/token.err" ] || fail "grantwire token printed no token, or complained: $(cat "$DEMO_TMP/token.err")"
 run 0 "echo \"an access token of \${#TOKEN} characters (not shown)\"" "an access token of"
-run 0 "grantwire test google --agent builtin:email" "google: OK" "builtin:email obtained a token valid until"
+run 0 "grantwire test google --agent builtin:email --scopes $GMAIL" "google: OK" "builtin:email obtained a token valid until"
 
 say "6. The gate: the calendar agent holds no grant on google, so it gets nothing (exit 4, and not"
 out "#    a word about the connection); the error names the command that would grant it."

@@ -142,7 +142,7 @@ func TestBinaryUsageErrorsExit2(t *testing.T) {
 		{[]string{"configure", "google", "--client-id", "x", "--client-secret", "argv-secret-1"}, "secrets are never taken from arguments"},
 		{[]string{"configure", "mcp-github", "--set", "GITHUB_PERSONAL_ACCESS_TOKEN=argv-secret-2"}, "is a secret"},
 		{[]string{"import", "google", "--from-stdin", "--refresh-token", "argv-secret-3"}, "secrets are never taken from arguments"},
-		{[]string{"mcp"}, "grantwire mcp needs a command: add, auth, config, list, logout, proxy, run"},
+		{[]string{"mcp"}, "grantwire mcp needs a command: add, auth, config, list, logout, proxy, remove, run"},
 		{[]string{"mcp", "list", "extra"}, `grantwire mcp list takes no arguments: unexpected "extra"`},
 		{[]string{"--bundle", "b.tar.gz", "--catalog", "c.json", "status"}, "--bundle carries its own catalog"},
 	} {
