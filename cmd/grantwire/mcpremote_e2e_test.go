@@ -361,7 +361,7 @@ func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
 }
 
 // TestE2ERemoteMCPProxyReportsForwardingErrors: an error after the gate (here the server
-// gone: connection refused) reaches stderr as refusals do, not only the JSON-RPC error
+// gone) reaches stderr as refusals do, not only the JSON-RPC error
 // (issue 20 §1.8).
 func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
@@ -378,8 +378,9 @@ func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
 	_, err = echo(t, ctx, session, "after")
 	require.Error(t, err)
 	_ = session.Close() // waits for the proxy, and for its stderr
-	require.Contains(t, stderr.String(), "grantwire: ")
-	require.Contains(t, stderr.String(), "connection refused")
+	require.Contains(t, stderr.String(), "grantwire: forwarding to the server failed")
+	// The server's close reaches the proxy as a refused connection, or as EOF on a kept-alive one.
+	require.Regexp(t, `connection refused|EOF`, stderr.String())
 }
 
 // TestE2ERemoteMCPTimeoutSaysItsDuration: `mcp auth --timeout 2s` says 2s, not 0m (issue
