@@ -176,7 +176,10 @@ def test_one_item_per_slot_with_the_go_shell(world):
     run = lambda *args, stdin="": subprocess.run([cli, *args], input=stdin, capture_output=True, text=True, env={**os.environ, **world.env})
     assert run("configure", "google", "--client-id", "go-client", "--client-secret-stdin", stdin="go-secret\n").returncode == 0
     c, conn = world.client(), secretstorage.dbus_init()
-    items = lambda: [(i.get_label(), i.get_attributes()) for i in secretstorage.search_items(conn, {"service": c.shell.service, "username": "provider:google"})]
+    # gnome-keyring adds xdg:schema to an item it creates anew (neither shell searches by it),
+    # so it is left out of the comparison; the label, the other attributes and the count stay.
+    items = lambda: [(i.get_label(), {k: v for k, v in i.get_attributes().items() if k != "xdg:schema"})
+                     for i in secretstorage.search_items(conn, {"service": c.shell.service, "username": "provider:google"})]
     go = items()
     assert go == [(f"Password for 'provider:google' on '{c.shell.service}'", {**go[0][1], "service": c.shell.service, "username": "provider:google"})]
     c.do("import_forwarded", {"provider": "google", "scopes": [GMAIL], "account_email": "fwd@example.com", "grant_agents": []},
