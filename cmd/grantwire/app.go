@@ -417,8 +417,10 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if a.storeURL != "" {
 		// The store holds the ledgers, secrets and locks; its watcher (LISTEN/NOTIFY), not
 		// the home's file watcher, reports what other machines change.
+		// A rotated secret the store could not take is kept sealed in the home until it
+		// can (shells/postgres pending.go): the machine's next command writes it.
 		store = &postgres.Options{Home: a.storeHome, Service: a.service, Getenv: a.Getenv,
-			NoWatch: !a.LongRunning, Warn: opts.Warn}
+			NoWatch: !a.LongRunning, Warn: opts.Warn, PendingFile: filepath.Join(a.home, "store-pending.json")}
 		if a.LongRunning {
 			store.ActivationChanges, store.GrantChanges = opts.ActivationChanges, opts.GrantChanges
 		}

@@ -54,6 +54,9 @@ func (l *ledgers) path(name string) string {
 
 // Read implements hostabi.Files.
 func (f ledgerFiles) Read(ctx context.Context, name string) ([]byte, string, error) {
+	if err := f.l.s.settle(ctx); err != nil {
+		return nil, "", err
+	}
 	doc, v, err := f.l.read(ctx, f.l.s.pool, name)
 	if err != nil || doc == nil {
 		return nil, "", err
@@ -65,6 +68,9 @@ func (f ledgerFiles) Read(ctx context.Context, name string) ([]byte, string, err
 // the row only if its version is still the one read (one statement, which also notifies
 // the change); when another process wrote in between, read and patch again.
 func (f ledgerFiles) Update(ctx context.Context, name string, fn func(doc []byte, version string) ([]byte, error)) error {
+	if err := f.l.s.settle(ctx); err != nil {
+		return err
+	}
 	return f.l.update(ctx, name, fn)
 }
 

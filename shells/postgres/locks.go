@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/semaphore"
@@ -59,8 +60,9 @@ func (l *advisoryLocks) queue(key int64) *semaphore.Weighted {
 	return q
 }
 
-// TryLock implements hostabi.Locks: this Store's queue, then the advisory lock, both
-// within wait.
+// TryLock implements hostabi.Locks: this Store's queue, then the advisory lock and its
+// claim (pending.go), all within wait. The Store first writes what it kept while the
+// database was away.
 func (l *advisoryLocks) TryLock(ctx context.Context, name string, wait time.Duration) (func(), error) {
 	if !lockName.MatchString(name) {
 		return nil, fmt.Errorf("postgres: invalid lock name %q", name)
@@ -79,18 +81,70 @@ func (l *advisoryLocks) TryLock(ctx context.Context, name string, wait time.Dura
 			return nil, fmt.Errorf("postgres: lock %s is held by another operation of this process: %w", name, hostabi.ErrBusy)
 		}
 	}
-	conn, err := l.acquire(ctx, name, key, time.Until(deadline))
+	conn, err := l.claimed(ctx, name, key, deadline)
 	if err != nil {
 		q.Release(1)
 		return nil, err
 	}
+	l.s.pending.hold()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.unlock(conn, key)
+			l.s.pending.release()
 			q.Release(1)
 		})
 	}, nil
+}
+
+// claimed takes the advisory lock and writes its claim. A claim another holder left
+// while the server restarted keeps the lock busy (the holder may have a write to make):
+// the lock is tried again until deadline.
+func (l *advisoryLocks) claimed(ctx context.Context, name string, key int64, deadline time.Time) (*pgxpool.Conn, error) {
+	if err := l.s.settle(ctx); err != nil {
+		return nil, err
+	}
+	for {
+		conn, err := l.acquire(ctx, name, key, time.Until(deadline))
+		if err != nil {
+			return nil, err
+		}
+		ok, err := l.claim(ctx, conn, key)
+		if err != nil {
+			conn.Hijack().Close(context.Background())
+			return nil, l.lockError(ctx, name, err)
+		}
+		if ok {
+			return conn, nil
+		}
+		l.unlock(conn, key)
+		pause := min(100*time.Millisecond, time.Until(deadline))
+		if pause <= 0 {
+			return nil, fmt.Errorf("postgres: lock %s is held in doubt: the machine that held it lost the store when it restarted, and may keep a rotated secret it writes when it runs again (any grantwire command there writes it; after %s the lock is taken over): %w", name, doubtBound, hostabi.ErrBusy)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+	}
+}
+
+// claim writes this Store's claim of a lock it just took: replacing its own, one whose
+// holder's session ended with the server running (a killed process), or one older than
+// doubtBound; it reports false for a claim left by a session the server's restart ended.
+func (l *advisoryLocks) claim(ctx context.Context, conn *pgxpool.Conn, key int64) (bool, error) {
+	ctx, cancel := l.s.bounded(ctx)
+	defer cancel()
+	var ok bool
+	err := conn.QueryRow(ctx, `insert into grantwire.lock_claims as c (lock_key, origin, since) values ($1, $2, now())
+		on conflict (lock_key) do update set origin = excluded.origin, since = excluded.since
+		where c.origin = excluded.origin or c.since > pg_postmaster_start_time() or c.since < now() - interval '`+doubtBound+`'
+		returning true`, key, l.s.origin).Scan(&ok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return ok, err
 }
 
 // acquire takes the advisory lock on a lock connection: at once when wait is under a
@@ -149,7 +203,9 @@ func (l *advisoryLocks) unlock(conn *pgxpool.Conn, key int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.opts.Timeout)
 	defer cancel()
 	var released bool
-	if err := conn.QueryRow(ctx, "select pg_advisory_unlock($1)", key).Scan(&released); err != nil || !released {
+	err := conn.QueryRow(ctx, `with gone as (delete from grantwire.lock_claims where lock_key = $1 and origin = $2)
+		select pg_advisory_unlock($1)`, key, l.s.origin).Scan(&released)
+	if err != nil || !released {
 		conn.Hijack().Close(context.Background())
 		return
 	}

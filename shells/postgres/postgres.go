@@ -94,6 +94,11 @@ type Options struct {
 	// Warn receives what the user should know that does not stop anything (the watcher
 	// lost its connection); nil discards it.
 	Warn func(string)
+	// PendingFile, when set, is where a secret written under a provider lock while the
+	// database does not answer is kept, sealed, until the store takes it (pending.go; the
+	// CLI's is store-pending.json in its home). Without it such a secret is kept in the
+	// process's memory only.
+	PendingFile string
 }
 
 // Store is one process's connection to a PostgreSQL store.
@@ -110,7 +115,8 @@ type Store struct {
 	secrets *secrets
 	locks   *advisoryLocks
 	watcher *watcher
-	sibling bool // shares another Store's connections (Sibling)
+	sibling bool    // shares another Store's connections (Sibling)
+	pending pending // lock holds and writes the store has not taken (pending.go)
 }
 
 // Open connects to the PostgreSQL database at rawURL (postgres://user:password@host:port/db),
@@ -169,6 +175,14 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	s.ledgers = &ledgers{s: s}
 	s.secrets = &secrets{s: s}
 	s.locks = newAdvisoryLocks(s)
+	if err := s.loadPending(); err != nil {
+		s.closePools()
+		return nil, err
+	}
+	if err := s.settle(ctx); err != nil {
+		s.closePools()
+		return nil, err
+	}
 	if !opts.NoWatch && (opts.ActivationChanges != nil || opts.GrantChanges != nil) {
 		w, err := startWatcher(ctx, s, cfg.ConnConfig)
 		if err != nil {
@@ -250,6 +264,7 @@ func (s *Store) Sibling(home, service string) (*Store, error) {
 	opts := s.opts
 	opts.Home, opts.Service = home, service
 	opts.ActivationChanges, opts.GrantChanges, opts.NoWatch = nil, nil, true
+	opts.PendingFile = "" // a sibling keeps what the store cannot take in memory
 	if err := checkNames(opts); err != nil {
 		return nil, err
 	}

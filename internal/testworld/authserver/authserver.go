@@ -39,8 +39,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -129,6 +131,10 @@ type Failure struct {
 	Error string
 	// Redirect answers 307 to this URL instead.
 	Redirect string
+	// BeforeAnswer, alone, serves the request as usual (a refresh rotates) and runs
+	// between the server's answer and its sending: the client's world changes just as the
+	// provider has answered (a test stops the client's database there).
+	BeforeAnswer func()
 }
 
 // Stats counts what the server saw.
@@ -590,6 +596,18 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 			s.oauthError(w, status, code)
 			return
 		}
+	}
+	if scripted && f.BeforeAnswer != nil {
+		rec := httptest.NewRecorder()
+		defer func() {
+			s.mu.Unlock()
+			f.BeforeAnswer()
+			s.mu.Lock()
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+		}()
+		w = rec
 	}
 	id, ok := s.authenticate(r, provider)
 	if ok {
