@@ -598,14 +598,14 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 		}
 	}
 	if scripted && f.BeforeAnswer != nil {
-		rec := httptest.NewRecorder()
+		rec, out := httptest.NewRecorder(), w
 		defer func() {
 			s.mu.Unlock()
 			f.BeforeAnswer()
 			s.mu.Lock()
-			maps.Copy(w.Header(), rec.Header())
-			w.WriteHeader(rec.Code)
-			_, _ = w.Write(rec.Body.Bytes())
+			maps.Copy(out.Header(), rec.Header())
+			out.WriteHeader(rec.Code)
+			_, _ = out.Write(rec.Body.Bytes())
 		}()
 		w = rec
 	}
