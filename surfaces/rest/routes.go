@@ -136,6 +136,7 @@ type view struct {
 	Activations []string            `json:"activations"`
 	Client      json.RawMessage     `json:"client"`
 	Agents      json.RawMessage     `json:"agents"`
+	Health      json.RawMessage     `json:"health"`
 }
 
 type viewResult struct {
@@ -169,6 +170,9 @@ type summary struct {
 	Grants             map[string][]string `json:"grants"`
 	Activations        map[string]bool     `json:"activations"`
 	Agents             json.RawMessage     `json:"agents"`
+	// Health is what the last health pass recorded of a connection that is not healthy
+	// (the payload of its connector.health event), or null.
+	Health json.RawMessage `json:"health"`
 }
 
 // setupField is one field of the configure form: for a provider its client id, secret
@@ -206,7 +210,7 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 			DefaultScopes: nonNil(e.DefaultScopes), AvailableScopes: nonNil(e.AvailableScopes),
 			SupportsDeviceCode: e.DeviceAuthorizationURL != "", SetupFields: []setupField{},
 			MCPEnvKeys: nonNil(c.EnvKeys), MissingKeys: nonNil(c.MissingKeys), Command: e.Command,
-			Grants: c.Grants, Activations: map[string]bool{}, Agents: c.Agents,
+			Grants: c.Grants, Activations: map[string]bool{}, Agents: c.Agents, Health: c.Health,
 		}
 		if sum.Grants == nil {
 			sum.Grants = map[string][]string{}

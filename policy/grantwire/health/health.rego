@@ -438,3 +438,38 @@ _prefetched if {
 	_ = _f.state
 	_ = _f.now
 }
+
+# ---------------------------------------------------------------------------------------
+# what a page shows after a reload
+
+# METADATA
+# title: stored health
+# description: |
+#   What the last health pass recorded of connector p that is not healthy, as the payload of
+#   the connector.health event it emitted then (connector_id, state, reason, fix, failures,
+#   retry_at), for a page that loads after the event; null when the connection is healthy
+#   or nothing is recorded. entry is p's member of connectors/state.json, configured whether
+#   a connection is stored now, held its scopes: a failing or expiring record counts only
+#   while the connection is stored, a revoked one only while none is.
+stored(p, entry, configured, held) := v if {
+	h := object.get(entry, "health", null)
+	is_object(h)
+	v := _stored(p, h, configured, held)
+} else := null
+
+_stored(p, h, true, held) := {
+	"connector_id": p, "state": h.state, "reason": object.get(h, "error", ""),
+	"fix": scopes.connect_cmd(p, scopes.sorted(held)),
+	"failures": n, "retry_at": _num(h, "failed_at") + backoff(n),
+} if {
+	h.state in {"failing", "expiring"}
+	n := max([_num(h, "failures"), 1])
+}
+
+_stored(p, h, false, _) := {
+	"connector_id": p, "state": "revoked", "reason": "invalid_grant",
+	"fix": scopes.connect_cmd(p, scopes.sorted(object.get(h, "scopes", []))),
+	"failures": 0, "retry_at": null,
+} if {
+	h.state == "revoked"
+}

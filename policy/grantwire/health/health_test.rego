@@ -233,3 +233,23 @@ test_the_catalog_field_is_checked if {
 	some m in data.grantwire.catalog.entry_problems("mcp-memory", mcp, false)
 	contains(m, "refresh_token_inactivity_days")
 }
+
+test_stored_health_for_a_page_after_reload if {
+	failing := {"health": {"state": "failing", "failures": 2, "failed_at": 1000, "error": "temporarily_unavailable"}}
+	health.stored("google", failing, true, ["b", "a"]) == {
+		"connector_id": "google", "state": "failing", "reason": "temporarily_unavailable",
+		"fix": "grantwire connect google --scopes a,b", "failures": 2, "retry_at": 1000 + health.backoff(2),
+	}
+	revoked := {"configured": false, "health": {"state": "revoked", "revoked_at": 5, "scopes": ["s"]}}
+	health.stored("google", revoked, false, []) == {
+		"connector_id": "google", "state": "revoked", "reason": "invalid_grant",
+		"fix": "grantwire connect google --scopes s", "failures": 0, "retry_at": null,
+	}
+
+	# healthy, nothing recorded, a record that no longer applies: nothing to show
+	health.stored("google", {"health": {"state": "healthy", "refreshed_at": 1}}, true, []) == null
+	health.stored("google", {}, true, []) == null
+	health.stored("google", "not an object", true, []) == null
+	health.stored("google", failing, false, []) == null
+	health.stored("google", revoked, true, ["s"]) == null
+}

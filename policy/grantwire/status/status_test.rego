@@ -369,9 +369,11 @@ _view(args, f) := fx.decide(fx.q1("connector_view", args, f))
 
 _agents_need := {"key": "agents", "kind": "ledger.read", "ledger": "agents.json", "path": []}
 
+_state_need := {"key": "state", "kind": "ledger.read", "ledger": "connectors/state.json", "path": []}
+
 _view_facts(agents_fact) := object.union(
 	_round1(_conn("google", fx.hash_a, ["openid", "email"]), _client("google", fx.id_a)),
-	{"agents": agents_fact},
+	{"agents": agents_fact, "state": fx.no_file(fx.state_file, [])},
 )
 
 _vrow(d, id) := r if {
@@ -380,10 +382,10 @@ _vrow(d, id) := r if {
 }
 
 test_view_needs_the_status_facts_and_the_agent_registry if {
-	_view({"connector": "mcp-github"}, {}) == fx.need(array.concat(_ledger_needs, [_agents_need]))
-	_view({"connector": "nope"}, {}) == fx.need(array.concat(_ledger_needs, [_agents_need]))
+	_view({"connector": "mcp-github"}, {}) == fx.need(array.concat(_ledger_needs, [_state_need, _agents_need]))
+	_view({"connector": "nope"}, {}) == fx.need(array.concat(_ledger_needs, [_state_need, _agents_need]))
 	f := _round1(_conn("google", fx.hash_a, ["openid"]), _client("google", fx.id_b))
-	_view({}, object.union(f, {"agents": fx.no_agents})) == fx.need(_client_needs("client@fresh|google", "google", true))
+	_view({}, object.union(f, {"agents": fx.no_agents, "state": fx.no_file(fx.state_file, [])})) == fx.need(_client_needs("client@fresh|google", "google", true))
 }
 
 test_view_shows_the_client_without_its_id_or_secret if {
@@ -399,6 +401,17 @@ test_view_shows_the_client_without_its_id_or_secret if {
 	_vrow(d, "microsoft").client.tenant == "common"
 	_vrow(d, "mcp-github").client == null
 	not contains(json.marshal(d.result), "#client_id")
+	g.health == null
+}
+
+test_view_shows_the_stored_health_after_a_reload if {
+	failing := {"google": {"configured": true, "health": {"state": "failing", "failures": 1, "failed_at": 7, "error": "temporarily_unavailable"}}}
+	f := fx.patch(_view_facts(fx.no_agents), {"state": fx.entry(fx.state_file, [], failing)})
+	g := _vrow(_view({"connector": "google"}, f), "google")
+	g.health.state == "failing"
+	g.health.reason == "temporarily_unavailable"
+	g.health.fix == "grantwire connect google --scopes email,openid"
+	_vrow(_view({"connector": "mcp-github"}, f), "mcp-github").health == null
 }
 
 test_view_lists_the_agents_that_concern_a_connector if {

@@ -14,10 +14,14 @@ import data.grantwire.agents
 import data.grantwire.catalog
 import data.grantwire.errors
 import data.grantwire.facts
+import data.grantwire.health
 import data.grantwire.step
 import data.grantwire.store
 
-_view_needs := array.concat(facts.missing(_f, _status_needs), agents.needs(_f, "agents"))
+_view_needs := array.concat(
+	facts.missing(_f, array.concat(_status_needs, [facts.ledger("state", store.state_file, [])])),
+	agents.needs(_f, "agents"),
+)
 
 _agents_problem := agents.unusable(_f, "agents")
 
@@ -89,7 +93,19 @@ _consumer_true(a, c) if {
 _view(c) := object.union(_entry(c), {
 	"client": _client_view(c),
 	"agents": [_agent_row(id, c) | some id in sort(_concerned(c))],
+	"health": _stored_health(c),
 })
+
+_state_doc := d if {
+	d := facts.value(_f, "state", {})
+	is_object(d)
+} else := {}
+
+# What the last health pass recorded of an OAuth connection that is not healthy (the
+# payload of its connector.health event), so that a page loaded after the event shows it.
+_stored_health(c) := health.stored(c, object.get(_state_doc, c, {}), _bool(_conn(c).found), object.get(_conn(c), "scopes", [])) if {
+	catalog.oauth(c)
+} else := null
 
 _problem_or_null := _agents_problem if _agents_problem
 

@@ -59,6 +59,9 @@ async function load() {
   try {
     const [list, flows] = await Promise.all([api("GET", "/api/connectors"), api("GET", "/api/connectors/_flows")]);
     state.connectors = list.connectors;
+    // The stored health (the last connector.health of a connection that is not healthy)
+    // shows after a reload; a later event replaces it.
+    for (const c of list.connectors) if (c.health) state.health[c.id] = c.health; else if (c.health === null && state.health[c.id] && !c.configured) delete state.health[c.id];
     state.tiers = list.tiers || [];
     state.flows = {};
     for (const f of flows.flows) state.flows[f.connector_id] = f;
