@@ -315,6 +315,26 @@ func TestPageInARealBrowser(t *testing.T) {
 	waitText(tile("google")+` [data-health="revoked"]`, "Fix: grantwire connect google --scopes")
 	waitText(tile("google")+" .state", "Not connected")
 	shotTile("10b-health-revoked.png", "google")
+	// The pass's record is stored: REST lists it, and a page loaded afresh shows it.
+	var listed struct {
+		Connectors []struct {
+			ID     string         `json:"id"`
+			Health map[string]any `json:"health"`
+		} `json:"connectors"`
+	}
+	require.NoError(t, json.Unmarshal(w.do(req{method: "GET", path: "/api/connectors"}).body, &listed))
+	for _, c := range listed.Connectors {
+		if c.ID == "google" {
+			require.Equal(t, "revoked", c.Health["state"], "GET /api/connectors: google's stored health")
+			require.Contains(t, c.Health["fix"], "grantwire connect google --scopes")
+		} else {
+			require.Nil(t, c.Health, "GET /api/connectors: %s has no stored health", c.ID)
+		}
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(s.url), chromedp.WaitVisible(chromedp.CSS(tile("google")))))
+	waitText(tile("google")+` [data-health="revoked"]`, "Revoked at the provider")
+	waitText(tile("google")+` [data-health="revoked"]`, "Fix: grantwire connect google --scopes")
+	shotTile("10c-health-after-reload.png", "google")
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -59,9 +59,10 @@ async function load() {
   try {
     const [list, flows] = await Promise.all([api("GET", "/api/connectors"), api("GET", "/api/connectors/_flows")]);
     state.connectors = list.connectors;
-    // The stored health (the last connector.health of a connection that is not healthy)
-    // shows after a reload; a later event replaces it.
-    for (const c of list.connectors) if (c.health) state.health[c.id] = c.health; else if (c.health === null && state.health[c.id] && !c.configured) delete state.health[c.id];
+    // The stored health (what the last health pass recorded of a connection that is not
+    // healthy) is written before its connector.health event is sent, so what the server
+    // lists now is at least as new as any event the page holds: it replaces them.
+    for (const c of list.connectors) if (c.health) state.health[c.id] = c.health; else delete state.health[c.id];
     state.tiers = list.tiers || [];
     state.flows = {};
     for (const f of flows.flows) state.flows[f.connector_id] = f;
