@@ -199,19 +199,52 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// mcpEntry is one server of an MCP client's configuration (Claude Desktop, Cursor, …).
+// mcpEntry is one server of an MCP client's configuration (Claude Desktop, Cursor, VS Code).
 type mcpEntry struct {
+	Type    string   `json:"type,omitempty"`
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
 }
 
+// mcpClientFormat is the shape one MCP client reads a stdio server in, as its documentation
+// describes it; cmd/grantwire/testdata/mcpconfig holds a JSON Schema of each, written from
+// that page, which the tests check every format's output against.
+type mcpClientFormat struct {
+	key   string // the member that maps server names to entries
+	typed bool   // an entry names its transport ("type": "stdio")
+	where string // where the client reads it, for the hint on a terminal
+}
+
+// mcpClientFormats are the formats of mcp config --format. Claude Desktop
+// (modelcontextprotocol.io's user quickstart) and Cursor (cursor.com/docs/mcp) read
+// "mcpServers" entries of command, args and env; VS Code
+// (code.visualstudio.com/docs/copilot/reference/mcp-configuration) reads "servers", whose
+// stdio entries must say "type": "stdio".
+var mcpClientFormats = map[string]mcpClientFormat{
+	"claude": {key: "mcpServers", where: "Claude Desktop: claude_desktop_config.json"},
+	"cursor": {key: "mcpServers", where: "Cursor: ~/.cursor/mcp.json, or .cursor/mcp.json in a project"},
+	"vscode": {key: "servers", typed: true, where: "VS Code: .vscode/mcp.json, or MCP: Open User Configuration"},
+}
+
+func mcpFormatNames() string {
+	names := make([]string, 0, len(mcpClientFormats))
+	for n := range mcpClientFormats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 func (a *app) mcpConfigCmd() *cobra.Command {
-	var agent string
+	var agent, format string
 	cmd := &cobra.Command{
-		Use:   "config <name>… --agent <agent> [--json]",
-		Short: "Print the mcpServers entries an MCP client needs to use servers through grantwire (no secret)",
-		Long: `Print the "mcpServers" JSON that MCP clients such as Claude Desktop and Cursor read, with
-one entry per server named: a local server (mcp_server) runs through grantwire mcp run <name>
+		Use:   "config <name>… --agent <agent> [--format claude|cursor|vscode] [--json]",
+		Short: "Print the configuration an MCP client needs to use servers through grantwire (no secret)",
+		Long: `Print the JSON an MCP client reads, in its own shape (--format): claude (the default) and
+cursor print "mcpServers" entries of command and args, as Claude Desktop's
+claude_desktop_config.json and Cursor's mcp.json hold them; vscode prints "servers" entries
+with "type": "stdio", as VS Code's .vscode/mcp.json holds them. There is one entry per server
+named: a local server (mcp_server) runs through grantwire mcp run <name>
 --agent <agent>, a remote one (mcp_remote) through grantwire mcp proxy <name> --agent <agent>,
 each with the absolute path of this grantwire binary and the --home, --keyring-service,
 --catalog, --bundle and --engine this command was given (when not the defaults). The
@@ -223,18 +256,23 @@ anyway, with a warning on stderr that says what to run first. --json prints the 
 and warnings as JSON lines on stderr.`,
 		Example: `  grantwire mcp config mcp-brave-search --agent builtin:chat
   grantwire mcp config mcp-brave-search mcp-github --agent builtin:chat > mcp.json
+  grantwire mcp config mcp-github --agent builtin:code --format vscode > .vscode/mcp.json
   jq -s '.[0] * .[1]' ~/.cursor/mcp.json <(grantwire mcp config mcp-github --agent builtin:code)`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("mcp config needs the name of at least one MCP server (grantwire mcp list)")
 			}
+			if _, ok := mcpClientFormats[format]; !ok {
+				return usagef("mcp config --format is one of %s, not %q", mcpFormatNames(), format)
+			}
 			return nil
 		},
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			return a.mcpConfig(cmd.Context(), args, agent)
+			return a.mcpConfig(cmd.Context(), args, agent, mcpClientFormats[format])
 		}),
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
+	cmd.Flags().StringVar(&format, "format", "claude", "the MCP client's configuration shape: "+mcpFormatNames())
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
 }
@@ -269,7 +307,7 @@ func (a *app) invokedPath() (string, error) {
 	return exe, nil
 }
 
-func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error {
+func (a *app) mcpConfig(ctx context.Context, names []string, agent string, format mcpClientFormat) error {
 	exe, err := a.invokedPath()
 	if err != nil {
 		return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
@@ -289,7 +327,11 @@ func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error
 		if r.Type == catalog.TypeMCPRemote {
 			bridge = "proxy"
 		}
-		servers[name] = mcpEntry{Command: exe, Args: append(a.globalArgs(), "mcp", bridge, name, "--agent", agent)}
+		entry := mcpEntry{Command: exe, Args: append(a.globalArgs(), "mcp", bridge, name, "--agent", agent)}
+		if format.typed {
+			entry.Type = "stdio"
+		}
+		servers[name] = entry
 		if !r.Ready && r.Refusal != nil {
 			warnings = append(warnings, readinessWarning(name, agent, r.Refusal))
 		}
@@ -298,14 +340,14 @@ func (a *app) mcpConfig(ctx context.Context, names []string, agent string) error
 		warnings = append(warnings, fmt.Sprintf("%s is a temporary build of go run and will be gone; install grantwire (go build -o ~/bin/grantwire ./cmd/grantwire) and run mcp config with it", exe))
 	}
 	sort.Strings(warnings)
-	if err := a.printJSON(map[string]any{"mcpServers": servers}); err != nil {
+	if err := a.printJSON(map[string]any{format.key: servers}); err != nil {
 		return err
 	}
 	for _, w := range warnings {
 		a.warnf("%s", w)
 	}
 	if !a.jsonOut && a.StdoutTTY {
-		fmt.Fprintln(a.Stderr, "Merge this into your MCP client's configuration (Claude Desktop: claude_desktop_config.json; Cursor: ~/.cursor/mcp.json).")
+		fmt.Fprintf(a.Stderr, "Merge this into your MCP client's configuration (%s).\n", format.where)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
@@ -318,6 +319,39 @@ func TestE2EMCPConfig(t *testing.T) {
 	require.Equal(t, 0, sess.close(w))
 	w.env = env
 
+	// Each client's own shape (--format), checked against a schema written from that
+	// client's documentation (testdata/mcpconfig): the same command in each, and VS Code's
+	// entry, started as VS Code starts it, reaches the server too. The schemas tell the
+	// shapes apart (an mcpServers file is not a VS Code file, nor the reverse).
+	printed := map[string]string{}
+	for _, format := range []string{"claude", "cursor", "vscode"} {
+		r := w.gw("", "mcp", "config", "mcp-probe", "--agent", probeAgent, "--format", format)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Empty(t, r.stderr, "ready: no warning")
+		requireSchema(t, format, r.stdout, true)
+		printed[format] = r.stdout
+	}
+	requireSchema(t, "vscode", printed["claude"], false)
+	requireSchema(t, "claude", printed["vscode"], false)
+	var vs struct {
+		Servers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(printed["vscode"]), &vs))
+	require.Equal(t, "stdio", vs.Servers["mcp-probe"].Type)
+	require.Equal(t, entry.Command, vs.Servers["mcp-probe"].Command)
+	require.Equal(t, entry.Args, vs.Servers["mcp-probe"].Args)
+	w.env = withoutVars(env, "GRANTWIRE_HOME", "GRANTWIRE_CATALOG", "GRANTWIRE_KEYRING_SERVICE")
+	sess = w.connect(t, append([]string{vs.Servers["mcp-probe"].Command}, vs.Servers["mcp-probe"].Args...)...)
+	require.True(t, sess.status(t).Matches)
+	require.Equal(t, 0, sess.close(w))
+	w.env = env
+	e := w.fail(2, "USAGE", "mcp", "config", "mcp-probe", "--agent", probeAgent, "--format", "zed")
+	require.Contains(t, e.Error.Message, "claude, cursor, vscode")
+
 	// Another home is named by --home.
 	other := filepath.Join(w.home, "other-home")
 	r = w.gwJSON("", 0, &cfg, "--home", other, "mcp", "config", "mcp-probe", "--agent", probeAgent)
@@ -330,13 +364,29 @@ func TestE2EMCPConfig(t *testing.T) {
 		"mcp", "proxy", "mcp-notes", "--agent", probeAgent}, cfg.MCPServers["mcp-notes"].Args)
 	require.Len(t, cfg.MCPServers, 2)
 	require.Contains(t, r.stderr, "grantwire activations activate mcp-notes builtin:chat --scopes use")
-	e := w.fail(2, "USAGE", "mcp", "run", "mcp-notes", "--agent", probeAgent)
+	e = w.fail(2, "USAGE", "mcp", "run", "mcp-notes", "--agent", probeAgent)
 	require.Contains(t, e.Error.Message, "grantwire mcp proxy mcp-notes --agent builtin:chat")
 
 	// Errors before the gate are errors.
 	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "config", "mcp-nothing", "--agent", probeAgent)
 	w.fail(3, "CONFIGURATION", "mcp", "config", "google", "--agent", probeAgent)
 	w.fail(2, "USAGE", "mcp", "config", "mcp-probe")
+}
+
+// requireSchema checks doc against testdata/mcpconfig/<format>.schema.json: that it
+// matches (want) or that it does not.
+func requireSchema(t *testing.T, format, doc string, want bool) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile(filepath.Join("testdata", "mcpconfig", format+".schema.json"))
+	require.NoError(t, err)
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	require.NoError(t, err, doc)
+	if err := sch.Validate(v); want {
+		require.NoError(t, err, "%s's shape: %s", format, doc)
+	} else {
+		require.Error(t, err, "%s's schema accepted %s", format, doc)
+	}
 }
 
 func withoutVars(env []string, names ...string) []string {
