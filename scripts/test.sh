@@ -111,6 +111,17 @@ chromium_ensure_installed || {
 	exit 1
 }
 export GRANTWIRE_REQUIRE_BROWSER=1
+# Software from outside the project (scripts/outside-lib.sh: the MCP TypeScript SDK's example
+# OAuth server and Client, two stdio MCP servers from npm, the certified OpenID provider
+# oidc-provider, Node 22; pinned by scripts/outside/package-lock.json, installed with npm ci
+# into build/outside/): cmd/grantwire's outside tests run grantwire against them, and
+# GRANTWIRE_REQUIRE_OUTSIDE=1 makes a missing install fail them, never skip.
+. scripts/outside-lib.sh
+outside_ensure_installed || {
+	echo "test: the software from outside the project could not be installed (see above)" >&2
+	exit 1
+}
+export GRANTWIRE_REQUIRE_OUTSIDE=1
 # Tests clean up after themselves: the go test stages run with a user cache directory of
 # this run (build/test/cache; the Go and pip caches stay where they were), and a provider
 # lock directory a test leaves there (grantwire/locks/<service>-<hash>, from a native
