@@ -64,6 +64,7 @@ type e2e struct {
 	srv     *authserver.Server
 	service string
 	catalog string // the override file
+	authURL string // the authorization endpoint start watches for; empty: srv's
 
 	mu      sync.Mutex
 	printed []string // everything the binary printed, but token's stdout
@@ -277,6 +278,10 @@ func (w *e2e) start(extraEnv []string, args ...string) *started {
 func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *started {
 	w.t.Helper()
 	s := &started{url: make(chan string, 1), done: make(chan struct{})}
+	authURL := w.authURL
+	if authURL == "" {
+		authURL = w.srv.AuthorizationURL()
+	}
 	s.cmd = exec.Command(w.bin, args...)
 	s.cmd.Stdin = stdin
 	s.cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
@@ -293,7 +298,7 @@ func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *start
 			s.mu.Lock()
 			s.stderr.WriteString(line + "\n")
 			s.mu.Unlock()
-			if u := strings.TrimSpace(line); !sent && strings.HasPrefix(u, w.srv.AuthorizationURL()+"?") {
+			if u := strings.TrimSpace(line); !sent && strings.HasPrefix(u, authURL+"?") {
 				s.url <- u
 				sent = true
 			}

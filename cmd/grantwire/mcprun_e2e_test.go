@@ -144,7 +144,7 @@ func (s *session) close(w *mcpWorld) int {
 }
 
 // fixes runs a printed fix, which must be a grantwire command.
-func (w *mcpWorld) fixes(stdin, fix string) {
+func (w *e2e) fixes(stdin, fix string) {
 	w.t.Helper()
 	args, ok := strings.CutPrefix(fix, "grantwire ")
 	require.True(w.t, ok, "the fix %q is a grantwire command", fix)
