@@ -680,7 +680,7 @@ test_the_device_request if {
 		{
 			"key": "device", "kind": "http.request", "method": "POST",
 			"url": "https://oauth2.googleapis.com/device/code",
-			"headers": {"Accept": "application/json"},
+			"headers": {"Accept": "application/json", "Authorization": {"$basic": [fx.desc("client#client_id", fx.id_a), fx.desc("client#client_secret", "5ec5ec5ec5ec5ec5")]}},
 			"form": {"client_id": fx.desc("client#client_id", fx.id_a), "scope": "openid"},
 			"secret_fields": ["device_code"], "timeout_ms": 30000,
 		},
@@ -691,6 +691,10 @@ test_the_device_request if {
 	ms := _dconnect({"connector": "microsoft", "scopes": [], "grant_agents": [], "flow": "device"}, _ms_base).needs[0]
 	ms.url == "https://login.microsoftonline.com/common/oauth2/v2.0/devicecode"
 	ms.form.scope == "User.Read offline_access"
+
+	# a public client (no secret) sends its id alone
+	ms.headers == {"Accept": "application/json"}
+	object.keys(ms.form) == {"client_id", "scope"}
 }
 
 test_the_code_is_shown if {

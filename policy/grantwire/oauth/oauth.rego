@@ -172,14 +172,16 @@ device_grant_type := "urn:ietf:params:oauth:grant-type:device_code"
 # title: device authorization request
 # description: |
 #   Ask the device authorization endpoint for a device code and a user code (RFC 8628
-#   §3.1): the client id and the scopes, joined by the catalog's separator. The
-#   device_code of the answer is a secret (answered as a description); the user code is
-#   shown to the user, so it is not.
+#   §3.1): the client id and the scopes, joined by the catalog's separator, the client
+#   authenticated as at the token endpoint (RFC 8628 §3.1 applies RFC 6749 §3.2.1: a
+#   client with a secret sends it; a public client its id alone). The device_code of the
+#   answer is a secret (answered as a description); the user code is shown to the user,
+#   so it is not.
 device_need(k, p, client, list) := facts.http(k, {
 	"method": "POST",
 	"url": endpoint(p, "device_authorization_url", client.tenant),
-	"headers": {"Accept": "application/json"},
-	"form": {"client_id": client.client_id, "scope": concat(_separator(p), list)},
+	"headers": object.union({"Accept": "application/json"}, _auth_headers(p, client)),
+	"form": object.union({"client_id": client.client_id, "scope": concat(_separator(p), list)}, _auth_form(p, client)),
 	"secret_fields": ["device_code"],
 	"timeout_ms": token_timeout_ms,
 })

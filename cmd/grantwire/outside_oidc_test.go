@@ -1,0 +1,297 @@
+package main_test
+
+// grantwire against the certified OpenID provider oidc-provider (pinned; run by
+// testdata/outside/oidc.mjs on the pinned Node 22), which a catalog override points the
+// google connector at, as a user pointing Google at their own server would: connect
+// through the provider's own login and consent interaction (the test's HTTP client plays
+// the user's browser, cookies and forms included), refresh with rotation (the provider
+// rotates on every use and revokes the whole grant when a rotated token comes back),
+// reuse detection (a copy of the refresh token used elsewhere), revocation at disconnect,
+// and the device authorization grant (RFC 8628) through the provider's own verification
+// pages. The provider offers DPoP (RFC 9449) without requiring it: grantwire does not
+// send DPoP proofs (docs/behaviour.md), and its bearer tokens work there.
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// oidcProvider is a running oidc-provider.
+type oidcProvider struct {
+	t            *testing.T
+	issuer       string
+	log          string // its JSON lines (oidc.mjs)
+	clientID     string
+	clientSecret string
+	out          *lockedBuffer
+}
+
+type oidcEvent struct {
+	Ev           string `json:"ev"`
+	GrantType    string `json:"grant_type"`
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
+	Error        string `json:"error"`
+	Description  string `json:"description"`
+}
+
+// The scopes the provider knows: google's that the tests ask for.
+var oidcScopes = []string{"openid", "email", "profile", "offline_access",
+	"https://www.googleapis.com/auth/userinfo.email", gmailRead, "https://www.googleapis.com/auth/drive.file"}
+
+// startOIDC runs oidc-provider with access tokens of accessTTL seconds.
+func startOIDC(t *testing.T, o outsideSoftware, accessTTL int) *oidcProvider {
+	t.Helper()
+	port := freePort(t)
+	p := &oidcProvider{t: t, issuer: fmt.Sprintf("http://127.0.0.1:%d", port), log: filepath.Join(t.TempDir(), "oidc.jsonl"),
+		clientID: "grantwire-outside-" + randHex(4), clientSecret: "oidc-client-secret-" + randHex(16)}
+	spec, err := json.Marshal(map[string]any{"lib": o.pkg("oidc-provider"), "port": port, "clientId": p.clientID,
+		"clientSecret": p.clientSecret, "accessTTL": accessTTL, "log": p.log, "scopes": oidcScopes})
+	require.NoError(t, err)
+	script, err := filepath.Abs(filepath.Join("testdata", "outside", "oidc.mjs"))
+	require.NoError(t, err)
+	p.out = startNode(t, o, nil, p.issuer+"/.well-known/openid-configuration", script, string(spec))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("oidc-provider's output:\n%s\nits log:\n%s", p.out.String(), p.logText())
+		}
+	})
+	return p
+}
+
+func (p *oidcProvider) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+func (p *oidcProvider) events() []oidcEvent {
+	var evs []oidcEvent
+	for _, line := range strings.Split(strings.TrimSpace(p.logText()), "\n") {
+		if line == "" {
+			continue
+		}
+		var e oidcEvent
+		require.NoError(p.t, json.Unmarshal([]byte(line), &e), line)
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// count is the number of events ev (of grant type gt, when not empty).
+func (p *oidcProvider) count(ev, gt string) int {
+	n := 0
+	for _, e := range p.events() {
+		if e.Ev == ev && (gt == "" || e.GrantType == gt) {
+			n++
+		}
+	}
+	return n
+}
+
+// plantTokens plants every token the provider issued in w's leak check.
+func (p *oidcProvider) plantTokens(w *e2e) {
+	for _, e := range p.events() {
+		for _, tok := range []string{e.AccessToken, e.RefreshToken} {
+			if tok != "" {
+				w.plant(tok)
+			}
+		}
+	}
+}
+
+// refresh uses a refresh token at the provider's token endpoint as the client would.
+func (p *oidcProvider) refresh(rt string) (int, map[string]any) {
+	p.t.Helper()
+	resp, err := http.PostForm(p.issuer+"/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
+		"client_id": {p.clientID}, "client_secret": {p.clientSecret}})
+	require.NoError(p.t, err)
+	defer resp.Body.Close()
+	var body map[string]any
+	require.NoError(p.t, json.NewDecoder(resp.Body).Decode(&body))
+	return resp.StatusCode, body
+}
+
+// userinfo is the provider's answer to an access token at its userinfo endpoint.
+func (p *oidcProvider) userinfo(access string) int {
+	p.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, p.issuer+"/me", nil)
+	req.Header.Set("Authorization", "Bearer "+access)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(p.t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// oidcWorld is an outside world whose google entry is on p (endpoints and issuer), with
+// p's client configured.
+func oidcWorld(t *testing.T, p *oidcProvider) *e2e {
+	t.Helper()
+	w := newOutsideWorld(t, func(c map[string]map[string]any) {
+		g := c["google"]
+		g["authorization_url"], g["token_url"], g["userinfo_url"] = p.issuer+"/auth", p.issuer+"/token", p.issuer+"/me"
+		g["revocation_url"], g["device_authorization_url"], g["issuer"] = p.issuer+"/token/revocation", p.issuer+"/device/auth", p.issuer
+	})
+	w.authURL = p.issuer + "/auth"
+	t.Cleanup(func() { p.plantTokens(w) }) // before the leak check (cleanups run last first)
+	w.configureClient(p.clientID, p.clientSecret)
+	return w
+}
+
+// formRe finds an HTML form that posts, and inputRe its hidden inputs.
+var (
+	formRe  = regexp.MustCompile(`(?s)<form[^>]*method="post"[^>]*action="([^"]*)"[^>]*>(.*?)</form>`)
+	inputRe = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)"\s*/?>`)
+)
+
+// browse plays the user's browser: it loads u with cookies, following redirects and
+// submitting every form that posts (the provider's auto-submitted and confirmation
+// forms) until a page has none, and returns the last page's status and address.
+func browse(t *testing.T, u string) (int, *url.URL) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+	resp, err := c.Get(u)
+	for i := 0; ; i++ {
+		require.NoError(t, err)
+		page, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		m := formRe.FindSubmatch(page)
+		if m == nil {
+			return resp.StatusCode, resp.Request.URL
+		}
+		require.Less(t, i, 10, "a form after ten forms: %s", page)
+		action, err := resp.Request.URL.Parse(html.UnescapeString(string(m[1])))
+		require.NoError(t, err)
+		form := url.Values{}
+		for _, in := range inputRe.FindAllSubmatch(m[2], -1) {
+			form.Set(html.UnescapeString(string(in[1])), html.UnescapeString(string(in[2])))
+		}
+		resp, err = c.PostForm(action.String(), form)
+	}
+}
+
+// connectOIDC runs `connect google --no-browser` and consents through the provider.
+func connectOIDC(t *testing.T, w *e2e, args ...string) bbResult {
+	t.Helper()
+	s := w.start(nil, append([]string{"connect", "google", "--no-browser", "--timeout", "60s"}, args...)...)
+	status, end := browse(t, s.waitURL(t))
+	require.Equal(t, http.StatusOK, status, "the loopback callback answers the browser")
+	require.Equal(t, "127.0.0.1", end.Hostname(), "the browser ended on the loopback: %s", end.Redacted())
+	r := s.wait(t)
+	w.record(r.stdout, r.stderr)
+	return r
+}
+
+// TestOutsideOIDCProvider: connect, refresh rotation under concurrency, reuse detection
+// and revocation against oidc-provider.
+func TestOutsideOIDCProvider(t *testing.T) {
+	o := outside(t)
+	t.Parallel()
+	// Access tokens live 30 s, under grantwire's 60 s margin: every token call refreshes.
+	p := startOIDC(t, o, 30)
+	w := oidcWorld(t, p)
+
+	r := connectOIDC(t, w, "--scopes", "openid,email,"+gmailRead, "--grant-agent", "builtin:email", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var conn struct {
+		Account string   `json:"account"`
+		Scopes  []string `json:"scopes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &conn), r.stdout)
+	require.Equal(t, "outside-user@example.com", conn.Account, "the account from the provider's userinfo")
+	require.ElementsMatch(t, []string{"openid", "email", gmailRead}, conn.Scopes)
+	require.Equal(t, 1, p.count("grant.success", "authorization_code"))
+	require.Equal(t, 1, p.count("authorization.success", ""), "the authorization response (with iss, RFC 9207) was accepted")
+	rt0 := storedRefreshToken(t, w)
+
+	// Rotation: four processes at once, then three in a row; each refreshes (the token
+	// lives under the margin) under the lock with the current refresh token, so the
+	// provider, which revokes the grant on any reuse, never sees one.
+	var wg sync.WaitGroup
+	codes := make([]bbResult, 4)
+	for i := range codes {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			codes[i] = w.run("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+		}(i)
+	}
+	wg.Wait()
+	for i, c := range codes {
+		require.Equal(t, 0, c.code, "call %d: %s", i, c.stderr)
+		w.record(c.stderr)
+	}
+	var access string
+	for i := 0; i < 3; i++ {
+		tr := w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
+		require.Equal(t, 0, tr.code, tr.stderr)
+		access = strings.TrimSpace(tr.stdout)
+	}
+	require.Equal(t, http.StatusOK, p.userinfo(access), "the provider accepts the handed-out token")
+	require.Equal(t, 7, p.count("grant.success", "refresh_token"), "one refresh per call")
+	require.Zero(t, p.count("grant.error", ""), "no refresh was refused: %s", p.logText())
+	require.Zero(t, p.count("grant.revoked", ""), "no reuse detected")
+	require.NotEqual(t, rt0, storedRefreshToken(t, w), "the refresh token rotated")
+
+	// Reuse detection: a copy of the refresh token used elsewhere rotates it there; the
+	// provider then sees grantwire's (consumed) token come back, revokes the whole grant,
+	// and grantwire says to reconnect, with a command that works.
+	code, stolen := p.refresh(storedRefreshToken(t, w))
+	require.Equal(t, http.StatusOK, code, "%v", stolen)
+	e := w.fail(4, "CONNECTION_REVOKED", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Contains(t, e.Error.Message, "the provider revoked the google connection (invalid_grant)")
+	require.True(t, strings.HasPrefix(e.Error.Fix, "grantwire connect google --scopes "), e.Error.Fix)
+	require.Equal(t, 1, p.count("grant.revoked", ""), "the provider detected the reuse and revoked the grant")
+	require.Equal(t, 1, p.count("grant.error", "refresh_token"), "grantwire sent the revoked token once, and no more")
+	code, _ = p.refresh(stolen["refresh_token"].(string))
+	require.Equal(t, http.StatusBadRequest, code, "the copy died with the grant")
+	r = connectOIDC(t, w, strings.Fields(strings.TrimPrefix(e.Error.Fix, "grantwire connect google "))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	tr := w.token("google", "--agent", "builtin:email", "--scopes", gmailRead)
+	require.Equal(t, 0, tr.code, "the printed fix reconnected: %s", tr.stderr)
+
+	// Disconnect revokes the refresh token at the provider (RFC 7009).
+	rt := storedRefreshToken(t, w)
+	w.gwJSON("", 0, nil, "disconnect", "google")
+	code, _ = p.refresh(rt)
+	require.Equal(t, http.StatusBadRequest, code, "the provider no longer honours the disconnected refresh token")
+}
+
+// TestOutsideOIDCDevice: connect --device through oidc-provider's device authorization
+// endpoint and its own verification pages.
+func TestOutsideOIDCDevice(t *testing.T) {
+	o := outside(t)
+	t.Parallel()
+	p := startOIDC(t, o, 3600)
+	w := oidcWorld(t, p)
+	s := w.start(nil, "connect", "google", "--device", "--scopes", "openid,email", "--grant-agent", "builtin:chat", "--timeout", "60s")
+	uri, code := s.waitCode(t)
+	require.Equal(t, p.issuer+"/device", uri)
+	status, _ := browse(t, uri+"?user_code="+url.QueryEscape(code))
+	require.Equal(t, http.StatusOK, status)
+	r := s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Connected google as outside-user@example.com with email openid\nGranted google → builtin:chat: email openid\n", r.stdout)
+	require.Equal(t, 1, p.count("grant.success", "urn:ietf:params:oauth:grant-type:device_code"))
+	tr := w.token("google", "--agent", "builtin:chat", "--scopes", "email")
+	require.Equal(t, 0, tr.code, tr.stderr)
+	require.Equal(t, http.StatusOK, p.userinfo(strings.TrimSpace(tr.stdout)))
+}
