@@ -71,6 +71,10 @@ test: ## every test, in stages with a line each (deps, lint, wasm-check, native-
 soak: ## make test with every randomized test on its whole input set (GRANTWIRE_SOAK=1), the engines' differential runs in full
 	@GRANTWIRE_SOAK=1 scripts/test.sh
 
+.PHONY: outside
+outside: ## install the pinned software from outside the project (MCP TS SDK, two npm MCP servers, oidc-provider, the MCP conformance suite, Node 22) into build/outside with npm ci
+	@bash -c '. scripts/outside-lib.sh && outside_ensure_installed'
+
 .PHONY: mcp-conformance
 mcp-conformance: ## the official MCP conformance suite's 27 client auth scenarios against grantwire's remote MCP client (installs the pinned suite and Node 22 with npm)
 	@scripts/mcp-conformance.sh

@@ -57,11 +57,21 @@ var oidcScopes = []string{"openid", "email", "profile", "offline_access",
 // startOIDC runs oidc-provider with access tokens of accessTTL seconds.
 func startOIDC(t *testing.T, o outsideSoftware, accessTTL int) *oidcProvider {
 	t.Helper()
+	return startOIDCWith(t, o, map[string]any{"accessTTL": accessTTL})
+}
+
+// startOIDCWith runs oidc-provider with the settings of oidc.mjs's spec in extra.
+func startOIDCWith(t *testing.T, o outsideSoftware, extra map[string]any) *oidcProvider {
+	t.Helper()
 	port := freePort(t)
 	p := &oidcProvider{t: t, issuer: fmt.Sprintf("http://127.0.0.1:%d", port), log: filepath.Join(t.TempDir(), "oidc.jsonl"),
 		clientID: "grantwire-outside-" + randHex(4), clientSecret: "oidc-client-secret-" + randHex(16)}
-	spec, err := json.Marshal(map[string]any{"lib": o.pkg("oidc-provider"), "port": port, "clientId": p.clientID,
-		"clientSecret": p.clientSecret, "accessTTL": accessTTL, "log": p.log, "scopes": oidcScopes})
+	settings := map[string]any{"lib": o.pkg("oidc-provider"), "port": port, "clientId": p.clientID,
+		"clientSecret": p.clientSecret, "log": p.log, "scopes": oidcScopes}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	spec, err := json.Marshal(settings)
 	require.NoError(t, err)
 	script, err := filepath.Abs(filepath.Join("testdata", "outside", "oidc.mjs"))
 	require.NoError(t, err)
@@ -294,4 +304,22 @@ func TestOutsideOIDCDevice(t *testing.T) {
 	tr := w.token("google", "--agent", "builtin:chat", "--scopes", "email")
 	require.Equal(t, 0, tr.code, tr.stderr)
 	require.Equal(t, http.StatusOK, p.userinfo(strings.TrimSpace(tr.stdout)))
+}
+
+// TestOutsideOIDCDPoPRequired: grantwire sends no DPoP proofs (RFC 9449; docs/behaviour.md,
+// Not built). A provider that requires them of the client (dpop_bound_access_tokens)
+// refuses the code exchange; oidc-provider says only invalid_grant, so grantwire reports
+// the token endpoint's failure as it is and stores nothing.
+func TestOutsideOIDCDPoPRequired(t *testing.T) {
+	o := outside(t)
+	t.Parallel()
+	p := startOIDCWith(t, o, map[string]any{"accessTTL": 3600, "dpopRequired": true})
+	w := oidcWorld(t, p)
+	r := connectOIDC(t, w, "--scopes", "openid,email", "--json")
+	require.Equal(t, 5, r.code, r.stderr)
+	require.Contains(t, r.stderr, `"code": "PROVIDER_ERROR"`)
+	require.Contains(t, r.stderr, "the google token endpoint failed (status 400 invalid_grant)")
+	require.Equal(t, 1, p.count("grant.error", "authorization_code"), "the provider refused the exchange without a DPoP proof")
+	require.Zero(t, p.count("grant.success", ""))
+	require.Empty(t, w.keyring("google:default"), "nothing stored")
 }

@@ -71,7 +71,7 @@ func outside(t *testing.T) outsideSoftware {
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("the software from outside the project is not installed (missing %s); install it with: bash -c '. scripts/outside-lib.sh && outside_ensure_installed' (make test does)", strings.Join(missing, ", "))
+		msg := fmt.Sprintf("the software from outside the project is not installed (missing %s); install it with: make outside (make test does)", strings.Join(missing, ", "))
 		if os.Getenv(requireOutside) == "1" {
 			t.Fatal(msg)
 		}

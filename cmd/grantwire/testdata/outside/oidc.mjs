@@ -4,8 +4,9 @@
 // the authorization code, refresh token and device (RFC 8628) grants; refresh tokens
 // issued for every grant and rotated on every use, so a rotated token used again is
 // reuse: the provider revokes the whole grant (its own rule); revocation (RFC 7009) and
-// DPoP (RFC 9449, offered, not required) on. The login and consent of every interaction
-// are given at once (the test's HTTP client plays the user), for account "outside-user".
+// DPoP (RFC 9449) on: offered, and required of the client when spec.dpopRequired. The
+// login and consent of every interaction are given at once (the test's HTTP client plays
+// the user), for account "outside-user".
 // Every token endpoint answer and every revoked grant is appended to spec.log as a JSON
 // line, so the test can count refreshes and plant the issued tokens for its leak check.
 //
@@ -30,6 +31,7 @@ const provider = new Provider(issuer, {
     grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
     response_types: ['code'],
     token_endpoint_auth_method: spec.authMethod ?? 'client_secret_post',
+    dpop_bound_access_tokens: spec.dpopRequired === true,
   }],
   scopes: spec.scopes,
   claims: { openid: ['sub'], email: ['email', 'email_verified'] },
