@@ -86,15 +86,20 @@ func newE2E(t testing.TB, cfg authserver.Config) *e2e {
 	}
 
 	w.catalog = localGoogleCatalog(t, srv, w.home)
+	w.useServiceAndCatalog()
+	return w
+}
 
+// useServiceAndCatalog gives the world's processes its keyring service on the private
+// Secret Service and its catalog override, and searches for leaks when the test ends.
+func (w *e2e) useServiceAndCatalog() {
 	w.env = append(w.env,
 		"GRANTWIRE_KEYRING_SERVICE="+w.service,
 		"GRANTWIRE_CATALOG="+w.catalog,
 		"DBUS_SESSION_BUS_ADDRESS="+os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
 		"XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"),
 	)
-	t.Cleanup(w.assertNoLeaks)
-	return w
+	w.t.Cleanup(w.assertNoLeaks)
 }
 
 // localGoogleCatalog writes dir/catalog.json: the embedded catalog with google's

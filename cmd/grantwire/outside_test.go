@@ -98,13 +98,7 @@ func newOutsideWorld(t *testing.T, edit func(connectors map[string]map[string]an
 	require.NoError(t, err)
 	w.catalog = filepath.Join(w.home, "catalog.json")
 	require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
-	w.env = append(w.env,
-		"GRANTWIRE_KEYRING_SERVICE="+w.service,
-		"GRANTWIRE_CATALOG="+w.catalog,
-		"DBUS_SESSION_BUS_ADDRESS="+os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
-		"XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"),
-	)
-	t.Cleanup(w.assertNoLeaks)
+	w.useServiceAndCatalog()
 	return w
 }
 
