@@ -154,8 +154,10 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, pro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PostForm.Get("client_id")
-	if id == "" || (s.cfg.ClientID != "" && subtle.ConstantTimeCompare([]byte(id), []byte(s.cfg.ClientID)) != 1) {
+	// The client authenticates as at the token endpoint (RFC 8628 §3.1 applies RFC 6749
+	// §3.2.1): a confidential client without its secret is refused, as oidc-provider does.
+	id, ok := s.authenticate(r, provider)
+	if !ok || id == "" {
 		s.oauthError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}

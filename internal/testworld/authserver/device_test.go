@@ -50,7 +50,7 @@ func TestDeviceFlow(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_790_000_000, 0)}
 	s := start(t, authserver.Config{ClientID: "cid", ClientSecret: "cs", Account: "ada@example.com", Now: clock.Now, DeviceInterval: 2, DeviceExpiresIn: 30})
 
-	d := deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "scope": {"openid email"}})
+	d := deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "client_secret": {"cs"}, "scope": {"openid email"}})
 	require.Equal(t, http.StatusOK, d.Status)
 	require.Regexp(t, `^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$`, d.UserCode, "no vowels")
 	require.Equal(t, s.VerificationURL(), d.VerificationURI)
@@ -86,17 +86,21 @@ func TestDeviceFlow(t *testing.T) {
 	require.Equal(t, 4, st.DevicePolls)
 
 	// Another client's poll, an unknown code, a client that is not the server's.
-	d = deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "scope": {"openid"}})
+	d = deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "client_secret": {"cs"}, "scope": {"openid"}})
 	require.Equal(t, "invalid_grant", poll(t, s, "nope").Error)
 	require.Equal(t, "invalid_client", token(t, s, url.Values{"grant_type": {authserver.DeviceGrant}, "device_code": {d.DeviceCode}, "client_id": {"cid"}, "client_secret": {"wrong"}}).Error)
 	require.Equal(t, http.StatusUnauthorized, deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"other"}}).Status)
+	// The client authenticates as at the token endpoint (RFC 8628 §3.1): a confidential
+	// client without its secret, or with a wrong one, is refused.
+	require.Equal(t, "invalid_client", deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "scope": {"openid"}}).Error)
+	require.Equal(t, "invalid_client", deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "client_secret": {"wrong"}}).Error)
 
 	// Denied on the page; then a code that expires.
 	resp, err = http.PostForm(s.VerificationURL(), url.Values{"user_code": {d.UserCode}, "decision": {"deny"}})
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, "access_denied", poll(t, s, d.DeviceCode).Error)
-	d = deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}})
+	d = deviceCode(t, s.DeviceAuthorizationURL(), url.Values{"client_id": {"cid"}, "client_secret": {"cs"}})
 	clock.now = clock.now.Add(30 * time.Second)
 	require.Equal(t, "expired_token", poll(t, s, d.DeviceCode).Error)
 	require.False(t, s.Approve(d.UserCode), "an expired code cannot be approved")
@@ -125,7 +129,7 @@ func TestDeviceScriptedUsers(t *testing.T) {
 		a.Status = resp.StatusCode
 		return a
 	}
-	d := deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "scope": {"openid"}})
+	d := deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "client_secret": {"cs"}, "scope": {"openid"}})
 	require.Equal(t, s.ProviderURL("microsoft")+"/consumers/device", d.VerificationURI, "beside the endpoint, on the address the client used")
 	require.Equal(t, "slow_down", tok(d.DeviceCode).Error)
 	clock.now = clock.now.Add(5 * time.Second) // the interval is now 10 s: too soon
@@ -136,17 +140,17 @@ func TestDeviceScriptedUsers(t *testing.T) {
 	require.Equal(t, "User.Read", a.Scope)
 	require.Equal(t, 1, s.Stats().TooFast)
 
-	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}})
+	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "client_secret": {"cs"}})
 	require.Equal(t, "authorization_declined", tok(d.DeviceCode).Error)
-	require.Equal(t, "unauthorized_client", deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}}).Error)
-	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}})
+	require.Equal(t, "unauthorized_client", deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "client_secret": {"cs"}}).Error)
+	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "client_secret": {"cs"}})
 	require.Equal(t, int64(10), d.ExpiresIn)
 	require.Equal(t, "authorization_pending", tok(d.DeviceCode).Error)
 	clock.now = clock.now.Add(10 * time.Second)
 	require.Equal(t, "expired_token", tok(d.DeviceCode).Error)
 
 	// The other provider's token endpoint does not know the code.
-	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}})
+	d = deviceCode(t, base+"/devicecode", url.Values{"client_id": {"cid"}, "client_secret": {"cs"}})
 	require.True(t, s.Approve(d.UserCode))
 	resp, err := noRedirect.PostForm(s.ProviderURL("google")+"/token", url.Values{"grant_type": {authserver.DeviceGrant}, "device_code": {d.DeviceCode}, "client_id": {"cid"}, "client_secret": {"cs"}})
 	require.NoError(t, err)
