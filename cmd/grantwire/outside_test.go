@@ -201,7 +201,8 @@ func startNode(t *testing.T, o outsideSoftware, env []string, ready string, args
 // metadata, dynamic registration, PKCE) is added and authorized with grantwire, and the
 // SDK's own Client, spawning `grantwire mcp proxy` as an MCP host does, lists and calls
 // its tools (multi-greet sends three logging notifications while it runs; their
-// forwarding, issue 20 §1.2, is h-proxy's, and its assertion joins this test with it).
+// forwarding, issue 20 §1.2, is h-proxy's, and its assertion joins this test with it);
+// then status shows it authorized and mcp remove deletes it.
 func TestOutsideTypeScriptSDKThroughProxy(t *testing.T) {
 	o := outside(t)
 	t.Parallel()
@@ -247,6 +248,22 @@ func TestOutsideTypeScriptSDKThroughProxy(t *testing.T) {
 	require.Equal(t, "Hello, grantwire!", res.Calls[0].Text)
 	require.False(t, res.Calls[1].IsError, res.Calls[1].Text)
 	require.Equal(t, "Good morning, proxy!", res.Calls[1].Text)
+
+	// status shows it authorized, granted and active (issue 20 §1.3).
+	st := w.status("ts-demo")
+	require.Equal(t, "mcp_remote", st.Type)
+	require.True(t, st.Configured, "authorized")
+	require.Equal(t, []string{"builtin:chat"}, st.Activations)
+
+	// Removed (§1.5): the demo authorization server names no revocation endpoint, so the
+	// tokens are deleted here, with the registration, the entry, its grant and activation.
+	r = w.gw("", "mcp", "remove", "ts-demo")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "the authorization server names no revocation endpoint")
+	require.NotContains(t, w.remoteList(), "ts-demo")
+	require.Empty(t, w.keyring("ts-demo:mcp_token"))
+	require.Empty(t, w.keyring("ts-demo:mcp_client"))
+	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "proxy", "ts-demo", "--agent", "builtin:chat")
 }
 
 // TestOutsideNPMServersUnderMCPRun: two stdio MCP servers from npm, as the catalog names
