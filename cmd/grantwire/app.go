@@ -568,6 +568,15 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	return a.table
 }
 
+// exitFor is the exit code the policy's table publishes for code (fallback when the
+// table cannot be had: the embedded policy does not start).
+func (a *app) exitFor(ctx context.Context, code string, fallback int) int {
+	if info, ok := a.errorTable(ctx)[code]; ok {
+		return info.Exit
+	}
+	return fallback
+}
+
 // unknownConnector returns the policy's error for a connector the catalog does not have
 // (the status operation's, so that its message and fix are the policy's).
 func (a *app) unknownConnector(ctx context.Context, id string) error {
@@ -616,12 +625,7 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		return status.code
 	}
 	table := a.errorTable(ctx)
-	exitOf := func(code string, fallback int) int {
-		if info, ok := table[code]; ok {
-			return info.Exit
-		}
-		return fallback
-	}
+	exitOf := func(code string, fallback int) int { return a.exitFor(ctx, code, fallback) }
 	var re *runError
 	inner := err
 	if errors.As(err, &re) {
@@ -655,12 +659,13 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 			}
 			a.report("USAGE", "usage: "+coded.Error(), hint, nil, code)
 		} else {
+			code = exitOf("CHECK_FAILED", code)
 			a.report("CHECK_FAILED", coded.Error(), "", nil, code)
 		}
 		return code
 	}
 	if errors.Is(inner, grantwire.ErrBundle) {
-		exit := exitOf("INTERNAL", 5)
+		exit := exitOf("BUNDLE_REFUSED", 5)
 		a.report("BUNDLE_REFUSED", strings.TrimPrefix(inner.Error(), "grantwire: "),
 			"build the bundle with grantwire policy build -o FILE, or run without --bundle", nil, exit)
 		return exit
@@ -674,8 +679,9 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		return exitTestFailed
 	}
 	if errors.Is(inner, context.Canceled) || ctx.Err() != nil {
-		a.report("CANCELLED", "cancelled", "", nil, exitCancelled)
-		return exitCancelled
+		exit := exitOf("CANCELLED", exitCancelled)
+		a.report("CANCELLED", "cancelled", "", nil, exit)
+		return exit
 	}
 	var ge *grantwire.Error
 	if errors.As(inner, &ge) {

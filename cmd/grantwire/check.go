@@ -58,7 +58,7 @@ configuration, ...), or 1 when the command is missing.`,
 			res := testResult{Connector: id, OK: failure == nil, Detail: detail}
 			var ge *grantwire.Error
 			if errors.As(failure, &ge) {
-				if ge.Code == "UNKNOWN_CONNECTOR" || ge.Code == "USAGE" {
+				if errors.Is(failure, grantwire.ErrUnknownConnector) || errors.Is(failure, grantwire.ErrUsage) {
 					return failure
 				}
 				res.Code, res.Fix, res.Detail = ge.Code, ge.Fix, ge.Summary

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -291,7 +292,7 @@ func (a *app) reportForwarding(err error) {
 		a.report(ge.Code, msg, ge.Fix, ge.Fields, ge.Exit)
 		return
 	}
-	a.report("UPSTREAM_ERROR", "forwarding to the server failed: "+err.Error(), "", nil, 5)
+	a.report("UPSTREAM_ERROR", "forwarding to the server failed: "+err.Error(), "", nil, a.exitFor(context.Background(), "UPSTREAM_ERROR", 5))
 }
 
 // stdio is the proxy's MCP channel: the process's stdin and stdout.

@@ -27,8 +27,8 @@ var forwardedSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP
 // Exit statuses of `mcp run` when the server cannot be started, as POSIX shells and exec
 // wrappers (env, timeout, nohup) report them: every other status is the server's.
 const (
-	exitCannotRun = 126 // found, but cannot be executed
-	exitNotFound  = 127 // not found
+	exitCannotRun = 126 // found, but cannot be executed (COMMAND_CANNOT_RUN in the policy's table)
+	exitNotFound  = 127 // not found (COMMAND_NOT_FOUND)
 )
 
 // exitStatus ends the command with its own status: a server's (mcp run passes it on; 128 +
@@ -126,11 +126,11 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 	}
 	path, err := a.LookPath(l.Command)
 	if err != nil {
-		code := exitNotFound
+		name, code := "COMMAND_NOT_FOUND", exitNotFound
 		if !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, os.ErrNotExist) {
-			code = exitCannotRun
+			name, code = "COMMAND_CANNOT_RUN", exitCannotRun
 		}
-		return &exitStatus{code: code, name: "COMMAND_NOT_FOUND",
+		return &exitStatus{code: a.exitFor(ctx, name, code), name: name,
 			msg: fmt.Sprintf("cannot start %s: the command %q is not on PATH or cannot be run (%v); install it, or set the server's command in %s",
 				name, l.Command, unwrapPath(err), filepath.Join(a.home, "mcp_servers.json")),
 			fix: "grantwire mcp list"}
@@ -151,7 +151,7 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 	clear(l.Env)
 	srv.Env = nil
 	if err != nil {
-		return &exitStatus{code: exitCannotRun, name: "COMMAND_NOT_FOUND",
+		return &exitStatus{code: a.exitFor(ctx, "COMMAND_CANNOT_RUN", exitCannotRun), name: "COMMAND_CANNOT_RUN",
 			msg: fmt.Sprintf("cannot start %s: %s: %v", name, path, unwrapPath(err)), fix: "grantwire mcp list"}
 	}
 	// The server runs for as long as the client keeps it: give back the policy engine,

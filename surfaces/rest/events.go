@@ -133,12 +133,12 @@ var droppedFrame = frame("events.dropped", map[string]string{"reason": "this str
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		writeProblem(w, http.StatusInternalServerError, "INTERNAL", "streaming is not supported by this connection", "")
+		s.problem(w, "INTERNAL", "streaming is not supported by this connection", "")
 		return
 	}
 	sub, ok := s.hub.subscribe()
 	if !ok {
-		writeProblem(w, http.StatusServiceUnavailable, "STOPPING", "the server is stopping", "")
+		s.problem(w, "STOPPING", "the server is stopping", "")
 		return
 	}
 	defer s.hub.unsubscribe(sub)

@@ -26,10 +26,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeProblem answers an error of HTTP itself (a missing header, a foreign Host, a body
-// that is not JSON, an unknown route or flow): {"error": {code, message, summary, fix}}, the
-// shape of the policy's errors.
-func writeProblem(w http.ResponseWriter, status int, code, msg, fix string) {
+// problem answers an error of the server's own, met before or around an operation (a
+// missing header, a foreign Host, a body that is not JSON, an unknown route or flow, a
+// cancelled request): {"error": {code, message, summary, fix, status}}, the shape of the
+// policy's errors. Its status is the one the policy publishes for the code (errors.table),
+// as for an operation's error; the server invents no code (TestEveryCodeIsThePolicys).
+func (s *Server) problem(w http.ResponseWriter, code, msg, fix string) {
+	status := http.StatusInternalServerError
+	if info, ok := s.client.Engine().Manifest().Errors[code]; ok {
+		status = info.Status
+	} else {
+		s.log.Error("an error code the policy does not publish", "code", code)
+	}
 	full := msg
 	if fix != "" {
 		full = msg + "; fix: " + fix
@@ -64,30 +72,30 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var he *hostabi.HostError
 	if errors.As(err, &he) {
 		s.log.Warn("host failure", "path", r.URL.Path, "code", he.Code, "detail", he.Detail)
-		writeProblem(w, http.StatusInternalServerError, "IO_ERROR", he.Detail, he.Fix)
+		s.problem(w, "IO_ERROR", he.Detail, he.Fix)
 		return
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, hostabi.ErrCanceled) {
-		writeProblem(w, http.StatusServiceUnavailable, "CANCELLED", "the request was cancelled (the server is stopping, or the client went away)", "")
+		s.problem(w, "CANCELLED", "the request was cancelled (the server is stopping, or the client went away)", "")
 		return
 	}
 	s.log.Error("internal error", "path", r.URL.Path, "error", err.Error())
-	writeProblem(w, http.StatusInternalServerError, "INTERNAL", "internal error: "+err.Error(), "")
+	s.problem(w, "INTERNAL", "internal error: "+err.Error(), "")
 }
 
 // decode reads a JSON body into v: at most maxBody bytes, no unknown members, one value.
 // An empty body decodes as {} when emptyOK.
-func decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		writeProblem(w, http.StatusRequestEntityTooLarge, "USAGE", fmt.Sprintf("usage: the body is larger than %d bytes", maxBody), "")
+		s.problem(w, "BODY_TOO_LARGE", fmt.Sprintf("the body is larger than %d bytes", maxBody), "")
 		return false
 	}
 	if len(body) == 0 && emptyOK {
 		body = []byte("{}")
 	}
 	if err := strictJSON(body, v); err != nil {
-		writeProblem(w, http.StatusBadRequest, "USAGE", "usage: the body must be a JSON object: "+err.Error(), "")
+		s.problem(w, "USAGE", "usage: the body must be a JSON object: "+err.Error(), "")
 		return false
 	}
 	return true

@@ -256,30 +256,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	if mutating(r.Method) && r.Header.Get(UIHeader) != "1" {
-		writeProblem(w, http.StatusForbidden, "UI_HEADER_REQUIRED", "every POST, PUT and DELETE needs the header "+UIHeader+": 1 (nothing was done)",
+		s.problem(w, "UI_HEADER_REQUIRED", "every POST, PUT and DELETE needs the header "+UIHeader+": 1 (nothing was done)",
 			"send the header "+UIHeader+": 1 with the request (curl -H '"+UIHeader+": 1' …), or use the page at "+s.url)
 		return
 	}
 	if !s.hosts[strings.ToLower(r.Host)] {
-		writeProblem(w, http.StatusMisdirectedRequest, "MISDIRECTED", "this server answers only requests addressed to "+s.url, "open "+s.url)
+		s.problem(w, "MISDIRECTED", "this server answers only requests addressed to "+s.url, "open "+s.url)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] {
-		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other origins are refused (no CORS)", "open "+s.url+" and use the page served there")
+		s.problem(w, "FOREIGN_ORIGIN", "requests from other origins are refused (no CORS)", "open "+s.url+" and use the page served there")
 		return
 	}
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		writeProblem(w, http.StatusForbidden, "FOREIGN_ORIGIN", "requests from other sites are refused (no CORS)", "open "+s.url+" and use the page served there")
+		s.problem(w, "FOREIGN_ORIGIN", "requests from other sites are refused (no CORS)", "open "+s.url+" and use the page served there")
 		return
 	}
 	if r.Method == http.MethodOptions {
 		h.Set("Allow", "GET, POST, PUT, DELETE")
-		writeProblem(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "OPTIONS is not served: this server grants no cross-origin access", "")
+		s.problem(w, "METHOD_NOT_ALLOWED", "OPTIONS is not served: this server grants no cross-origin access", "")
 		return
 	}
 	if s.cfg.Token != "" && !isPage(r.URL.Path) && !s.tokenOK(r) {
 		h.Set("WWW-Authenticate", `Bearer realm="grantwire"`)
-		writeProblem(w, http.StatusUnauthorized, "TOKEN_REQUIRED", "this server needs its bearer token (Authorization: Bearer <token>)", "")
+		s.problem(w, "TOKEN_REQUIRED", "this server needs its bearer token (Authorization: Bearer <token>)", "")
 		return
 	}
 	handler, pattern := s.mux.Handler(r)
@@ -291,10 +291,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			h.Set("Allow", allow)
 		}
 		if probe.status == http.StatusMethodNotAllowed {
-			writeProblem(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", r.Method+" is not allowed here", "")
+			s.problem(w, "METHOD_NOT_ALLOWED", r.Method+" is not allowed here", "")
 			return
 		}
-		writeProblem(w, http.StatusNotFound, "NOT_FOUND", "no such route: "+r.URL.Path, "")
+		s.problem(w, "NOT_FOUND", "no such route: "+r.URL.Path, "")
 		return
 	}
 	s.mux.ServeHTTP(w, r) // (the mux sets the path values)

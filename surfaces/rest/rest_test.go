@@ -70,7 +70,9 @@ func TestRESTEveryRoute(t *testing.T) {
 	require.Equal(t, 400, w.do(req{method: "POST", path: "/api/connectors/google/configure", ui: true, body: `{"config": {}, "extra": 1}`}).status, "an unknown member")
 	require.Equal(t, 404, w.do(req{method: "POST", path: "/api/connectors/nope/configure", ui: true, body: `{"config": {}}`}).status)
 	big := `{"config": {"client_id": "` + strings.Repeat("x", 2<<20) + `"}}`
-	require.Equal(t, 413, w.do(req{method: "POST", path: "/api/connectors/google/configure", ui: true, body: big}).status)
+	r = w.do(req{method: "POST", path: "/api/connectors/google/configure", ui: true, body: big})
+	require.Equal(t, 413, r.status)
+	require.Equal(t, "BODY_TOO_LARGE", r.code(t), "the status is the policy's for its code")
 
 	// test: not connected yet (the error and its fix), a configured MCP server
 	r = w.do(req{method: "POST", path: "/api/connectors/google/test", ui: true})

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -102,7 +103,7 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := fs.ReadFile(assets, "web/"+name)
 	if typ == "" || err != nil || strings.Contains(name, "/") {
-		writeProblem(w, http.StatusNotFound, "NOT_FOUND", "no such asset", "")
+		s.problem(w, "NOT_FOUND", "no such asset", "")
 		return
 	}
 	w.Header().Set("Content-Type", typ)
@@ -300,18 +301,18 @@ type configureBody struct {
 func (s *Server) configure(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var body configureBody
-	if !decode(w, r, &body, false) {
+	if !s.decode(w, r, &body, false) {
 		return
 	}
 	if body.Config == nil {
-		writeProblem(w, http.StatusBadRequest, "USAGE", `usage: the body is {"config": {...}}`, "")
+		s.problem(w, "USAGE", `usage: the body is {"config": {...}}`, "")
 		return
 	}
 	switch {
 	case s.oauth(id):
 		for k := range body.Config {
 			if k != "client_id" && k != "client_secret" && k != "tenant" {
-				writeProblem(w, http.StatusBadRequest, "USAGE", "usage: an OAuth client's config takes client_id, client_secret and tenant, not "+k, "")
+				s.problem(w, "USAGE", "usage: an OAuth client's config takes client_id, client_secret and tenant, not "+k, "")
 				return
 			}
 		}
@@ -343,7 +344,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	res, err := s.client.Test(r.Context(), id)
 	if err != nil {
 		var ge *grantwire.Error
-		if !asError(err, &ge) || ge.Code == "UNKNOWN_CONNECTOR" || ge.Code == "USAGE" {
+		if !asError(err, &ge) || errors.Is(err, grantwire.ErrUnknownConnector) || errors.Is(err, grantwire.ErrUsage) {
 			s.fail(w, r, err)
 			return
 		}
@@ -386,7 +387,7 @@ func disconnectBody(res *grantwire.DisconnectResult) map[string]any {
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	var body authorizeBody
-	if !decode(w, r, &body, true) {
+	if !s.decode(w, r, &body, true) {
 		return
 	}
 	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindPKCE, body)
@@ -403,7 +404,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // the device code: that secret stays in the operation's host, which polls with it.
 func (s *Server) authorizeDevice(w http.ResponseWriter, r *http.Request) {
 	var body authorizeBody
-	if !decode(w, r, &body, true) {
+	if !s.decode(w, r, &body, true) {
 		return
 	}
 	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindDevice, body)
@@ -433,7 +434,7 @@ func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cancelFlow(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.flows.get(r.PathValue("flow_id"))
 	if !ok {
-		writeProblem(w, http.StatusNotFound, "NOT_FOUND", "no authorization is waiting under this flow id (it may have ended)", "")
+		s.problem(w, "NOT_FOUND", "no authorization is waiting under this flow id (it may have ended)", "")
 		return
 	}
 	f.cancel()
@@ -478,11 +479,11 @@ type grantBody struct {
 func (s *Server) putGrant(w http.ResponseWriter, r *http.Request) {
 	id, agent := r.PathValue("id"), r.PathValue("agent")
 	var body grantBody
-	if !decode(w, r, &body, false) {
+	if !s.decode(w, r, &body, false) {
 		return
 	}
 	if body.Scopes == nil {
-		writeProblem(w, http.StatusBadRequest, "USAGE", `usage: the body is {"scopes": [...]}`, "")
+		s.problem(w, "USAGE", `usage: the body is {"scopes": [...]}`, "")
 		return
 	}
 	res, err := s.client.Grant(r.Context(), id, agent, *body.Scopes)
@@ -535,7 +536,7 @@ type activationBody struct {
 func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
 	id, agent := r.PathValue("id"), r.PathValue("agent")
 	var body activationBody
-	if !decode(w, r, &body, true) {
+	if !s.decode(w, r, &body, true) {
 		return
 	}
 	res, err := s.client.Activate(r.Context(), id, agent, body.Scopes)
@@ -592,7 +593,7 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeProblem(w, http.StatusNotFound, "NOT_FOUND", p+" has no connection", "")
+	s.problem(w, "NOT_FOUND", p+" has no connection", "")
 }
 
 // forwardBody is POST /v1/connections/{provider}: a connection a host application obtained.
@@ -608,7 +609,7 @@ type forwardBody struct {
 
 func (s *Server) importConnection(w http.ResponseWriter, r *http.Request) {
 	var b forwardBody
-	if !decode(w, r, &b, false) {
+	if !s.decode(w, r, &b, false) {
 		return
 	}
 	res, err := s.client.ImportForwarded(r.Context(), grantwire.Forwarded{

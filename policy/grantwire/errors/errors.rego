@@ -38,6 +38,37 @@ table := {
 	"INTERNAL": {"status": 500, "exit": 5},
 	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
 	"FLOW_IN_PROGRESS": {"status": 409, "exit": 75},
+	# Outcomes the surfaces meet before or around an operation (around_operation). The
+	# policy publishes them too, so that no surface invents a code, a status or an exit code.
+	"CANCELLED": {"status": 503, "exit": 130},
+	"CHECK_FAILED": {"status": 422, "exit": 1},
+	"BUNDLE_REFUSED": {"status": 500, "exit": 5},
+	"BODY_TOO_LARGE": {"status": 413, "exit": 2},
+	"UI_HEADER_REQUIRED": {"status": 403, "exit": 2},
+	"FOREIGN_ORIGIN": {"status": 403, "exit": 2},
+	"MISDIRECTED": {"status": 421, "exit": 2},
+	"METHOD_NOT_ALLOWED": {"status": 405, "exit": 2},
+	"TOKEN_REQUIRED": {"status": 401, "exit": 4},
+	"NOT_FOUND": {"status": 404, "exit": 1},
+	"STOPPING": {"status": 503, "exit": 75},
+	# A local MCP server's command, as a shell reports it (127 not found, 126 not runnable).
+	"COMMAND_NOT_FOUND": {"status": 424, "exit": 127},
+	"COMMAND_CANNOT_RUN": {"status": 424, "exit": 126},
+	# mcp proxy: forwarding to the remote server failed (refused, an upstream 5xx); it serves on.
+	"UPSTREAM_ERROR": {"status": 502, "exit": 5},
+}
+
+# METADATA
+# title: codes met around an operation
+# description: |
+#   The codes of the table that no operation returns: a surface meets them before or around
+#   one (an interrupted command, a refused bundle, a failed policy check, the REST server's
+#   own refusals, a local MCP server's command that cannot be started). Surfaces word
+#   their messages; the policy gives their REST status and CLI exit code like any other.
+around_operation := {
+	"CANCELLED", "CHECK_FAILED", "BUNDLE_REFUSED", "BODY_TOO_LARGE", "UI_HEADER_REQUIRED",
+	"FOREIGN_ORIGIN", "MISDIRECTED", "METHOD_NOT_ALLOWED", "TOKEN_REQUIRED", "NOT_FOUND",
+	"STOPPING", "COMMAND_NOT_FOUND", "COMMAND_CANNOT_RUN", "UPSTREAM_ERROR",
 }
 
 # METADATA

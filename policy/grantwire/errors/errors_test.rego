@@ -46,7 +46,9 @@ _all := [
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
-	{e.code | some e in _all} == object.keys(errors.table)
+{e.code | some e in _all} |
+	errors.around_operation == object.keys(errors.table)
+	count({e.code | some e in _all} & errors.around_operation) == 0
 }
 
 test_every_code_has_a_rest_status_and_an_exit_code if {
@@ -54,12 +56,14 @@ test_every_code_has_a_rest_status_and_an_exit_code if {
 		object.keys(v) == {"status", "exit"}
 		v.status >= 400
 		v.status < 600
-		v.exit in {1, 2, 3, 4, 5, 75}
+		v.exit in {1, 2, 3, 4, 5, 75, 126, 127, 130}
 	}
 	errors.table.BUSY == {"status": 503, "exit": 75}
 	errors.table.USAGE == {"status": 400, "exit": 2}
 	errors.table.UNKNOWN_CONNECTOR == {"status": 404, "exit": 1}
 	errors.table.CONFIGURATION == {"status": 400, "exit": 3}
+	errors.table.CANCELLED == {"status": 503, "exit": 130}
+	errors.table.COMMAND_NOT_FOUND.exit == 127
 }
 
 test_messages_end_with_the_fix if {
