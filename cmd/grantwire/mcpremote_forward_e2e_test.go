@@ -19,7 +19,11 @@ type serverMessages struct {
 	progress, logs, prompts []string
 }
 
-func (m *serverMessages) add(to *[]string, s string) { m.mu.Lock(); *to = append(*to, s); m.mu.Unlock() }
+func (m *serverMessages) add(to *[]string, s string) {
+	m.mu.Lock()
+	*to = append(*to, s)
+	m.mu.Unlock()
+}
 func (m *serverMessages) snapshot() (progress, logs, prompts []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
