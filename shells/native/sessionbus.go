@@ -15,7 +15,7 @@ import (
 // and removes it on stop. grantwire reads it when DBUS_SESSION_BUS_ADDRESS is unset, so an
 // MCP client that starts grantwire with a filtered environment (the MCP TypeScript SDK's
 // stdio client passes only HOME, PATH, USER, SHELL, TERM and LOGNAME) still reaches the
-// session's Secret Service (docs/behaviour.md#credential-store).
+// session's Secret Service (docs/behaviour.md#keyring-session-file).
 //
 // Whoever can write the file chooses the Secret Service that receives grantwire's
 // secrets, so it is read only when it is a regular file (not a link) of at most 4 KiB,
