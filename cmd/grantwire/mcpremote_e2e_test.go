@@ -43,6 +43,14 @@ func remoteWorld(t *testing.T, cfg authserver.Config, scopes []string) (*e2e, *m
 	return w, srv
 }
 
+// serveNotes adds the server at url as notes, authorizes it and activates builtin:chat on it.
+func (w *e2e) serveNotes(url string) {
+	w.t.Helper()
+	require.Equal(w.t, 0, w.gw("", "mcp", "add", "notes", "--url", url).code)
+	require.Equal(w.t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(w.t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+}
+
 // mcpAuthNoBrowser runs `mcp auth --no-browser` and consents through the printed URL.
 func (w *e2e) mcpAuthNoBrowser(args ...string) bbResult {
 	w.t.Helper()
@@ -372,9 +380,7 @@ func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
 // (issue 20 §1.8).
 func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
-	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
-	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
-	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	w.serveNotes(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	session, stderr := w.proxySession(ctx, "notes", "builtin:chat")

@@ -60,9 +60,7 @@ func (m *serverMessages) clientOptions() *mcp.ClientOptions {
 // more log messages.
 func TestE2ERemoteMCPProxyForwardsServerMessages(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
-	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
-	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
-	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	w.serveNotes(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -54,6 +54,16 @@ func (w *e2e) startProxies(ctx context.Context, n int, server, agent string) []*
 	return sessions
 }
 
+// echoEach calls echo through every session: each serves.
+func echoEach(t *testing.T, ctx context.Context, sessions []*mcp.ClientSession) {
+	t.Helper()
+	for i, s := range sessions {
+		out, err := echo(t, ctx, s, fmt.Sprintf("racer %d", i))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("racer %d", i), out)
+	}
+}
+
 // TestE2ERemoteMCPRacingAuthorization: 3 proxies of one server nobody has authorized,
 // started together, make exactly one client registration and one authorization (one
 // code issued, one exchanged) at the authorization server, and all three serve.
@@ -64,12 +74,7 @@ func TestE2ERemoteMCPRacingAuthorization(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	sessions := w.startProxies(ctx, 3, "notes", "builtin:chat")
-	for i, s := range sessions {
-		out, err := echo(t, ctx, s, fmt.Sprintf("racer %d", i))
-		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("racer %d", i), out)
-	}
+	echoEach(t, ctx, w.startProxies(ctx, 3, "notes", "builtin:chat"))
 	st := w.srv.Stats()
 	require.Equal(t, 1, st.Registrations, "one client registration")
 	require.Equal(t, 1, w.srv.Clients())
@@ -85,21 +90,14 @@ func TestE2ERemoteMCPRacingAuthorization(t *testing.T) {
 func TestE2ERemoteMCPRacingRefresh(t *testing.T) {
 	// 30 s tokens are within the 60 s margin: the stored one must be refreshed.
 	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true, ExpiresIn: 30}, []string{"notes:read"})
-	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
-	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
-	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	w.serveNotes(srv.URL)
 	// The refreshed token lives an hour: only the stored one is expiring.
 	w.srv.Configure(func(c *authserver.Config) { c.ExpiresIn = 3600 })
 	before := w.srv.Stats()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	sessions := w.startProxies(ctx, 10, "notes", "builtin:chat")
-	for i, s := range sessions {
-		out, err := echo(t, ctx, s, fmt.Sprintf("racer %d", i))
-		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("racer %d", i), out)
-	}
+	echoEach(t, ctx, w.startProxies(ctx, 10, "notes", "builtin:chat"))
 	st := w.srv.Stats()
 	require.Equal(t, 1, st.RefreshRequests-before.RefreshRequests, "one refresh at the server")
 	require.Equal(t, 1, st.Refreshes-before.Refreshes)

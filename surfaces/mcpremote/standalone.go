@@ -28,8 +28,12 @@ import (
 const (
 	// maxEventBytes bounds one server-sent event (the SDK's DefaultMaxEventSize).
 	maxEventBytes = 16 << 20
-	// standaloneRetries bounds the reconnections in a row that deliver nothing.
+	// standaloneRetries bounds the reconnections in a row that deliver nothing and stay open
+	// less than standaloneLived.
 	standaloneRetries = 5
+	// standaloneLived: a stream open this long was not a failure, even with no message (a
+	// server may close an idle stream now and then).
+	standaloneLived = 10 * time.Second
 	// standaloneDelay is the wait before a reconnection when the server set no retry.
 	standaloneDelay = time.Second
 	// noStandaloneSince: protocol versions from this one have no standalone GET stream
@@ -50,16 +54,18 @@ type standalone struct {
 }
 
 // errNoStream: the server declined a standalone stream (405, or no event stream), which
-// the specification allows; nothing is lost that it would send there.
+// the specification allows, or the session or the gate ended it: the proxy stops asking.
 var errNoStream = errors.New("mcpremote: the server offers no standalone stream")
 
 // run keeps the stream open until ctx ends, the server declines it, or it fails
-// standaloneRetries times in a row; it reconnects with Last-Event-ID so that a server
-// with an event store replays what was missed.
+// standaloneRetries times in a row (nothing delivered, closed within standaloneLived). It
+// reconnects with Last-Event-ID, so that a server with an event store replays what was
+// missed.
 func (s *standalone) run(ctx context.Context) {
 	var lastID string
 	delay := standaloneDelay
 	for fails := 0; ; {
+		began := time.Now()
 		got, id, retry, err := s.once(ctx, lastID)
 		if id != "" {
 			lastID = id
@@ -70,7 +76,7 @@ func (s *standalone) run(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil, errors.Is(err, errNoStream):
 			return
-		case got > 0:
+		case got > 0, err == nil && time.Since(began) >= standaloneLived:
 			fails = 0
 		default:
 			fails++
