@@ -169,7 +169,7 @@ func TestE2ERemoteMCP(t *testing.T) {
 	session, _ := w.proxySession(ctx, "notes", "builtin:chat")
 	tools, err := session.ListTools(ctx, nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 3)
+	require.Len(t, tools.Tools, 4)
 	out, err := echo(t, ctx, session, "hello through grantwire")
 	require.NoError(t, err)
 	require.Equal(t, "hello through grantwire", out)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 )
 
 // serverMessages records what a go-sdk client was told by the server.
@@ -88,4 +89,48 @@ func TestE2ERemoteMCPProxyForwardsServerMessages(t *testing.T) {
 	out, err := echo(t, ctx, session, "after the report")
 	require.NoError(t, err)
 	require.Equal(t, "after the report", out)
+}
+
+// TestE2ERemoteMCPProxyResumesTheStandaloneStream: when the server ends the standalone
+// stream, the proxy opens it again with Last-Event-ID, and a server that keeps an event
+// store (the go-sdk's) replays what it sent meanwhile: the client misses nothing and gets
+// nothing twice.
+func TestE2ERemoteMCPProxyResumesTheStandaloneStream(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	srv, err := mcptest.Start(mcptest.Options{Issuer: w.srv.URL(), ScopesSupported: []string{"notes:read"}, EventStore: true,
+		Verify: func(token string) (mcptest.Token, error) {
+			info, err := w.srv.Verify(token)
+			return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	w.serveNotes(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	got := &serverMessages{}
+	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", got.clientOptions())
+	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	open := func() bool { return srv.Streams() == 1 }
+	require.Eventually(t, open, 10*time.Second, 10*time.Millisecond)
+	announce := func(text string) {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "announce", Arguments: map[string]any{"text": text}})
+		require.NoError(t, err, "stderr: %s", stderr)
+		require.False(t, res.IsError, "%+v", res.Content)
+	}
+	logs := func() []string { _, l, _ := got.snapshot(); return l }
+	announce("before the drop")
+	require.Eventually(t, func() bool { return len(logs()) == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	srv.DropStreams()
+	require.Eventually(t, func() bool { return srv.Streams() == 0 }, 10*time.Second, 10*time.Millisecond)
+	announce("while the stream was down")
+	require.Eventually(t, open, 10*time.Second, 10*time.Millisecond, "the proxy reconnects")
+	require.Eventually(t, func() bool { return len(logs()) >= 2 }, 10*time.Second, 10*time.Millisecond)
+	announce("after the reconnection")
+	require.Eventually(t, func() bool { return len(logs()) >= 3 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a duplicate would arrive now
+	require.Equal(t, []string{"before the drop", "while the stream was down", "after the reconnection"}, logs())
+	require.Empty(t, stderr.String())
 }
