@@ -63,8 +63,12 @@ type MCPAuthOptions struct {
 	// WWWAuthenticate is the challenge the server answered with (401 or 403), when the
 	// authorization answers one; without it the policy probes the server.
 	WWWAuthenticate string
-	// Status is the HTTP status that carried WWWAuthenticate (401 or 403).
+	// Status is the HTTP status that carried WWWAuthenticate (401 or 403). An authorization
+	// with a status (a proxy's) that finds, under the server's authorization lock, a usable
+	// token another process stored meanwhile uses it and authorizes nothing.
 	Status int
+	// Rejected is the Digest of the token the refused request carried ("": it carried none).
+	Rejected string
 	// StepUp counts the step-up authorizations already made in this session (the policy
 	// bounds them).
 	StepUp int
@@ -97,6 +101,9 @@ func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptio
 	}
 	if o.Status != 0 {
 		args["status"] = o.Status
+	}
+	if o.Rejected != "" {
+		args["rejected"] = o.Rejected
 	}
 	if o.StepUp > 0 {
 		args["step_up"] = o.StepUp

@@ -15,6 +15,12 @@
 # stop                  stops the session named by $GRANTWIRE_KEYRING_SESSION
 # status                says whether that session is running (exit 0) or not (exit 1)
 #
+# start also writes the session's D-Bus address to the keyring session file,
+# ${XDG_CACHE_HOME:-~/.cache}/grantwire/keyring-session (and ~/.cache/grantwire/keyring-session
+# when XDG_CACHE_HOME is elsewhere), mode 0600; stop removes it. grantwire reads it when
+# DBUS_SESSION_BUS_ADDRESS is unset, so an MCP client that starts grantwire with a filtered
+# environment (HOME, PATH, USER, SHELL, TERM, LOGNAME) reaches this session too.
+#
 # The daemons are gnome-keyring's, installed with apt-get when missing and possible
 # (scripts/keyring-lib.sh). For one command with a throwaway keyring (the tests), use
 # scripts/with-keyring.sh instead. Messages go to stderr; only the environment is printed.
@@ -36,6 +42,35 @@ running() {
 		[ -r "/proc/$pid/comm" ] && grep -q "^${name:0:15}" "/proc/$pid/comm" || return 1
 	done <"$dir/pids"
 	return 0
+}
+
+# session_files: where the keyring session file is written (as grantwire reads it).
+session_files() {
+	local home_file=$HOME/.cache/grantwire/keyring-session
+	if [ -n "${XDG_CACHE_HOME:-}" ] && [ "$XDG_CACHE_HOME/grantwire/keyring-session" != "$home_file" ]; then
+		printf '%s\n' "$XDG_CACHE_HOME/grantwire/keyring-session"
+	fi
+	printf '%s\n' "$home_file"
+}
+
+# write_session_files ADDRESS: each file written whole (a temporary file renamed), 0600, in
+# a 0700 directory.
+write_session_files() {
+	local f dir tmp
+	while read -r f; do
+		dir=$(dirname "$f")
+		mkdir -p "$dir" && chmod 700 "$dir" || return 1
+		tmp=$(mktemp "$dir/.keyring-session.XXXXXX") || return 1
+		printf '%s\n' "$1" >"$tmp" && chmod 600 "$tmp" && mv -f "$tmp" "$f" || { rm -f "$tmp"; return 1; }
+	done < <(session_files)
+}
+
+# remove_session_files ADDRESS: only the files that name this session.
+remove_session_files() {
+	local f
+	while read -r f; do
+		if [ -f "$f" ] && [ "$(head -n1 "$f")" = "$1" ]; then rm -f "$f"; fi
+	done < <(session_files)
 }
 
 start() {
@@ -74,6 +109,8 @@ start() {
 	fi
 	KEYRING_CI_PASSWORD=$password keyring_start >/dev/null || exit 1
 	printf '%s dbus-daemon\n%s gnome-keyring-daemon\n' "$KR_DBUS_PID" "$KR_GKD_PID" >"$KR_TMP/pids"
+	printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" >"$KR_TMP/address"
+	write_session_files "$DBUS_SESSION_BUS_ADDRESS" || say "could not write the keyring session file ($(session_files | head -n1)); clients that filter the environment will not find this session"
 	if [ -n "$keep" ]; then
 		say "Secret Service started (keyring kept in $keep); stop it with: eval \"\$($0 stop)\""
 	else
@@ -99,6 +136,7 @@ stop() {
 			done
 		fi
 	done < <(tac "$dir/pids")
+	[ -f "$dir/address" ] && remove_session_files "$(head -n1 "$dir/address")"
 	rm -rf "$dir"
 	say "Secret Service stopped"
 	printf 'unset DBUS_SESSION_BUS_ADDRESS GRANTWIRE_KEYRING_SESSION\n'

@@ -43,6 +43,14 @@ func remoteWorld(t *testing.T, cfg authserver.Config, scopes []string) (*e2e, *m
 	return w, srv
 }
 
+// serveNotes adds the server at url as notes, authorizes it and activates builtin:chat on it.
+func (w *e2e) serveNotes(url string) {
+	w.t.Helper()
+	require.Equal(w.t, 0, w.gw("", "mcp", "add", "notes", "--url", url).code)
+	require.Equal(w.t, 0, w.mcpAuthNoBrowser("notes").code)
+	require.Equal(w.t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+}
+
 // mcpAuthNoBrowser runs `mcp auth --no-browser` and consents through the printed URL.
 func (w *e2e) mcpAuthNoBrowser(args ...string) bbResult {
 	w.t.Helper()
@@ -56,12 +64,19 @@ func (w *e2e) mcpAuthNoBrowser(args ...string) bbResult {
 // proxySession connects a go-sdk MCP client to `grantwire mcp proxy` over stdio.
 func (w *e2e) proxySession(ctx context.Context, server, agent string) (*mcp.ClientSession, *strings.Builder) {
 	w.t.Helper()
+	return w.proxySessionWith(ctx, server, agent, nil)
+}
+
+// proxySessionWith is proxySession with the client's options (its handlers of the
+// server's notifications and requests).
+func (w *e2e) proxySessionWith(ctx context.Context, server, agent string, opts *mcp.ClientOptions) (*mcp.ClientSession, *strings.Builder) {
+	w.t.Helper()
 	cmd := exec.Command(w.bin, "mcp", "proxy", server, "--agent", agent)
 	cmd.Env = w.env
 	cmd.Dir = w.home
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, opts)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(w.t, err, "stderr: %s", stderr)
 	w.t.Cleanup(func() { _ = session.Close(); w.record(stderr.String()) })
@@ -154,7 +169,7 @@ func TestE2ERemoteMCP(t *testing.T) {
 	session, _ := w.proxySession(ctx, "notes", "builtin:chat")
 	tools, err := session.ListTools(ctx, nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 2)
+	require.Len(t, tools.Tools, 4)
 	out, err := echo(t, ctx, session, "hello through grantwire")
 	require.NoError(t, err)
 	require.Equal(t, "hello through grantwire", out)
@@ -365,9 +380,7 @@ func TestE2ERemoteMCPNeedsNoAuthorization(t *testing.T) {
 // (issue 20 §1.8).
 func TestE2ERemoteMCPProxyReportsForwardingErrors(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
-	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
-	require.Equal(t, 0, w.mcpAuthNoBrowser("notes").code)
-	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	w.serveNotes(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	session, stderr := w.proxySession(ctx, "notes", "builtin:chat")

@@ -53,6 +53,8 @@ type keyringStore struct {
 	timeout time.Duration
 	layout  func(user string) string
 	getenv  func(string) string
+	// setenv sets the D-Bus address read from a keyring session file (nil: never).
+	setenv func(key, value string) error
 	// gen bumps the service's generation on every write (nil: never); cache answers reads
 	// while it is unchanged (nil: off). cache.go.
 	gen   *generations
@@ -294,13 +296,24 @@ func (k *keyringStore) preflight() error {
 	if addr := k.getenv("DBUS_SESSION_BUS_ADDRESS"); addr != "" && addr != "autolaunch:" {
 		return nil
 	}
+	// A session of scripts/keyring-session.sh (sessionbus.go): godbus reads the address
+	// from the environment, as it sets it itself for a /run/user bus it finds.
+	addr, why := sessionBus(k.getenv)
+	if addr != "" && k.setenv != nil {
+		if err := k.setenv("DBUS_SESSION_BUS_ADDRESS", addr); err == nil {
+			return nil
+		}
+	}
 	for _, p := range []string{fmt.Sprintf("/run/user/%d/bus", os.Getuid()), fmt.Sprintf("/run/user/%d/dbus-session", os.Getuid())} {
 		if _, err := os.Stat(p); err == nil {
 			return nil
 		}
 	}
-	return insecureStore("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset and no /run/user bus exists), so no Secret Service is reachable",
-		installFix(), nil)
+	msg := "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset, no keyring session file is usable and no /run/user bus exists), so no Secret Service is reachable"
+	if len(why) > 0 {
+		msg += "; " + strings.Join(why, "; ")
+	}
+	return insecureStore(msg, installFix(), nil)
 }
 
 // classify turns a backend failure into INSECURE_STORE with what to do about it.

@@ -192,7 +192,7 @@ func New(opts Options) (*Shell, error) {
 	} else {
 		s.transport = http.DefaultTransport
 	}
-	s.keyring = &keyringStore{b: goKeyring{}, timeout: opts.KeyringTimeout, layout: opts.KeyLayout, getenv: os.Getenv}
+	s.keyring = &keyringStore{b: goKeyring{}, timeout: opts.KeyringTimeout, layout: opts.KeyLayout, getenv: os.Getenv, setenv: os.Setenv}
 	if opts.Warn == nil {
 		prompt := opts.Prompt
 		opts.Warn = func(msg string) { fmt.Fprintf(prompt, "grantwire: warning: %s\n", msg) }

@@ -137,7 +137,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		h.reauthorizations++
 		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
-			WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Timeout: h.Timeout,
+			WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Rejected: h.rejected(sent), Timeout: h.Timeout,
 		})
 		if err == nil {
 			h.authorizing = true
@@ -146,11 +146,20 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	case http.StatusForbidden:
 		h.stepUps++
 		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
-			WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: h.stepUps, Timeout: h.Timeout,
+			WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: h.stepUps, Rejected: h.rejected(sent), Timeout: h.Timeout,
 		})
 		return err
 	}
 	return fmt.Errorf("mcpremote: the server answered %d", resp.StatusCode)
+}
+
+// rejected is the digest of the refused token sent ("" when the request carried none, or
+// one this session did not get from the policy). Called with h.mu held.
+func (h *Handler) rejected(sent string) string {
+	if sent != "" && h.current != nil && sent == h.current.AccessToken {
+		return h.current.Digest
+	}
+	return ""
 }
 
 // HTTPClient is the HTTP client of an MCP connection: redirects are never followed (the

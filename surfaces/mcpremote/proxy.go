@@ -61,7 +61,8 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
 	remote, err := (&mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
-		// The standalone stream needs the SDK's session, which a message-level proxy has not.
+		// The SDK opens the standalone stream only inside its own client session, which a
+		// message-level proxy has not: the proxy opens it itself (standalone.go).
 		DisableStandaloneSSE: true, MaxRetries: -1,
 	}).Connect(ctx)
 	if err != nil {
@@ -77,11 +78,28 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	defer cancel()
 
 	var (
-		wg      sync.WaitGroup
-		initMu  sync.Mutex
-		initIDs = map[jsonrpc.ID]bool{}
-		errc    = make(chan error, 2)
+		wg        sync.WaitGroup
+		initMu    sync.Mutex
+		initIDs   = map[jsonrpc.ID]bool{}
+		errc      = make(chan error, 2)
+		listening sync.Once
 	)
+	// listen opens the standalone SSE stream once the session is initialized (the
+	// client's notifications/initialized reached the server), where what the server sends
+	// outside a call arrives.
+	listen := func() {
+		if v := pv.get(); v == "" || v >= noStandaloneSince {
+			return
+		}
+		s := &standalone{url: url, hc: hc, h: h, sessionID: remote.SessionID(), deliver: local.Write,
+			report: func(err error) {
+				if o.OnError != nil && ctx.Err() == nil {
+					o.OnError(err)
+				}
+			}}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.run(ctx) }()
+	}
 	wg.Add(2)
 	go func() { // client -> server
 		defer wg.Done()
@@ -113,6 +131,10 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 					errc <- fmt.Errorf("%w: %w", ErrGate, ge)
 					return
 				}
+				continue
+			}
+			if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "notifications/initialized" && !r.IsCall() {
+				listening.Do(listen)
 			}
 		}
 	}()

@@ -1,5 +1,5 @@
 // Package mcptest runs a remote MCP server for grantwire's tests: an MCP server built with
-// the MCP Go SDK (tools "echo" and "whoami") served over streamable HTTP on 127.0.0.1
+// the MCP Go SDK (tools "echo", "whoami", "report" and "announce") served over streamable HTTP on 127.0.0.1
 // behind the SDK's bearer-token middleware (auth.RequireBearerToken), with its protected
 // resource metadata (RFC 9728) published at the path-aware well-known URL. Tokens are
 // checked by a verifier the test gives (internal/testworld/authserver's Verify answers what an
@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ type Options struct {
 	// Open serves the MCP endpoint to anyone, without a bearer token or metadata: a
 	// server that needs no authorization.
 	Open bool
+	// EventStore keeps every stream's events (the SDK's memory event store), so that a
+	// client reconnecting with Last-Event-ID gets what it missed.
+	EventStore bool
 }
 
 // Server is a running remote MCP server.
@@ -64,6 +68,9 @@ type Server struct {
 	calls            atomic.Int64
 	refused          atomic.Int64
 	stepUps          atomic.Int64
+	streams          atomic.Int64
+	mu               sync.Mutex
+	drops            []context.CancelFunc
 }
 
 // Start serves an MCP server on 127.0.0.1 until Close.
@@ -101,6 +108,23 @@ func Start(o Options) (*Server, error) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 		})
+	mcp.AddTool(server, &mcp.Tool{Name: "report", Description: "reports its progress, asks the user, samples, and logs"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			s.calls.Add(1)
+			return report(ctx, req)
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "announce", Description: "logs its text outside the call (the standalone stream)"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			s.calls.Add(1)
+			if err := req.Session.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "announce", Data: in.Text}); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "announced"}}}, nil, nil
+		})
+	var httpOpts *mcp.StreamableHTTPOptions
+	if o.EventStore {
+		httpOpts = &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}
+	}
 	resource := s.URL
 	if o.Resource != nil {
 		resource = o.Resource(s.URL)
@@ -115,7 +139,7 @@ func Start(o Options) (*Server, error) {
 	}
 	mcpHandler := auth.RequireBearerToken(verifier, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.MetadataURL, Scopes: o.Scopes,
-	})(toolScopes(o.ToolScopes, s.MetadataURL, &s.stepUps, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	})(toolScopes(o.ToolScopes, s.MetadataURL, &s.stepUps, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, httpOpts)))
 
 	prm := map[string]any{
 		"resource": resource, "authorization_servers": []string{o.Issuer}, "bearer_methods_supported": []string{"header"},
@@ -125,9 +149,9 @@ func Start(o Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	if o.Open {
-		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+		mux.Handle("/mcp", s.countStreams(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, httpOpts)))
 	} else {
-		mux.Handle("/mcp", mcpHandler)
+		mux.Handle("/mcp", s.countStreams(mcpHandler))
 	}
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if o.Open {
@@ -145,6 +169,81 @@ func Start(o Options) (*Server, error) {
 // Calls counts the tool calls served; Refused the tokens the verifier refused.
 func (s *Server) Calls() int64   { return s.calls.Load() }
 func (s *Server) Refused() int64 { return s.refused.Load() }
+
+// Streams counts the standalone SSE streams (GET requests) open now.
+func (s *Server) Streams() int64 { return s.streams.Load() }
+
+// DropStreams ends every standalone SSE stream open now (as a proxy or a network between
+// would), the session staying.
+func (s *Server) DropStreams() {
+	s.mu.Lock()
+	drops := s.drops
+	s.drops = nil
+	s.mu.Unlock()
+	for _, cancel := range drops {
+		cancel()
+	}
+}
+
+// countStreams counts the GET requests being served (the standalone SSE streams).
+func (s *Server) countStreams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			s.streams.Add(1)
+			defer s.streams.Add(-1)
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			s.mu.Lock()
+			s.drops = append(s.drops, cancel)
+			s.mu.Unlock()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// report is the tool "report": on the call's own SSE stream three progress notifications
+// (for the call's progress token) and three log messages, an elicitation (a colour) and a
+// sampling request; then three log messages with a context detached from the call, which
+// the SDK sends on the standalone SSE stream (the GET). It answers what the user and the
+// model said. Log messages need the client to have set a logging level.
+func report(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
+	ss := req.Session
+	token := req.Params.GetProgressToken()
+	for i := 1; i <= 3; i++ {
+		if token != nil {
+			if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+				Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d of 3", i)}); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "report", Data: fmt.Sprintf("log %d of 3", i)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	el, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "Which colour?", RequestedSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}}, "required": []string{"colour"},
+	}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("elicitation: %w", err)
+	}
+	sm, err := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 16,
+		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say a word."}}}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sampling: %w", err)
+	}
+	word := ""
+	if t, ok := sm.Content.(*mcp.TextContent); ok {
+		word = t.Text
+	}
+	for i := 1; i <= 3; i++ {
+		if err := ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "report", Data: fmt.Sprintf("standalone %d of 3", i)}); err != nil {
+			return nil, nil, fmt.Errorf("standalone log: %w", err)
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+		Text: fmt.Sprintf("%s: colour %v, word %s", el.Action, el.Content["colour"], word)}}}, nil, nil
+}
 
 // StepUps counts the 403 insufficient_scope answers (ToolScopes).
 func (s *Server) StepUps() int64 { return s.stepUps.Load() }

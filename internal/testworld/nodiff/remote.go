@@ -101,6 +101,9 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 		g.optional(a, "status", 0.7, 0.05, func() any {
 			return pick(g, []any{json.Number("401"), json.Number("403"), json.Number("403"), json.Number("500"), "401"})
 		})
+		g.optional(a, "rejected", 0.6, 0.05, func() any {
+			return pick(g, []any{storedjson.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
+		})
 		g.optional(a, "step_up", 0.7, 0.05, func() any {
 			return pick(g, []any{json.Number("0"), json.Number("1"), json.Number("2"), json.Number("3"), json.Number("-1"), map[string]any{"$number": "1.5"}})
 		})
@@ -119,8 +122,8 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 	}
 }
 
-// remoteAccess is an access token the world stores sometimes, whose digest mcp_token's
-// rejected argument names sometimes.
+// remoteAccess is an access token the world stores sometimes, whose digest the rejected
+// argument of mcp_token and mcp_auth names sometimes.
 const remoteAccess = "mcp-access-0001"
 
 // challenge is a WWW-Authenticate value: a Bearer challenge with resource_metadata (prm,

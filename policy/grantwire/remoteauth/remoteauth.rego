@@ -1,7 +1,7 @@
 # METADATA
 # title: Remote MCP authorization
 # description: |
-#   `mcp_auth(connector, scopes?, www_authenticate?, step_up?, timeout_ms?, flow?)`: authorize a
+#   `mcp_auth(connector, scopes?, www_authenticate?, status?, rejected?, step_up?, timeout_ms?, flow?)`: authorize a
 #   remote MCP server as an OAuth 2.1 public client, zero-config, per the MCP authorization
 #   specification (2025-11-25, and 2026-07-28 where stricter). In order, stopping at the
 #   first refusal: the loopback listener (a session where nobody can complete a browser
@@ -15,7 +15,12 @@
 #   /authorize, /token, /register when that has no metadata either); the client: a
 #   pre-registered one for this issuer, else a client ID metadata document when the server
 #   supports them and one is configured, else the registration stored for this issuer and
-#   redirect URI, else dynamic registration (RFC 7591, application_type native); the scopes
+#   redirect URI, else dynamic registration; the client, the authorization and storing happen
+#   under the server's authorization lock (one process at a time: racing instances never
+#   register twice or share a PKCE verifier), and a proxy's authorization (status given) that
+#   finds, under that lock, a usable token another process stored for this issuer and resource
+#   (not the refused one, args.rejected its digest; on a step-up one holding the challenged
+#   scopes) uses it and authorizes nothing (RFC 7591, application_type native); the scopes
 #   (the challenge's, with those asked for and, on a step-up, those held before; else those
 #   asked for; else the metadata's scopes_supported; else none; offline_access only when
 #   the authorization server lists it); the authorization (PKCE S256, state, RFC 8707
@@ -50,6 +55,18 @@ max_step_ups := 2
 # title: store lock wait
 # description: How long storing a fresh authorization waits for the server's lock.
 lock_wait_ms := 30000
+
+# METADATA
+# title: authorization lock wait
+# description: |
+#   How long an authorization waits, beyond its browser timeout, for the server's
+#   authorization lock (another process may be authorizing in the browser).
+auth_lock_wait_ms := 60000
+
+# METADATA
+# title: fresh token margin
+# description: A token another process stored is used only while it stays valid for more than this many milliseconds (mcp_token's margin).
+fresh_margin_ms := 60000
 
 # METADATA
 # title: MCP protocol version
@@ -103,6 +120,12 @@ _status_ok if input.args.status in {401, 403}
 
 _flow_ok if object.get(input.args, "flow", null) == null
 
+_rejected_ok if object.get(input.args, "rejected", null) == null
+
+_rejected_ok if is_string(input.args.rejected)
+
+_rejected := input.args.rejected if is_string(input.args.rejected)
+
 _flow_ok if input.args.flow in {"loopback", "paste"}
 
 # The loopback's mode: "paste" reads the redirect address pasted back (and listens too).
@@ -114,6 +137,7 @@ _args_ok if {
 	is_string(_c)
 	_flow_ok
 	_status_ok
+	_rejected_ok
 	_opt_list("scopes")
 	_timeout_ok
 	_step_up_ok
@@ -574,6 +598,53 @@ _granted := [s | some s in _r.scope] if {
 _not_granted := scopes.missing(_requested, _granted)
 
 # ---------------------------------------------------------------------------------------
+# racing instances (issue 21 §3)
+
+# The authorization lock: held from the registration to the end, so that two processes
+# never register twice, never wait in the browser for the same server at once, and never
+# share a verifier or state. Taken before the server's lock (mcp_token takes that one only).
+_auth_lock := concat("", [_c, ".authorize"])
+
+_auth_needs := [
+	facts.lock("authlock", _auth_lock, _timeout + auth_lock_wait_ms),
+	facts.after(remote.token_need("token@auth", _c, true), "authlock"),
+	facts.after(facts.now("now@auth"), "authlock"),
+	facts.after(facts.ledger("remote@auth", store.remote_file, []), "authlock"),
+]
+
+_atok := remote.token(_f["token@auth"])
+
+# A proxy's authorization (it received a 401 or 403) finds the tokens another process
+# stored while it waited for the lock: usable for this issuer and resource, not the token
+# the server refused, and on a step-up holding the challenged scopes. A person's mcp auth
+# (no status) always authorizes.
+_authorized_meanwhile if {
+	input.args.status in {401, 403}
+	_atok.valid == true
+	_atok.issuer == _issuer
+	_atok.resource == _resource
+	_atok.expires_at - _f["now@auth"] > fresh_margin_ms
+	not _refused_meanwhile
+	_covers_challenge
+}
+
+_refused_meanwhile if _atok.access.digest == _rejected
+
+_covers_challenge if not _step_up
+
+_covers_challenge if {
+	_step_up
+	scopes.covers(_atok.scopes, _challenged)
+}
+
+_meanwhile_result := {
+	"connector": _c, "issuer": _issuer, "resource": _resource,
+	"scopes": _atok.scopes, "requested": _atok.requested, "not_granted": [],
+	"registration": object.get(facts.value(_f, "remote@auth", {}), ["servers", _c, "auth", "registration"], "dynamic"),
+	"refresh_token": _atok.refresh != null,
+}
+
+# ---------------------------------------------------------------------------------------
 # storing
 
 _locked_needs := [
@@ -738,7 +809,7 @@ _stepup_scopes := scopes.union(scopes.union(_challenged, _asked), _prior)
 # title: mcp_auth decision
 # description: One step of authorizing a remote MCP server; see the package description for the order.
 # entrypoint: true
-decision := step.fail(errors.usage("mcp_auth needs connector, and optional scopes, www_authenticate (base64url), status (401 or 403), step_up, timeout_ms and flow (loopback or paste)"), []) if {
+decision := step.fail(errors.usage("mcp_auth needs connector, and optional scopes, www_authenticate (base64url), status (401 or 403), rejected (a token digest), step_up, timeout_ms and flow (loopback or paste)"), []) if {
 	not _args_ok
 } else := step.need(m) if {
 	m := facts.missing(_f, [remote.ledger_need])
@@ -807,6 +878,17 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 	not _pre_fits
 } else := step.fail(_no_client, []) if {
 	not _path
+} else := _serialized
+
+_serialized := step.need([_auth_needs[0]]) if {
+	not facts.has(_f, "authlock")
+} else := step.fail(errors.busy(_c), []) if {
+	facts.not_held(_f, "authlock")
+} else := step.need(m) if {
+	m := facts.missing(_f, _auth_needs)
+	count(m) > 0
+} else := step.done(_meanwhile_result, []) if {
+	_authorized_meanwhile
 } else := _register
 
 _register := step.need([_dcr_need]) if {

@@ -51,6 +51,8 @@ _world := {
 		"refresh_token": fx.new_refresh("exchange", "7e7e0000000000aa"),
 		"scope": "files:read offline_access",
 	})),
+	"authlock": "held", "token@auth": fx.absent, "now@auth": _now,
+	"remote@auth": fx.no_file("mcp_remote.json", []),
 	"lock": "held", "now@lock": _now,
 	"remote@lock": fx.no_file("mcp_remote.json", []),
 }
@@ -119,6 +121,73 @@ test_code_exchange_sends_the_resource_and_verifier if {
 test_stores_under_the_lock if {
 	[n.key | some n in _d(_args, _without(["lock", "now@lock", "remote@lock"])).needs] == ["lock", "now@lock", "remote@lock"]
 	_code(_d(_args, _with({"lock": "busy"}))) == "BUSY"
+}
+
+# Racing instances (issue 21 §3): the authorization lock is taken after discovery and
+# before the registration, and read under it are the tokens another process may have
+# stored meanwhile.
+test_registers_and_authorizes_under_the_authorization_lock if {
+	ks := ["authlock", "token@auth", "now@auth", "remote@auth", "dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"]
+	l := _d(_args, _without(ks)).needs
+	[n.key | some n in l] == ["authlock"]
+	l[0].kind == "lock.acquire"
+	l[0].name == "mcp-remote.authorize"
+	l[0].wait_ms == 300000 + 60000
+	[[n.key, n.after] | some n in _d(_args, _without(array.slice(ks, 1, count(ks)))).needs] == [["token@auth", "authlock"], ["now@auth", "authlock"], ["remote@auth", "authlock"]]
+	_d(_args, _without(array.slice(ks, 4, count(ks)))).needs[0].key == "dcr"
+	_code(_d(_args, _with({"authlock": "busy"}))) == "BUSY"
+	_d({"connector": _c, "timeout_ms": 5000}, _without(ks)).needs[0].wait_ms == 65000
+}
+
+_fresh := fx.slot("token@auth", "t2", {
+	"access_token": fx.desc("token@auth#access_token", "f7e5f7e5f7e5f7e5"),
+	"issuer": _iss, "resource": "https://mcp.example.com/mcp", "expires_at": _now + 3600000,
+	"token_endpoint": "https://auth.example.com/token", "client": "registered", "client_id_hash": fx.hash_a,
+	"scopes": ["files:read"], "requested": ["files:read", "offline_access"],
+	"refresh_token": fx.desc("token@auth#refresh_token", "5e5e5e5e5e5e5e5e"),
+})
+
+_stored_meanwhile := object.union(object.remove(_world, ["dcr", "verifier", "state", "callback", "exchange", "lock", "now@lock", "remote@lock"]), {"token@auth": _fresh})
+
+test_proxy_uses_what_another_process_authorized_meanwhile if {
+	d := _d({"connector": _c, "www_authenticate": base64url.encode(_challenge), "status": 401}, _stored_meanwhile)
+	d.status == "done"
+	d.effects == []
+	d.result.scopes == ["files:read"]
+	d.result.issuer == _iss
+	d.result.refresh_token == true
+	d.result.registration == "dynamic"
+
+	# with the digest of the token the server refused, another one is used too
+	_d({"connector": _c, "www_authenticate": base64url.encode(_challenge), "status": 401, "rejected": "sha256:acce55acce55acce"}, _stored_meanwhile).status == "done"
+}
+
+_proxy_401 := {"connector": _c, "www_authenticate": base64url.encode(_challenge), "status": 401}
+
+_registers_with(f) if _d(_proxy_401, object.union(_stored_meanwhile, f)).needs[0].key == "dcr"
+
+test_proxy_authorizes_when_nothing_usable_was_stored_meanwhile if {
+	a := _proxy_401
+
+	# the refused token itself
+	_d(object.union(a, {"rejected": "sha256:f7e5f7e5f7e5f7e5"}), _stored_meanwhile).needs[0].key == "dcr"
+
+	# expiring, for another issuer, or another resource
+	_registers_with({"token@auth": fx.slot("token@auth", "t2", object.union(_fresh.json, {"expires_at": _now + 30000}))})
+	_registers_with({"token@auth": fx.slot("token@auth", "t2", object.union(_fresh.json, {"issuer": "https://other.example.com"}))})
+	_registers_with({"token@auth": fx.slot("token@auth", "t2", object.union(_fresh.json, {"resource": "https://other.example.com/mcp"}))})
+
+	# a person's mcp auth always authorizes
+	_d(_args, _stored_meanwhile).needs[0].key == "dcr"
+}
+
+test_step_up_uses_a_token_stored_meanwhile_only_with_the_scopes if {
+	h := base64url.encode(`Bearer error="insufficient_scope", scope="files:write"`)
+	a := {"connector": _c, "www_authenticate": h, "status": 403, "step_up": 1}
+	f := object.union(_stored_meanwhile, {"token": _held})
+	_d(a, f).needs[0].key == "dcr"
+	wide := fx.slot("token@auth", "t3", object.union(_fresh.json, {"scopes": ["files:read", "files:write"]}))
+	_d(a, object.union(f, {"token@auth": wide})).status == "done"
 }
 
 test_done_stores_tokens_registration_and_mirror if {
