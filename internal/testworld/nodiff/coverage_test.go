@@ -3,15 +3,23 @@ package nodiff_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
+	"os"
 	"path"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -23,6 +31,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -152,25 +161,59 @@ func policyModules(t *testing.T) map[string]*ast.Module {
 	return mods
 }
 
-// TestCoverage evaluates generated episodes of every operation with OPA's coverage tracer
-// and fails when a line of the policy is never evaluated (save the uncoverable list): it
-// is how the generator is shown to drive every branch the differential test compares.
-func TestCoverage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("coverage tracing is slow; the differential test runs in -short mode")
-	}
-	ctx := context.Background()
-	mods := policyModules(t)
-	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
+// coverageSelection names, per catalog and operation, the generated queries that cover:
+// each one's canonical JSON hashed (selectionKey), for every query of a full run (the
+// patience of coveragePatience, seed 1) that reached a line of the policy which the
+// operation's earlier queries had not. Their lines together are every line the full run
+// reaches, so tracing only them proves the same coverage.
+type coverageSelection map[string]map[string][]string
+
+// selectionFile holds the selection of the full run; TestCoverage in make test traces only
+// the generated queries it names (the generator still drives every episode, against the
+// reference engine), make soak (GRANTWIRE_SOAK=1) traces every query and fails when the
+// file is not the selection of its run, and -update-coverage rewrites it.
+const selectionFile = "testdata/coverage-selection.json"
+
+var updateCoverage = flag.Bool("update-coverage", false, "TestCoverage: trace every generated query (as make soak does) and rewrite "+selectionFile+" with the queries that cover")
+
+// refreshSelection is the command that rewrites selectionFile.
+const refreshSelection = "go test ./internal/testworld/nodiff -count=1 -run '^TestCoverage$' -args -update-coverage"
+
+func selectionKey(q []byte) string {
+	h := sha256.Sum256([]byte(nodiff.Canonical(q)))
+	return hex.EncodeToString(h[:8])
+}
+
+func loadSelection() (coverageSelection, error) {
+	b, err := os.ReadFile(selectionFile)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
+	var sel coverageSelection
+	if err := json.Unmarshal(b, &sel); err != nil {
+		return nil, fmt.Errorf("%s: %w", selectionFile, err)
+	}
+	return sel, nil
+}
+
+// coverageRun is what traceCoverage traced.
+type coverageRun struct {
+	report cover.Report
+	fresh  coverageSelection         // the queries that covered, per catalog and operation
+	ran    map[string]map[string]int // generated queries per catalog and operation
+	traced int                       // queries evaluated under the tracer
+}
+
+// traceCoverage evaluates generated episodes of every operation on every catalog with
+// OPA's coverage tracer. With sel nil it traces every distinct query until an operation's
+// queries reach no new line for coveragePatience queries in a row; with sel it generates
+// the same episodes (same seed, same streams, same answers) but traces only the queries sel
+// names, and stops an operation once it has traced them all.
+func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabilities, s uint64, sel coverageSelection) coverageRun {
+	ctx := context.Background()
 	cov := cover.New()
-	// A fixed seed (unless -seed is given): the coverage of a run must not depend on luck.
-	s := uint64(1)
-	if *seedFlag != 0 {
-		s = *seedFlag
-	}
+	run := coverageRun{fresh: coverageSelection{}, ran: map[string]map[string]int{}}
+	var nTraced atomic.Int64
 	for ci, set := range engineSets(t) {
 		var data map[string]any
 		if err := util.UnmarshalJSON(set.cat.Data, &data); err != nil {
@@ -196,9 +239,17 @@ func TestCoverage(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		ran := map[string]int{}
+		fresh := map[string][]string{}
 		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 		errs := make(chan error, len(nodiff.Ops))
 		for fi, op := range nodiff.Ops {
+			var want map[string]bool
+			if sel != nil {
+				want = map[string]bool{}
+				for _, k := range sel[set.cat.Name][op] {
+					want[k] = true
+				}
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -208,22 +259,37 @@ func TestCoverage(t *testing.T) {
 				patience := coveragePatience[ci]
 				tr := &opTracer{cov: cov, seen: map[string]bool{}}
 				traced := map[string]bool{}
+				var covering []string
 				n, last := 0, 0
-				defer func() { mu.Lock(); ran[op] = n; mu.Unlock() }()
-				for n-last < patience && n < 4*patience {
+				defer func() { mu.Lock(); ran[op], fresh[op] = n, covering; mu.Unlock() }()
+				more := func() bool {
+					if want != nil {
+						return len(want) > 0 && n < 4*patience
+					}
+					return n-last < patience && n < 4*patience
+				}
+				for more() {
 					ep := g.Episode(op)
 					for {
 						q := ep.Query()
 						n++
 						out, qerr := set.ref().DecideJSON(ctx, nil, q)
-						if c := nodiff.Canonical(q); !traced[c] {
+						c := nodiff.Canonical(q)
+						k := ""
+						if want != nil || !traced[c] {
+							k = selectionKey(q)
+						}
+						if !traced[c] && (want == nil || want[k]) {
 							traced[c] = true
+							delete(want, k)
 							input, err := ast.ValueFromReader(bytes.NewReader(q))
 							if err == nil {
 								tr.fresh = false
 								_, err = decide.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tr))
+								nTraced.Add(1)
 								if tr.fresh {
 									last = n
+									covering = append(covering, k)
 								}
 							}
 							if err != nil {
@@ -235,7 +301,7 @@ func TestCoverage(t *testing.T) {
 						if qerr == nil {
 							d, _ = core.ParseDecision(out)
 						}
-						if !ep.Answer(d) {
+						if !ep.Answer(d) || !more() {
 							break
 						}
 					}
@@ -248,8 +314,94 @@ func TestCoverage(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
+		run.ran[set.cat.Name], run.fresh[set.cat.Name] = ran, fresh
 	}
-	report := cov.Report(mods)
+	run.traced = int(nTraced.Load())
+	run.report = cov.Report(mods)
+	return run
+}
+
+// TestCoverage evaluates generated episodes of every operation with OPA's coverage tracer
+// and fails when a line of the policy is never evaluated (save the uncoverable list): it
+// is how the generator is shown to drive every branch the differential test compares.
+//
+// In make test it traces the share of the generated queries that selectionFile names (the
+// ones that covered in the full run) and asserts the same figures; should they fall short
+// (the policy or the generator changed), it runs the full trace: a loss of coverage fails
+// with the full run's figures, a stale file fails with the command that refreshes it.
+// make soak, -seed and -update-coverage trace every query.
+func TestCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("coverage tracing is slow; the differential test runs in -short mode")
+	}
+	mods := policyModules(t)
+	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fixed seed (unless -seed is given): the coverage of a run must not depend on luck.
+	s := uint64(1)
+	if *seedFlag != 0 {
+		s = *seedFlag
+	}
+	full := testenv.Soak() || *updateCoverage || *seedFlag != 0
+	stored, loadErr := loadSelection()
+	var run coverageRun
+	var problems []string
+	if !full && loadErr == nil {
+		run = traceCoverage(t, mods, caps, s, stored)
+		if problems = coverageProblems(t, mods, run.report); len(problems) == 0 {
+			t.Logf("traced the %d generated queries %s selects (make soak traces every one)", run.traced, selectionFile)
+			return
+		}
+		t.Logf("the queries %s selects reach less than the full run did (%.1f%%, %d problems): tracing every generated query", selectionFile, run.report.Coverage, len(problems))
+	}
+	run = traceCoverage(t, mods, caps, s, nil)
+	t.Logf("traced %d generated queries", run.traced)
+	problems = coverageProblems(t, mods, run.report)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	switch {
+	case *seedFlag != 0 || len(problems) > 0:
+	case *updateCoverage:
+		b, err := json.MarshalIndent(run.fresh, "", "\t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(selectionFile, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", selectionFile)
+	case loadErr != nil:
+		t.Errorf("%v: write it with: %s", loadErr, refreshSelection)
+	case !reflect.DeepEqual(normalSelection(stored), normalSelection(run.fresh)):
+		t.Errorf("%s is not the selection of this run (the policy or the generator changed): refresh it with: %s", selectionFile, refreshSelection)
+	}
+}
+
+// normalSelection drops the operations with no covering query (absent or empty alike).
+func normalSelection(sel coverageSelection) coverageSelection {
+	out := coverageSelection{}
+	for cat, ops := range sel {
+		for op, keys := range ops {
+			if len(keys) > 0 {
+				if out[cat] == nil {
+					out[cat] = map[string][]string{}
+				}
+				out[cat][op] = keys
+			}
+		}
+	}
+	return out
+}
+
+// coverageProblems checks the coverage report: every line evaluated save the uncoverable
+// ones, or at least as much as minCoverage and maxMissed hold; every uncoverable entry names
+// a branch the queries do not reach.
+func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Report) []string {
+	var problems []string
+	uncov := maps.Clone(uncoverable)
 	t.Logf("policy coverage %.1f%% (%d lines covered, %d not)", report.Coverage, report.CoveredLines, report.NotCoveredLines)
 	files := make([]string, 0, len(report.Files))
 	for f := range report.Files {
@@ -263,7 +415,7 @@ func TestCoverage(t *testing.T) {
 	named := map[string]bool{}
 	for _, b := range branches(mods) {
 		for _, k := range b.keys {
-			if _, ok := uncoverable[k]; !ok {
+			if _, ok := uncov[k]; !ok {
 				continue
 			}
 			named[k] = true
@@ -276,9 +428,9 @@ func TestCoverage(t *testing.T) {
 			}
 		}
 	}
-	for k := range uncoverable {
+	for k := range uncov {
 		if !named[k] {
-			t.Errorf("uncoverable names no rule or branch of the policy: %q", k)
+			problems = append(problems, fmt.Sprintf("uncoverable names no rule or branch of the policy: %q", k))
 		}
 	}
 	var missed []string
@@ -299,9 +451,9 @@ func TestCoverage(t *testing.T) {
 		}
 		for _, r := range report.Files[f].Covered {
 			for row := r.Start.Row; row <= r.End.Row; row++ {
-				if k, ok := heads[f][row]; ok && uncoverable[k] != "" {
-					t.Errorf("%s:%d is covered, but uncoverable lists %q: drop the entry", f, row, k)
-					uncoverable[k] = ""
+				if k, ok := heads[f][row]; ok && uncov[k] != "" {
+					problems = append(problems, fmt.Sprintf("%s:%d is covered, but uncoverable lists %q: drop the entry", f, row, k))
+					uncov[k] = ""
 				}
 			}
 		}
@@ -317,9 +469,10 @@ func TestCoverage(t *testing.T) {
 		t.Logf("%d policy lines are never evaluated by the generated queries:\n  %s", len(missed), strings.Join(missed, "\n  "))
 	}
 	if len(missed) > maxMissed || report.Coverage < minCoverage {
-		t.Errorf("generated queries evaluate %.1f%% of the policy with %d lines missed (at least %.1f%% and at most %d: see the log)",
-			report.Coverage, len(missed), minCoverage, maxMissed)
+		problems = append(problems, fmt.Sprintf("generated queries evaluate %.1f%% of the policy with %d lines missed (at least %.1f%% and at most %d: see the log)",
+			report.Coverage, len(missed), minCoverage, maxMissed))
 	}
+	return problems
 }
 
 // What the generated queries reach today (see the end of TestCoverage). The round that
