@@ -106,11 +106,14 @@ func branches(mods map[string]*ast.Module) []branch {
 var coveragePatience = []int{600, 150, 150, 20}
 
 // opTracer forwards every event to the shared coverage and notes whether the operation's
-// queries reach a row they had not reached before (a row evaluated, a rule head exited).
+// queries reach a row they had not reached before (a row evaluated, a rule head exited:
+// fresh, which the patience counts), and whether they reach a location the coverage had
+// not recorded from them (covers: the whole range of an expression or head, as the
+// coverage records it; several can start on one row), which selects the query.
 type opTracer struct {
-	cov   *cover.Cover
-	seen  map[string]bool
-	fresh bool
+	cov           *cover.Cover
+	seen, ranges  map[string]bool
+	fresh, covers bool
 }
 
 func (t *opTracer) Enabled() bool               { return true }
@@ -134,6 +137,10 @@ func (t *opTracer) TraceEvent(e topdown.Event) {
 	}
 	if k := loc.File + ":" + strconv.Itoa(loc.Row); !t.seen[k] {
 		t.seen[k], t.fresh = true, true
+	}
+	endRow, endCol := loc.End()
+	if k := fmt.Sprintf("%s:%d:%d-%d:%d", loc.File, loc.Row, loc.Col, endRow, endCol); !t.ranges[k] {
+		t.ranges[k], t.covers = true, true
 	}
 }
 
@@ -163,9 +170,10 @@ func policyModules(t *testing.T) map[string]*ast.Module {
 
 // coverageSelection names, per catalog and operation, the generated queries that cover:
 // each one's canonical JSON hashed (selectionKey), for every query of a full run (the
-// patience of coveragePatience, seed 1) that reached a line of the policy which the
-// operation's earlier queries had not. Their lines together are every line the full run
-// reaches, so tracing only them proves the same coverage.
+// patience of coveragePatience, seed 1) that reached a location of the policy (an
+// expression or a rule head, the ranges the coverage records) which the operation's earlier
+// queries had not. What they reach together is everything the full run reaches, so tracing
+// only them proves the same coverage.
 type coverageSelection map[string]map[string][]string
 
 // selectionFile holds the selection of the full run; TestCoverage in make test traces only
@@ -257,7 +265,7 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 				defer func() { <-sem }()
 				g := set.gen(s, uint64(1000+fi)<<8|uint64(ci))
 				patience := coveragePatience[ci]
-				tr := &opTracer{cov: cov, seen: map[string]bool{}}
+				tr := &opTracer{cov: cov, seen: map[string]bool{}, ranges: map[string]bool{}}
 				traced := map[string]bool{}
 				var covering []string
 				n, last := 0, 0
@@ -284,11 +292,13 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 							delete(want, k)
 							input, err := ast.ValueFromReader(bytes.NewReader(q))
 							if err == nil {
-								tr.fresh = false
+								tr.fresh, tr.covers = false, false
 								_, err = decide.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tr))
 								nTraced.Add(1)
 								if tr.fresh {
 									last = n
+								}
+								if tr.covers {
 									covering = append(covering, k)
 								}
 							}
