@@ -3,23 +3,15 @@ package nodiff_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io/fs"
-	"maps"
-	"os"
 	"path"
-	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -31,7 +23,6 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
-	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -106,14 +97,11 @@ func branches(mods map[string]*ast.Module) []branch {
 var coveragePatience = []int{600, 150, 150, 20}
 
 // opTracer forwards every event to the shared coverage and notes whether the operation's
-// queries reach a row they had not reached before (a row evaluated, a rule head exited:
-// fresh, which the patience counts), and whether they reach a location the coverage had
-// not recorded from them (covers: the whole range of an expression or head, as the
-// coverage records it; several can start on one row), which selects the query.
+// queries reach a row they had not reached before (a row evaluated, a rule head exited).
 type opTracer struct {
-	cov           *cover.Cover
-	seen, ranges  map[string]bool
-	fresh, covers bool
+	cov   *cover.Cover
+	seen  map[string]bool
+	fresh bool
 }
 
 func (t *opTracer) Enabled() bool               { return true }
@@ -137,10 +125,6 @@ func (t *opTracer) TraceEvent(e topdown.Event) {
 	}
 	if k := loc.File + ":" + strconv.Itoa(loc.Row); !t.seen[k] {
 		t.seen[k], t.fresh = true, true
-	}
-	endRow, endCol := loc.End()
-	if k := fmt.Sprintf("%s:%d:%d-%d:%d", loc.File, loc.Row, loc.Col, endRow, endCol); !t.ranges[k] {
-		t.ranges[k], t.covers = true, true
 	}
 }
 
@@ -168,60 +152,25 @@ func policyModules(t *testing.T) map[string]*ast.Module {
 	return mods
 }
 
-// coverageSelection names, per catalog and operation, the generated queries that cover:
-// each one's canonical JSON hashed (selectionKey), for every query of a full run (the
-// patience of coveragePatience, seed 1) that reached a location of the policy (an
-// expression or a rule head, the ranges the coverage records) which the operation's earlier
-// queries had not. What they reach together is everything the full run reaches, so tracing
-// only them proves the same coverage.
-type coverageSelection map[string]map[string][]string
-
-// selectionFile holds the selection of the full run; TestCoverage in make test traces only
-// the generated queries it names (the generator still drives every episode, against the
-// reference engine), make soak (GRANTWIRE_SOAK=1) traces every query and fails when the
-// file is not the selection of its run, and -update-coverage rewrites it.
-const selectionFile = "testdata/coverage-selection.json"
-
-var updateCoverage = flag.Bool("update-coverage", false, "TestCoverage: trace every generated query (as make soak does) and rewrite "+selectionFile+" with the queries that cover")
-
-// refreshSelection is the command that rewrites selectionFile.
-const refreshSelection = "go test ./internal/testworld/nodiff -count=1 -run '^TestCoverage$' -args -update-coverage"
-
-func selectionKey(q []byte) string {
-	h := sha256.Sum256([]byte(nodiff.Canonical(q)))
-	return hex.EncodeToString(h[:8])
-}
-
-func loadSelection() (coverageSelection, error) {
-	b, err := os.ReadFile(selectionFile)
-	if err != nil {
-		return nil, err
+// TestCoverage evaluates generated episodes of every operation with OPA's coverage tracer
+// and fails when a line of the policy is never evaluated (save the uncoverable list): it
+// is how the generator is shown to drive every branch the differential test compares.
+func TestCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("coverage tracing is slow; the differential test runs in -short mode")
 	}
-	var sel coverageSelection
-	if err := json.Unmarshal(b, &sel); err != nil {
-		return nil, fmt.Errorf("%s: %w", selectionFile, err)
-	}
-	return sel, nil
-}
-
-// coverageRun is what traceCoverage traced.
-type coverageRun struct {
-	report cover.Report
-	fresh  coverageSelection         // the queries that covered, per catalog and operation
-	ran    map[string]map[string]int // generated queries per catalog and operation
-	traced int                       // queries evaluated under the tracer
-}
-
-// traceCoverage evaluates generated episodes of every operation on every catalog with
-// OPA's coverage tracer. With sel nil it traces every distinct query until an operation's
-// queries reach no new line for coveragePatience queries in a row; with sel it generates
-// the same episodes (same seed, same streams, same answers) but traces only the queries sel
-// names, and stops an operation once it has traced them all.
-func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabilities, s uint64, sel coverageSelection) coverageRun {
 	ctx := context.Background()
+	mods := policyModules(t)
+	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cov := cover.New()
-	run := coverageRun{fresh: coverageSelection{}, ran: map[string]map[string]int{}}
-	var nTraced atomic.Int64
+	// A fixed seed (unless -seed is given): the coverage of a run must not depend on luck.
+	s := uint64(1)
+	if *seedFlag != 0 {
+		s = *seedFlag
+	}
 	for ci, set := range engineSets(t) {
 		var data map[string]any
 		if err := util.UnmarshalJSON(set.cat.Data, &data); err != nil {
@@ -247,17 +196,9 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		ran := map[string]int{}
-		fresh := map[string][]string{}
 		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 		errs := make(chan error, len(nodiff.Ops))
 		for fi, op := range nodiff.Ops {
-			var want map[string]bool
-			if sel != nil {
-				want = map[string]bool{}
-				for _, k := range sel[set.cat.Name][op] {
-					want[k] = true
-				}
-			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -265,41 +206,24 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 				defer func() { <-sem }()
 				g := set.gen(s, uint64(1000+fi)<<8|uint64(ci))
 				patience := coveragePatience[ci]
-				tr := &opTracer{cov: cov, seen: map[string]bool{}, ranges: map[string]bool{}}
+				tr := &opTracer{cov: cov, seen: map[string]bool{}}
 				traced := map[string]bool{}
-				var covering []string
 				n, last := 0, 0
-				defer func() { mu.Lock(); ran[op], fresh[op] = n, covering; mu.Unlock() }()
-				more := func() bool {
-					if want != nil {
-						return len(want) > 0 && n < 4*patience
-					}
-					return n-last < patience && n < 4*patience
-				}
-				for more() {
+				defer func() { mu.Lock(); ran[op] = n; mu.Unlock() }()
+				for n-last < patience && n < 4*patience {
 					ep := g.Episode(op)
 					for {
 						q := ep.Query()
 						n++
 						out, qerr := set.ref().DecideJSON(ctx, nil, q)
-						c := nodiff.Canonical(q)
-						k := ""
-						if want != nil || !traced[c] {
-							k = selectionKey(q)
-						}
-						if !traced[c] && (want == nil || want[k]) {
+						if c := nodiff.Canonical(q); !traced[c] {
 							traced[c] = true
-							delete(want, k)
 							input, err := ast.ValueFromReader(bytes.NewReader(q))
 							if err == nil {
-								tr.fresh, tr.covers = false, false
+								tr.fresh = false
 								_, err = decide.Eval(ctx, rego.EvalParsedInput(input), rego.EvalQueryTracer(tr))
-								nTraced.Add(1)
 								if tr.fresh {
 									last = n
-								}
-								if tr.covers {
-									covering = append(covering, k)
 								}
 							}
 							if err != nil {
@@ -311,7 +235,7 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 						if qerr == nil {
 							d, _ = core.ParseDecision(out)
 						}
-						if !ep.Answer(d) || !more() {
+						if !ep.Answer(d) {
 							break
 						}
 					}
@@ -324,94 +248,8 @@ func traceCoverage(t *testing.T, mods map[string]*ast.Module, caps *ast.Capabili
 		for err := range errs {
 			t.Fatal(err)
 		}
-		run.ran[set.cat.Name], run.fresh[set.cat.Name] = ran, fresh
 	}
-	run.traced = int(nTraced.Load())
-	run.report = cov.Report(mods)
-	return run
-}
-
-// TestCoverage evaluates generated episodes of every operation with OPA's coverage tracer
-// and fails when a line of the policy is never evaluated (save the uncoverable list): it
-// is how the generator is shown to drive every branch the differential test compares.
-//
-// In make test it traces the share of the generated queries that selectionFile names (the
-// ones that covered in the full run) and asserts the same figures; should they fall short
-// (the policy or the generator changed), it runs the full trace: a loss of coverage fails
-// with the full run's figures, a stale file fails with the command that refreshes it.
-// make soak, -seed and -update-coverage trace every query.
-func TestCoverage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("coverage tracing is slow; the differential test runs in -short mode")
-	}
-	mods := policyModules(t)
-	caps, err := ast.LoadCapabilitiesJSON(bytes.NewReader(policy.Capabilities))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A fixed seed (unless -seed is given): the coverage of a run must not depend on luck.
-	s := uint64(1)
-	if *seedFlag != 0 {
-		s = *seedFlag
-	}
-	full := testenv.Soak() || *updateCoverage || *seedFlag != 0
-	stored, loadErr := loadSelection()
-	var run coverageRun
-	var problems []string
-	if !full && loadErr == nil {
-		run = traceCoverage(t, mods, caps, s, stored)
-		if problems = coverageProblems(t, mods, run.report); len(problems) == 0 {
-			t.Logf("traced the %d generated queries %s selects (make soak traces every one)", run.traced, selectionFile)
-			return
-		}
-		t.Logf("the queries %s selects reach less than the full run did (%.1f%%, %d problems): tracing every generated query", selectionFile, run.report.Coverage, len(problems))
-	}
-	run = traceCoverage(t, mods, caps, s, nil)
-	t.Logf("traced %d generated queries", run.traced)
-	problems = coverageProblems(t, mods, run.report)
-	for _, p := range problems {
-		t.Error(p)
-	}
-	switch {
-	case *seedFlag != 0 || len(problems) > 0:
-	case *updateCoverage:
-		b, err := json.MarshalIndent(run.fresh, "", "\t")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(selectionFile, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", selectionFile)
-	case loadErr != nil:
-		t.Errorf("%v: write it with: %s", loadErr, refreshSelection)
-	case !reflect.DeepEqual(normalSelection(stored), normalSelection(run.fresh)):
-		t.Errorf("%s is not the selection of this run (the policy or the generator changed): refresh it with: %s", selectionFile, refreshSelection)
-	}
-}
-
-// normalSelection drops the operations with no covering query (absent or empty alike).
-func normalSelection(sel coverageSelection) coverageSelection {
-	out := coverageSelection{}
-	for cat, ops := range sel {
-		for op, keys := range ops {
-			if len(keys) > 0 {
-				if out[cat] == nil {
-					out[cat] = map[string][]string{}
-				}
-				out[cat][op] = keys
-			}
-		}
-	}
-	return out
-}
-
-// coverageProblems checks the coverage report: every line evaluated save the uncoverable
-// ones, or at least as much as minCoverage and maxMissed hold; every uncoverable entry names
-// a branch the queries do not reach.
-func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Report) []string {
-	var problems []string
-	uncov := maps.Clone(uncoverable)
+	report := cov.Report(mods)
 	t.Logf("policy coverage %.1f%% (%d lines covered, %d not)", report.Coverage, report.CoveredLines, report.NotCoveredLines)
 	files := make([]string, 0, len(report.Files))
 	for f := range report.Files {
@@ -425,7 +263,7 @@ func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Re
 	named := map[string]bool{}
 	for _, b := range branches(mods) {
 		for _, k := range b.keys {
-			if _, ok := uncov[k]; !ok {
+			if _, ok := uncoverable[k]; !ok {
 				continue
 			}
 			named[k] = true
@@ -438,9 +276,9 @@ func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Re
 			}
 		}
 	}
-	for k := range uncov {
+	for k := range uncoverable {
 		if !named[k] {
-			problems = append(problems, fmt.Sprintf("uncoverable names no rule or branch of the policy: %q", k))
+			t.Errorf("uncoverable names no rule or branch of the policy: %q", k)
 		}
 	}
 	var missed []string
@@ -461,9 +299,9 @@ func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Re
 		}
 		for _, r := range report.Files[f].Covered {
 			for row := r.Start.Row; row <= r.End.Row; row++ {
-				if k, ok := heads[f][row]; ok && uncov[k] != "" {
-					problems = append(problems, fmt.Sprintf("%s:%d is covered, but uncoverable lists %q: drop the entry", f, row, k))
-					uncov[k] = ""
+				if k, ok := heads[f][row]; ok && uncoverable[k] != "" {
+					t.Errorf("%s:%d is covered, but uncoverable lists %q: drop the entry", f, row, k)
+					uncoverable[k] = ""
 				}
 			}
 		}
@@ -479,10 +317,9 @@ func coverageProblems(t *testing.T, mods map[string]*ast.Module, report cover.Re
 		t.Logf("%d policy lines are never evaluated by the generated queries:\n  %s", len(missed), strings.Join(missed, "\n  "))
 	}
 	if len(missed) > maxMissed || report.Coverage < minCoverage {
-		problems = append(problems, fmt.Sprintf("generated queries evaluate %.1f%% of the policy with %d lines missed (at least %.1f%% and at most %d: see the log)",
-			report.Coverage, len(missed), minCoverage, maxMissed))
+		t.Errorf("generated queries evaluate %.1f%% of the policy with %d lines missed (at least %.1f%% and at most %d: see the log)",
+			report.Coverage, len(missed), minCoverage, maxMissed)
 	}
-	return problems
 }
 
 // What the generated queries reach today (see the end of TestCoverage). The round that
