@@ -293,7 +293,14 @@ func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *start
 			s.mu.Lock()
 			s.stderr.WriteString(line + "\n")
 			s.mu.Unlock()
-			if u := strings.TrimSpace(line); !sent && strings.HasPrefix(u, w.srv.AuthorizationURL()+"?") {
+			u := strings.TrimSpace(line)
+			var prompt struct {
+				Prompt struct{ URL string } `json:"prompt"`
+			}
+			if json.Unmarshal([]byte(u), &prompt) == nil && prompt.Prompt.URL != "" {
+				u = prompt.Prompt.URL // --json: {"prompt": {"url": …}}
+			}
+			if !sent && strings.HasPrefix(u, w.srv.AuthorizationURL()+"?") {
 				s.url <- u
 				sent = true
 			}
