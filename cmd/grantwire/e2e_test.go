@@ -868,7 +868,8 @@ func TestBinaryWithoutASecretServiceRefusesToStoreSecrets(t *testing.T) {
 		var e cliError
 		require.NoError(t, json.Unmarshal([]byte(r.stderr), &e))
 		require.Equal(t, "INSECURE_STORE", e.Error.Code)
-		require.Contains(t, e.Error.Fix, "gnome-keyring")
+		require.Equal(t, `eval "$(scripts/keyring-session.sh start)"`, e.Error.Fix, "the project's own Secret Service for a shell")
+		require.Contains(t, e.Error.Message, "gnome-keyring")
 		require.NotContains(t, r.stdout+r.stderr, secret)
 	}
 	// The grant is checked before anything else is read: an ungranted agent is refused
