@@ -338,6 +338,26 @@ var fixRuns = map[string]func(t *testing.T){
 		// connect names it too, for a server that takes keys
 		require.Equal(t, fix, w.failing(3, "", "connect", "mcp-brave-search"))
 	},
+	"configure-mcp-set-from-stdin": func(t *testing.T) {
+		// Issue 20 §2.2: a configuration missing its secret keeps what was given with --set,
+		// so that the fix, run with the missing key on stdin, completes it.
+		w := newFixWorld(t, "configure-mcp-set-from-stdin")
+		token := "xoxb-bb-" + randHex(8)
+		w.plant(token)
+		var e cliError
+		w.gwJSON("", 3, &e, "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T123", "--set", "SLACK_CHANNEL_IDS=C1,C2 C3")
+		require.Equal(t, "CONFIGURATION", e.Error.Code)
+		require.Equal(t, "configuration error: mcp-slack needs SLACK_BOT_TOKEN", e.Error.Message)
+		fix := w.ofKind(e.Error.Fix)
+		require.Equal(t, "grantwire configure mcp-slack --set 'SLACK_CHANNEL_IDS=C1,C2 C3' --set SLACK_TEAM_ID=T123 --from-stdin", fix)
+		r := w.run(fix, "SLACK_BOT_TOKEN="+token+"\n", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "Configured mcp-slack: SLACK_BOT_TOKEN, SLACK_CHANNEL_IDS, SLACK_TEAM_ID stored in the credential store.")
+		// An optional key given alone: kept too.
+		w.gwJSON("", 3, &e, "configure", "mcp-gitlab", "--set", "GITLAB_API_URL=https://gitlab.example.com/api/v4")
+		require.Equal(t, "grantwire configure mcp-gitlab --set GITLAB_API_URL=https://gitlab.example.com/api/v4 --from-stdin", w.ofKind(e.Error.Fix))
+		require.Contains(t, e.Error.Message, "GITLAB_PERSONAL_ACCESS_TOKEN")
+	},
 	"mcp-auth": func(t *testing.T) {
 		// No browser, no terminal: mcp auth names itself with --no-browser, which prints the
 		// URL for a browser anywhere on this machine (the test consents through it).

@@ -44,6 +44,7 @@ var Kinds = []Kind{
 	kind("configure-client-with-secret", `grantwire configure `+word+` --client-id <id> --client-secret-stdin`),
 	kind("configure-mcp", `grantwire configure `+word),
 	kind("configure-mcp-from-stdin", `grantwire configure `+word+` --from-stdin`),
+	kind("configure-mcp-set-from-stdin", `grantwire configure `+word+`(?: --set `+word+`)+ --from-stdin`),
 	kind("activate", `grantwire activations activate `+word+` `+word),
 	kind("activate-with-scopes", `grantwire activations activate `+word+` `+word+` --scopes use`),
 	kind("catalog", `grantwire catalog`),
