@@ -10,8 +10,11 @@ func (a *app) keyringCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keyring",
 		Short: "Unlock the OS credential store's keyring",
-		Args:  cobra.ArbitraryArgs,
-		RunE:  a.group,
+		Long: `Commands about the OS credential store that grantwire keeps every secret in: unlock unlocks a
+locked gnome-keyring collection, the fix grantwire prints when the keyring is locked.`,
+		Example: `  grantwire keyring unlock`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    a.group,
 	}
 	cmd.AddCommand(a.keyringUnlockCmd())
 	return cmd
