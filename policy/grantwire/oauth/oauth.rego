@@ -464,7 +464,7 @@ issuer_required(p) if {
 #   keeps its issuer is told which issuer that server names.
 issuer_problem(p, client, params) := concat("", [
 	"names the issuer ", params.iss, " where ", p, "'s catalog entry expects ", issuer(p, client),
-	" (a catalog that points ", p, " at another server needs that server's issuer: grantwire catalog ", p, " shows both)",
+	" (a catalog that points ", p, " at another server needs that server's issuer; both show in: grantwire catalog ", p, ")",
 ]) if {
 	is_string(params.iss)
 	params.iss != issuer(p, client)
