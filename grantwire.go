@@ -652,6 +652,14 @@ func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSu
 
 // ConfigureMCP stores an MCP server's environment values in the credential store.
 func (c *Client) ConfigureMCP(ctx context.Context, connector string, env map[string]string) error {
+	return c.ConfigureMCPGiven(ctx, connector, env, nil)
+}
+
+// ConfigureMCPGiven is ConfigureMCP where given names the values of env that the user gave
+// as arguments (the CLI's --set: keys the catalog does not mark secret, which the policy
+// refuses otherwise). The fix of a missing key repeats them, so that running it asks only
+// for what is still missing.
+func (c *Client) ConfigureMCPGiven(ctx context.Context, connector string, env, given map[string]string) error {
 	keys := make([]string, 0, len(env))
 	secrets := map[string]string{}
 	for k, v := range env {
@@ -659,7 +667,11 @@ func (c *Client) ConfigureMCP(ctx context.Context, connector string, env map[str
 		secrets["env."+k] = v
 	}
 	sort.Strings(keys)
-	_, err := c.run(ctx, "configure_mcp", map[string]any{"connector": connector, "env_keys": keys}, secrets, nil)
+	args := map[string]any{"connector": connector, "env_keys": keys}
+	if len(given) > 0 {
+		args["set"] = given
+	}
+	_, err := c.run(ctx, "configure_mcp", args, secrets, nil)
 	return err
 }
 

@@ -132,7 +132,10 @@ func (o *Op) readLedger(ctx context.Context, name string) (*parsedLedger, error)
 	}
 	p := &parsedLedger{stamp: stamp, found: raw != nil, version: version}
 	if raw != nil {
-		p.doc, p.corrupt = storedjson.Decode(raw)
+		p.doc, p.corrupt = storedjson.DecodeContext(ctx, raw)
+		if err := ctx.Err(); err != nil {
+			return nil, err // cancelled: the ledger was not judged, nor cached
+		}
 	}
 	if stamped {
 		p.facts = map[string]tokenFact{}

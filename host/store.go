@@ -260,7 +260,10 @@ func (o *Op) ledgerWrite(ctx context.Context, e core.Effect) error {
 		}
 		var doc any = map[string]any{}
 		if raw != nil {
-			d, err := storedjson.Decode(raw)
+			d, err := storedjson.DecodeContext(ctx, raw)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%w: %w", hostabi.ErrCanceled, ctx.Err())
+			}
 			if err != nil {
 				return nil, &hostabi.HostError{Code: hostabi.HostErrIO, Detail: fmt.Sprintf("%s became unreadable (%s); nothing was written", files.Path(name), err)}
 			}
@@ -280,7 +283,11 @@ func (o *Op) ledgerWrite(ctx context.Context, e core.Effect) error {
 				return nil, fmt.Errorf("host: ledger.write %s: %w", name, err)
 			}
 		}
-		return encodeDocument(doc)
+		b, err := encodeDocumentContext(ctx, doc)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", hostabi.ErrCanceled, ctx.Err())
+		}
+		return b, err
 	})
 }
 

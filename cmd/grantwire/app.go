@@ -391,6 +391,11 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		NoWatch: !a.LongRunning,
 		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
+	if a.jsonOut {
+		// --json: what the user must read while an authorization waits is one JSON object
+		// per line on stderr, {"prompt": {...}}, as warnings are (docs/behaviour.md).
+		opts.Prompts = a.promptJSON
+	}
 	if a.LongRunning {
 		// The watcher hands what other processes changed in activations.json and
 		// grants.json to the policy (activation_changes, grant_changes), which emits the
@@ -520,6 +525,13 @@ func (a *app) warnf(format string, args ...any) {
 		return
 	}
 	safetext.Fprintf(a.Stderr, "grantwire: warning: %s\n", msg)
+}
+
+// promptJSON writes what the user must read while an authorization waits as one line of
+// JSON on stderr: {"prompt": {"kind": "paste", "connector": …, "url": …, "message": …}}.
+func (a *app) promptJSON(ev native.PromptEvent) {
+	b, _ := json.Marshal(map[string]any{"prompt": ev})
+	fmt.Fprintf(a.Stderr, "%s\n", safetext.JSON(b))
 }
 
 // --- errors ---------------------------------------------------------------------------

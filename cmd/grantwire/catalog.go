@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -121,6 +122,7 @@ func (a *app) showEntry(e catalog.Entry) {
 	switch e.Type {
 	case catalog.TypeOAuth:
 		row("authorization", e.AuthorizationURL)
+		row("issuer", issuerRow(e))
 		row("token", e.TokenURL)
 		row("userinfo", e.UserinfoURL)
 		if e.DeviceAuthorizationURL != "" {
@@ -173,4 +175,17 @@ func (a *app) showEntry(e catalog.Entry) {
 		row("url", e.URL)
 	}
 	_ = tw.Flush()
+}
+
+// issuerRow is the issuer an authorization response of e must name (RFC 9207): the
+// catalog's, else the origin of its authorization endpoint (the policy's oauth.issuer).
+func issuerRow(e catalog.Entry) string {
+	if e.Issuer != "" {
+		return e.Issuer + " (every authorization response must name it)"
+	}
+	u, err := url.Parse(e.AuthorizationURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + " (not in the catalog: the authorization endpoint's origin, if a response names one)"
 }

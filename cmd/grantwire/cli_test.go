@@ -487,6 +487,10 @@ func TestTextOutputs(t *testing.T) {
 	require.Contains(t, r.stdout, "token:")
 	require.Contains(t, r.stdout, "https://oauth2.googleapis.com/token")
 	require.Contains(t, r.stdout, "$GRANTWIRE_GOOGLE_CLIENT_SECRET (secret required)")
+	// The issuer a response must name, like every other field (issue 20 §2.1).
+	require.Regexp(t, `(?m)^issuer:\s+https://accounts\.google\.com \(every authorization response must name it\)$`, r.stdout)
+	r = tw.gw("catalog", "github")
+	require.Regexp(t, `(?m)^issuer:\s+https://github\.com \(not in the catalog: the authorization endpoint's origin`, r.stdout)
 
 	r = tw.gw("grants", "list")
 	require.Equal(t, "No grants.\n", r.stdout)

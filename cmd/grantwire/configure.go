@@ -107,7 +107,7 @@ does not mark secret.`,
 				if fromStdin && fromFile != "" {
 					return usagef("give the values once: --from-stdin or --from-file")
 				}
-				values, err := a.mcpValues(e, sets, fromStdin, fromFile)
+				values, given, err := a.mcpValues(e, sets, fromStdin, fromFile)
 				if err != nil {
 					return err
 				}
@@ -115,7 +115,7 @@ does not mark secret.`,
 				if err != nil {
 					return err
 				}
-				if err := c.ConfigureMCP(ctx, id, values); err != nil {
+				if err := c.ConfigureMCPGiven(ctx, id, values, given); err != nil {
 					return err
 				}
 				keys := slices.Sorted(maps.Keys(values))
@@ -151,23 +151,25 @@ does not mark secret.`,
 	return cmd
 }
 
-// mcpValues gathers an MCP server's environment values from --set, stdin and a file.
-func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile string) (map[string]string, error) {
-	values := map[string]string{}
+// mcpValues gathers an MCP server's environment values from --set, stdin and a file; given
+// holds those of --set (a fix repeats them).
+func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile string) (values, given map[string]string, err error) {
+	values = map[string]string{}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, usagef("--set needs KEY=VALUE (got an argument without \"=\")")
+			return nil, nil, usagef("--set needs KEY=VALUE (got an argument without \"=\")")
 		}
 		if spec, ok := e.EnvKey(k); ok && spec.Secret {
-			return nil, usagef("%s is a secret: it is never taken from arguments (shell history, process list); give it on stdin: grantwire configure %s --from-stdin", k, e.ID)
+			return nil, nil, usagef("%s is a secret: it is never taken from arguments (shell history, process list); give it on stdin: grantwire configure %s --from-stdin", k, e.ID)
 		}
 		if _, dup := values[k]; dup {
-			return nil, usagef("--set %s is given twice", k)
+			return nil, nil, usagef("--set %s is given twice", k)
 		}
 		values[k] = v
 	}
+	given = maps.Clone(values)
 	var read map[string]string
 	var known []string
 	for _, k := range e.Env {
@@ -177,32 +179,31 @@ func (a *app) mcpValues(e catalog.Entry, sets []string, fromStdin bool, fromFile
 	case fromFile != "":
 		b, err := a.readSecretFile(fromFile)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if read, _, err = parseKeyValues(b, fromFile, known, e.ID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case fromStdin && a.StdinTTY && a.ReadPassword != nil:
-		var err error
 		if read, err = a.askMCPValues(e, values); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case fromStdin:
 		b, err := readAllLimited(a.Stdin, "stdin")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if read, _, err = parseKeyValues(b, "stdin", known, e.ID); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for k, v := range read {
 		if _, dup := values[k]; dup {
-			return nil, usagef("%s is given both with --set and on stdin or in the file", k)
+			return nil, nil, usagef("%s is given both with --set and on stdin or in the file", k)
 		}
 		values[k] = v
 	}
-	return values, nil
+	return values, given, nil
 }
 
 // askMCPValues asks on the terminal for each key not given yet: required keys first,

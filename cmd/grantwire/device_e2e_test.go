@@ -338,6 +338,26 @@ func TestE2EPasteBackRefusesWhatIsNotThisRedirect(t *testing.T) {
 	r = s.wait(t)
 	w.record(r.stdout, r.stderr)
 	require.Equal(t, 5, r.code, r.stderr)
+	// --json: stderr is JSON objects only, the paste-back prompt one of them (issue 20 §2.6).
+	var prompts []map[string]any
+	dec := json.NewDecoder(strings.NewReader(r.stderr))
+	for {
+		var v map[string]map[string]any
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "under --json stderr holds JSON objects only:\n%s", r.stderr)
+		if p, ok := v["prompt"]; ok {
+			prompts = append(prompts, p)
+		}
+	}
+	require.NotEmpty(t, prompts, r.stderr)
+	require.Equal(t, "paste", prompts[0]["kind"])
+	require.Equal(t, "google", prompts[0]["connector"])
+	require.True(t, strings.HasPrefix(prompts[0]["url"].(string), w.srv.AuthorizationURL()+"?"), "%v", prompts[0])
+	require.EqualValues(t, 60, prompts[0]["timeout_seconds"])
+	require.Contains(t, prompts[0]["message"], "paste it here and press Enter")
 	require.Contains(t, r.stderr, `"code": "PROVIDER_ERROR"`)
 	require.Contains(t, r.stderr, "the authorization endpoint answered unrecognised_error; nothing was stored")
 	require.NotContains(t, r.stderr, "onerror")

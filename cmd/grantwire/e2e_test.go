@@ -303,7 +303,14 @@ func (w *e2e) startIn(stdin io.Reader, extraEnv []string, args ...string) *start
 			s.mu.Lock()
 			s.stderr.WriteString(line + "\n")
 			s.mu.Unlock()
-			if u := strings.TrimSpace(line); !sent && strings.HasPrefix(u, authURL+"?") {
+			u := strings.TrimSpace(line)
+			var prompt struct {
+				Prompt struct{ URL string } `json:"prompt"`
+			}
+			if json.Unmarshal([]byte(u), &prompt) == nil && prompt.Prompt.URL != "" {
+				u = prompt.Prompt.URL // --json: {"prompt": {"url": …}}
+			}
+			if !sent && strings.HasPrefix(u, authURL+"?") {
 				s.url <- u
 				sent = true
 			}
@@ -871,7 +878,8 @@ func TestBinaryWithoutASecretServiceRefusesToStoreSecrets(t *testing.T) {
 		var e cliError
 		require.NoError(t, json.Unmarshal([]byte(r.stderr), &e))
 		require.Equal(t, "INSECURE_STORE", e.Error.Code)
-		require.Contains(t, e.Error.Fix, "gnome-keyring")
+		require.Equal(t, `eval "$(scripts/keyring-session.sh start)"`, e.Error.Fix, "the project's own Secret Service for a shell")
+		require.Contains(t, e.Error.Message, "gnome-keyring")
 		require.NotContains(t, r.stdout+r.stderr, secret)
 	}
 	// The grant is checked before anything else is read: an ungranted agent is refused

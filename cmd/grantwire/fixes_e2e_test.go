@@ -338,6 +338,26 @@ var fixRuns = map[string]func(t *testing.T){
 		// connect names it too, for a server that takes keys
 		require.Equal(t, fix, w.failing(3, "", "connect", "mcp-brave-search"))
 	},
+	"configure-mcp-set-from-stdin": func(t *testing.T) {
+		// Issue 20 §2.2: a configuration missing its secret keeps what was given with --set,
+		// so that the fix, run with the missing key on stdin, completes it.
+		w := newFixWorld(t, "configure-mcp-set-from-stdin")
+		token := "xoxb-bb-" + randHex(8)
+		w.plant(token)
+		var e cliError
+		w.gwJSON("", 3, &e, "configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T123", "--set", "SLACK_CHANNEL_IDS=C1,C2 C3")
+		require.Equal(t, "CONFIGURATION", e.Error.Code)
+		require.Equal(t, "configuration error: mcp-slack needs SLACK_BOT_TOKEN", e.Error.Message)
+		fix := w.ofKind(e.Error.Fix)
+		require.Equal(t, "grantwire configure mcp-slack --set 'SLACK_CHANNEL_IDS=C1,C2 C3' --set SLACK_TEAM_ID=T123 --from-stdin", fix)
+		r := w.run(fix, "SLACK_BOT_TOKEN="+token+"\n", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "Configured mcp-slack: SLACK_BOT_TOKEN, SLACK_CHANNEL_IDS, SLACK_TEAM_ID stored in the credential store.")
+		// An optional key given alone: kept too.
+		w.gwJSON("", 3, &e, "configure", "mcp-gitlab", "--set", "GITLAB_API_URL=https://gitlab.example.com/api/v4")
+		require.Equal(t, "grantwire configure mcp-gitlab --set GITLAB_API_URL=https://gitlab.example.com/api/v4 --from-stdin", w.ofKind(e.Error.Fix))
+		require.Contains(t, e.Error.Message, "GITLAB_PERSONAL_ACCESS_TOKEN")
+	},
 	"mcp-auth": func(t *testing.T) {
 		// No browser, no terminal: mcp auth names itself with --no-browser, which prints the
 		// URL for a browser anywhere on this machine (the test consents through it).
@@ -669,6 +689,81 @@ var fixRuns = map[string]func(t *testing.T){
 		var grants grantsDoc
 		w.gwJSON("", 0, &grants, "grants", "list")
 		require.Equal(t, []grantRow{{Connector: "mcp-github", Agent: "builtin:chat", Scopes: []string{}}}, grants.Grants, "nothing was lost")
+	},
+	"keyring-session": func(t *testing.T) {
+		// No Secret Service answers (issue 20 §2.3): the fix starts the project's private one
+		// for the shell it is run in, from the checkout; the same command then succeeds there.
+		w := newFixWorld(t, "keyring-session")
+		w.env = append(w.env, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(w.home, "no-bus"))
+		mem := "MEMORY_FILE_PATH=" + filepath.Join(w.home, "memory.jsonl")
+		var e cliError
+		w.gwJSON("", 5, &e, "configure", "mcp-memory", "--set", mem)
+		require.Equal(t, "INSECURE_STORE", e.Error.Code)
+		require.Contains(t, e.Error.Message, "gnome-keyring", "the message still says what to install for a desktop")
+		fix := w.ofKind(e.Error.Fix)
+		shell := exec.Command("bash", "-c", fix+` || exit 90
+grantwire configure mcp-memory --set "$MEM"; rc=$?
+grantwire --json status mcp-memory || rc=91
+eval "$(scripts/keyring-session.sh stop)"
+exit $rc`)
+		shell.Dir = repoRoot(t)
+		shell.Env = append(slices.Clone(w.env), "MEM="+mem, "PATH="+filepath.Dir(w.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := shell.CombinedOutput()
+		w.record(string(out))
+		require.NoError(t, err, "%s, then configure, in one shell:\n%s", fix, out)
+		require.Contains(t, string(out), "Configured mcp-memory: MEMORY_FILE_PATH stored in the credential store.")
+		require.Contains(t, string(out), "Secret Service stopped")
+	},
+	"keyring-unlock": func(t *testing.T) {
+		// A locked keyring with its daemon running (issue 20 §2.3): the fix unlocks that
+		// daemon's collection (gnome-keyring-daemon --unlock started a second daemon and left
+		// it locked); a wrong password leaves it locked and says so.
+		w := newFixWorld(t, "keyring-unlock")
+		password := "kr-" + randHex(8)
+		pwFile := filepath.Join(w.home, "keyring-password")
+		require.NoError(t, os.WriteFile(pwFile, []byte(password+"\n"), 0o600))
+		start := exec.Command("bash", "scripts/keyring-session.sh", "start", "--keep", filepath.Join(w.home, "keyring"))
+		start.Dir = repoRoot(t)
+		start.Env = append(os.Environ(), "GRANTWIRE_KEYRING_PASSWORD_FILE="+pwFile)
+		out, err := start.Output()
+		require.NoError(t, err)
+		session := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			require.True(t, ok, line)
+			session[k] = strings.Trim(v, "'")
+		}
+		t.Cleanup(func() {
+			stop := exec.Command("bash", "scripts/keyring-session.sh", "stop")
+			stop.Dir = repoRoot(t)
+			stop.Env = append(os.Environ(), "GRANTWIRE_KEYRING_SESSION="+session["GRANTWIRE_KEYRING_SESSION"])
+			_ = stop.Run()
+		})
+		bus := session["DBUS_SESSION_BUS_ADDRESS"]
+		w.env = append(w.env, "DBUS_SESSION_BUS_ADDRESS="+bus)
+		mem := "MEMORY_FILE_PATH=" + filepath.Join(w.home, "memory.jsonl")
+		w.ok("", "configure", "mcp-memory", "--set", mem)
+		// Lock the collection as a screen locker does: the Secret Service's Lock method.
+		lock := exec.Command("gdbus", "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+			"--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']")
+		lock.Env = append(os.Environ(), "DBUS_SESSION_BUS_ADDRESS="+bus)
+		b, err := lock.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		var e cliError
+		w.gwJSON("", 5, &e, "configure", "mcp-memory", "--set", mem)
+		require.Equal(t, "INSECURE_STORE", e.Error.Code)
+		require.Contains(t, e.Error.Message, "locked")
+		fix := w.ofKind(e.Error.Fix)
+		r := w.run(fix, "not-"+password+"\n", nil)
+		require.Equal(t, 5, r.code, "a wrong password: %s", r.stderr)
+		require.Contains(t, r.stderr, "is still locked")
+		require.Contains(t, r.stderr, "fix: "+fix)
+		r = w.run(fix, password+"\n", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "Unlocked /org/freedesktop/secrets/collection/login.")
+		require.NotContains(t, r.stdout+r.stderr, password)
+		w.ok("", "configure", "mcp-memory", "--set", mem)
+		w.ok("", "status", "mcp-memory")
 	},
 	"bundle": func(t *testing.T) {
 		w := newFixWorld(t, "bundle")

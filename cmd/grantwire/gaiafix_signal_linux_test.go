@@ -22,7 +22,10 @@ import (
 // before the commit point (the rename of the ledger) cancels, every time: exit 130 and the
 // ledger as it was. Real processes, real signals, several tries at several delays; a try
 // whose ledger had already been replaced when the signal was sent is past the commit point
-// and may succeed.
+// and may succeed. A cancelled try also stops where it is: the reading, decoding, deciding
+// and encoding that remain after the signal are not done (the CPU time it spends after the
+// signal is under a tenth of what a whole grant costs; before the fix it read, decoded and
+// re-encoded the whole ledger and only then noticed the signal).
 func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 	w := newBB(t)
 	dir := filepath.Join(w.home, ".grantwire", "connectors")
@@ -38,6 +41,15 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 	b.WriteString(`}}`)
 	ledger := filepath.Join(dir, "grants.json")
 	original := []byte(b.String())
+
+	// What a whole grant of this ledger costs in CPU time, uninterrupted.
+	require.NoError(t, os.WriteFile(ledger, original, 0o600))
+	full := exec.Command(w.bin, "grants", "grant", "google", "builtin:email", "--scopes", "openid")
+	full.Env = w.env
+	out, err := full.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	whole := full.ProcessState.UserTime() + full.ProcessState.SystemTime()
+	t.Logf("a whole grant: %v of CPU", whole)
 
 	before := 0
 	for try, delay := range []time.Duration{200, 200, 200, 400, 600, 800, 1000, 1300} {
@@ -63,6 +75,7 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 		fi, err = os.Stat(ledger)
 		require.NoError(t, err)
 		committed := fi.Sys().(*syscall.Stat_t).Ino != ino
+		atSignal := cpuTime(t, cmd.Process.Pid)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 		select {
 		case done = <-exited:
@@ -82,6 +95,9 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 		got, err := os.ReadFile(ledger)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(original, got), "try %d: the ledger was rewritten", try)
+		after := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() - atSignal
+		t.Logf("try %d: SIGINT at %v, %v of CPU after it", try, delay*time.Millisecond, after)
+		require.Less(t, after, whole/10, "try %d: the command went on working after the signal (%v of CPU; a whole grant: %v)", try, after, whole)
 	}
 	require.GreaterOrEqual(t, before, 3, "too few signals arrived before the commit point to judge")
 }

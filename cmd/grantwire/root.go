@@ -93,7 +93,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(
 		a.catalogCmd(), a.statusCmd(), a.connectCmd(), a.configureCmd(), a.testCmd(),
 		a.disconnectCmd(), a.importCmd(), a.grantsCmd(), a.activationsCmd(), a.tokenCmd(),
-		a.mcpCmd(), a.agentsCmd(), a.versionCmd(),
+		a.mcpCmd(), a.agentsCmd(), a.keyringCmd(), a.versionCmd(),
 	)
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(a))

@@ -44,6 +44,7 @@ var Kinds = []Kind{
 	kind("configure-client-with-secret", `grantwire configure `+word+` --client-id <id> --client-secret-stdin`),
 	kind("configure-mcp", `grantwire configure `+word),
 	kind("configure-mcp-from-stdin", `grantwire configure `+word+` --from-stdin`),
+	kind("configure-mcp-set-from-stdin", `grantwire configure `+word+`(?: --set `+word+`)+ --from-stdin`),
 	kind("activate", `grantwire activations activate `+word+` `+word),
 	kind("activate-with-scopes", `grantwire activations activate `+word+` `+word+` --scopes use`),
 	kind("catalog", `grantwire catalog`),
@@ -64,13 +65,18 @@ var Kinds = []Kind{
 	kind("store-move-aside", `grantwire store move-aside(?: --store-home `+word+`)? `+word),
 	// STORE_UNAVAILABLE: the command that checks the PostgreSQL store's server.
 	kind("store-check", `pg_isready -h `+word+` -p [0-9]+`),
+	// INSECURE_STORE of a locked keyring: unlock the running gnome-keyring (password on stdin).
+	kind("keyring-unlock", `grantwire keyring unlock`),
+	// INSECURE_STORE with no Secret Service: a private one for the shell, from a checkout.
+	kind("keyring-session", `eval "\$\(scripts/keyring-session\.sh start\)"`),
 	{
 		Name: "credential-store",
 		Pattern: regexp.MustCompile(`^(?:install and (?:start|unlock) a Secret Service|unlock the (?:login keyring|login Keychain|keyring)|` +
 			`run grantwire (?:in a logged-in|as a logged-in|on macOS))`),
-		Unrunnable: "it sets up the operating system's credential store (a package to install, a desktop session " +
-			"to log in to, a keyring to unlock): the tests run on a private Secret Service that make test starts, " +
-			"and cmd/grantwire's TestBinaryWithoutASecretServiceRefusesToStoreSecrets checks the message names gnome-keyring",
+		Unrunnable: "it sets up macOS's or Windows's credential store (a logged-in session, a Keychain to unlock) or " +
+			"answers a keyring that does not answer in time (a password prompt somebody must answer): the tests run " +
+			"on Linux, where a locked keyring (keyring-unlock) and a missing Secret Service (keyring-session) have " +
+			"fixes that TestEveryFixRuns runs",
 	},
 	{
 		Name:    "opa-server",

@@ -13,6 +13,7 @@ package storedjson
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,28 +53,51 @@ var errSyntax = errors.New(ReasonSyntax)
 // Decode parses one JSON document as a host must read stored data: valid UTF-8, no
 // duplicate member names, nothing after the document, nesting at most MaxDepth. Numbers
 // stay json.Number (their text). The error's text is one of the reasons above.
-func Decode(b []byte) (any, error) {
+func Decode(b []byte) (any, error) { return DecodeContext(context.Background(), b) }
+
+// checkEvery is how many values DecodeContext reads between two looks at its context.
+const checkEvery = 4096
+
+// DecodeContext is Decode that stops when ctx is done: a ledger of hundreds of thousands
+// of entries takes a second to read, and a Ctrl-C during it cancels the read at once. The
+// error is then ctx.Err() (never one of the reasons: the document was not judged).
+func DecodeContext(ctx context.Context, b []byte) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if !utf8.Valid(b) {
 		return nil, errors.New(ReasonUTF8)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	d := &decoder{Decoder: json.NewDecoder(bytes.NewReader(b)), ctx: ctx}
+	d.UseNumber()
+	v, err := d.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := d.Token(); err == nil {
 		return nil, errors.New(ReasonTrailing)
 	}
-	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+	if rest := bytes.TrimSpace(b[d.InputOffset():]); len(rest) > 0 {
 		return nil, errors.New(ReasonTrailing)
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
+// decoder reads one document's values, looking at its context every checkEvery of them.
+type decoder struct {
+	*json.Decoder
+	ctx  context.Context
+	read int
+}
+
+func (dec *decoder) value(depth int) (any, error) {
 	if depth > MaxDepth {
 		return nil, errors.New(ReasonDepth)
+	}
+	if dec.read++; dec.read%checkEvery == 0 {
+		if err := dec.ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -98,7 +122,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 			if _, dup := m[k]; dup {
 				return nil, errors.New(ReasonDuplicate(k))
 			}
-			v, err := decodeValue(dec, depth+1)
+			v, err := dec.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
@@ -111,7 +135,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	case '[':
 		list := []any{}
 		for dec.More() {
-			v, err := decodeValue(dec, depth+1)
+			v, err := dec.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}

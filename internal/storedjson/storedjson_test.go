@@ -1,9 +1,12 @@
 package storedjson_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/grantwire/grantwire/internal/storedjson"
@@ -79,4 +82,32 @@ func TestPaths(t *testing.T) {
 	require.Equal(t, []string{"object"}, storedjson.Shape(doc, []string{"x", "y"}))
 	require.Equal(t, map[string]any{"$number": "1.5"}, storedjson.FactValue(doc).(map[string]any)["n"])
 	require.Equal(t, json.Number("1.5"), doc.(map[string]any)["n"], "FactValue copies")
+}
+
+// TestDecodeContextStopsWhenCancelled: a cancelled read of a large document stops with
+// the context's error, never a corrupt reason (the document was not judged), and an
+// uncancelled one reads as Decode does (issue 20 §1.20).
+func TestDecodeContextStopsWhenCancelled(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"google": {`)
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"builtin:a%d": ["openid"]`, i)
+	}
+	b.WriteString(`}}`)
+	doc := []byte(b.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	want, err := storedjson.Decode(doc)
+	require.NoError(t, err)
+	got, err := storedjson.DecodeContext(ctx, doc)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	cancel()
+	got, err = storedjson.DecodeContext(ctx, doc)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, got)
+	_, err = storedjson.DecodeContext(ctx, []byte("\xff"))
+	require.ErrorIs(t, err, context.Canceled, "a cancelled read judges nothing")
 }

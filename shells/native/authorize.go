@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -57,21 +58,26 @@ func (w *waiter) Wait(ctx context.Context, a hostabi.Authorization) (map[string]
 	}
 	w.cb.state.Store(&a.State)
 	opts := w.s.opts
-	prompt := opts.Prompt
+	say := w.s.say
 	w.cb.setOnRefused(func(reason string) {
-		fmt.Fprintf(prompt, "A callback was refused (%s); still waiting for the authorization.\n", reason)
+		say(PromptEvent{Kind: PromptNotice, Connector: a.Connector},
+			fmt.Sprintf("A callback was refused (%s); still waiting for the authorization.\n", reason))
 	})
 	var ended <-chan struct{}
 	stop := make(chan struct{})
 	defer close(stop)
 	switch {
 	case w.paste:
-		fmt.Fprintf(prompt, "To authorize %s, open this URL in a browser on any machine (waiting up to %s):\n\n  %s\n\n", a.Connector, a.Timeout, a.URL)
-		fmt.Fprintf(prompt, "After you approve, the browser goes to an address on 127.0.0.1 that does not load (unless that browser runs here).\nCopy that address from the address bar, paste it here and press Enter:\n")
+		text := fmt.Sprintf("To authorize %s, open this URL in a browser on any machine (waiting up to %s):\n\n  %s\n\n", a.Connector, a.Timeout, a.URL) +
+			"After you approve, the browser goes to an address on 127.0.0.1 that does not load (unless that browser runs here).\nCopy that address from the address bar, paste it here and press Enter:\n"
 		if a.Alternative != "" {
-			fmt.Fprintf(prompt, "(Or press Ctrl-C and run: %s)\n", a.Alternative)
+			text += fmt.Sprintf("(Or press Ctrl-C and run: %s)\n", a.Alternative)
 		}
-		ended = w.s.pastes().feed(ctx, w.cb, prompt, stop)
+		say(PromptEvent{Kind: PromptPaste, Connector: a.Connector, URL: a.URL, TimeoutSeconds: int(a.Timeout.Seconds()), Alternative: a.Alternative}, text)
+		ended = w.s.pastes().feed(ctx, w.cb, func(why string) {
+			say(PromptEvent{Kind: PromptNotice, Connector: a.Connector},
+				fmt.Sprintf("The pasted address was refused (%s); paste the address the browser shows after you approve.\n", why))
+		}, stop)
 	default:
 		browser := opts.Browser
 		if show := hostabi.BrowserFrom(ctx); show != nil {
@@ -81,13 +87,16 @@ func (w *waiter) Wait(ctx context.Context, a hostabi.Authorization) (map[string]
 		if !opened && !opts.Interactive {
 			return nil, fmt.Errorf("native: the browser could not be opened and nobody is at a terminal: %w", hostabi.ErrUnavailable)
 		}
+		ev := PromptEvent{Kind: PromptBrowser, Connector: a.Connector, URL: a.URL, TimeoutSeconds: int(a.Timeout.Seconds()), Opened: opened}
 		if opened {
-			fmt.Fprintf(prompt, "The browser shows the %s authorization (waiting up to %s). If it did not open, open:\n\n  %s\n\n", a.Connector, a.Timeout, a.URL)
+			say(ev, fmt.Sprintf("The browser shows the %s authorization (waiting up to %s). If it did not open, open:\n\n  %s\n\n", a.Connector, a.Timeout, a.URL))
 		} else {
-			fmt.Fprintf(prompt, "To authorize %s, open this URL in a browser on this machine (waiting up to %s):\n\n  %s\n\n", a.Connector, a.Timeout, a.URL)
+			text := fmt.Sprintf("To authorize %s, open this URL in a browser on this machine (waiting up to %s):\n\n  %s\n\n", a.Connector, a.Timeout, a.URL)
 			if a.Alternative != "" {
-				fmt.Fprintf(prompt, "No browser on this machine? Press Ctrl-C and run: %s\n\n", a.Alternative)
+				ev.Alternative = a.Alternative
+				text += fmt.Sprintf("No browser on this machine? Press Ctrl-C and run: %s\n\n", a.Alternative)
 			}
+			say(ev, text)
 		}
 	}
 	timer := time.NewTimer(a.Timeout)
@@ -99,12 +108,13 @@ func (w *waiter) Wait(ctx context.Context, a hostabi.Authorization) (map[string]
 		case <-ended:
 			// Nothing more can be pasted, but the listener still serves: a browser on this
 			// machine (or a forwarded port) can complete the authorization until the timeout.
-			fmt.Fprintf(prompt, "The input ended; still waiting for a browser to come back to %s.\n", w.cb.redirectURI)
+			say(PromptEvent{Kind: PromptNotice, Connector: a.Connector},
+				fmt.Sprintf("The input ended; still waiting for a browser to come back to %s.\n", w.cb.redirectURI))
 			ended = nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
-			fmt.Fprintf(prompt, "No authorization arrived within %s.\n", a.Timeout)
+			say(PromptEvent{Kind: PromptNotice, Connector: a.Connector}, fmt.Sprintf("No authorization arrived within %s.\n", a.Timeout))
 			return nil, context.DeadlineExceeded
 		}
 	}
@@ -128,14 +138,48 @@ func (p promptCap) Show(_ context.Context, d hostabi.DevicePrompt) error {
 	if !p.s.opts.Interactive {
 		return fmt.Errorf("native: nobody is at a terminal to read the code: %w", hostabi.ErrUnavailable)
 	}
-	w := p.s.opts.Prompt
-	if c, ok := w.(Countdown); ok {
+	if c, ok := p.s.opts.Prompt.(Countdown); ok {
 		c.Countdown(d.ExpiresIn)
 	}
-	fmt.Fprintf(w, "To authorize %s, open %s on any device and enter the code:\n\n  %s\n\n", d.Connector, d.VerificationURI, d.UserCode)
+	text := fmt.Sprintf("To authorize %s, open %s on any device and enter the code:\n\n  %s\n\n", d.Connector, d.VerificationURI, d.UserCode)
 	if d.VerificationURIComplete != "" {
-		fmt.Fprintf(w, "(or open %s, which carries the code)\n", d.VerificationURIComplete)
+		text += fmt.Sprintf("(or open %s, which carries the code)\n", d.VerificationURIComplete)
 	}
-	fmt.Fprintf(w, "The code can be used for %s.\n", d.ExpiresIn.Round(time.Second))
+	text += fmt.Sprintf("The code can be used for %s.\n", d.ExpiresIn.Round(time.Second))
+	p.s.say(PromptEvent{Kind: PromptDevice, Connector: d.Connector, URL: d.VerificationURI, URLComplete: d.VerificationURIComplete,
+		UserCode: d.UserCode, TimeoutSeconds: int(d.ExpiresIn.Seconds())}, text)
 	return nil
+}
+
+// Kinds of PromptEvent.
+const (
+	PromptBrowser = "browser" // open URL (Opened: the shell opened it)
+	PromptPaste   = "paste"   // open URL anywhere, then paste the redirect address on Options.Paste
+	PromptDevice  = "device"  // open URL on any device and enter UserCode
+	PromptNotice  = "notice"  // something that happened while waiting (Message says what)
+)
+
+// PromptEvent is one thing the user must read while an authorization waits (Options.Prompts).
+type PromptEvent struct {
+	Kind           string `json:"kind"`
+	Connector      string `json:"connector,omitempty"`
+	URL            string `json:"url,omitempty"`
+	URLComplete    string `json:"url_complete,omitempty"`
+	UserCode       string `json:"user_code,omitempty"`
+	Opened         bool   `json:"opened,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	// Alternative is a command that authorizes without this wait (connect --device).
+	Alternative string `json:"alternative,omitempty"`
+	// Message is the text the shell prints on Options.Prompt without Prompts.
+	Message string `json:"message"`
+}
+
+// say tells the user ev: to Options.Prompts when set, else text on Options.Prompt.
+func (s *Shell) say(ev PromptEvent, text string) {
+	if s.opts.Prompts != nil {
+		ev.Message = strings.TrimSpace(text)
+		s.opts.Prompts(ev)
+		return
+	}
+	fmt.Fprint(s.opts.Prompt, text)
 }

@@ -350,6 +350,9 @@ func insecureStore(message, fix string, cause error) error {
 	if cause != nil {
 		message += " (" + cut(cause.Error(), 200) + ")"
 	}
+	if fix == SessionFix {
+		message = installAdvice(message)
+	}
 	return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: message, Fix: fix}
 }
 
@@ -360,14 +363,31 @@ func installFix() string {
 	case "windows":
 		return "run grantwire as a logged-in Windows user so Credential Manager is available"
 	}
-	return "install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring; Fedora: dnf install gnome-keyring), KeePassXC or KWallet, inside a desktop or dbus-run-session session"
+	return SessionFix
+}
+
+// SessionFix starts a Secret Service for the shell it is run in (a private dbus-daemon
+// and gnome-keyring-daemon, installing gnome-keyring when it can), run from a grantwire
+// checkout: the fix where no Secret Service answers (the message says how to install one
+// for the desktop instead).
+const SessionFix = `eval "$(scripts/keyring-session.sh start)"`
+
+// installAdvice ends the message of a missing Secret Service: what to install for a
+// desktop session, and what the fix (SessionFix) does without one.
+func installAdvice(message string) string {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		return message
+	}
+	return message + "; install a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring; " +
+		"Fedora: dnf install gnome-keyring), KeePassXC or KWallet in a desktop session, or, without one, start a private " +
+		"Secret Service for this shell from a grantwire checkout (the fix; scripts/keyring-session.sh stop ends it)"
 }
 
 func unlockFix() string {
 	if runtime.GOOS == "darwin" {
 		return "unlock the login Keychain (security unlock-keychain)"
 	}
-	return "unlock the login keyring (log in to the desktop session, or: gnome-keyring-daemon --unlock)"
+	return UnlockFix
 }
 
 func timeoutFix() string {

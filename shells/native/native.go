@@ -75,6 +75,11 @@ type Options struct {
 	// Prompt receives what the user must read while an authorization waits (the URL,
 	// progress); nil means os.Stderr.
 	Prompt io.Writer
+	// Prompts, when set, receives what the user must read while an authorization waits as
+	// values instead of lines on Prompt: the URL to open (browser, paste), the code to enter
+	// (device) and the notices while waiting, each with the text Prompt would have shown
+	// (the CLI's --json writes each as one JSON object).
+	Prompts func(PromptEvent)
 	// Interactive reports whether a person can complete an authorization at all; when false
 	// and no browser is available, the loopback reports that it is unavailable at once, and
 	// no device code can be shown.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/subtle"
-	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -68,9 +67,9 @@ func (p *pasteReader) read(r io.Reader) {
 
 // feed checks pasted lines for the callback until one is accepted (it is then the
 // callback's result), stop is closed or the caller cancels; a refused line is answered
-// with why, never with what was pasted. The returned channel is closed when the input
+// (refused) with why, never with what was pasted. The returned channel is closed when the input
 // ends: nothing more can be pasted.
-func (p *pasteReader) feed(ctx context.Context, cb *callback, prompt io.Writer, stop <-chan struct{}) <-chan struct{} {
+func (p *pasteReader) feed(ctx context.Context, cb *callback, refused func(why string), stop <-chan struct{}) <-chan struct{} {
 	ended := make(chan struct{})
 	go func() {
 		for {
@@ -90,7 +89,7 @@ func (p *pasteReader) feed(ctx context.Context, cb *callback, prompt io.Writer, 
 					cb.result <- res
 					return
 				case why != "":
-					fmt.Fprintf(prompt, "The pasted address was refused (%s); paste the address the browser shows after you approve.\n", why)
+					refused(why)
 				}
 			}
 		}

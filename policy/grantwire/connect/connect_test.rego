@@ -310,7 +310,7 @@ test_the_issuer_is_checked_before_the_error_and_the_code if {
 	mismatch := fx.failed(
 		fx.err(
 			"ISSUER_MISMATCH",
-			"the google authorization response names another issuer; the code was not exchanged and nothing was stored",
+			"the google authorization response names the issuer https://evil.example where google's catalog entry expects https://accounts.google.com (a catalog that points google at another server needs that server's issuer; both show in: grantwire catalog google); the code was not exchanged and nothing was stored",
 			"", {"connector": "google"},
 		),
 		[],

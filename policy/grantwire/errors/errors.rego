@@ -379,7 +379,8 @@ host_failure(he) := error(
 # description: |
 #   The authorization response names another issuer than the provider's (RFC 9207), or
 #   names none where the provider promises one: a mix-up attack or a misconfiguration.
-#   Nothing was exchanged or stored. The issuer received is never echoed.
+#   Nothing was exchanged or stored. The cause names the issuer expected, and the one
+#   received only when it is a plain http(s) address.
 issuer_mismatch(c, cause) := error(
 	"ISSUER_MISMATCH",
 	concat("", ["the ", c, " authorization response ", cause, "; the code was not exchanged and nothing was stored"]),

@@ -69,7 +69,36 @@ configure_fix(c) := concat("", ["grantwire configure ", c, " --from-stdin"]) if 
 
 else := concat("", ["grantwire configure ", c])
 
+# METADATA
+# title: configure fix keeping values
+# description: |
+#   configure_fix with the values the user gave as arguments (--set KEY=VALUE, never a
+#   secret key's) kept, so that running it asks only for what is still missing.
+configure_fix_given(c, given) := concat("", [
+	"grantwire configure ", c,
+	concat("", [concat("", [" --set ", scopes.quote(concat("=", [k, given[k]]))]) |
+		some k in sort(object.keys(given))
+	]),
+	" --from-stdin",
+]) if {
+	count(given) > 0
+} else := configure_fix(c)
+
 _keys := scopes.sorted(input.args.env_keys)
+
+# The values given as arguments ("set": {KEY: value}): never a secret key's.
+_given := object.get(input.args, "set", {})
+
+_secret_keys := {k | some e in env_spec(_c); e.secret == true; k := e.key}
+
+_given_args if {
+	is_object(_given)
+	every k, v in _given {
+		k in scopes.set(_keys)
+		not k in _secret_keys
+		is_string(v)
+	}
+}
 
 _configure_args if {
 	is_string(_c)
@@ -129,6 +158,8 @@ _configure_effects := array.concat(
 # entrypoint: true
 configure := step.fail(errors.usage("configure_mcp needs connector and env_keys (names of the values passed)"), []) if {
 	not _configure_args
+} else := step.fail(errors.usage("configure_mcp's set holds the values given as arguments: non-secret keys of env_keys, as strings"), []) if {
+	not _given_args
 } else := step.fail(errors.unknown_connector(_c), []) if {
 	not catalog.known(_c)
 } else := step.fail(
@@ -146,7 +177,7 @@ configure := step.fail(errors.usage("configure_mcp needs connector and env_keys 
 ) if {
 	count(_unknown_keys) > 0
 } else := step.fail(
-	errors.configuration(concat("", [_c, " needs ", concat(", ", _missing)]), configure_fix(_c), {"connector": _c, "missing_keys": _missing}),
+	errors.configuration(concat("", [_c, " needs ", concat(", ", _missing)]), configure_fix_given(_c, _given), {"connector": _c, "missing_keys": _missing}),
 	[],
 ) if {
 	count(_missing) > 0

@@ -81,6 +81,24 @@ test_configure_checks_the_keys if {
 	_configure(_args, {}) == fx.failed(fx.usage("configure_mcp was given no value for GITHUB_TOKEN"), [])
 }
 
+# Issue 20 §2.2: the fix of a missing key keeps the values given as arguments (quoted
+# for the shell), so that running it asks only for what is still missing.
+test_configure_fix_keeps_the_given_values if {
+	_configure({"connector": "mcp-github", "env_keys": ["GITHUB_HOST"], "set": {"GITHUB_HOST": "ghe.example.com"}}, _values(["GITHUB_HOST"])) == fx.failed(
+		fx.err(
+			"CONFIGURATION", "configuration error: mcp-github needs GITHUB_TOKEN",
+			"grantwire configure mcp-github --set GITHUB_HOST=ghe.example.com --from-stdin", {"connector": "mcp-github", "missing_keys": ["GITHUB_TOKEN"]},
+		),
+		[],
+	)
+	_configure({"connector": "mcp-github", "env_keys": ["GITHUB_HOST"], "set": {"GITHUB_HOST": "a b'c"}}, _values(["GITHUB_HOST"])).error.fix == `grantwire configure mcp-github --set 'GITHUB_HOST=a b'\''c' --from-stdin`
+	_configure({"connector": "mcp-github", "env_keys": ["GITHUB_HOST"], "set": {}}, _values(["GITHUB_HOST"])).error.fix == "grantwire configure mcp-github --from-stdin"
+	msg := "configure_mcp's set holds the values given as arguments: non-secret keys of env_keys, as strings"
+	every set in [[], {"GITHUB_HOST": 1}, {"GITHUB_TOKEN": "t"}, {"OTHER": "x"}] {
+		_configure({"connector": "mcp-github", "env_keys": ["GITHUB_HOST", "GITHUB_TOKEN"], "set": set}, _values(["GITHUB_HOST", "GITHUB_TOKEN"])) == fx.failed(fx.usage(msg), [])
+	}
+}
+
 test_configure_under_the_lock if {
 	fx.decide(fx.q("configure_mcp", _args, _values(["GITHUB_TOKEN"]))) == fx.need([{"key": "probe", "kind": "keyring.get", "user": "mcp-github:default", "fresh": true}])
 	fx.decide(fx.q("configure_mcp", _args, object.union(_values(["GITHUB_TOKEN"]), {"probe": fx.absent}))) == fx.need([

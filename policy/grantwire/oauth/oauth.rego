@@ -460,11 +460,24 @@ issuer_required(p) if {
 # title: issuer problem
 # description: |
 #   Why a callback's iss is refused (RFC 9207 §2.4): present and different from the expected
-#   issuer, or absent where the provider promises it. Undefined when it is acceptable.
-issuer_problem(p, client, params) := "names another issuer" if {
+#   issuer, or absent where the provider promises it. Undefined when it is acceptable. The
+#   expected issuer is named, and the one received when it is a plain http(s) address (any
+#   other text is not repeated): a catalog that points a provider at another server but
+#   keeps its issuer is told which issuer that server names.
+issuer_problem(p, client, params) := concat("", [
+	"names the issuer ", params.iss, " where ", p, "'s catalog entry expects ", issuer(p, client),
+	" (a catalog that points ", p, " at another server needs that server's issuer; both show in: grantwire catalog ", p, ")",
+]) if {
+	is_string(params.iss)
+	params.iss != issuer(p, client)
+	_plain_url(params.iss)
+} else := concat("", ["names another issuer than ", issuer(p, client), ", the one ", p, "'s catalog entry expects"]) if {
 	is_string(params.iss)
 	params.iss != issuer(p, client)
 } else := "names no issuer although the provider always sends one" if {
 	not _has_iss(params)
 	issuer_required(p)
 }
+
+# An issuer that may be repeated in a message: an http(s) address of plain characters.
+_plain_url(s) if regex.match(`^https?://[A-Za-z0-9.:\[\]-]{1,253}(/[A-Za-z0-9._~/-]{0,200})?$`, s)

@@ -291,10 +291,12 @@ test_issuer if {
 
 test_issuer_problem if {
 	not oauth.issuer_problem("github", _client(false, null), {"iss": "https://github.com", "code": "x"}) with data.catalog as fx.catalog
-	oauth.issuer_problem("github", _client(false, null), {"iss": "https://evil.example"}) == "names another issuer" with data.catalog as fx.catalog
-	oauth.issuer_problem("github", _client(false, null), {"iss": "https://github.com/"}) == "names another issuer" with data.catalog as fx.catalog
+	oauth.issuer_problem("github", _client(false, null), {"iss": "https://evil.example"}) == "names the issuer https://evil.example where github's catalog entry expects https://github.com (a catalog that points github at another server needs that server's issuer; both show in: grantwire catalog github)" with data.catalog as fx.catalog
+	oauth.issuer_problem("github", _client(false, null), {"iss": "https://github.com/"}) == "names the issuer https://github.com/ where github's catalog entry expects https://github.com (a catalog that points github at another server needs that server's issuer; both show in: grantwire catalog github)" with data.catalog as fx.catalog
+	oauth.issuer_problem("github", _client(false, null), {"iss": "<b>x</b>"}) == "names another issuer than https://github.com, the one github's catalog entry expects" with data.catalog as fx.catalog
+	oauth.issuer_problem("github", _client(false, null), {"iss": "https://a.example/x y"}) == "names another issuer than https://github.com, the one github's catalog entry expects" with data.catalog as fx.catalog
 	not oauth.issuer_problem("google", _client(false, null), {"iss": "https://accounts.google.com"}) with data.catalog as fx.catalog
-	oauth.issuer_problem("google", _client(false, null), {"iss": "https://accounts.google.com.evil"}) == "names another issuer" with data.catalog as fx.catalog
+	startswith(oauth.issuer_problem("google", _client(false, null), {"iss": "https://accounts.google.com.evil"}), "names the issuer https://accounts.google.com.evil where google's catalog entry expects https://accounts.google.com") with data.catalog as fx.catalog
 	not oauth.issuer_problem("google", _client(false, null), {}) with data.catalog as fx.catalog
 	oauth.issuer_problem("github", _client(false, null), {"iss": 1}) == "names no issuer although the provider always sends one" with data.catalog as fx.catalog
 }
