@@ -23,6 +23,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -95,6 +96,11 @@ func branches(mods map[string]*ast.Module) []branch {
 // all): deep operations run longer than shallow ones, and the test stays within the CI
 // budget.
 var coveragePatience = []int{600, 150, 150, 20}
+
+// coverageShare divides the patience in make test (testenv.Share): the test's cost is OPA's
+// coverage tracer on every query it draws, so a third of the patience is about a third of
+// its time (BENCHMARKS.md, make test budget); make soak runs it whole.
+const coverageShare = 3
 
 // opTracer forwards every event to the shared coverage and notes whether the operation's
 // queries reach a row they had not reached before (a row evaluated, a rule head exited).
@@ -205,7 +211,7 @@ func TestCoverage(t *testing.T) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				g := set.gen(s, uint64(1000+fi)<<8|uint64(ci))
-				patience := coveragePatience[ci]
+				patience := testenv.Share(coveragePatience[ci], coverageShare)
 				tr := &opTracer{cov: cov, seen: map[string]bool{}}
 				traced := map[string]bool{}
 				n, last := 0, 0
@@ -316,9 +322,13 @@ func TestCoverage(t *testing.T) {
 	if len(missed) > 0 {
 		t.Logf("%d policy lines are never evaluated by the generated queries:\n  %s", len(missed), strings.Join(missed, "\n  "))
 	}
-	if len(missed) > maxMissed || report.Coverage < minCoverage {
+	wantCoverage, wantMissed := minCoverage, maxMissed
+	if !testenv.Soak() {
+		wantCoverage, wantMissed = minCoverageShare, maxMissedShare
+	}
+	if len(missed) > wantMissed || report.Coverage < wantCoverage {
 		t.Errorf("generated queries evaluate %.1f%% of the policy with %d lines missed (at least %.1f%% and at most %d: see the log)",
-			report.Coverage, len(missed), minCoverage, maxMissed)
+			report.Coverage, len(missed), wantCoverage, wantMissed)
 	}
 }
 
@@ -328,7 +338,13 @@ func TestCoverage(t *testing.T) {
 // operations but not yet every new branch (a revoked provider in maintain, a held lock,
 // a public client's connect), which the Rego tests and the corpus cover. A small margin
 // above 407 absorbs the order in which the operations' goroutines reach shared lines.
+//
+// make test runs a third of the patience (coverageShare) on the same seed, a third of the
+// time: it reaches 90.3 % with 509 lines missed (measured 2026-12-03), and holds that line
+// with the same small margin; make soak (GRANTWIRE_SOAK=1) holds the whole run's.
 const (
-	minCoverage = 91.8
-	maxMissed   = 415
+	minCoverage      = 91.8
+	maxMissed        = 415
+	minCoverageShare = 90.0
+	maxMissedShare   = 525
 )
