@@ -123,7 +123,9 @@ def test_insecure_backends_refused(world, monkeypatch):
     c = world.client()
     with pytest.raises(grantwire.ConnectorsError) as e:
         c.do("configure_client", {"connector": "google"}, {"client_id": "x", "client_secret": "y"})
-    assert e.value.code == "INSECURE_STORE" and e.value.exit == 5 and "gnome-keyring" in e.value.fix
+    # the Go shell's wording: what to install in the message, a private session as the fix
+    assert e.value.code == "INSECURE_STORE" and e.value.exit == 5 and "gnome-keyring" in str(e.value)
+    assert e.value.fix == 'eval "$(scripts/keyring-session.sh start)"'
 
 
 def test_no_session_bus_is_the_go_shells_insecure_store(world, monkeypatch):

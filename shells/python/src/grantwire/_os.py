@@ -47,8 +47,85 @@ DEFAULT_SERVICE = "grantwire.connections"
 MAX_LEDGER = 16 << 20
 CHUNK_SENTINEL, CHUNK_CHARS, CHUNK_BYTES = "\x00gaia-chunked\x00", 1024, 2048  # GAIA's scheme, as shells/native
 SECURE = {"keyring.backends.SecretService.Keyring", "keyring.backends.macOS.Keyring", "keyring.backends.Windows.WinVaultKeyring"}
-INSTALL_FIX = ("install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring; "
-               "Fedora: dnf install gnome-keyring), KeePassXC or KWallet, inside a desktop or dbus-run-session session")
+# A private Secret Service for the shell it is run in, from a grantwire checkout (the Go
+# shell's SessionFix): the fix on Linux where none answers; the message says what to install
+# for a desktop instead.
+SESSION_FIX = 'eval "$(scripts/keyring-session.sh start)"'
+INSTALL_FIX = SESSION_FIX if sys.platform.startswith("linux") else (
+    "install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring; "
+    "Fedora: dnf install gnome-keyring), KeePassXC or KWallet, inside a desktop or dbus-run-session session")
+
+
+def _insecure(message, fix):
+    """INSECURE_STORE as the Go shell words it (shells/native insecureStore, installAdvice)."""
+    if fix == SESSION_FIX:
+        message += ("; install a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring; "
+                    "Fedora: dnf install gnome-keyring), KeePassXC or KWallet in a desktop session, or, without one, start a private "
+                    "Secret Service for this shell from a grantwire checkout (the fix; scripts/keyring-session.sh stop ends it)")
+    return HostError("INSECURE_STORE", message, fix)
+
+
+def _session_files():
+    """Where scripts/keyring-session.sh writes its bus address (shells/native/sessionbus.go)."""
+    out = []
+    c = os.environ.get("XDG_CACHE_HOME", "")
+    if c and os.path.isabs(c):
+        out.append(os.path.join(c, "grantwire", "keyring-session"))
+    h = os.environ.get("HOME", "")
+    if h and os.path.isabs(h):
+        p = os.path.join(h, ".cache", "grantwire", "keyring-session")
+        if not out or out[0] != p:
+            out.append(p)
+    return out
+
+
+def _owned_private(p, st):
+    if st.st_uid != os.getuid():
+        raise ValueError(f"{p} belongs to another user (uid {st.st_uid})")
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise ValueError(f"{p} is writable by others (mode {stat.S_IMODE(st.st_mode):04o})")
+
+
+def _read_session_file(p):
+    st = os.lstat(p)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{p} is not a regular file")
+    _owned_private(p, st)
+    _owned_private(os.path.dirname(p), os.stat(os.path.dirname(p)))
+    with open(p, "rb") as f:
+        b = f.read(4097)
+    if len(b) > 4096:
+        raise ValueError(f"{p} is over 4 KiB")
+    addr = b.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    kind, sep, rest = addr.partition(":")
+    if not sep or kind != "unix":
+        raise ValueError(f"{p} names no unix socket address")
+    for kv in rest.split(","):
+        if kv.startswith("path="):
+            path = kv[len("path="):]
+            try:
+                ok = stat.S_ISSOCK(os.stat(path).st_mode)
+            except OSError:
+                ok = False
+            if not ok:
+                raise ValueError(f"{p} names a bus that is gone ({path}): the session stopped without `keyring-session.sh stop`; start one again")
+            return addr
+        if kv.startswith("abstract="):
+            return addr
+    raise ValueError(f"{p} names no unix socket address")
+
+
+def _session_bus():
+    """The address in the first keyring session file that passes the checks, and why the others did not."""
+    why = []
+    for p in _session_files():
+        try:
+            return _read_session_file(p), []
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as e:
+            why.append(str(e))
+    return "", why
 UNLOCK_FIX = "unlock the login keyring (log in to the desktop session, or: gnome-keyring-daemon --unlock)"
 LOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 # The operation's own way to show an authorization URL or a device code (the Python API's
@@ -134,15 +211,20 @@ class Keyring:
 
     def backend(self):
         if self._backend is None:
-            if sys.platform.startswith("linux") and not (os.environ.get("DBUS_SESSION_BUS_ADDRESS", "autolaunch:") != "autolaunch:" or
-                                                         os.path.exists(f"/run/user/{os.getuid()}/bus")):
-                raise HostError("INSECURE_STORE", "no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset and no /run/user bus exists), "
-                                "so no Secret Service is reachable", INSTALL_FIX)
+            if sys.platform.startswith("linux") and os.environ.get("DBUS_SESSION_BUS_ADDRESS", "autolaunch:") == "autolaunch:":
+                # A session of scripts/keyring-session.sh, as the Go shell reads it (sessionbus.go).
+                addr, why = _session_bus()
+                if addr:
+                    os.environ["DBUS_SESSION_BUS_ADDRESS"] = addr
+                elif not any(os.path.exists(f"/run/user/{os.getuid()}/{n}") for n in ("bus", "dbus-session")):
+                    msg = ("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is unset, no keyring session file is usable and no /run/user "
+                           "bus exists), so no Secret Service is reachable")
+                    raise _insecure(msg + "".join("; " + w for w in why), INSTALL_FIX)
             chosen = keyring.get_keyring()
             kinds = chosen.backends if isinstance(chosen, keyring.backends.chainer.ChainerBackend) else [chosen]
             secure = [b for b in kinds if f"{type(b).__module__}.{type(b).__name__}" in SECURE]
             if not secure:
-                raise HostError("INSECURE_STORE", "no Secret Service provider is running on the session bus" if sys.platform.startswith("linux")
+                raise _insecure("no Secret Service provider is running on the session bus" if sys.platform.startswith("linux")
                                 else f"the keyring backend {type(chosen).__name__} is not the OS credential store", INSTALL_FIX)
             self._backend = secure[0]
         return self._backend
@@ -162,7 +244,7 @@ class Keyring:
             raise HostError("INSECURE_STORE", f"the default keyring collection is locked or missing ({e})", UNLOCK_FIX) from None
         except Exception as e:  # noqa: BLE001 - a backend failure is the store's
             self._local.__dict__.pop("ss", None)  # a broken connection is opened again by the next call
-            raise HostError("INSECURE_STORE", f"the OS credential store failed a {what} ({str(e)[:200]})", INSTALL_FIX) from None
+            raise _insecure(f"the OS credential store failed a {what} ({str(e)[:200]})", INSTALL_FIX) from None
 
     # keyring's Secret Service backend opens a D-Bus connection and an encrypted session per
     # call (tens of milliseconds); through its library, secretstorage, each worker thread keeps
