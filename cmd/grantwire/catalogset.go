@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,22 +80,13 @@ start a file with grantwire catalog --raw > my-catalog.json.`,
 				entry[k], _ = json.Marshal(v)
 			}
 			doc["connectors"], _ = json.Marshal(connectors)
-			var out bytes.Buffer
-			if err := json.Indent(&out, mustJSON(doc), "", "  "); err != nil {
+			out, err := json.MarshalIndent(doc, "", "  ")
+			if err != nil {
 				return err
 			}
-			out.WriteByte('\n')
-			return a.replaceCatalog(cmd, path, out.Bytes(), info.Mode().Perm(), args)
+			return a.replaceCatalog(cmd, path, append(out, '\n'), info.Mode().Perm(), args)
 		}),
 	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // replaceCatalog writes the new catalog beside the file, has the policy judge it as the
