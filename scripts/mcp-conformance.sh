@@ -113,6 +113,8 @@ if [[ ${#PROXY_SCENARIOS[@]} -gt 0 ]]; then
 		grep -q "^PASS $s " <<<"$out" || failed+=("proxy_$s")
 	done
 	echo "mcp-conformance: $ppass/$ptotal client scenarios passed through mcp proxy (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+	# Both lists: one line with both counts (make test's stage line shows the last one).
+	[[ $total -eq 0 ]] || echo "mcp-conformance: $pass/$total client auth scenarios passed, $ppass/$ptotal client scenarios passed through mcp proxy (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
 fi
 if [[ ${#failed[@]} -gt 0 ]]; then
 	for s in "${failed[@]}"; do
