@@ -134,16 +134,17 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 				}
 			}
 			if err := remote.Write(wctx, msg); err != nil {
-				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() && serverError(err) != nil {
-					we := serverError(err)
-					// The server answered the request with a JSON-RPC error (on an HTTP
-					// error status, e.g. 400 with UnsupportedProtocolVersionError and the
-					// versions it supports): that answer is the client's, as it was sent.
-					if werr := local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}); werr != nil {
-						errc <- ignoreEOF(werr)
-						return
+				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+					if we := serverError(err); we != nil {
+						// The server answered the request with a JSON-RPC error (on an HTTP
+						// error status, e.g. 400 with UnsupportedProtocolVersionError and the
+						// versions it supports): that answer is the client's, as it was sent.
+						if werr := local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}); werr != nil {
+							errc <- ignoreEOF(werr)
+							return
+						}
+						continue
 					}
-					continue
 				}
 				var ge *grantwire.Error
 				gate := errors.As(err, &ge) && (errors.Is(err, grantwire.ErrAgentNotGranted) || errors.Is(err, grantwire.ErrAgentNotActive))
