@@ -33,6 +33,7 @@ import data.grantwire.scopes
 import data.grantwire.status
 import data.grantwire.step
 import data.grantwire.store
+import data.grantwire.transport
 
 # METADATA
 # title: maximum attempts
@@ -241,9 +242,10 @@ _arg(name) := {"$arg": name}
 # description: |
 #   Every operation with its prefetch templates (needs whose parameters may be
 #   {"$arg": name}, replaced by that argument before the first question), and every error
-#   code with its REST status and CLI exit code.
+#   code with its REST status and CLI exit code, and the loopback rule (transport.loopback)
+#   that the Go shell, the remote MCP client and serve read through core.Loopback.
 # entrypoint: true
-manifest := {"errors": errors.table, "ops": {
+manifest := {"errors": errors.table, "loopback": transport.loopback, "ops": {
 	"get_access_token": {"prefetch": [
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("provider"), _arg("agent")]},
 		{"key": "now", "kind": "clock.now"},

@@ -3,6 +3,7 @@ package grantwire_test
 import data.grantwire
 import data.grantwire.errors
 import data.grantwire.fixtures_test as fx
+import data.grantwire.transport
 
 # Well-formed arguments of every operation.
 _ops := {
@@ -55,6 +56,7 @@ test_the_manifest_lists_every_operation if {
 		is_array(v.prefetch)
 	}
 	grantwire.manifest.errors == errors.table
+	grantwire.manifest.loopback == transport.loopback
 }
 
 test_every_operation_routes if {

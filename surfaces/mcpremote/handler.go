@@ -163,27 +163,18 @@ func (h *Handler) rejected(sent string) string {
 }
 
 // HTTPClient is the HTTP client of an MCP connection: redirects are never followed (the
-// policy checked the server's URL, not where it might send the request) and the name
-// localhost is dialed as the loopback address, never looked up.
-func HTTPClient() *http.Client {
+// policy checked the server's URL, not where it might send the request) and the names the
+// policy counts as loopback (its manifest's rule, core.Loopback) are dialed at their
+// loopback address, never looked up: localhost as 127.0.0.1.
+func HTTPClient(c *grantwire.Client) *http.Client {
+	loopback := c.Engine().Manifest().Loopback
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return dial(ctx, network, LoopbackAddr(addr))
+		return dial(ctx, network, loopback.Addr(addr))
 	}
 	return &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// LoopbackAddr maps "localhost:port" to "127.0.0.1:port" (RFC 6761 §6.3: localhost is the
-// loopback address, so it is never resolved through a resolver that could say otherwise);
-// any other address is returned unchanged.
-func LoopbackAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err == nil && strings.EqualFold(host, "localhost") {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
 }
