@@ -14,6 +14,7 @@ package grantwire
 import data.grantwire.activations
 import data.grantwire.agents
 import data.grantwire.catalog
+import data.grantwire.challenge
 import data.grantwire.client
 import data.grantwire.connect
 import data.grantwire.disconnect
@@ -92,6 +93,8 @@ _decision := gate.decision if {
 	_op == "mcp_add"
 } else := remoteauth.decision if {
 	_op == "mcp_auth"
+} else := challenge.decision if {
+	_op == "mcp_challenge"
 } else := remotetoken.decision if {
 	_op == "mcp_token"
 } else := remote.logout if {
@@ -288,6 +291,7 @@ manifest := {"errors": errors.table, "loopback": transport.loopback, "ops": {
 	"mcp_add": {"prefetch": [remote.ledger_need]},
 	"mcp_auth": {"prefetch": [remote.ledger_need]},
 	"mcp_token": {"prefetch": remotetoken.prefetch},
+	"mcp_challenge": {"prefetch": []},
 	"mcp_logout": {"prefetch": [remote.ledger_need]},
 	"mcp_remove": {"prefetch": [remote.ledger_need]},
 	"mcp_remote_list": {"prefetch": []},

@@ -33,6 +33,7 @@ _ops := {
 	"mcp_add": {"connector": "remote", "url": "https://mcp.example.com/mcp"},
 	"mcp_auth": {"connector": "mcp-remote"},
 	"mcp_token": {"connector": "mcp-remote", "agent": "builtin:chat"},
+	"mcp_challenge": {"connector": "mcp-remote", "status": 401, "sent": "none"},
 	"mcp_logout": {"connector": "mcp-remote"},
 	"mcp_remove": {"connector": "mcp-remote"},
 	"mcp_remote_list": {},

@@ -32,14 +32,16 @@ import (
 )
 
 // Ops lists every operation of the policy's manifest, in the order decide routes them
-// (TestOpsMatchManifest keeps it in step with the manifest).
+// save those added since (appended, so that each operation keeps its random stream:
+// TestCoverage seeds an operation's generator with its index); TestOpsMatchManifest keeps
+// it in step with the manifest.
 var Ops = []string{
 	"get_access_token", "grant", "revoke", "list_grants", "activate", "deactivate",
 	"list_activations", "visible_servers", "activation_changes", "grant_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
 	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "connector_view", "start_flow",
-	"maintain",
+	"maintain", "mcp_challenge",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -405,7 +407,7 @@ func (g *Gen) Args(op string) any {
 		g.optional(a, "name", 0.7, 0.05, func() any {
 			return pick(g, []any{"tool", "bad name!", "", "-x", strings.Repeat("n", 129), "zoë", "a.b@c"})
 		})
-	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list":
+	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "mcp_challenge":
 		g.remoteArgs(op, a)
 	case "validate_catalog":
 		g.optional(a, "strict", 0.4, 0.05, func() any { return pick(g, []any{true, true, false, "yes"}) })
