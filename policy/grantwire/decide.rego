@@ -16,6 +16,7 @@ import data.grantwire.agents
 import data.grantwire.catalog
 import data.grantwire.challenge
 import data.grantwire.client
+import data.grantwire.configure
 import data.grantwire.connect
 import data.grantwire.disconnect
 import data.grantwire.errors
@@ -111,6 +112,8 @@ _decision := gate.decision if {
 	_op == "start_flow"
 } else := health.decision if {
 	_op == "maintain"
+} else := configure.decision if {
+	_op == "configure"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -304,4 +307,5 @@ manifest := {"errors": errors.table, "loopback": transport.loopback, "ops": {
 	"connector_view": {"prefetch": [remote.ledger_need]},
 	"start_flow": {"prefetch": []},
 	"maintain": {"prefetch": health.prefetch},
+	"configure": {"prefetch": []},
 }}

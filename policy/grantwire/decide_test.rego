@@ -41,11 +41,13 @@ _ops := {
 	"connector_view": {},
 	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
 	"maintain": {},
+	"configure": {"connector": "google"},
 }
 
 # The secret arguments of the operations that take some.
 _secrets := {
 	"configure_client": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5"})},
+	"configure": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5"})},
 	"configure_mcp": {"arg": fx.arg({"env.GITHUB_TOKEN": "6161616161616161"})},
 	"import_forwarded": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5", "refresh_token": "7e7e7e7e7e7e7e7e"})},
 }

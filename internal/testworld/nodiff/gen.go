@@ -41,7 +41,7 @@ var Ops = []string{
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
 	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "connector_view", "start_flow",
-	"maintain", "mcp_challenge",
+	"maintain", "mcp_challenge", "configure",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -398,6 +398,33 @@ func (g *Gen) Args(op string) any {
 		if g.chance(0.03) {
 			a["env_keys"] = g.junk()
 		}
+	case "configure":
+		// One operation for every type: an OAuth provider's arguments or an MCP server's,
+		// sometimes mixed or on a connector of another type.
+		inner := "configure_mcp"
+		if g.chance(0.5) {
+			inner = "configure_client"
+		}
+		b, ok := g.Args(inner).(map[string]any)
+		if !ok {
+			return b
+		}
+		a = b
+		if _, has := a["env_keys"]; !has {
+			a["env_keys"] = []any{}
+		}
+		if g.chance(0.1) {
+			a["env_keys"] = []any{pick(g, []any{"GITHUB_TOKEN", "X", json.Number("1")})}
+		}
+		if g.chance(0.08) {
+			a["tenant"] = pick(g, []any{"common", "a b"})
+		}
+		if g.chance(0.05) {
+			a["set"] = map[string]any{}
+		}
+		if g.chance(0.1) {
+			a["connector"] = g.connector()
+		}
 	case "credential":
 		a["connector"], a["agent"] = g.connector("mcp_server"), g.agentArg()
 	case "mcp_list":
@@ -528,8 +555,11 @@ func secretArgs(op string, args any) []string {
 		return []string{"client_id", "client_secret", "refresh_token"}
 	case "mcp_add":
 		return []string{"client_secret"}
-	case "configure_mcp":
+	case "configure_mcp", "configure":
 		var out []string
+		if keys, _ := field(args, "env_keys").([]any); op == "configure" && (len(keys) == 0 || field(args, "tenant") != nil) {
+			out = append(out, "client_id", "client_secret")
+		}
 		if keys, ok := field(args, "env_keys").([]any); ok {
 			for _, k := range keys {
 				if s, ok := k.(string); ok {
