@@ -529,6 +529,57 @@ func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, client
 	return &r.ClientResult, err
 }
 
+// ConfigureInput is what Configure stores: an OAuth provider's client (ClientID,
+// ClientSecret, Tenant) or a local MCP server's environment (Env, and Given: the values of
+// Env the user gave as arguments, as ConfigureMCPGiven). Which applies is the policy's to
+// say from the catalog; the values of the other kind are refused.
+type ConfigureInput struct {
+	ClientID, ClientSecret, Tenant string
+	Env, Given                     map[string]string
+}
+
+// ConfigureResult is the outcome of Configure (never a secret): the client's hash, whether
+// it has a secret and its tenant for an OAuth provider; the keys stored for an MCP server.
+type ConfigureResult struct {
+	Connector    string   `json:"connector"`
+	ClientIDHash string   `json:"client_id_hash,omitempty"`
+	HasSecret    bool     `json:"has_secret,omitempty"`
+	Tenant       string   `json:"tenant,omitempty"`
+	EnvKeys      []string `json:"env_keys,omitempty"`
+}
+
+// Configure configures any connector (op configure, which the policy dispatches by the
+// catalog: an OAuth provider's client as ConfigureClient, else an MCP server's environment
+// as ConfigureMCPGiven). Surfaces call it without choosing by the connector's type.
+func (c *Client) Configure(ctx context.Context, connector string, in ConfigureInput) (*ConfigureResult, error) {
+	keys := make([]string, 0, len(in.Env))
+	secrets := map[string]string{}
+	for k, v := range in.Env {
+		keys = append(keys, k)
+		secrets["env."+k] = v
+	}
+	sort.Strings(keys)
+	args := map[string]any{"connector": connector, "env_keys": keys}
+	if len(in.Given) > 0 {
+		args["set"] = in.Given
+	}
+	if in.Tenant != "" {
+		args["tenant"] = in.Tenant
+	}
+	if in.ClientID != "" || in.ClientSecret != "" {
+		secrets["client_id"], secrets["client_secret"] = in.ClientID, in.ClientSecret
+	}
+	var r struct {
+		ConfigureResult
+		Tenant *string `json:"tenant"`
+	}
+	_, err := c.run(ctx, "configure", args, secrets, &r)
+	if r.Tenant != nil {
+		r.ConfigureResult.Tenant = *r.Tenant
+	}
+	return &r.ConfigureResult, err
+}
+
 // ConnectResult is the outcome of Connect.
 type ConnectResult struct {
 	Connector string              `json:"connector"`

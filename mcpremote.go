@@ -119,6 +119,48 @@ func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptio
 	return &r, err
 }
 
+// MCPRefusal is what a remote MCP session knows when the server refused a request with 401
+// or 403: the policy decides what to do about it (MCPChallenge).
+type MCPRefusal struct {
+	// Status is the HTTP status of the refusal; WWWAuthenticate its challenge.
+	Status          int
+	WWWAuthenticate string
+	// Sent is what the refused request carried: "none", "other" (a token the session did
+	// not get from the policy), "current" (the token last handed out) or "fresh" (that
+	// token, first handed out after the session's last authorization); Uses is how many
+	// requests carried the fresh token.
+	Sent string
+	Uses int
+	// Refreshed: a refresh was tried for this refusal and gave no new token.
+	Refreshed bool
+	// Authorizations and StepUps count the session's authorizations after a 401 and its
+	// step-ups so far.
+	Authorizations, StepUps int
+}
+
+// MCPAnswer is the policy's answer to a refused request: Action "refresh" (MCPToken with
+// the refused token's digest), "authorize" (AuthorizeMCP with the challenge) or "step_up"
+// (AuthorizeMCP with the challenge and StepUp); Scopes are those the challenge names.
+type MCPAnswer struct {
+	Action string   `json:"action"`
+	Scopes []string `json:"scopes"`
+	StepUp int      `json:"step_up"`
+}
+
+// MCPChallenge asks the policy what a remote MCP session does about a refused request
+// (op mcp_challenge, a pure decision): refresh, authorize or step up, or an error when
+// asking again would loop or not help.
+func (c *Client) MCPChallenge(ctx context.Context, server string, r MCPRefusal) (*MCPAnswer, error) {
+	args := map[string]any{"connector": server, "status": r.Status, "sent": r.Sent, "uses": r.Uses,
+		"refreshed": r.Refreshed, "authorizations": r.Authorizations, "step_ups": r.StepUps}
+	if r.WWWAuthenticate != "" {
+		args["www_authenticate"] = base64.RawURLEncoding.EncodeToString([]byte(r.WWWAuthenticate))
+	}
+	var a MCPAnswer
+	_, err := c.run(ctx, "mcp_challenge", args, nil, &a)
+	return &a, err
+}
+
 // MCPBearer is the bearer token of an agent's connection to a remote MCP server.
 type MCPBearer struct {
 	Connector   string

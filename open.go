@@ -94,6 +94,9 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 		options = append(options, WithStore(c.storeURL, so))
 		opts.NoWatch = true
 	}
+	if opts.Loopback.Names == nil {
+		opts.Loopback = engine.Manifest().Loopback // the policy's rule, for the shell's dialer
+	}
 	shell, err := native.New(opts)
 	if err != nil {
 		if owns {

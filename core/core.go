@@ -280,6 +280,8 @@ type Op struct {
 type Manifest struct {
 	Ops    map[string]Op        `json:"ops"`
 	Errors map[string]ErrorInfo `json:"errors"`
+	// Loopback is the policy's loopback rule (transport.loopback).
+	Loopback Loopback `json:"loopback"`
 }
 
 // ErrorInfo is how the surfaces render an error code: its REST status and CLI exit code.

@@ -138,6 +138,7 @@ type app struct {
 	client    *grantwire.Client
 	progress  *progress
 	table     map[string]core.ErrorInfo
+	embedded  *core.Manifest // the embedded policy's, asked when no engine is built yet
 }
 
 // setup resolves the global settings (flags, then environment, then defaults).
@@ -431,6 +432,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		}
 		opts.NoWatch, opts.ActivationChanges, opts.GrantChanges = true, nil, nil
 	}
+	opts.Loopback = a.manifest(ctx, eng).Loopback
 	sh, err := a.NewShell(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
@@ -567,17 +569,27 @@ func (a *app) errorTable(ctx context.Context) map[string]core.ErrorInfo {
 	if a.table != nil {
 		return a.table
 	}
-	if a.engine != nil {
-		a.table = a.engine.Manifest().Errors
-		return a.table
+	a.table = a.manifest(ctx, a.engine).Errors
+	return a.table
+}
+
+// manifest is what the policy publishes (the error table, the loopback rule): eng's, else
+// the embedded policy's (the native engine, which starts at once), else an empty one when
+// even that cannot start.
+func (a *app) manifest(ctx context.Context, eng core.Engine) *core.Manifest {
+	if eng != nil {
+		return eng.Manifest()
+	}
+	if a.embedded != nil {
+		return a.embedded
 	}
 	e, err := nativeengine.New(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil
+		return &core.Manifest{}
 	}
 	defer e.Close(context.WithoutCancel(ctx))
-	a.table = e.Manifest().Errors
-	return a.table
+	a.embedded = e.Manifest()
+	return a.embedded
 }
 
 // exitFor is the exit code the policy's table publishes for code (fallback when the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 )
 
@@ -86,12 +87,12 @@ does not mark secret.`,
 				if err != nil {
 					return err
 				}
-				res, err := c.ConfigureClient(ctx, id, clientID, secret, tenant)
+				res, err := c.Configure(ctx, id, grantwire.ConfigureInput{ClientID: clientID, ClientSecret: secret, Tenant: tenant})
 				if err != nil {
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(res)
+					return a.printJSON(grantwire.ClientResult{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
 				}
 				what := "client id"
 				if secret != "" {
@@ -115,7 +116,7 @@ does not mark secret.`,
 				if err != nil {
 					return err
 				}
-				if err := c.ConfigureMCPGiven(ctx, id, values, given); err != nil {
+				if _, err := c.Configure(ctx, id, grantwire.ConfigureInput{Env: values, Given: given}); err != nil {
 					return err
 				}
 				keys := slices.Sorted(maps.Keys(values))
@@ -135,7 +136,8 @@ does not mark secret.`,
 				if err != nil {
 					return err
 				}
-				return c.ConfigureMCP(ctx, id, map[string]string{})
+				_, err = c.Configure(ctx, id, grantwire.ConfigureInput{})
+				return err
 			}
 		}),
 	}

@@ -996,7 +996,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 		require.Equal(t, gwbundle.EmbeddedRevision(), ev.Bundles["grantwire"].Revision)
 		ops[ev.Custom["op"].(string)] = true
 	}
-	require.True(t, ops["status"] && ops["get_access_token"] && ops["configure_mcp"], "%v", ops)
+	require.True(t, ops["status"] && ops["get_access_token"] && ops["configure"], "%v", ops)
 	fi, err := os.Stat(log)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())

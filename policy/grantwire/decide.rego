@@ -14,7 +14,9 @@ package grantwire
 import data.grantwire.activations
 import data.grantwire.agents
 import data.grantwire.catalog
+import data.grantwire.challenge
 import data.grantwire.client
+import data.grantwire.configure
 import data.grantwire.connect
 import data.grantwire.disconnect
 import data.grantwire.errors
@@ -33,6 +35,7 @@ import data.grantwire.scopes
 import data.grantwire.status
 import data.grantwire.step
 import data.grantwire.store
+import data.grantwire.transport
 
 # METADATA
 # title: maximum attempts
@@ -91,6 +94,8 @@ _decision := gate.decision if {
 	_op == "mcp_add"
 } else := remoteauth.decision if {
 	_op == "mcp_auth"
+} else := challenge.decision if {
+	_op == "mcp_challenge"
 } else := remotetoken.decision if {
 	_op == "mcp_token"
 } else := remote.logout if {
@@ -107,6 +112,8 @@ _decision := gate.decision if {
 	_op == "start_flow"
 } else := health.decision if {
 	_op == "maintain"
+} else := configure.decision if {
+	_op == "configure"
 }
 
 _known_op if _op in object.keys(manifest.ops)
@@ -241,9 +248,10 @@ _arg(name) := {"$arg": name}
 # description: |
 #   Every operation with its prefetch templates (needs whose parameters may be
 #   {"$arg": name}, replaced by that argument before the first question), and every error
-#   code with its REST status and CLI exit code.
+#   code with its REST status and CLI exit code, and the loopback rule (transport.loopback)
+#   that the Go shell, the remote MCP client and serve read through core.Loopback.
 # entrypoint: true
-manifest := {"errors": errors.table, "ops": {
+manifest := {"errors": errors.table, "loopback": transport.loopback, "ops": {
 	"get_access_token": {"prefetch": [
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("provider"), _arg("agent")]},
 		{"key": "now", "kind": "clock.now"},
@@ -286,6 +294,7 @@ manifest := {"errors": errors.table, "ops": {
 	"mcp_add": {"prefetch": [remote.ledger_need]},
 	"mcp_auth": {"prefetch": [remote.ledger_need]},
 	"mcp_token": {"prefetch": remotetoken.prefetch},
+	"mcp_challenge": {"prefetch": []},
 	"mcp_logout": {"prefetch": [remote.ledger_need]},
 	"mcp_remove": {"prefetch": [remote.ledger_need]},
 	"mcp_remote_list": {"prefetch": []},
@@ -298,4 +307,5 @@ manifest := {"errors": errors.table, "ops": {
 	"connector_view": {"prefetch": [remote.ledger_need]},
 	"start_flow": {"prefetch": []},
 	"maintain": {"prefetch": health.prefetch},
+	"configure": {"prefetch": []},
 }}

@@ -3,6 +3,7 @@ package grantwire_test
 import data.grantwire
 import data.grantwire.errors
 import data.grantwire.fixtures_test as fx
+import data.grantwire.transport
 
 # Well-formed arguments of every operation.
 _ops := {
@@ -32,6 +33,7 @@ _ops := {
 	"mcp_add": {"connector": "remote", "url": "https://mcp.example.com/mcp"},
 	"mcp_auth": {"connector": "mcp-remote"},
 	"mcp_token": {"connector": "mcp-remote", "agent": "builtin:chat"},
+	"mcp_challenge": {"connector": "mcp-remote", "status": 401, "sent": "none"},
 	"mcp_logout": {"connector": "mcp-remote"},
 	"mcp_remove": {"connector": "mcp-remote"},
 	"mcp_remote_list": {},
@@ -39,11 +41,13 @@ _ops := {
 	"connector_view": {},
 	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
 	"maintain": {},
+	"configure": {"connector": "google"},
 }
 
 # The secret arguments of the operations that take some.
 _secrets := {
 	"configure_client": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5"})},
+	"configure": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5"})},
 	"configure_mcp": {"arg": fx.arg({"env.GITHUB_TOKEN": "6161616161616161"})},
 	"import_forwarded": {"arg": fx.arg({"client_id": fx.id_a, "client_secret": "5ec5ec5ec5ec5ec5", "refresh_token": "7e7e7e7e7e7e7e7e"})},
 }
@@ -55,6 +59,7 @@ test_the_manifest_lists_every_operation if {
 		is_array(v.prefetch)
 	}
 	grantwire.manifest.errors == errors.table
+	grantwire.manifest.loopback == transport.loopback
 }
 
 test_every_operation_routes if {

@@ -50,10 +50,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
 )
@@ -98,6 +98,11 @@ type Options struct {
 	Entropy hostabi.Entropy
 	// NoWatch turns off the watcher of activations and grants changed by other processes.
 	NoWatch bool
+	// Loopback is the policy's loopback rule (core.Manifest.Loopback): the names it dials
+	// at a loopback address, never through a resolver (localhost as 127.0.0.1).
+	// grantwire.Open and the CLI set it from the policy; without it no name is mapped and
+	// localhost is looked up by the system.
+	Loopback core.Loopback
 	// ActivationChanges, when set, turns a change other processes made to
 	// connectors/activations.json into events: it is given the activations as they were
 	// and as they are now ({connector: {agent: true}} as JSON) and emits
@@ -192,7 +197,7 @@ func New(opts Options) (*Shell, error) {
 	}
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		t = t.Clone()
-		t.DialContext = loopbackDialer(t.DialContext)
+		t.DialContext = loopbackDialer(opts.Loopback, t.DialContext)
 		s.transport = t
 	} else {
 		s.transport = http.DefaultTransport
@@ -341,14 +346,12 @@ func (s *Shell) Close() error {
 	return nil
 }
 
-// loopbackDialer dials the name localhost as 127.0.0.1 (RFC 6761 §6.3), never through a
-// resolver: the policy counts http://localhost as loopback for remote MCP servers
-// (docs/behaviour.md#remote-mcp-servers), so it must reach this machine and nothing else.
-func loopbackDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// loopbackDialer dials the policy's loopback names at their addresses (localhost as
+// 127.0.0.1, RFC 6761 §6.3), never through a resolver: the policy counts http://localhost
+// as loopback for remote MCP servers (docs/behaviour.md#remote-mcp-servers), so it must
+// reach this machine and nothing else.
+func loopbackDialer(l core.Loopback, dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if host, port, err := net.SplitHostPort(addr); err == nil && strings.EqualFold(host, "localhost") {
-			addr = net.JoinHostPort("127.0.0.1", port)
-		}
-		return dial(ctx, network, addr)
+		return dial(ctx, network, l.Addr(addr))
 	}
 }

@@ -44,15 +44,11 @@ type Handler struct {
 	authorizing bool
 	fresh       string
 	freshUses   int
-	// reauthorizations counts authorizations after a 401 in this session.
+	// reauthorizations counts authorizations after a 401 in this session, stepUps its
+	// step-up authorizations (the policy bounds both: mcp_challenge, mcp_auth).
 	reauthorizations int
-	// stepUps counts step-up authorizations (the policy bounds them).
-	stepUps int
+	stepUps          int
 }
-
-// MaxReauthorizations bounds the authorizations one session makes after 401s (a server
-// that moved to another authorization server needs a second one).
-const MaxReauthorizations = 3
 
 var _ auth.OAuthHandler = (*Handler)(nil)
 
@@ -97,16 +93,18 @@ func needsAuthorization(err error) bool {
 		errors.Is(err, grantwire.ErrConnectionRevoked)
 }
 
-// ErrUnauthorized: the server refused the request again after a fresh authorization.
+// ErrUnauthorized wraps the policy's refusal to authorize again after a 401 (a fresh token
+// refused on its first request, or the session's authorizations bounded).
 var ErrUnauthorized = errors.New("mcpremote: the server refused the request after a fresh authorization")
 
-// Authorize implements auth.OAuthHandler. On 401: a refresh when the refused token was
-// the stored one (the policy refreshes rather than hand it out again), else an
-// authorization with the server's challenge — unless the refused token came fresh from an
-// authorization and was refused on its first request, or the session has made
-// MaxReauthorizations already. On 403: a step-up
-// authorization with the challenge, which the policy refuses unless the server asks for
-// scopes (insufficient_scope) and bounds per session. The transport retries once after nil.
+// Authorize implements auth.OAuthHandler: what to do about the server's 401 or 403 is the
+// policy's (op mcp_challenge) from what the session knows: what the refused request carried,
+// whether a refresh was tried, how many authorizations and step-ups it made. The policy
+// answers a refresh (the refused token was the current one: MCPToken with its digest), an
+// authorization with the server's challenge, a step-up (403 insufficient_scope, bounded by
+// mcp_auth), or an error: a fresh token refused on its first request or too many
+// authorizations after 401s (wrapped in ErrUnauthorized), a 403 asking for no scope. The
+// transport retries once after nil.
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	if resp != nil && resp.Body != nil {
 		defer resp.Body.Close()
@@ -115,9 +113,19 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch resp.StatusCode {
-	case http.StatusUnauthorized:
-		if sent != "" && h.current != nil && sent == h.current.AccessToken {
+	r := grantwire.MCPRefusal{Status: resp.StatusCode, WWWAuthenticate: challenge, Sent: h.sent(sent),
+		Uses: h.freshUses, Authorizations: h.reauthorizations, StepUps: h.stepUps}
+	// Two questions at most: a refresh that gives no new token is answered once more.
+	for range 2 {
+		a, err := h.Client.MCPChallenge(ctx, h.Server, r)
+		if err != nil {
+			if resp.StatusCode == http.StatusUnauthorized && errors.Is(err, grantwire.ErrProviderError) {
+				return fmt.Errorf("%w: %w", ErrUnauthorized, err)
+			}
+			return err
+		}
+		switch a.Action {
+		case "refresh":
 			b, err := h.Client.MCPToken(ctx, h.Server, h.Agent, h.current.Digest)
 			switch {
 			case err == nil && b.Digest != h.current.Digest:
@@ -126,31 +134,42 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			case err != nil && !needsAuthorization(err):
 				return err
 			}
+			r.Refreshed = true
+		case "authorize":
+			h.reauthorizations++
+			_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+				WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Rejected: h.rejected(sent), Timeout: h.Timeout,
+			})
+			if err == nil {
+				h.authorizing = true
+			}
+			return err
+		case "step_up":
+			h.stepUps = a.StepUp
+			_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+				WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: a.StepUp, Rejected: h.rejected(sent), Timeout: h.Timeout,
+			})
+			return err
+		default:
+			return fmt.Errorf("mcpremote: the policy answered %q to a %d", a.Action, resp.StatusCode)
 		}
-		// A token fresh from an authorization, refused on the request it was first sent
-		// with: authorizing again would loop.
-		if h.current != nil && sent == h.current.AccessToken && h.current.Digest == h.fresh && h.freshUses <= 1 {
-			return ErrUnauthorized
-		}
-		if h.reauthorizations >= MaxReauthorizations {
-			return ErrUnauthorized
-		}
-		h.reauthorizations++
-		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
-			WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Rejected: h.rejected(sent), Timeout: h.Timeout,
-		})
-		if err == nil {
-			h.authorizing = true
-		}
-		return err
-	case http.StatusForbidden:
-		h.stepUps++
-		_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
-			WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: h.stepUps, Rejected: h.rejected(sent), Timeout: h.Timeout,
-		})
-		return err
 	}
-	return fmt.Errorf("mcpremote: the server answered %d", resp.StatusCode)
+	return fmt.Errorf("mcpremote: the policy asked for a refresh twice for one %d", resp.StatusCode)
+}
+
+// sent is what the refused request carried, in the policy's words (mcp_challenge's sent):
+// "none", "other", "current" (the token last handed out) or "fresh" (that token, first
+// handed out after this session's last authorization). Called with h.mu held.
+func (h *Handler) sent(token string) string {
+	switch {
+	case token == "":
+		return "none"
+	case h.current == nil || token != h.current.AccessToken:
+		return "other"
+	case h.current.Digest == h.fresh:
+		return "fresh"
+	}
+	return "current"
 }
 
 // rejected is the digest of the refused token sent ("" when the request carried none, or
@@ -163,27 +182,18 @@ func (h *Handler) rejected(sent string) string {
 }
 
 // HTTPClient is the HTTP client of an MCP connection: redirects are never followed (the
-// policy checked the server's URL, not where it might send the request) and the name
-// localhost is dialed as the loopback address, never looked up.
-func HTTPClient() *http.Client {
+// policy checked the server's URL, not where it might send the request) and the names the
+// policy counts as loopback (its manifest's rule, core.Loopback) are dialed at their
+// loopback address, never looked up: localhost as 127.0.0.1.
+func HTTPClient(c *grantwire.Client) *http.Client {
+	loopback := c.Engine().Manifest().Loopback
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return dial(ctx, network, LoopbackAddr(addr))
+		return dial(ctx, network, loopback.Addr(addr))
 	}
 	return &http.Client{
 		Transport:     t,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// LoopbackAddr maps "localhost:port" to "127.0.0.1:port" (RFC 6761 §6.3: localhost is the
-// loopback address, so it is never resolved through a resolver that could say otherwise);
-// any other address is returned unchanged.
-func LoopbackAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err == nil && strings.EqualFold(host, "localhost") {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
 }

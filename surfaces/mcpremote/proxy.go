@@ -25,7 +25,7 @@ type ProxyOptions struct {
 	Out io.WriteCloser
 	// Timeout bounds the wait for the browser when the server must be authorized.
 	Timeout time.Duration
-	// HTTPClient sends the MCP requests (default HTTPClient()).
+	// HTTPClient sends the MCP requests (default HTTPClient(c)).
 	HTTPClient *http.Client
 	// OnError, when set, is told every error met after the gate while forwarding (a
 	// refused or unreachable server, an authorization that could not be made), besides the
@@ -54,7 +54,7 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = HTTPClient()
+		hc = HTTPClient(c)
 	}
 	pv := &protocolVersion{}
 	hc = withProtocolVersion(hc, pv)

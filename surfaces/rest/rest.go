@@ -119,7 +119,7 @@ func Listen(addr string, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rest: address %q: %w", addr, err)
 	}
-	loopback := isLoopback(host)
+	loopback := cfg.Client.Engine().Manifest().Loopback.IsHost(host) // the policy's rule
 	if !loopback && cfg.Token == "" {
 		return nil, fmt.Errorf("%w (%s)", ErrNeedsToken, addr)
 	}
@@ -131,14 +131,6 @@ func Listen(addr string, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return newServer(ln, cfg), nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newServer(ln net.Listener, cfg Config) *Server {

@@ -264,14 +264,6 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": problems})
 }
 
-// oauth reports whether the catalog's connector is an OAuth provider (its configure body is
-// an OAuth client). Any other id, a remote MCP server a person added or an unknown one, is
-// the policy's to judge.
-func (s *Server) oauth(id string) bool {
-	e, ok := s.client.Catalog().Entry(id)
-	return ok && e.Type == catalog.TypeOAuth
-}
-
 // configureBody is POST /api/connectors/{id}/configure: {"config": {...}}. A provider
 // takes client_id, client_secret and tenant; a local MCP server its environment keys.
 type configureBody struct {
@@ -288,32 +280,35 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, "USAGE", `usage: the body is {"config": {...}}`, "")
 		return
 	}
-	switch {
-	case s.oauth(id):
-		for k := range body.Config {
-			if k != "client_id" && k != "client_secret" && k != "tenant" {
-				s.problem(w, "USAGE", "usage: an OAuth client's config takes client_id, client_secret and tenant, not "+k, "")
-				return
+	// One operation for every connector type: the policy dispatches by the catalog (an
+	// OAuth provider takes client_id, client_secret and tenant, any other connector its
+	// environment keys) and refuses the values of the other kind.
+	in := grantwire.ConfigureInput{}
+	for k, v := range body.Config {
+		switch k {
+		case "client_id":
+			in.ClientID = v
+		case "client_secret":
+			in.ClientSecret = v
+		case "tenant":
+			in.Tenant = v
+		default:
+			if in.Env == nil {
+				in.Env = map[string]string{}
 			}
+			in.Env[k] = v
 		}
-		res, err := s.client.ConfigureClient(r.Context(), id, body.Config["client_id"], body.Config["client_secret"], body.Config["tenant"])
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "saved", "connector_id": id, "has_secret": res.HasSecret, "tenant": res.Tenant})
-	default:
-		if err := s.client.ConfigureMCP(r.Context(), id, body.Config); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		keys := make([]string, 0, len(body.Config))
-		for k := range body.Config {
-			keys = append(keys, k)
-		}
-		sortStrings(keys)
-		writeJSON(w, http.StatusOK, map[string]any{"configured": true, "connector_id": id, "env_keys": keys})
 	}
+	res, err := s.client.Configure(r.Context(), id, in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if res.ClientIDHash != "" { // an OAuth client was stored
+		writeJSON(w, http.StatusOK, map[string]any{"status": "saved", "connector_id": id, "has_secret": res.HasSecret, "tenant": res.Tenant})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "connector_id": id, "env_keys": nonNil(res.EnvKeys)})
 }
 
 // test answers {connector_id, ok, detail} and, when the connector is not usable, the

@@ -20,11 +20,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
@@ -67,7 +69,14 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 		return err
 	}
 	defer os.RemoveAll(home)
-	shell, err := native.New(native.Options{Home: home, NoWatch: true, Browser: headlessUser, Prompt: os.Stderr})
+	// The policy's loopback rule for the shell's dialer, as grantwire.Open sets it.
+	eng, err := nativeengine.New(ctx)
+	if err != nil {
+		return err
+	}
+	loopback := eng.Manifest().Loopback
+	_ = eng.Close(ctx)
+	shell, err := native.New(native.Options{Home: home, NoWatch: true, Browser: headlessUser, Prompt: os.Stderr, Loopback: loopback})
 	if err != nil {
 		return err
 	}
@@ -78,6 +87,7 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 		return err
 	}
 	defer c.Close(context.Background())
+	userClient.Store(mcpremote.HTTPClient(c))
 
 	if _, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
 		ID: serverID, URL: serverURL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, Issuer: cc.Issuer,
@@ -91,7 +101,7 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 	h := &mcpremote.Handler{Client: c, Server: serverID, Agent: agent, Timeout: 20 * time.Second}
 	client := mcp.NewClient(&mcp.Implementation{Name: "grantwire-conformance", Version: "1.0.0"}, nil)
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: serverURL, HTTPClient: mcpremote.HTTPClient(), OAuthHandler: h,
+		Endpoint: serverURL, HTTPClient: mcpremote.HTTPClient(c), OAuthHandler: h,
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -106,10 +116,14 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 	return nil
 }
 
+// userClient is the browser's HTTP client (mcpremote.HTTPClient of the session's client),
+// set once the client is built: the browser is opened only after that.
+var userClient atomic.Pointer[http.Client]
+
 // headlessUser is the person at the browser: the suite's authorization server answers the
 // authorization request with a redirect to the loopback at once, and the user follows it.
 func headlessUser(authURL string) error {
-	hc := mcpremote.HTTPClient()
+	hc := *userClient.Load()
 	hc.Timeout = 10 * time.Second
 	resp, err := hc.Get(authURL)
 	if err != nil {

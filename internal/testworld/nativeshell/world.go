@@ -134,6 +134,8 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 		// The service locks of this world, beside its home: worlds share a service name
 		// (grantwire.connections) but never a lock.
 		LockDir: filepath.Join(filepath.Dir(w.home), "locks"),
+		// The policy's loopback rule, as grantwire.Open sets it.
+		Loopback: w.engine.Manifest().Loopback,
 	}
 	if browser {
 		opts.Browser = w.browser

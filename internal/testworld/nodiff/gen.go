@@ -32,14 +32,16 @@ import (
 )
 
 // Ops lists every operation of the policy's manifest, in the order decide routes them
-// (TestOpsMatchManifest keeps it in step with the manifest).
+// save those added since (appended, so that each operation keeps its random stream:
+// TestCoverage seeds an operation's generator with its index); TestOpsMatchManifest keeps
+// it in step with the manifest.
 var Ops = []string{
 	"get_access_token", "grant", "revoke", "list_grants", "activate", "deactivate",
 	"list_activations", "visible_servers", "activation_changes", "grant_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
 	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "connector_view", "start_flow",
-	"maintain",
+	"maintain", "mcp_challenge", "configure",
 }
 
 // Gen generates queries for one catalog. It is deterministic for a given seed.
@@ -396,6 +398,33 @@ func (g *Gen) Args(op string) any {
 		if g.chance(0.03) {
 			a["env_keys"] = g.junk()
 		}
+	case "configure":
+		// One operation for every type: an OAuth provider's arguments or an MCP server's,
+		// sometimes mixed or on a connector of another type.
+		inner := "configure_mcp"
+		if g.chance(0.5) {
+			inner = "configure_client"
+		}
+		b, ok := g.Args(inner).(map[string]any)
+		if !ok {
+			return b
+		}
+		a = b
+		if _, has := a["env_keys"]; !has {
+			a["env_keys"] = []any{}
+		}
+		if g.chance(0.1) {
+			a["env_keys"] = []any{pick(g, []any{"GITHUB_TOKEN", "X", json.Number("1")})}
+		}
+		if g.chance(0.08) {
+			a["tenant"] = pick(g, []any{"common", "a b"})
+		}
+		if g.chance(0.05) {
+			a["set"] = map[string]any{}
+		}
+		if g.chance(0.1) {
+			a["connector"] = g.connector()
+		}
 	case "credential":
 		a["connector"], a["agent"] = g.connector("mcp_server"), g.agentArg()
 	case "mcp_list":
@@ -405,7 +434,7 @@ func (g *Gen) Args(op string) any {
 		g.optional(a, "name", 0.7, 0.05, func() any {
 			return pick(g, []any{"tool", "bad name!", "", "-x", strings.Repeat("n", 129), "zoë", "a.b@c"})
 		})
-	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list":
+	case "mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "mcp_challenge":
 		g.remoteArgs(op, a)
 	case "validate_catalog":
 		g.optional(a, "strict", 0.4, 0.05, func() any { return pick(g, []any{true, true, false, "yes"}) })
@@ -526,8 +555,11 @@ func secretArgs(op string, args any) []string {
 		return []string{"client_id", "client_secret", "refresh_token"}
 	case "mcp_add":
 		return []string{"client_secret"}
-	case "configure_mcp":
+	case "configure_mcp", "configure":
 		var out []string
+		if keys, _ := field(args, "env_keys").([]any); op == "configure" && (len(keys) == 0 || field(args, "tenant") != nil) {
+			out = append(out, "client_id", "client_secret")
+		}
 		if keys, ok := field(args, "env_keys").([]any); ok {
 			for _, k := range keys {
 				if s, ok := k.(string); ok {

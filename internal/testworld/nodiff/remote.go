@@ -115,6 +115,25 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 		g.optional(a, "rejected", 0.6, 0.05, func() any {
 			return pick(g, []any{storedjson.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
 		})
+	case "mcp_challenge":
+		a["connector"] = g.remoteConnector()
+		if g.chance(0.03) {
+			a["connector"] = json.Number("1")
+		}
+		a["status"] = pick(g, []any{json.Number("401"), json.Number("401"), json.Number("403"), json.Number("403"), json.Number("500"), "401", map[string]any{"$number": "401.5"}})
+		a["sent"] = pick(g, []any{"none", "other", "current", "current", "fresh", "fresh", "mine", json.Number("1")})
+		g.optional(a, "www_authenticate", 0.7, 0.05, func() any {
+			if g.chance(0.05) {
+				return pick(g, []any{json.Number("1"), strings.Repeat("QUFB", 4100)})
+			}
+			return base64.RawURLEncoding.EncodeToString([]byte(g.challenge("", "")))
+		})
+		for _, k := range []string{"uses", "authorizations", "step_ups"} {
+			g.optional(a, k, 0.5, 0.05, func() any {
+				return pick(g, []any{json.Number("0"), json.Number("1"), json.Number("2"), json.Number("3"), json.Number("4"), json.Number("-1"), map[string]any{"$number": "1.5"}})
+			})
+		}
+		g.optional(a, "refreshed", 0.5, 0.05, func() any { return pick(g, []any{true, false, "yes"}) })
 	case "mcp_logout", "mcp_remove":
 		a["connector"] = g.remoteConnector()
 	case "mcp_remote_list":

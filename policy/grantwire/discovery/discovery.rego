@@ -31,7 +31,7 @@ request_timeout_ms := 10000
 _localhost_re := `^http://localhost(:[0-9]{1,5})?([/?#]|$)`
 
 # The URL as the transport rule judges it: http://localhost is judged as http://127.0.0.1.
-_as_checked(u) := concat("", ["http://127.0.0.1", substring(u, count("http://localhost"), -1)]) if {
+_as_checked(u) := concat("", ["http://", transport.loopback.names.localhost, substring(u, count("http://localhost"), -1)]) if {
 	is_string(u)
 	regex.match(_localhost_re, u)
 } else := u

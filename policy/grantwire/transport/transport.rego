@@ -16,6 +16,16 @@ import data.grantwire.scopes
 # description: Longer URLs are refused.
 max_length := 4096
 
+# METADATA
+# title: loopback
+# description: |
+#   What is this machine, for every rule and every host: the IP networks of a loopback
+#   literal, and the names that mean it with the address a host dials for each (RFC 6761
+#   §6.3: localhost is never looked up through a resolver). The manifest publishes it;
+#   Go reads it through core.Loopback (the native shell's dialer, the remote MCP client,
+#   serve's bind check), so that the rule is written here only.
+loopback := {"ipv4": "127.0.0.0/8", "ipv6": "::1/128", "names": {"localhost": "127.0.0.1"}}
+
 _bad := ["<", ">", "{", "}", "|", "^", "`", " "]
 
 _scheme(u) := "https" if startswith(u, "https://")
@@ -113,10 +123,10 @@ _numeric(h) if {
 
 _loopback(h) if {
 	ipv4(h)
-	net.cidr_contains("127.0.0.0/8", h)
+	net.cidr_contains(loopback.ipv4, h)
 }
 
-_loopback(h) if net.cidr_contains("::1/128", _ipv6(h))
+_loopback(h) if net.cidr_contains(loopback.ipv6, _ipv6(h))
 
 _link_local(h) if {
 	ipv4(h)

@@ -216,3 +216,11 @@ test_ipv4 if {
 		not transport.ipv4(h)
 	}
 }
+
+test_every_loopback_name_is_dialed_at_a_loopback_address if {
+	count(transport.loopback.names) > 0
+	every name, addr in transport.loopback.names {
+		transport.allowed(concat("", ["http://", addr, ":8080/"]))
+		not transport.allowed(concat("", ["http://", name, ":8080/"]))
+	}
+}
