@@ -23,7 +23,7 @@ _code(d) := d.error.code
 
 test_add_records_the_server if {
 	d := _add({"connector": "files", "url": _url, "scopes": ["b", "a"]}, _add_facts)
-	d.result == {"connector": "files", "url": _url, "scopes": ["a", "b"], "preregistered": false, "reset": false}
+	d.result == {"connector": "files", "url": _url, "scopes": ["a", "b"], "preregistered": false, "reset": false, "grant": "authorization_code"}
 	fx.kinds(d) == ["keyring.delete", "ledger.write", "event.emit"]
 	d.effects[0].user == "files:mcp_preregistered"
 	ops := d.effects[1].ops

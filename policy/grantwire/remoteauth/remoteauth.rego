@@ -284,7 +284,7 @@ _as_fact := _f[_key("as", _as_i)]
 _as_doc := _as_fact.json if discovery.verdict(_as_fact) == "document"
 
 _meta := {
-	"authorization_endpoint": _as_doc.authorization_endpoint,
+	"authorization_endpoint": object.get(_as_doc, "authorization_endpoint", null),
 	"token_endpoint": _as_doc.token_endpoint,
 	"registration_endpoint": _str_or_null(object.get(_as_doc, "registration_endpoint", null)),
 	"revocation_endpoint": _str_or_null(object.get(_as_doc, "revocation_endpoint", null)),
@@ -340,8 +340,10 @@ _base_scopes := scopes.union(scopes.union(_challenged, _asked), _prior) if {
 	_prm_doc
 } else := []
 
-# offline_access asks for a refresh token, only where the authorization server lists it.
+# offline_access asks for a refresh token, only where the authorization server lists it
+# (and not for a machine grant, made again instead: RFC 6749 §4.4.3).
 _requested := scopes.union(_base_scopes, ["offline_access"]) if {
+	not _machine
 	"offline_access" in _meta.scopes_supported
 } else := _base_scopes
 
@@ -826,8 +828,10 @@ decision := step.fail(errors.usage("mcp_auth needs connector, and optional scope
 	m := facts.missing(_f, _local_needs)
 	count(m) > 0
 } else := step.need([_loopback_need]) if {
+	not _machine
 	not facts.has(_f, "loopback")
 } else := step.fail(_interactive, []) if {
+	not _machine
 	not _listening
 } else := step.need([_probe_need]) if {
 	not _challenge_given
@@ -889,6 +893,8 @@ _serialized := step.need([_auth_needs[0]]) if {
 	count(m) > 0
 } else := step.done(_meanwhile_result, []) if {
 	_authorized_meanwhile
+} else := _machine_flow if {
+	_machine
 } else := _register
 
 _register := step.need([_dcr_need]) if {
@@ -918,7 +924,10 @@ _callback := step.fail(_browser_gone, []) if {
 	not _has_code
 } else := step.need([_exchange_need]) if {
 	not facts.has(_f, "exchange")
-} else := step.fail(errors.token_failure(_c, _r), []) if {
+} else := _exchanged
+
+# The token endpoint's answer (to the code exchange or a machine grant), then storing.
+_exchanged := step.fail(errors.token_failure(_c, _r), []) if {
 	not _r.ok == true
 } else := step.fail(_problem("the token endpoint issued a token that is not a Bearer token; nothing was stored"), []) if {
 	not _bearer_type
