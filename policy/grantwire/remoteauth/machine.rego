@@ -144,6 +144,9 @@ _idjag_need := facts.http("idjag", {
 
 _idjag := _f.idjag
 
+# Positive rules: a negated call on an undefined argument is false in Rego, not true.
+_jag_token if is_string(_idjag.json.access_token["$ref"])
+
 _idjag_problem := "could not be reached" if {
 	_idjag.status == 0
 } else := concat("", ["refused the token exchange (", oauth.error_code(_idjag.json.error), ")"]) if {
@@ -152,7 +155,7 @@ _idjag_problem := "could not be reached" if {
 } else := concat("", ["answered the token exchange with status ", format_int(_idjag.status, 10)]) if {
 	_idjag.status != 200
 } else := "answered the token exchange with no access_token" if {
-	not is_string(_idjag.json.access_token["$ref"])
+	not _jag_token
 } else := "answered the token exchange with a token that is not an ID-JAG (issued_token_type)" if {
 	_idjag.json.issued_token_type != "urn:ietf:params:oauth:token-type:id-jag"
 }

@@ -164,3 +164,8 @@ test_machine_grant_without_authorization_endpoint if {
 	w := object.union(_mworld("client_credentials", {}, _msecret), {"as|0": _mas({"grant_types_supported": ["client_credentials"]})})
 	_d(_args, w).status == "done"
 }
+
+test_an_unknown_grant_is_the_browsers if {
+	w := _mworld("password", {"idp": {"token_endpoint": "https://idp.example.com/token"}}, _msecret)
+	[n.kind | some n in _d(_args, object.remove(w, ["probe"])).needs] == ["loopback.open"]
+}
