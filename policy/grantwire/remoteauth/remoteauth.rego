@@ -914,7 +914,7 @@ _callback := step.fail(_browser_gone, []) if {
 	_cb.status == "unavailable"
 } else := step.fail(errors.authorization_timeout(_c, _timeout, _fix), []) if {
 	_cb.status != "callback"
-} else := step.fail(errors.issuer_mismatch(_c, p), []) if {
+} else := step.fail(errors.issuer_mismatch(_c, p, ""), []) if {
 	p := _iss_problem
 } else := step.fail(errors.consent_denied(_c, "access_denied"), []) if {
 	_params.error == "access_denied"
