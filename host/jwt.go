@@ -6,8 +6,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
+	_ "crypto/sha256" // the hashes crypto.Hash.New uses
+	_ "crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -112,7 +112,6 @@ func SignJWT(keyPEM string, header map[string]any, claims any, algs []string) (s
 	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-
 func jwtAlg(key crypto.Signer) (string, crypto.Hash, error) {
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:
@@ -129,8 +128,6 @@ func jwtAlg(key crypto.Signer) (string, crypto.Hash, error) {
 	}
 	return "", 0, errors.New("host: the private key is neither EC (P-256, P-384, P-521) nor RSA")
 }
-
-var _, _ = sha256.New, sha512.New // link the hashes crypto.Hash.New uses
 
 // parsePrivateKey reads a PEM private key (PKCS #8, SEC 1 EC or PKCS #1 RSA); its errors
 // never quote the key.

@@ -15,6 +15,7 @@
 # A refused grant is reported and not retried with another grant (SEP-1933).
 package grantwire.remoteauth
 
+import data.grantwire.discovery
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.oauth
@@ -31,6 +32,18 @@ _grant := _server.grant
 
 # A machine grant: no person, no loopback.
 _machine if _grant != "authorization_code"
+
+# What makes the authorization server's metadata unusable: a machine grant needs neither
+# an authorization endpoint nor PKCE.
+_as_doc_problem := p if {
+	_machine
+	p := discovery.machine_as_problem(_as_doc, _issuer)
+}
+
+_as_doc_problem := p if {
+	not _machine
+	p := discovery.as_problem(_as_doc, _issuer)
+}
 
 _jwt_bearer_type := "urn:ietf:params:oauth:grant-type:jwt-bearer"
 

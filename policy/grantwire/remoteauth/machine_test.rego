@@ -163,6 +163,20 @@ test_machine_grant_the_server_does_not_list if {
 test_machine_grant_without_authorization_endpoint if {
 	w := object.union(_mworld("client_credentials", {}, _msecret), {"as|0": _mas({"grant_types_supported": ["client_credentials"]})})
 	_d(_args, w).status == "done"
+
+	# neither an authorization endpoint nor PKCE (object.union would keep them): a machine grant needs none
+	doc := object.remove(_as, ["authorization_endpoint", "code_challenge_methods_supported"])
+	w2 := object.union(object.remove(w, ["as|0"]), {"as|0": fx.http(200, doc)})
+	_d(_args, w2).status == "done"
+	_mneed(w2).form.grant_type == "client_credentials"
+
+	# the browser's grant still needs both
+	w3 := object.union(_without(["as|0"]), {"as|0": fx.http(200, doc)})
+	contains(_d(_args, w3).error.message, "does not list PKCE S256")
+
+	# a machine grant still needs a token endpoint
+	w4 := object.union(object.remove(w, ["as|0"]), {"as|0": fx.http(200, object.remove(doc, ["token_endpoint"]))})
+	contains(_d(_args, w4).error.message, "it has no token_endpoint")
 }
 
 test_an_unknown_grant_is_the_browsers if {

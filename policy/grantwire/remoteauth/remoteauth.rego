@@ -872,7 +872,7 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 	discovery.verdict(_as_fact) == "fail"
 } else := step.fail(_problem(concat("", ["the authorization server metadata at ", _as_urls[_as_i], " cannot be used: ", p])), []) if {
 	not _as_exhausted
-	p := discovery.as_problem(_as_doc, _issuer)
+	p := _as_doc_problem
 } else := step.fail(_problem(concat("", ["the authorization server ", _issuer, " publishes no metadata (RFC 8414)"])), []) if {
 	not _meta
 } else := step.fail(_too_many_scopes, []) if {
