@@ -123,6 +123,9 @@ type MCPAuthResult struct {
 	NotGranted   []string `json:"not_granted"`
 	Registration string   `json:"registration"`
 	RefreshToken bool     `json:"refresh_token"`
+	// Grant is the grant the server was authorized with (GrantAuthorizationCode, or a
+	// machine grant, which a refresh token is not needed for: mcp auth runs it again).
+	Grant MCPGrant `json:"grant"`
 }
 
 // AuthorizeMCP authorizes a remote MCP server (discovery, registration, PKCE through the

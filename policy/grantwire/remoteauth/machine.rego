@@ -184,9 +184,31 @@ _grant_unlisted_error := errors.configuration(
 
 _machine_client_missing := errors.configuration(
 	concat("", ["the ", _grant, " grant of ", _c, " needs its pre-registered client, and the credential store holds none"]),
-	concat("", ["grantwire mcp add ", _c, " --url ", scopes.quote(_url), " --grant ", replace(_grant, "_", "-"), " --client-id <id> ..."]),
+	concat("", [
+		"grantwire mcp add ", _c, " --url ", scopes.quote(_url), " --grant ", replace(_grant, "_", "-"),
+		" --client-id <id> --issuer ", scopes.quote(_issuer), _idp_flags, _secret_flag,
+	]),
 	{"connector": _c},
 )
+
+# No client to authorize with: a machine grant's is the pre-registered one.
+_no_client_for_grant := _machine_client_missing if {
+	_machine
+} else := _no_client
+
+# The flags of the fix that adds the client again: the IdP's for id_jag, and the one
+# secret on stdin (the assertion, or the client's secret).
+_idp_flags := concat("", [" --idp-token-endpoint ", scopes.quote(_server.idp.token_endpoint), _idp_client_flag]) if {
+	_grant == "id_jag"
+} else := ""
+
+_idp_client_flag := concat("", [" --idp-client-id ", scopes.quote(_server.idp.client_id)]) if {
+	is_string(_server.idp.client_id)
+} else := ""
+
+_secret_flag := " --assertion-stdin" if {
+	_grant in {"jwt_bearer", "id_jag"}
+} else := " --client-secret-stdin"
 
 _machine_flow := step.fail(_machine_client_missing, []) if {
 	not _pre_fits

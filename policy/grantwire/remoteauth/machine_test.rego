@@ -146,7 +146,20 @@ test_machine_grant_needs_the_preregistered_client if {
 	w := object.union(_mworld("client_credentials", {}, {}), {"prereg": fx.absent})
 	d := _d(_args, w)
 	_code(d) == "CONFIGURATION"
-	contains(d.error.fix, "--grant client-credentials")
+	d.error.fix == "grantwire mcp add mcp-remote --url https://mcp.example.com/mcp --grant client-credentials --client-id <id> --issuer https://auth.example.com --client-secret-stdin"
+
+	# no registration endpoint either: still the pre-registered client's fix
+	wr := object.union(object.remove(w, ["as|0"]), {"as|0": fx.http(200, object.remove(_as, ["registration_endpoint"]))})
+	_d(_args, wr).error.fix == d.error.fix
+
+	wj := object.union(_mworld("jwt_bearer", {}, {}), {"prereg": fx.absent})
+	_d(_args, wj).error.fix == "grantwire mcp add mcp-remote --url https://mcp.example.com/mcp --grant jwt-bearer --client-id <id> --issuer https://auth.example.com --assertion-stdin"
+
+	wi := object.union(_mworld("id_jag", {"idp": {"token_endpoint": "https://idp.example.com/token", "client_id": "gw"}}, {}), {"prereg": fx.absent})
+	_d(_args, wi).error.fix == "grantwire mcp add mcp-remote --url https://mcp.example.com/mcp --grant id-jag --client-id <id> --issuer https://auth.example.com --idp-token-endpoint https://idp.example.com/token --idp-client-id gw --assertion-stdin"
+
+	wn := object.union(_mworld("id_jag", {"idp": {"token_endpoint": "https://idp.example.com/token", "client_id": null}}, {}), {"prereg": fx.absent})
+	_d(_args, wn).error.fix == "grantwire mcp add mcp-remote --url https://mcp.example.com/mcp --grant id-jag --client-id <id> --issuer https://auth.example.com --idp-token-endpoint https://idp.example.com/token --assertion-stdin"
 }
 
 test_machine_grant_the_server_does_not_list if {
@@ -168,6 +181,7 @@ test_machine_grant_without_authorization_endpoint if {
 	doc := object.remove(_as, ["authorization_endpoint", "code_challenge_methods_supported"])
 	w2 := object.union(object.remove(w, ["as|0"]), {"as|0": fx.http(200, doc)})
 	_d(_args, w2).status == "done"
+	_d(_args, w2).result.grant == "client_credentials"
 	_mneed(w2).form.grant_type == "client_credentials"
 
 	# the browser's grant still needs both

@@ -880,7 +880,7 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 } else := step.fail(_wrong_prereg, []) if {
 	_pre.found == true
 	not _pre_fits
-} else := step.fail(_no_client, []) if {
+} else := step.fail(_no_client_for_grant, []) if {
 	not _path
 } else := _serialized
 
@@ -941,6 +941,7 @@ _exchanged := step.fail(errors.token_failure(_c, _r), []) if {
 		"connector": _c, "issuer": _issuer, "resource": _resource,
 		"scopes": _granted, "requested": _requested, "not_granted": _not_granted,
 		"registration": _registration_name, "refresh_token": is_object(_r.refresh),
+		"grant": _grant,
 	},
 	_effects,
 )
