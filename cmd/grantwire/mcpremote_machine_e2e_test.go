@@ -113,6 +113,11 @@ func TestE2ERemoteMCPMachineGrants(t *testing.T) {
 		require.Contains(t, r.stdout, "authorized with the client-credentials grant")
 		authorizedMachine(t, w, "builds", "client-credentials")
 		require.Equal(t, []string{authserver.AuthBasic}, w.srv.ClientAuthSeen())
+
+		// mcp auth again (what an expired access token needs): the grant runs again.
+		r = w.gw("", "mcp", "auth", "builds")
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, 2, w.srv.Stats().MachineGrants)
 	})
 
 	t.Run("client-credentials-private-key", func(t *testing.T) {
