@@ -525,7 +525,7 @@ func secretArgs(op string, args any) []string {
 	case "import_forwarded":
 		return []string{"client_id", "client_secret", "refresh_token"}
 	case "mcp_add":
-		return []string{"client_secret"}
+		return []string{"client_secret", "private_key", "assertion"}
 	case "configure_mcp":
 		var out []string
 		if keys, ok := field(args, "env_keys").([]any); ok {
