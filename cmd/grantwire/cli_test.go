@@ -108,6 +108,9 @@ func TestSecretsAreNeverTakenFromArguments(t *testing.T) {
 		{"configure", "mcp-slack", "--set", "SLACK_TEAM_ID=T1", "--set", "SLACK_BOT_TOKEN=" + secret},
 		{"import", "google", "--from-stdin", "--refresh-token", secret},
 		{"import", "google", "--from-stdin", "--client-secret", secret},
+		{"mcp", "add", "m", "--url", "https://mcp.example.com/mcp", "--client-id", "cid", "--client-secret", secret},
+		{"mcp", "add", "m", "--url", "https://mcp.example.com/mcp", "--grant", "client-credentials", "--client-id", "cid", "--private-key=" + secret},
+		{"mcp", "add", "m", "--url", "https://mcp.example.com/mcp", "--grant", "jwt-bearer", "--client-id", "cid", "--assertion", secret},
 	} {
 		r := tw.gwIn("client_id=x\nrefresh_token=rt\n", args...)
 		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)

@@ -450,6 +450,22 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Equal(t, 0, r.code, r.stderr)
 		require.Contains(t, r.stdout, "(preregistered client)")
 	},
+	"mcp-add-machine-client": func(t *testing.T) {
+		// A client-credentials server whose pre-registered client the credential store
+		// lost: mcp auth prints the mcp add that gives it again (the id filled in, the
+		// secret on stdin), and mcp auth then succeeds with no browser.
+		w := newFixWorldCfg(t, "mcp-add-machine-client", authserver.Config{ClientID: "bb-machine", ClientSecret: "bb-machine-secret-" + randHex(8),
+			NoRegistration: true, ClientCredentials: true})
+		srv := w.mcpServer(t)
+		w.ok(w.secret+"\n", "mcp", "add", "ci", "--url", srv.URL, "--grant", "client-credentials", "--client-id", w.clientID,
+			"--issuer", w.srv.URL(), "--client-secret-stdin")
+		w.deletePrereg("ci")
+		fix := w.failing(3, "", "mcp", "auth", "ci")
+		w.run(fix, w.secret+"\n", map[string]string{"<id>": w.clientID})
+		r := w.ok("", "mcp", "auth", "ci")
+		require.Contains(t, r.stdout, "the client-credentials grant runs again")
+		require.Equal(t, 1, w.srv.Stats().MachineGrants)
+	},
 	"activate": func(t *testing.T) {
 		// mcp run refuses a granted agent the user has not activated (the gate refuses
 		// before anything is launched, so the server's command need not exist here).

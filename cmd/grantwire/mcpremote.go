@@ -27,12 +27,14 @@ func (a *app) mcpRemoteCmds() []*cobra.Command {
 func (a *app) mcpAddCmd() *cobra.Command {
 	var (
 		url, clientID, issuer, metadataURL, secretFile string
-		secretStdin                                    bool
+		grant, keyFile, assertionFile                  string
+		idpEndpoint, idpClientID                       string
+		secretStdin, assertionStdin                    bool
 		scopes                                         []string
-		refused                                        string
+		refused, refusedKey, refusedAssertion          string
 	)
 	cmd := &cobra.Command{
-		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]]",
+		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]] [--grant G ...]",
 		Short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
 		Long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
 address (127.0.0.1, ::1 or localhost)) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
@@ -45,14 +47,41 @@ registered there by hand: give its --client-id, its secret on stdin or in a file
 --issuer, the authorization server it is registered at. --scopes are asked for when the
 server names none. --client-metadata-url is an https URL where a client ID metadata
 document describing grantwire is published, used where the authorization server supports
-them. Changing the URL of a server deletes the tokens it held.`,
+them. Changing the URL of a server deletes the tokens it held.
+
+Machine grants (no person, no browser; mcp auth, mcp token and mcp proxy then run
+unattended) need the client registered at the authorization server (--client-id,
+--issuer) and --grant:
+  client-credentials  the client's own credentials (OAuth client credentials, SEP-1046):
+                      its secret (--client-secret-stdin or --client-secret-file) or its
+                      private key (--private-key-file, PEM: EC P-256/P-384/P-521 or RSA),
+                      with which grantwire signs a client assertion (private_key_jwt)
+  jwt-bearer          a workload's JWT as the grant (RFC 7523, SEP-1933: workload identity
+                      federation), on --assertion-stdin or --assertion-file; the client
+                      authenticates with a secret or key when it has one
+  id-jag              an identity provider's ID token (--assertion-stdin or
+                      --assertion-file) exchanged at --idp-token-endpoint (RFC 8693, as
+                      --idp-client-id when given) for an identity assertion grant, then
+                      sent as a jwt-bearer grant (enterprise-managed authorization, SEP-990)
+Secrets, keys and assertions go to the credential store only; they are never taken from
+arguments, written to files or printed.`,
 		Example: `  grantwire mcp add notes --url https://mcp.example.com/mcp
   grantwire mcp add tracker --url https://tracker.example.com/mcp --scopes read,write
-  printf '%s\n' "$SECRET" | grantwire mcp add corp --url https://mcp.corp.example/mcp --client-id grantwire-cli --issuer https://login.corp.example --client-secret-stdin`,
+  printf '%s\n' "$SECRET" | grantwire mcp add corp --url https://mcp.corp.example/mcp --client-id grantwire-cli --issuer https://login.corp.example --client-secret-stdin
+
+  # machine grants
+  printf '%s\n' "$SECRET" | grantwire mcp add builds --url https://ci.example.com/mcp --grant client-credentials --client-id ci-bot --issuer https://login.example.com --client-secret-stdin
+  grantwire mcp add builds --url https://ci.example.com/mcp --grant client-credentials --client-id ci-bot --issuer https://login.example.com --private-key-file ~/.config/ci-bot.pem
+  grantwire mcp add deploy --url https://deploy.example.com/mcp --grant jwt-bearer --client-id deployer --issuer https://login.example.com --assertion-file /var/run/secrets/tokens/mcp
+  printf '%s\n' "$ID_TOKEN" | grantwire mcp add wiki --url https://wiki.corp.example/mcp --grant id-jag --client-id wiki-agent --issuer https://auth.wiki.corp.example --idp-token-endpoint https://idp.corp.example/oauth2/token --idp-client-id grantwire --assertion-stdin`,
 		Args: exactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {
+			if err := refusedSecret(cmd, map[string]string{
+				"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file",
+				"private-key":   "use --private-key-file",
+				"assertion":     "pipe it to --assertion-stdin or use --assertion-file",
+			}); err != nil {
 				return err
 			}
 			if url == "" {
@@ -61,13 +90,38 @@ them. Changing the URL of a server deletes the tokens it held.`,
 			if secretStdin && secretFile != "" {
 				return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
 			}
+			if assertionStdin && assertionFile != "" {
+				return usagef("give the assertion once: --assertion-stdin or --assertion-file")
+			}
+			if secretStdin && assertionStdin {
+				return usagef("stdin holds one secret: give the client secret or the assertion in a file (--client-secret-file, --assertion-file)")
+			}
 			if (secretStdin || secretFile != "") && clientID == "" {
 				return usagef("a client secret goes with --client-id")
 			}
+			g, err := mcpGrant(grant)
+			if err != nil {
+				return err
+			}
 			secret := ""
 			if secretStdin || secretFile != "" {
-				var err error
 				if secret, err = a.secretLine(secretFile, "client secret for "+args[0]); err != nil {
+					return err
+				}
+			}
+			key := ""
+			if keyFile != "" {
+				b, err := a.readSecretFile(keyFile)
+				if err != nil {
+					return err
+				}
+				if key = strings.TrimSpace(string(b)); !strings.HasPrefix(key, "-----BEGIN ") {
+					return usagef("%s is not a PEM private key (-----BEGIN ... PRIVATE KEY-----)", keyFile)
+				}
+			}
+			assertion := ""
+			if assertionStdin || assertionFile != "" {
+				if assertion, err = a.secretLine(assertionFile, "assertion for "+args[0]); err != nil {
 					return err
 				}
 			}
@@ -78,6 +132,7 @@ them. Changing the URL of a server deletes the tokens it held.`,
 			res, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
 				ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
 				Issuer: issuer, ClientMetadataURL: metadataURL,
+				Grant: g, PrivateKey: key, Assertion: assertion, IDPTokenEndpoint: idpEndpoint, IDPClientID: idpClientID,
 			})
 			if err != nil {
 				return err
@@ -86,6 +141,9 @@ them. Changing the URL of a server deletes the tokens it held.`,
 				return a.printJSON(res)
 			}
 			a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
+			if res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode {
+				a.printf("It is authorized with the %s grant: no browser, no person.\n", strings.ReplaceAll(string(res.Grant), "_", "-"))
+			}
 			if res.Reset {
 				a.printf("Its URL changed: the tokens and registration of the old one were deleted.\n")
 			}
@@ -101,8 +159,29 @@ them. Changing the URL of a server deletes the tokens it held.`,
 	f.StringVar(&secretFile, "client-secret-file", "", "read that client's secret from this file")
 	f.StringVar(&issuer, "issuer", "", "the authorization server (issuer) the client is registered at")
 	f.StringVar(&metadataURL, "client-metadata-url", "", "an https URL of a client ID metadata document describing grantwire")
+	f.StringVar(&grant, "grant", "", "how the server is authorized: authorization-code (the browser; the default), or a machine grant: client-credentials, jwt-bearer, id-jag")
+	f.StringVar(&keyFile, "private-key-file", "", "the client's private key (PEM), to sign client assertions (private_key_jwt) instead of sending a secret")
+	f.BoolVar(&assertionStdin, "assertion-stdin", false, "read the assertion from stdin: the workload's JWT (jwt-bearer) or the identity provider's ID token (id-jag)")
+	f.StringVar(&assertionFile, "assertion-file", "", "read the assertion from this file (as --assertion-stdin)")
+	f.StringVar(&idpEndpoint, "idp-token-endpoint", "", "id-jag: the identity provider's token endpoint, where the ID token is exchanged (RFC 8693)")
+	f.StringVar(&idpClientID, "idp-client-id", "", "id-jag: grantwire's client id at the identity provider")
 	refuseSecretFlag(f, "client-secret", &refused)
+	refuseSecretFlag(f, "private-key", &refusedKey)
+	refuseSecretFlag(f, "assertion", &refusedAssertion)
 	return cmd
+}
+
+// mcpGrant reads --grant: the policy's names with - or _ ("client-credentials").
+func mcpGrant(s string) (grantwire.MCPGrant, error) {
+	if s == "" {
+		return "", nil
+	}
+	g := grantwire.MCPGrant(strings.ReplaceAll(s, "-", "_"))
+	switch g {
+	case grantwire.GrantAuthorizationCode, grantwire.GrantClientCredentials, grantwire.GrantJWTBearer, grantwire.GrantIDJAG:
+		return g, nil
+	}
+	return "", usagef("--grant %q is not one of authorization-code, client-credentials, jwt-bearer, id-jag", s)
 }
 
 func (a *app) mcpAuthCmd() *cobra.Command {
@@ -154,7 +233,12 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			if len(res.NotGranted) > 0 {
 				a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
 			}
-			if !res.RefreshToken {
+			machine := res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode
+			if machine {
+				a.printf("No browser was needed: the %s grant runs again with grantwire mcp auth %s when the access token expires.\n",
+					strings.ReplaceAll(string(res.Grant), "_", "-"), res.Connector)
+			}
+			if !res.RefreshToken && !machine {
 				a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
 			}
 			a.printf("Next: grantwire activations activate %s <agent> --scopes use, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)

@@ -60,6 +60,9 @@ var Kinds = []Kind{
 	kind("mcp-run", `grantwire mcp run `+word+` --agent `+word),
 	kind("mcp-add-url", `grantwire mcp add `+word+` --url `+word),
 	kind("mcp-add-client", `grantwire mcp add `+word+` --url `+word+` --client-id <id> --issuer `+word+` --client-secret-stdin`),
+	// A machine grant whose pre-registered client the credential store lost: add it again.
+	kind("mcp-add-machine-client", `grantwire mcp add `+word+` --url `+word+` --grant (?:client-credentials|jwt-bearer|id-jag) --client-id <id> --issuer `+word+
+		`(?: --idp-token-endpoint `+word+`(?: --idp-client-id `+word+`)?)? --(?:client-secret|assertion)-stdin`),
 	kind("move-aside", `mv `+word+` `+word),
 	kind("opa-build", `go build -tags opa -o grantwire \./cmd/grantwire`),
 	kind("bundle", `build the bundle with grantwire policy build -o FILE, or run without --bundle`),

@@ -32,6 +32,9 @@
 package authserver
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -114,6 +117,18 @@ type Config struct {
 	CIMDClient          *http.Client
 	MetadataOverride    map[string]any
 
+	// Machine grants (machine.go). ClientCredentials accepts the client credentials grant
+	// from a confidential client. ClientKey, the client's public key (EC P-256 or RSA),
+	// accepts private_key_jwt client authentication (RFC 7523 §2.2). AssertionKey accepts
+	// the JWT bearer grant (RFC 7523 §2.1) with JWTs it signed (aud the issuer), and is the
+	// key of the ID tokens the identity provider on /idp/token exchanges for ID-JAGs
+	// (RFC 8693, SEP-990; aud IDPClientID, the client there, when set), which the JWT
+	// bearer grant takes too.
+	ClientCredentials bool
+	ClientKey         crypto.PublicKey
+	AssertionKey      crypto.PublicKey
+	IDPClientID       string
+
 	// DeviceExpiresIn and DeviceInterval are the lifetime and polling interval of device
 	// codes in seconds (default 900 and 5; device.go).
 	DeviceExpiresIn, DeviceInterval int64
@@ -165,6 +180,10 @@ type Stats struct {
 	RevokedTokens int
 	// InvalidClients counts requests refused for their client authentication.
 	InvalidClients int
+	// Machine grants (machine.go): access tokens issued for a client credentials or JWT
+	// bearer grant, JWT bearer grants among them, token exchanges asked of the identity
+	// provider.
+	MachineGrants, JWTBearerGrants, TokenExchanges int
 }
 
 // Client authentication methods (Config.ClientAuth), as a request presents them
@@ -233,6 +252,9 @@ type Server struct {
 	routes         []route
 	authorizations map[string][]Authorization
 	away           map[string]bool
+	// machine.go: client assertions' jti seen, the identity provider's signing key
+	jtis   map[string]bool
+	idpKey *ecdsa.PrivateKey
 
 	ln   net.Listener
 	srv  *http.Server
@@ -259,7 +281,11 @@ func New(cfg Config) *Server {
 	if cfg.DeviceInterval == 0 {
 		cfg.DeviceInterval = 5
 	}
-	return &Server{cfg: cfg, codes: map[string]*code{}, refresh: map[string]*refresh{},
+	idpKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err) // the system's randomness failed
+	}
+	return &Server{cfg: cfg, jtis: map[string]bool{}, idpKey: idpKey, codes: map[string]*code{}, refresh: map[string]*refresh{},
 		access: map[string]*access{}, revoked: map[int]bool{}, answers: map[string][]Answer{},
 		consents: map[string][]Consent{}, revokes: map[string][]Answer{}, clients: map[string]*registered{},
 		devices: map[string]*deviceCode{}, deviceUsers: map[string][]DeviceUser{},
@@ -401,6 +427,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/p/", s.providerEndpoint)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", s.serveMetadata)
 	mux.HandleFunc("/register", s.register)
+	mux.HandleFunc("/idp/token", s.idpToken)
 	mux.HandleFunc("/url/", s.catalogEndpoint)
 	return mux
 }
@@ -624,6 +651,8 @@ func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider 
 		s.exchange(w, r, id, provider)
 	case "refresh_token":
 		s.refreshGrant(w, r, provider)
+	case ClientCredentialsGrant, JWTBearerGrant:
+		s.machineGrant(w, r, grant, method, provider)
 	case DeviceGrant:
 		if s.devicePoll(w, r, id, provider) {
 			s.mu.Unlock()
@@ -649,6 +678,12 @@ func clientAuthOf(r *http.Request) (method, id, secret string) {
 		}
 	}
 	_, posted := r.PostForm["client_secret"]
+	if _, jwt := r.PostForm["client_assertion"]; jwt {
+		if basic || posted {
+			return AuthMixed, user, pass
+		}
+		return AuthPrivateKeyJWT, r.PostForm.Get("client_id"), ""
+	}
 	switch {
 	case basic && posted:
 		return AuthMixed, user, pass
@@ -665,6 +700,13 @@ func clientAuthOf(r *http.Request) (method, id, secret string) {
 // with the lock held.
 func (s *Server) authenticate(r *http.Request, provider string) (string, bool) {
 	method, id, secret := clientAuthOf(r)
+	if method == AuthPrivateKeyJWT {
+		id, ok := s.clientAssertion(r)
+		if !ok {
+			s.stats.InvalidClients++
+		}
+		return id, ok
+	}
 	want := s.cfg.ClientAuth
 	if m, ok := s.cfg.ProviderClientAuth[provider]; ok {
 		want = m

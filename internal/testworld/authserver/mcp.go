@@ -49,6 +49,13 @@ func (s *Server) metadataLocked() map[string]any {
 		"client_id_metadata_document_supported":          s.cfg.CIMDClient != nil,
 		"authorization_response_iss_parameter_supported": s.cfg.Issuer != "",
 	}
+	if g := s.machineGrants(); g != nil {
+		m["grant_types_supported"] = append(m["grant_types_supported"].([]string), g...)
+	}
+	if s.cfg.ClientKey != nil {
+		m["token_endpoint_auth_methods_supported"] = append(m["token_endpoint_auth_methods_supported"].([]string), AuthPrivateKeyJWT)
+		m["token_endpoint_auth_signing_alg_values_supported"] = []string{"ES256", "RS256"}
+	}
 	if s.cfg.ScopesSupported != nil {
 		m["scopes_supported"] = s.cfg.ScopesSupported
 	}

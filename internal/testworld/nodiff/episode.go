@@ -93,7 +93,7 @@ func (e *Episode) describeSecrets() {
 	descs := map[string]any{}
 	for _, name := range secretArgs(e.Op, e.args) {
 		switch x := g.r.Float64(); {
-		case x < 0.1 || name == "client_secret" && x < 0.4:
+		case x < 0.1 || name == "client_secret" && x < 0.4 || (name == "private_key" || name == "assertion") && x < 0.75:
 		case x < 0.13:
 			descs[name] = storedjson.Describe("arg#"+name, "")
 		case x < 0.15:

@@ -554,7 +554,7 @@ func secretArgs(op string, args any) []string {
 	case "import_forwarded":
 		return []string{"client_id", "client_secret", "refresh_token"}
 	case "mcp_add":
-		return []string{"client_secret"}
+		return []string{"client_secret", "private_key", "assertion"}
 	case "configure_mcp", "configure":
 		var out []string
 		if keys, _ := field(args, "env_keys").([]any); op == "configure" && (len(keys) == 0 || field(args, "tenant") != nil) {

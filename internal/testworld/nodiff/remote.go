@@ -89,6 +89,14 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 			return pick(g, []any{"https://app.example.com/client.json", "https://app.example.com/client.json", "https://app.example.com/",
 				"http://app.example.com/c.json", "https://app.example.com/c.json#x", "https://10.0.0.1/c.json", ""})
 		})
+		// machine grants (issue 21 §1)
+		g.optional(a, "grant", 0.6, 0.03, func() any {
+			return pick(g, []any{"client_credentials", "client_credentials", "jwt_bearer", "id_jag", "id_jag", "authorization_code", "password", ""})
+		})
+		g.optional(a, "idp_token_endpoint", 0.65, 0.03, func() any {
+			return pick(g, []any{"https://idp.example.com/token", "https://idp.example.com/token", "http://idp.example.com/token", "https://idp.example.com/t#x", ""})
+		})
+		g.optional(a, "idp_client_id", 0.8, 0.03, func() any { return pick(g, []any{"gw-at-idp", ""}) })
 	case "mcp_auth":
 		a["connector"] = g.remoteConnector()
 		g.optional(a, "scopes", 0.6, 0.05, func() any { return g.scopesArg(2) })
@@ -255,6 +263,13 @@ func (w *world) remoteDoc() any {
 			e["auth"] = map[string]any{"issuer": r.issuer, "resource": r.url, "scopes": []any{"files:read"},
 				"authorized_at": json.Number("1789990000123"), "registration": pick(g, []any{"dynamic", "preregistered"})}
 		}
+		if g.chance(0.4) {
+			e["grant"] = pick(g, []any{"client_credentials", "client_credentials", "jwt_bearer", "id_jag", "id_jag", "id_jag", "password", json.Number("1")})
+			if e["grant"] == "id_jag" && g.chance(0.9) {
+				e["idp"] = map[string]any{"token_endpoint": pick(g, []any{"https://idp.example.com/token", "https://idp.example.com/token", json.Number("1")}),
+					"client_id": pick(g, []any{"gw-at-idp", nil})}
+			}
+		}
 		if g.chance(0.04) {
 			e["url"] = pick(g, []any{json.Number("1"), nil, "http://mcp.example.com/"})
 		}
@@ -347,6 +362,12 @@ func (w *world) drawRemote(user string) (*string, bool) {
 		if g.chance(0.5) {
 			m["client_secret"] = pick(g, []any{"ps-" + g.token(6), ""})
 		}
+		if g.chance(0.25) {
+			m["private_key"] = "-----BEGIN PRIVATE KEY-----\npk-" + g.token(6) + "\n-----END PRIVATE KEY-----\n"
+		}
+		if g.chance(0.3) {
+			m["assertion"] = "eyJ." + g.token(6) + ".sig"
+		}
 		g.tamper(m, 0.05)
 		return some(encode(m)), true
 	}
@@ -428,7 +449,15 @@ func (w *world) remoteHTTP(n core.Need) (any, bool) {
 			doc["client_id_metadata_document_supported"] = true
 		}
 		if g.chance(0.3) {
-			doc["token_endpoint_auth_methods_supported"] = pick(g, []any{[]any{"none"}, []any{"client_secret_post"}, []any{"client_secret_basic", "none"}, "x"})
+			doc["token_endpoint_auth_methods_supported"] = pick(g, []any{[]any{"none"}, []any{"client_secret_post"}, []any{"client_secret_basic", "none"}, "x",
+				[]any{"private_key_jwt", "client_secret_basic"}})
+		}
+		if g.chance(0.25) {
+			doc["grant_types_supported"] = pick(g, []any{[]any{"authorization_code", "refresh_token"},
+				[]any{"authorization_code", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"}, "x"})
+		}
+		if g.chance(0.15) {
+			doc["token_endpoint_auth_signing_alg_values_supported"] = pick(g, []any{[]any{"ES256"}, []any{"RS256", "PS256"}, "x"})
 		}
 		switch x := g.r.Float64(); {
 		case w.happy:
@@ -445,6 +474,25 @@ func (w *world) remoteHTTP(n core.Need) (any, bool) {
 		}
 		w.lastIssuer = iss
 		return map[string]any{"status": json.Number("200"), "headers": jsonHeaders, "json": doc}, true
+	case n.Key == "idjag":
+		switch x := g.r.Float64(); {
+		case x < 0.7 || w.happy:
+			j := map[string]any{"access_token": storedjson.Describe("idjag#access_token", "eyJ.jag-"+g.token(6)+".sig"),
+				"issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}
+			if g.chance(0.1) && !w.happy {
+				j["issued_token_type"] = pick(g, []any{"urn:ietf:params:oauth:token-type:access_token", nil})
+			}
+			if g.chance(0.05) && !w.happy {
+				delete(j, "access_token")
+			}
+			return map[string]any{"status": json.Number("200"), "headers": jsonHeaders, "json": j}, true
+		case x < 0.85:
+			return map[string]any{"status": json.Number("400"), "headers": jsonHeaders, "json": pick(g, []any{
+				map[string]any{"error": "invalid_grant"}, map[string]any{"error": "bad code!"}, nil})}, true
+		case x < 0.93:
+			return map[string]any{"status": json.Number(pick(g, []string{"500", "302"})), "headers": map[string]any{}, "json": nil}, true
+		}
+		return map[string]any{"status": json.Number("0"), "error": "refused"}, true
 	case n.Key == "dcr":
 		var body map[string]any
 		_ = n.Decode("json", &body)

@@ -384,15 +384,26 @@ as_problem(doc, iss) := "its issuer is not the authorization server it was fetch
 	not "code" in _list(doc.response_types_supported)
 } else := concat("", ["it has no ", f]) if {
 	f := [f | some f in ["authorization_endpoint", "token_endpoint"]; not is_string(object.get(doc, f, null))][0]
-} else := m if {
-	# the first field refused, in the order of _url_fields
-	m := [m |
-		some f in _url_fields
-		doc[f] != null
-		p := _field_refusal(doc[f])
-		m := concat("", ["its ", f, " is refused: ", p])
-	][0]
-}
+} else := _url_fields_problem(doc)
+
+# METADATA
+# title: authorization server metadata problem for a machine grant
+# description: |
+#   as_problem for a grant with no person (client credentials, JWT bearer): no browser and
+#   no PKCE, so only the issuer, a token endpoint and the URL rule on every endpoint named.
+machine_as_problem(doc, iss) := "its issuer is not the authorization server it was fetched for (RFC 8414 §3.3)" if {
+	object.get(doc, "issuer", null) != iss
+} else := "it has no token_endpoint" if {
+	not is_string(object.get(doc, "token_endpoint", null))
+} else := _url_fields_problem(doc)
+
+# the first field refused, in the order of _url_fields
+_url_fields_problem(doc) := [m |
+	some f in _url_fields
+	doc[f] != null
+	p := _field_refusal(doc[f])
+	m := concat("", ["its ", f, " is refused: ", p])
+][0]
 
 _field_refusal(v) := "it is not a string" if {
 	not is_string(v)

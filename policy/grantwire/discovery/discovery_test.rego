@@ -213,6 +213,15 @@ test_as_problems if {
 	discovery.as_problem(object.union(_asm, {"jwks_uri": 5, "token_endpoint": "javascript:x"}), _iss) == "its token_endpoint is refused: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 }
 
+test_machine_as_problems if {
+	bare := object.remove(_asm, ["authorization_endpoint", "code_challenge_methods_supported", "response_types_supported"])
+	not discovery.machine_as_problem(bare, _iss)
+	not discovery.machine_as_problem(_asm, _iss)
+	discovery.machine_as_problem(bare, "https://as.example.com/") == "its issuer is not the authorization server it was fetched for (RFC 8414 §3.3)"
+	discovery.machine_as_problem(object.remove(bare, ["token_endpoint"]), _iss) == "it has no token_endpoint"
+	discovery.machine_as_problem(object.union(bare, {"token_endpoint": "http://as.example.com/token"}), _iss) == "its token_endpoint is refused: plain HTTP is allowed only to a loopback address (127.0.0.1, ::1 or localhost)"
+}
+
 test_prm_several_refused_servers if {
 	discovery.prm_problem(object.union(_prm, {"authorization_servers": ["javascript:x", "https://a.example.com?q"]}), _u) == "its authorization server cannot be used: only https URLs are allowed (plain http only to 127.0.0.1, ::1 or localhost)"
 }

@@ -284,7 +284,7 @@ _as_fact := _f[_key("as", _as_i)]
 _as_doc := _as_fact.json if discovery.verdict(_as_fact) == "document"
 
 _meta := {
-	"authorization_endpoint": _as_doc.authorization_endpoint,
+	"authorization_endpoint": object.get(_as_doc, "authorization_endpoint", null),
 	"token_endpoint": _as_doc.token_endpoint,
 	"registration_endpoint": _str_or_null(object.get(_as_doc, "registration_endpoint", null)),
 	"revocation_endpoint": _str_or_null(object.get(_as_doc, "revocation_endpoint", null)),
@@ -340,8 +340,10 @@ _base_scopes := scopes.union(scopes.union(_challenged, _asked), _prior) if {
 	_prm_doc
 } else := []
 
-# offline_access asks for a refresh token, only where the authorization server lists it.
+# offline_access asks for a refresh token, only where the authorization server lists it
+# (and not for a machine grant, made again instead: RFC 6749 §4.4.3).
 _requested := scopes.union(_base_scopes, ["offline_access"]) if {
+	not _machine
 	"offline_access" in _meta.scopes_supported
 } else := _base_scopes
 
@@ -826,8 +828,10 @@ decision := step.fail(errors.usage("mcp_auth needs connector, and optional scope
 	m := facts.missing(_f, _local_needs)
 	count(m) > 0
 } else := step.need([_loopback_need]) if {
+	not _machine
 	not facts.has(_f, "loopback")
 } else := step.fail(_interactive, []) if {
+	not _machine
 	not _listening
 } else := step.need([_probe_need]) if {
 	not _challenge_given
@@ -868,7 +872,7 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 	discovery.verdict(_as_fact) == "fail"
 } else := step.fail(_problem(concat("", ["the authorization server metadata at ", _as_urls[_as_i], " cannot be used: ", p])), []) if {
 	not _as_exhausted
-	p := discovery.as_problem(_as_doc, _issuer)
+	p := _as_doc_problem
 } else := step.fail(_problem(concat("", ["the authorization server ", _issuer, " publishes no metadata (RFC 8414)"])), []) if {
 	not _meta
 } else := step.fail(_too_many_scopes, []) if {
@@ -876,7 +880,7 @@ _discover := step.need([_get(_key("prm", _prm_i), _prm_urls[_prm_i])]) if {
 } else := step.fail(_wrong_prereg, []) if {
 	_pre.found == true
 	not _pre_fits
-} else := step.fail(_no_client, []) if {
+} else := step.fail(_no_client_for_grant, []) if {
 	not _path
 } else := _serialized
 
@@ -889,6 +893,8 @@ _serialized := step.need([_auth_needs[0]]) if {
 	count(m) > 0
 } else := step.done(_meanwhile_result, []) if {
 	_authorized_meanwhile
+} else := _machine_flow if {
+	_machine
 } else := _register
 
 _register := step.need([_dcr_need]) if {
@@ -918,7 +924,10 @@ _callback := step.fail(_browser_gone, []) if {
 	not _has_code
 } else := step.need([_exchange_need]) if {
 	not facts.has(_f, "exchange")
-} else := step.fail(errors.token_failure(_c, _r), []) if {
+} else := _exchanged
+
+# The token endpoint's answer (to the code exchange or a machine grant), then storing.
+_exchanged := step.fail(errors.token_failure(_c, _r), []) if {
 	not _r.ok == true
 } else := step.fail(_problem("the token endpoint issued a token that is not a Bearer token; nothing was stored"), []) if {
 	not _bearer_type
@@ -932,6 +941,7 @@ _callback := step.fail(_browser_gone, []) if {
 		"connector": _c, "issuer": _issuer, "resource": _resource,
 		"scopes": _granted, "requested": _requested, "not_granted": _not_granted,
 		"registration": _registration_name, "refresh_token": is_object(_r.refresh),
+		"grant": _grant,
 	},
 	_effects,
 )

@@ -196,7 +196,7 @@ test_done_stores_tokens_registration_and_mirror if {
 	d.result == {
 		"connector": _c, "issuer": _iss, "resource": "https://mcp.example.com/mcp",
 		"scopes": ["files:read", "offline_access"], "requested": ["files:read", "offline_access"],
-		"not_granted": [], "registration": "dynamic", "refresh_token": true,
+		"not_granted": [], "registration": "dynamic", "refresh_token": true, "grant": "authorization_code",
 	}
 	fx.kinds(d) == ["keyring.set", "keyring.set", "ledger.write", "event.emit"]
 	reg := d.effects[0]

@@ -25,6 +25,7 @@ import { createHash } from "node:crypto";
 import { crc32 } from "node:zlib";
 import { validate } from "./engine.mjs";
 import { Num, encode, isObject, own, parse, put } from "./json.mjs";
+import { signJWT } from "./jwt.mjs";
 
 // Conflict is a failed precondition: the driver decides again from fresh facts.
 export class Conflict extends Error {}
@@ -193,6 +194,15 @@ class Op {
     if ("$concat" in t) return t.$concat.map((e) => this.resolve(e)).join("");
     if ("$s256" in t) return sha256(this.resolve(t.$s256)).toString("base64url");
     if ("$basic" in t) return "Basic " + Buffer.from(t.$basic.map((e) => formEscape(this.resolve(e))).join(":")).toString("base64");
+    if ("$jwt" in t) {
+      const j = t.$jwt;
+      if (!isObject(j)) bug("$jwt needs an object");
+      const [key, claims, header] = [this.resolve(j.key), this.resolve(j.claims), this.resolve(j.header ?? {})];
+      if (typeof key !== "string") bug("$jwt needs a key");
+      if (!isObject(claims)) bug("$jwt needs claims, an object");
+      if (!isObject(header)) bug("$jwt's header must be an object");
+      return signJWT(key, header, claims, (j.algs ?? []).map((a) => this.resolve(a)));
+    }
     if ("$url" in t) {
       const [base, query] = [this.resolve(t.$url), this.form(t.query ?? {})];
       return query === "" ? base : base + (base.includes("?") ? "&" : "?") + query;

@@ -80,6 +80,37 @@ def _io(f, *args):
 def _b64url(raw): return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
+_EC = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+
+
+def sign_jwt(pem, header, claims, algs):
+    """The "$jwt" template (hostabi/README.md; host/jwt.go): claims signed with a PEM private key
+    (PKCS #8, SEC 1 or PKCS #1) under its algorithm (ES256/384/512, RS256), which must be in algs
+    when algs is not empty. Needs the cryptography package (the keyring's SecretStorage brings it
+    on Linux). Errors never carry the key."""
+    try:
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+    except ImportError:
+        raise ValueError("host: $jwt needs the cryptography package (pip install cryptography)") from None
+    try:
+        k = serialization.load_pem_private_key(pem.encode(), password=None)
+    except Exception:  # noqa: BLE001 - what it says may quote the key
+        raise ValueError("host: the private key is not PEM (PKCS #8, SEC 1 or PKCS #1)") from None
+    alg = "RS256" if isinstance(k, rsa.RSAPrivateKey) else _EC.get(k.curve.name) if isinstance(k, ec.EllipticCurvePrivateKey) else None
+    if alg is None:
+        raise ValueError("host: the private key is neither EC (P-256, P-384, P-521) nor RSA")
+    if algs and alg not in algs:
+        raise ValueError(f"host: the private key signs {alg}, and the server accepts only {' '.join(algs)}")
+    data = (_b64url(encode({**header, "alg": alg}).encode()) + "." + _b64url(encode(claims).encode())).encode()
+    h = {"256": hashes.SHA256(), "384": hashes.SHA384(), "512": hashes.SHA512()}[alg[2:]]
+    if alg == "RS256":
+        return data.decode() + "." + _b64url(k.sign(data, padding.PKCS1v15(), h))
+    r, sv = utils.decode_dss_signature(k.sign(data, ec.ECDSA(h)))
+    n = (k.curve.key_size + 7) // 8
+    return data.decode() + "." + _b64url(r.to_bytes(n, "big") + sv.to_bytes(n, "big"))
+
+
 def _json(raw):
     """A JSON document as facts carry it, or Corrupt (the class) when it is not JSON."""
     try:
@@ -230,6 +261,9 @@ class Op:
             return _b64url(hashlib.sha256(self.resolve(t["$s256"]).encode()).digest())
         if "$basic" in t:  # RFC 6749 §2.3.1: each part form-encoded
             return "Basic " + base64.b64encode(":".join(urllib.parse.quote_plus(self.resolve(e)) for e in t["$basic"]).encode()).decode()
+        if "$jwt" in t:
+            j = t["$jwt"]
+            return sign_jwt(self.resolve(j["key"]), self.resolve(j.get("header", {})), self.resolve(j["claims"]), j.get("algs") or [])
         if "$url" in t:
             base, query = self.resolve(t["$url"]), self.form(t.get("query", {}))
             return base + ("&" if "?" in base else "?") + query if query else base
