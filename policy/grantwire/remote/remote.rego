@@ -35,7 +35,7 @@ max_scopes := 64
 # METADATA
 # title: secret token fields
 # description: The members of a token slot or token response that are secrets.
-token_fields := ["access_token", "refresh_token"]
+token_fields := ["access_token", "refresh_token", "dpop_key"]
 
 # METADATA
 # title: secret client fields
@@ -146,6 +146,7 @@ prereg_need(k, c) := facts.keyring(k, store.remote_prereg_user(c), client_fields
 #   A token slot as the operations judge it: {found:false}; {found, valid:false, version}
 #   for a value that is not a token blob; else {found, valid, issuer, resource, access,
 #   refresh (or null), expires_at (ms), scopes, requested, token_endpoint,
+#   dpop (the DPoP key's description, or null) and token_type ("DPoP" with a key, else "Bearer"),
 #   revocation_endpoint (or null), client ("registered" or "preregistered"),
 #   client_id_hash, version}.
 token(fact) := {"found": false} if {
@@ -170,9 +171,16 @@ token(fact) := {"found": false} if {
 		"token_endpoint": j.token_endpoint,
 		"revocation_endpoint": _str_or_null(object.get(j, "revocation_endpoint", null)),
 		"client": j.client, "client_id_hash": j.client_id_hash,
+		"dpop": _secret_or_null(object.get(j, "dpop_key", null)),
+		"token_type": _token_type(object.get(j, "dpop_key", null)),
 		"version": fact.version,
 	}
 } else := {"found": true, "valid": false, "version": fact.version}
+
+# A token stored with its DPoP key is sent as a DPoP token (RFC 9449 §7.1).
+_token_type(k) := "DPoP" if _secret(k)
+
+else := "Bearer"
 
 # METADATA
 # title: client
