@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -588,6 +589,14 @@ type DeviceCode = hostabi.DevicePrompt
 // code (ConnectOptions.Flow); what follows the authorization is the same.
 func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string, opts ...ConnectOptions) (*ConnectResult, error) {
 	args := map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}
+	if c.catalog.Strict() && c.catalog.Source() != "" {
+		// The user's catalog file: an issuer mismatch's fix writes to it (oauth.issuer_fix).
+		file, err := filepath.Abs(c.catalog.Source())
+		if err != nil {
+			file = c.catalog.Source()
+		}
+		args["catalog_file"] = file
+	}
 	for _, o := range opts {
 		if o.Timeout > 0 {
 			args["timeout_ms"] = o.Timeout.Milliseconds()

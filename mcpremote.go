@@ -26,7 +26,31 @@ type RemoteMCPServer struct {
 	// ClientMetadataURL is an https URL of a client ID metadata document describing
 	// grantwire, used as the client id where the authorization server supports them.
 	ClientMetadataURL string
+	// Grant is how the server is authorized: "" or GrantAuthorizationCode (a person in the
+	// browser), or a machine grant with no person (GrantClientCredentials, GrantJWTBearer,
+	// GrantIDJAG), which needs ClientID.
+	Grant MCPGrant
+	// PrivateKey is the client's private key (PEM, PKCS #8 or SEC 1 EC, or RSA): the client
+	// then authenticates with a JWT it signs (private_key_jwt) instead of a secret.
+	PrivateKey string
+	// Assertion is the JWT bearer grant's assertion (GrantJWTBearer: the workload's JWT) or
+	// the identity provider's ID token (GrantIDJAG). Kept in the credential store.
+	Assertion string
+	// IDPTokenEndpoint (and IDPClientID, the client at the identity provider) is where
+	// GrantIDJAG exchanges the ID token for an ID-JAG (RFC 8693).
+	IDPTokenEndpoint, IDPClientID string
 }
+
+// MCPGrant names how a remote MCP server is authorized (docs/behaviour.md#machine-grants).
+type MCPGrant string
+
+// The grants of RemoteMCPServer.Grant.
+const (
+	GrantAuthorizationCode MCPGrant = "authorization_code" // a person, in the browser (the default)
+	GrantClientCredentials MCPGrant = "client_credentials" // SEP-1046: the client's own credentials
+	GrantJWTBearer         MCPGrant = "jwt_bearer"         // SEP-1933, RFC 7523: a workload's JWT
+	GrantIDJAG             MCPGrant = "id_jag"             // SEP-990: an ID token exchanged for an ID-JAG
+)
 
 // AddMCPResult is the outcome of AddMCPServer.
 type AddMCPResult struct {
@@ -34,6 +58,8 @@ type AddMCPResult struct {
 	URL           string   `json:"url"`
 	Scopes        []string `json:"scopes"`
 	Preregistered bool     `json:"preregistered"`
+	// Grant is the grant the server is authorized with.
+	Grant MCPGrant `json:"grant"`
 	// Reset: the URL changed, so the tokens and registration of the old one were deleted.
 	Reset bool `json:"reset"`
 }
@@ -42,14 +68,22 @@ type AddMCPResult struct {
 // credential store).
 func (c *Client) AddMCPServer(ctx context.Context, s RemoteMCPServer) (*AddMCPResult, error) {
 	args := map[string]any{"connector": s.ID, "url": s.URL, "scopes": nonNil(s.Scopes)}
-	for k, v := range map[string]string{"client_id": s.ClientID, "issuer": s.Issuer, "client_metadata_url": s.ClientMetadataURL} {
+	for k, v := range map[string]string{
+		"client_id": s.ClientID, "issuer": s.Issuer, "client_metadata_url": s.ClientMetadataURL,
+		"grant": string(s.Grant), "idp_token_endpoint": s.IDPTokenEndpoint, "idp_client_id": s.IDPClientID,
+	} {
 		if v != "" {
 			args[k] = v
 		}
 	}
 	var secrets map[string]string
-	if s.ClientSecret != "" {
-		secrets = map[string]string{"client_secret": s.ClientSecret}
+	for k, v := range map[string]string{"client_secret": s.ClientSecret, "private_key": s.PrivateKey, "assertion": s.Assertion} {
+		if v != "" {
+			if secrets == nil {
+				secrets = map[string]string{}
+			}
+			secrets[k] = v
+		}
 	}
 	var r AddMCPResult
 	_, err := c.run(ctx, "mcp_add", args, secrets, &r)

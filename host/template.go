@@ -14,10 +14,10 @@ import (
 
 // templates are the template operators; any other member is literal (mcp_servers.json
 // holds {"$keyring": ...} references, for example).
-var templates = map[string]bool{"$number": true, "$concat": true, "$s256": true, "$basic": true, "$url": true}
+var templates = map[string]bool{"$number": true, "$concat": true, "$s256": true, "$basic": true, "$url": true, "$jwt": true}
 
 // resolve substitutes the templates of hostabi/README.md ("$ref", "$number", "$concat",
-// "$s256", "$basic", "$url") in a parameter and returns the plain value.
+// "$s256", "$basic", "$url", "$jwt") in a parameter and returns the plain value.
 func (o *Op) resolve(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {
 		return nil, nil
@@ -133,6 +133,8 @@ func (o *Op) op(name string, arg any) (any, error) {
 		return oauth2.S256ChallengeFromVerifier(s), nil
 	case "$url":
 		return o.url(arg, nil)
+	case "$jwt":
+		return o.jwt(arg)
 	case "$basic":
 		up, err := o.strings(arg, 2)
 		if err != nil {

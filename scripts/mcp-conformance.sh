@@ -11,8 +11,13 @@
 # npm ci into build/outside/ (git-ignored) on first use and whenever the lockfile changes;
 # the client and the scenarios' logs go to build/mcp-conformance/.
 #
-#   scripts/mcp-conformance.sh                 # the 27 client auth scenarios, one by one
-#   scripts/mcp-conformance.sh auth/basic-cimd # only these scenarios
+#   scripts/mcp-conformance.sh                 # the 27 client auth scenarios, then the 11 proxy ones
+#   scripts/mcp-conformance.sh auth/basic-cimd # only these scenarios (auth/* directly, others through the proxy)
+#
+# The second list runs the suite's client scenarios that apply to a client transport
+# through `grantwire mcp proxy` (internal/cmd/mcp-conformance-proxy-client: an MCP Go SDK
+# client on the proxy's stdio side, the proxy the only HTTP client of the suite's server),
+# under scripts/with-keyring.sh (the proxy is the real binary, with a private Secret Service).
 #
 # Exit status 0 only when every scenario passes; there is no expected-failures file.
 set -euo pipefail
@@ -35,8 +40,16 @@ SCENARIOS=(
 	auth/iss-unexpected auth/iss-normalized
 	auth/metadata-issuer-mismatch
 )
+PROXY_SCENARIOS=(
+	initialize tools_call elicitation-sep1034-client-defaults sse-retry request-metadata
+	json-schema-ref-no-deref json-schema-2020-12-preservation sep-2322-client-request-state
+	http-standard-headers http-custom-headers http-invalid-tool-headers
+)
 if [[ $# -gt 0 ]]; then
-	SCENARIOS=("$@")
+	SCENARIOS=() PROXY_SCENARIOS=()
+	for s in "$@"; do
+		if [[ $s == auth/* ]]; then SCENARIOS+=("$s"); else PROXY_SCENARIOS+=("$s"); fi
+	done
 fi
 
 # The pinned suite and Node 22, installed into the project (not globally).
@@ -60,7 +73,7 @@ rm -rf "$results"
 mkdir -p "$results"
 pass=0
 failed=()
-for s in "${SCENARIOS[@]}"; do
+for s in "${SCENARIOS[@]+"${SCENARIOS[@]}"}"; do
 	log="$results/$(echo "$s" | tr / _).log"
 	if (cd "$results" && "$OLDPWD/$NODE" "$OLDPWD/$SUITE" client --command "$CLIENT" --scenario "$s" --timeout 60000) >"$log" 2>&1; then
 		pass=$((pass + 1))
@@ -71,11 +84,42 @@ for s in "${SCENARIOS[@]}"; do
 	fi
 done
 total=${#SCENARIOS[@]}
-echo "mcp-conformance: $pass/$total client auth scenarios passed (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+[[ $total -eq 0 ]] || echo "mcp-conformance: $pass/$total client auth scenarios passed (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+
+# The second list, through grantwire mcp proxy.
+if [[ ${#PROXY_SCENARIOS[@]} -gt 0 ]]; then
+	go build -o "$PWD/$DIR/grantwire" ./cmd/grantwire
+	go build -o "$PWD/$DIR/mcp-conformance-proxy-client" ./internal/cmd/mcp-conformance-proxy-client
+	PROXY_CLIENT="$PWD/$DIR/mcp-conformance-proxy-client --grantwire $PWD/$DIR/grantwire"
+	ppass=0
+	proxy_run() {
+		local s log
+		for s in "${PROXY_SCENARIOS[@]}"; do
+			log="$results/proxy_$s.log"
+			if (cd "$results" && "$OLDPWD/$NODE" "$OLDPWD/$SUITE" client --command "$PROXY_CLIENT" --scenario "$s" --timeout 60000) >"$log" 2>&1; then
+				echo "PASS $s (through mcp proxy)"
+			else
+				echo "FAIL $s (through mcp proxy; log: $log)"
+			fi
+		done
+	}
+	export -f proxy_run
+	export results NODE SUITE PROXY_CLIENT
+	out=$(PROXY_SCENARIOS="${PROXY_SCENARIOS[*]}" scripts/with-keyring.sh bash -c 'read -ra PROXY_SCENARIOS <<<"$PROXY_SCENARIOS"; proxy_run')
+	echo "$out"
+	ppass=$(grep -c '^PASS ' <<<"$out" || true)
+	ptotal=${#PROXY_SCENARIOS[@]}
+	for s in "${PROXY_SCENARIOS[@]}"; do
+		grep -q "^PASS $s " <<<"$out" || failed+=("proxy_$s")
+	done
+	echo "mcp-conformance: $ppass/$ptotal client scenarios passed through mcp proxy (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+	# Both lists: one line with both counts (make test's stage line shows the last one).
+	[[ $total -eq 0 ]] || echo "mcp-conformance: $pass/$total client auth scenarios passed, $ppass/$ptotal client scenarios passed through mcp proxy (@modelcontextprotocol/conformance@$CONFORMANCE_VERSION)"
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
 	for s in "${failed[@]}"; do
 		echo "--- $s" >&2
-		tail -n 40 "$results/$(echo "$s" | tr / _).log" >&2
+		tail -n 40 "$results/$(echo "$s" | tr / _).log" >&2 || true
 	done
 	exit 1
 fi

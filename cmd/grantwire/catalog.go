@@ -89,6 +89,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 			return tw.Flush()
 		}),
 	}
+	cmd.AddCommand(a.catalogSetCmd())
 	cmd.Flags().StringVar(&tier, "tier", "", "only connectors of this tier ("+strings.Join(catalog.Tiers, ", ")+")")
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the catalog document ({\"connectors\": ...})")
 	return cmd

@@ -76,6 +76,8 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"token to a terminal", invocation{stdoutTTY: true}, []string{"token", "google", "--agent", "builtin:email"}, []string{"refusing to print an access token to a terminal", "--force-tty"}},
 		{"import without input", invocation{}, []string{"import", "google", "--client-id", "x"}, []string{"--from-stdin or --from-file"}},
 		{"import without refresh token", invocation{stdin: `{"client_id": "x", "scopes": ["a"]}`}, []string{"import", "google", "--from-stdin"}, []string{"needs refresh_token"}},
+		{"import without client id", invocation{stdin: `{"refresh_token": "r", "scopes": ["a"]}`}, []string{"import", "google", "--from-stdin"}, []string{"the forwarded connection needs client_id"}},
+		{"import without scopes", invocation{stdin: `{"client_id": "x", "client_secret": "s", "refresh_token": "r"}`}, []string{"import", "google", "--from-stdin"}, []string{"the forwarded connection needs the scopes its consent granted"}},
 		{"import unknown key", invocation{stdin: "client_id=x\nrefresh=abc\n"}, []string{"import", "google", "--from-stdin"}, []string{"stdin line 2 is not KEY=VALUE with a key that a forwarded connection takes", "the line is not shown"}},
 		{"test scopes without agent", invocation{}, []string{"test", "google", "--scopes", "openid"}, []string{"--scopes needs --agent"}},
 		{"zero timeout", invocation{}, []string{"connect", "google", "--timeout", "0s"}, []string{"--timeout must be positive"}},

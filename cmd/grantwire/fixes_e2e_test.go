@@ -481,6 +481,49 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Contains(t, r.stdout, "google", "the catalog shows the ids there are")
 		w.ok("", "status", "google")
 	},
+	"catalog-set": func(t *testing.T) {
+		// A catalog file that points google at another server but keeps Google's issuer
+		// (issue 20 §2.1): the fix writes the issuer that server names into the file.
+		w := newFixWorld(t, "catalog-set")
+		raw, err := os.ReadFile(w.catalog)
+		require.NoError(t, err)
+		var doc map[string]map[string]map[string]any
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		doc["connectors"]["google"]["issuer"] = "https://accounts.google.com"
+		raw, _ = json.Marshal(doc)
+		require.NoError(t, os.WriteFile(w.catalog, raw, 0o600))
+		require.NoError(t, os.Chmod(w.catalog, 0o640))
+		w.configureClient(w.clientID, w.secret)
+		r := w.connectNoBrowser("google", "--scopes", gmailRead)
+		require.NotEqual(t, 0, r.code)
+		require.Contains(t, r.stderr, "names the issuer "+w.srv.URL()+" where google's catalog entry expects https://accounts.google.com")
+		var fix string
+		for _, f := range fixes.Printed(r.stderr) {
+			fix = w.ofKind(f)
+		}
+		require.Equal(t, "grantwire --catalog "+w.catalog+" catalog set google issuer="+w.srv.URL(), fix, r.stderr)
+		r = w.run(fix, "", nil)
+		require.Equal(t, 0, r.code, r.stderr)
+		info, err := os.Stat(w.catalog)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o640), info.Mode().Perm(), "the file keeps its mode")
+		r = w.ok("", "catalog", "google")
+		require.Contains(t, r.stdout, w.srv.URL()+" (every authorization response must name it)")
+		require.Equal(t, 0, w.connectNoBrowser("google", "--scopes", gmailRead).code)
+		// A value the policy refuses writes nothing.
+		before, _ := os.ReadFile(w.catalog)
+		var e cliError
+		w.gwJSON("", 3, &e, "catalog", "set", "google", "isuer=https://login.example.com") // a typo: an unknown field
+		after, _ := os.ReadFile(w.catalog)
+		require.Equal(t, string(before), string(after), "a refused change writes nothing: %s", e.Error.Message)
+		require.Contains(t, e.Error.Message, "the catalog "+w.catalog+": ")
+		require.Contains(t, e.Error.Message, "isuer")
+		require.True(t, strings.HasSuffix(e.Error.Message, "; nothing was written"), e.Error.Message)
+		entries, _ := os.ReadDir(filepath.Dir(w.catalog))
+		for _, de := range entries {
+			require.False(t, strings.HasPrefix(de.Name(), ".catalog.json."), "no temporary file is left: %s", de.Name())
+		}
+	},
 	"catalog-entry": func(t *testing.T) {
 		w := newFixWorld(t, "catalog-entry")
 		r := w.ok("", "grants", "grant", "google", "builtin:email", "--scopes", "gmail.readonly")

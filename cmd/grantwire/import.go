@@ -194,15 +194,8 @@ non-secret fields may be given as flags instead; a field given both ways must ag
 					return err
 				}
 			}
-			if in.ClientID == "" {
-				return usagef("the forwarded connection needs client_id (in %s or --client-id)", source)
-			}
-			if in.RefreshToken == "" {
-				return usagef("the forwarded connection needs refresh_token in %s", source)
-			}
-			if len(in.Scopes) == 0 {
-				return usagef("the forwarded connection needs the scopes its consent granted (scopes in %s or --scopes)", source)
-			}
+			// What the forwarded connection must hold (client_id, refresh_token, scopes) is the
+			// policy's to check (import_forwarded), as for any other caller of the Go API.
 			c, err := a.Client(ctx)
 			if err != nil {
 				return err

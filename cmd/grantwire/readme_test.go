@@ -61,7 +61,9 @@ func resolve(root *cobra.Command, words []string) string {
 			}
 			return ""
 		}
-		if c.HasAvailableSubCommands() {
+		if c.HasAvailableSubCommands() && !(c.HasParent() && c.Runnable() && strings.ContainsAny(c.Use, "[<")) {
+			// (a command with subcommands that also takes arguments, as catalog [id] and
+			// catalog set, takes w as its argument)
 			return "no command " + c.CommandPath() + " " + w
 		}
 		return ""

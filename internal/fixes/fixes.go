@@ -49,6 +49,8 @@ var Kinds = []Kind{
 	kind("activate-with-scopes", `grantwire activations activate `+word+` `+word+` --scopes use`),
 	kind("catalog", `grantwire catalog`),
 	kind("catalog-entry", `grantwire catalog `+word),
+	// ISSUER_MISMATCH with a user's catalog file: write the issuer the server names into it.
+	kind("catalog-set", `grantwire --catalog `+word+` catalog set `+word+`(?: [a-z_]+=`+word+`)+`),
 	kind("agents-list", `grantwire agents list`),
 	kind("import-from-stdin", `grantwire import `+word+` --from-stdin`),
 	kind("mcp-list", `grantwire mcp list`),

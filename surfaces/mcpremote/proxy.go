@@ -58,12 +58,16 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	}
 	pv := &protocolVersion{}
 	hc = withProtocolVersion(hc, pv)
+	params := &paramHeaders{}
 	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
 	remote, err := (&mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
 		// The SDK opens the standalone stream only inside its own client session, which a
 		// message-level proxy has not: the proxy opens it itself (standalone.go).
-		DisableStandaloneSSE: true, MaxRetries: -1,
+		DisableStandaloneSSE: true,
+		// A call's SSE stream that the server closes is resumed as the SDK does it: a GET
+		// with Last-Event-ID after the server's retry delay (its default of 5 attempts).
+		MaxRetries: 0,
 	}).Connect(ctx)
 	if err != nil {
 		return err
@@ -81,17 +85,21 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 		wg        sync.WaitGroup
 		initMu    sync.Mutex
 		initIDs   = map[jsonrpc.ID]bool{}
+		listIDs   = map[jsonrpc.ID]bool{}
 		errc      = make(chan error, 2)
 		listening sync.Once
+		// opened is closed when the standalone stream is open (or will not be).
+		opened = make(chan struct{})
 	)
 	// listen opens the standalone SSE stream once the session is initialized (the
 	// client's notifications/initialized reached the server), where what the server sends
 	// outside a call arrives.
 	listen := func() {
 		if v := pv.get(); v == "" || v >= noStandaloneSince {
+			close(opened)
 			return
 		}
-		s := &standalone{url: url, hc: hc, h: h, sessionID: remote.SessionID(), deliver: local.Write,
+		s := &standalone{url: url, hc: hc, h: h, sessionID: remote.SessionID(), deliver: local.Write, opened: opened,
 			report: func(err error) {
 				if o.OnError != nil && ctx.Err() == nil {
 					o.OnError(err)
@@ -110,12 +118,34 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 				errc <- ignoreEOF(err)
 				return
 			}
-			if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "initialize" && r.IsCall() {
-				initMu.Lock()
-				initIDs[r.ID] = true
-				initMu.Unlock()
+			wctx := ctx
+			if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+				switch r.Method {
+				case "initialize":
+					initMu.Lock()
+					initIDs[r.ID] = true
+					initMu.Unlock()
+				case "tools/list":
+					initMu.Lock()
+					listIDs[r.ID] = true
+					initMu.Unlock()
+				case "tools/call":
+					wctx = withParamHeaders(ctx, params.forCall(r.Params))
+				}
 			}
-			if err := remote.Write(ctx, msg); err != nil {
+			if err := remote.Write(wctx, msg); err != nil {
+				if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+					if we := serverError(err); we != nil {
+						// The server answered the request with a JSON-RPC error (on an HTTP
+						// error status, e.g. 400 with UnsupportedProtocolVersionError and the
+						// versions it supports): that answer is the client's, as it was sent.
+						if werr := local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}}); werr != nil {
+							errc <- ignoreEOF(werr)
+							return
+						}
+						continue
+					}
+				}
 				var ge *grantwire.Error
 				gate := errors.As(err, &ge) && (errors.Is(err, grantwire.ErrAgentNotGranted) || errors.Is(err, grantwire.ErrAgentNotActive))
 				if o.OnError != nil && !gate && ctx.Err() == nil {
@@ -135,6 +165,11 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 			}
 			if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "notifications/initialized" && !r.IsCall() {
 				listening.Do(listen)
+				select {
+				case <-opened:
+				case <-time.After(standaloneOpenWait):
+				case <-ctx.Done():
+				}
 			}
 		}
 	}()
@@ -149,9 +184,13 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 			}
 			if r, ok := msg.(*jsonrpc.Response); ok {
 				initMu.Lock()
-				isInit := initIDs[r.ID]
+				isInit, isList := initIDs[r.ID], listIDs[r.ID]
 				delete(initIDs, r.ID)
+				delete(listIDs, r.ID)
 				initMu.Unlock()
+				if isList && r.Error == nil {
+					params.learn(r.Result)
+				}
 				if isInit && r.Error == nil {
 					var res struct {
 						ProtocolVersion string `json:"protocolVersion"`
@@ -173,6 +212,29 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
+	}
+	return nil
+}
+
+// serverError is the JSON-RPC error the server answered a request with on an HTTP error
+// status, which the SDK's transport wraps in its error beside its own "rejected by
+// transport" (also a JSON-RPC error, not the server's); nil when there is none.
+func serverError(err error) *jsonrpc.Error {
+	if err == nil {
+		return nil
+	}
+	if we, ok := err.(*jsonrpc.Error); ok && !(we.Code == -32005 && we.Message == "rejected by transport") {
+		return we
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if we := serverError(e); we != nil {
+				return we
+			}
+		}
+	case interface{ Unwrap() error }:
+		return serverError(u.Unwrap())
 	}
 	return nil
 }
@@ -232,7 +294,7 @@ func withProtocolVersion(hc *http.Client, pv *protocolVersion) *http.Client {
 			r = r.Clone(r.Context())
 			r.Header.Set("MCP-Protocol-Version", v)
 		}
-		return next.RoundTrip(r)
+		return next.RoundTrip(setParamHeaders(r))
 	})
 	return &c
 }

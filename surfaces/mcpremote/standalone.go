@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -51,6 +52,21 @@ type standalone struct {
 	deliver func(context.Context, jsonrpc.Message) error
 	// report is told why the stream stopped when the server did not just decline it.
 	report func(error)
+	// opened is closed once the first GET has its answer (or failed): the proxy forwards
+	// the client's next message only then, so that the stream is open before any request
+	// after initialization, as the SDK's own client opens it (a server may route there the
+	// answer to a call whose stream it closed).
+	opened     chan struct{}
+	openedOnce sync.Once
+}
+
+// standaloneOpenWait bounds the wait for the first GET's answer.
+const standaloneOpenWait = 5 * time.Second
+
+func (s *standalone) markOpened() {
+	if s.opened != nil {
+		s.openedOnce.Do(func() { close(s.opened) })
+	}
 }
 
 // errNoStream: the server declined a standalone stream (405, or no event stream), which
@@ -100,6 +116,7 @@ func (s *standalone) run(ctx context.Context) {
 // the last event id and retry hint seen, and why it ended (nil: the server closed it).
 func (s *standalone) once(ctx context.Context, lastID string) (int, string, time.Duration, error) {
 	resp, err := s.get(ctx, lastID, true)
+	s.markOpened()
 	if err != nil {
 		return 0, "", 0, err
 	}
@@ -189,7 +206,9 @@ func readEvents(r io.Reader, max int, fn func(data []byte) error) (lastID string
 	for sc.Scan() {
 		line := sc.Bytes()
 		if len(line) == 0 {
-			if hasData && (name == "" || name == "message") {
+			// An event with empty data is a priming event (SEP-1699: the server gives the
+			// stream an event id, and a retry delay, before it has a message): no message.
+			if hasData && len(bytes.TrimSpace(data)) > 0 && (name == "" || name == "message") {
 				if err := fn(data); err != nil {
 					return lastID, retry, err
 				}

@@ -11,13 +11,15 @@ import (
 
 // TestReadEvents: the event stream interpretation the standalone stream reads — every
 // line ending, comments, data joined across lines, named events that are not messages,
-// events without data, the last id and retry hint, an incomplete event at the end
+// events without data or with empty data (priming events), the last id and retry hint, an incomplete event at the end
 // dropped, and an event over the bound refused.
 func TestReadEvents(t *testing.T) {
 	in := ": a comment\r\n" +
 		"id: 1\r\ndata: {\"a\":1}\r\n\r\n" +
 		"event: message\ndata:{\"b\"\ndata: :2}\n\n" +
 		"event: ping\ndata: not a message\n\n" +
+		"id: 5\nretry: 500\ndata: \n\n" + // a priming event (SEP-1699): empty data, no message
+		"data:\ndata:\n\n" +
 		"id: 7\rretry: 2500\r\r" + // an event without data: only its id and retry count
 		"data: {\"c\":3}\n\n" +
 		"data: {\"incomplete\":true}\n"

@@ -61,9 +61,17 @@ func TestRESTEveryRoute(t *testing.T) {
 	ev.next(t, "connector.client.changed", 5*time.Second, map[string]any{"connector_id": "google"})
 	g := w.do(req{method: "GET", path: "/api/connectors/google"}).json(t)
 	require.Equal(t, map[string]any{"configured": true, "has_secret": true, "tenant": nil, "source": "keyring"}, g["oauth_client"])
+	// The configure form's fields are the policy's (connector_view's setup_fields).
+	require.Equal(t, []any{
+		map[string]any{"key": "client_id", "label": "Client ID", "kind": "text", "required": true, "configured": true},
+		map[string]any{"key": "client_secret", "label": "Client secret", "kind": "secret", "required": true, "configured": true},
+	}, g["setup_fields"])
 	r = w.do(req{method: "POST", path: "/api/connectors/mcp-brave-search/configure", ui: true, body: map[string]any{"config": map[string]string{"BRAVE_API_KEY": w.secrets[1]}}})
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.Equal(t, []any{"BRAVE_API_KEY"}, r.json(t)["env_keys"])
+	brave := w.do(req{method: "GET", path: "/api/connectors/mcp-brave-search"}).json(t)["setup_fields"].([]any)
+	require.Len(t, brave, 1)
+	require.Equal(t, map[string]any{"key": "BRAVE_API_KEY", "label": "BRAVE_API_KEY", "kind": "secret", "required": true, "configured": true, "description": "a Brave Search API key"}, brave[0].(map[string]any))
 	require.Equal(t, 400, w.do(req{method: "POST", path: "/api/connectors/mcp-brave-search/configure", ui: true, body: `{"config": {"NOPE": "x"}}`}).status, "an undeclared key")
 	require.Equal(t, 400, w.do(req{method: "POST", path: "/api/connectors/google/configure", ui: true, body: `{"config": {"client_id": "x", "colour": "red"}}`}).status)
 	require.Equal(t, 400, w.do(req{method: "POST", path: "/api/connectors/google/configure", ui: true, body: `{"config": `}).status, "not JSON")

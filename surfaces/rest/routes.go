@@ -138,6 +138,8 @@ type view struct {
 	Client      json.RawMessage     `json:"client"`
 	Agents      json.RawMessage     `json:"agents"`
 	Health      json.RawMessage     `json:"health"`
+	// SetupFields are the connector's configure form, as the policy publishes them.
+	SetupFields []setupField `json:"setup_fields"`
 }
 
 type viewResult struct {
@@ -176,8 +178,9 @@ type summary struct {
 	Health json.RawMessage `json:"health"`
 }
 
-// setupField is one field of the configure form: for a provider its client id, secret
-// and tenant; for a local MCP server each environment key. Secret fields are write-only.
+// setupField is one field of the configure form, as the policy's connector_view publishes
+// it (setup_fields): for a provider its client id, secret and tenant; for a local MCP
+// server each environment key. Secret fields are write-only.
 type setupField struct {
 	Key         string `json:"key"`
 	Label       string `json:"label"`
@@ -219,31 +222,8 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 		for _, a := range c.Activations {
 			sum.Activations[a] = true
 		}
-		switch c.Type {
-		case catalog.TypeOAuth:
-			var cl struct {
-				Configured bool `json:"configured"`
-				HasSecret  bool `json:"has_secret"`
-			}
-			_ = json.Unmarshal(c.Client, &cl)
-			sum.SetupFields = append(sum.SetupFields,
-				setupField{Key: "client_id", Label: "Client ID", Kind: "text", Required: true, Configured: cl.Configured},
-				setupField{Key: "client_secret", Label: "Client secret", Kind: "secret", Required: e.ClientSecretRequired, Configured: cl.HasSecret})
-			if e.Tenant != "" {
-				sum.SetupFields = append(sum.SetupFields, setupField{Key: "tenant", Label: "Tenant", Kind: "text", Description: "default " + e.Tenant})
-			}
-		case catalog.TypeMCPServer:
-			have := map[string]bool{}
-			for _, k := range c.EnvKeys {
-				have[k] = true
-			}
-			for _, k := range e.Env {
-				kind := "text"
-				if k.Secret {
-					kind = "secret"
-				}
-				sum.SetupFields = append(sum.SetupFields, setupField{Key: k.Key, Label: k.Key, Kind: kind, Required: k.Required, Configured: have[k.Key], Description: k.Description})
-			}
+		if c.SetupFields != nil {
+			sum.SetupFields = c.SetupFields
 		}
 		res = append(res, sum)
 	}

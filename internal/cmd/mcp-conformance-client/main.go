@@ -9,7 +9,12 @@
 // scenario), and the person at the browser is a headless user who follows the
 // authorization server's redirect to the loopback. The server's URL is the last argument;
 // MCP_CONFORMANCE_SCENARIO names the scenario and MCP_CONFORMANCE_CONTEXT may carry a
-// pre-registered client ({"client_id", "client_secret", "issuer"}).
+// pre-registered client ({"client_id", "client_secret", "issuer"}) and what a machine grant
+// needs: a private key ("private_key_pem", auth/client-credentials-jwt), a workload's JWT
+// ("valid_jwt", auth/wif-jwt-bearer), an identity provider's ID token and token endpoint
+// ("idp_id_token", "idp_token_endpoint", "idp_client_id",
+// auth/enterprise-managed-authorization). Each is added as `grantwire mcp add` adds it
+// (README: Machine grants).
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,9 +59,14 @@ func main() {
 
 func run(ctx context.Context, serverURL, rawContext string) error {
 	var cc struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
-		Issuer       string `json:"issuer"`
+		ClientID         string `json:"client_id"`
+		ClientSecret     string `json:"client_secret"`
+		Issuer           string `json:"issuer"`
+		PrivateKeyPEM    string `json:"private_key_pem"`
+		ValidJWT         string `json:"valid_jwt"`
+		IDPIDToken       string `json:"idp_id_token"`
+		IDPTokenEndpoint string `json:"idp_token_endpoint"`
+		IDPClientID      string `json:"idp_client_id"`
 	}
 	if rawContext != "" {
 		if err := json.Unmarshal([]byte(rawContext), &cc); err != nil {
@@ -79,10 +90,25 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 	}
 	defer c.Close(context.Background())
 
-	if _, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
+	add := grantwire.RemoteMCPServer{
 		ID: serverID, URL: serverURL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, Issuer: cc.Issuer,
 		ClientMetadataURL: metadataURL,
-	}); err != nil {
+	}
+	// The machine grants: what a user gives `grantwire mcp add --grant ...`.
+	switch {
+	case cc.IDPIDToken != "":
+		add.Grant, add.Assertion = grantwire.GrantIDJAG, cc.IDPIDToken
+		add.IDPTokenEndpoint, add.IDPClientID = cc.IDPTokenEndpoint, cc.IDPClientID
+	case cc.ValidJWT != "":
+		add.Grant, add.Assertion = grantwire.GrantJWTBearer, cc.ValidJWT
+	case cc.PrivateKeyPEM != "":
+		add.Grant, add.PrivateKey = grantwire.GrantClientCredentials, cc.PrivateKeyPEM
+	case strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials"):
+		// the context is a pre-registered client's, as auth/pre-registration's: the
+		// scenario is what says the client is a machine (SEP-1046)
+		add.Grant = grantwire.GrantClientCredentials
+	}
+	if _, err := c.AddMCPServer(ctx, add); err != nil {
 		return fmt.Errorf("mcp add: %w", err)
 	}
 	if _, err := c.Activate(ctx, serverID, agent, nil); err != nil {

@@ -66,6 +66,13 @@ _f := object.get(input, "facts", {})
 
 _c := input.args.connector
 
+# The user's catalog file the host decides with (args.catalog_file, absent for the embedded
+# catalog): an issuer mismatch's fix writes to it.
+_catalog_file := f if {
+	f := input.args.catalog_file
+	is_string(f)
+} else := ""
+
 _str_list(xs) if {
 	is_array(xs)
 	every s in xs {
@@ -467,7 +474,7 @@ _browser_step := step.need([facts.loopback_mode("loopback", _c, _mode)]) if {
 	_cb.status == "unavailable"
 } else := step.fail(errors.authorization_timeout(_c, _timeout, _again), []) if {
 	_cb.status != "callback"
-} else := step.fail(errors.issuer_mismatch(_c, p), []) if {
+} else := step.fail(errors.issuer_mismatch(_c, p, oauth.issuer_fix(_c, _client, _params, _catalog_file)), []) if {
 	p := oauth.issuer_problem(_c, _client, _params)
 } else := step.fail(errors.consent_denied(_c, "access_denied"), []) if {
 	_params.error == "access_denied"

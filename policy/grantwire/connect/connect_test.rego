@@ -902,3 +902,17 @@ test_invalid_client_of_a_public_client_names_the_client_id if {
 	s := oauth.invalid_client("microsoft", {"has_secret": true, "tenant": "common"}) with data.catalog as fx.catalog
 	s.fix == "grantwire configure microsoft --client-id <id> --client-secret-stdin"
 }
+
+# A user's catalog file that points a provider at another server which names itself gets
+# the command that writes that issuer into the file (issue 20 §2.1); the embedded catalog
+# and an issuer of another origin (a mix-up) get none.
+test_an_issuer_mismatch_in_a_catalog_file_names_the_fix if {
+	g := fx.patch(_base, {"grants": fx.no_file(fx.grants_file, ["github"])})
+	gh := {"connector": "github", "scopes": ["repo"], "grant_agents": [], "catalog_file": "/home/u/my catalog.json"}
+	own := _connect(gh, _until_callback(g, {"code": _code, "iss": "https://github.com/self"}))
+	own.error.code == "ISSUER_MISMATCH"
+	own.error.fix == "grantwire --catalog '/home/u/my catalog.json' catalog set github issuer=https://github.com/self"
+	_connect(gh, _until_callback(g, {"code": _code, "iss": "https://evil.example"})).error.fix == ""
+	_connect(object.remove(gh, ["catalog_file"]), _until_callback(g, {"code": _code, "iss": "https://github.com/self"})).error.fix == ""
+	_connect(object.union(gh, {"catalog_file": 7}), _until_callback(g, {"code": _code, "iss": "https://github.com/self"})).error.fix == ""
+}

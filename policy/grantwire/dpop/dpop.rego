@@ -60,7 +60,8 @@ else := {}
 
 # METADATA
 # title: htu
-# description: The proof's htu: the request URL without its query and fragment (RFC 9449 §4.2).
+# description: |
+#   The proof's htu: the request URL without its query and fragment (RFC 9449 §4.2).
 htu(url) := split(split(url, "#")[0], "?")[0]
 
 # METADATA

@@ -380,11 +380,12 @@ host_failure(he) := error(
 #   The authorization response names another issuer than the provider's (RFC 9207), or
 #   names none where the provider promises one: a mix-up attack or a misconfiguration.
 #   Nothing was exchanged or stored. The cause names the issuer expected, and the one
-#   received only when it is a plain http(s) address.
-issuer_mismatch(c, cause) := error(
+#   received only when it is a plain http(s) address. The fix ("" when no command fixes
+#   it) writes the received issuer into the user's catalog file (oauth.issuer_fix).
+issuer_mismatch(c, cause, fix) := error(
 	"ISSUER_MISMATCH",
 	concat("", ["the ", c, " authorization response ", cause, "; the code was not exchanged and nothing was stored"]),
-	"",
+	fix,
 	{"connector": c},
 )
 

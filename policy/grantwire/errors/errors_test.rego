@@ -32,7 +32,7 @@ _all := [
 	errors.host_failure({"code": "INSECURE_STORE", "detail": "no Secret Service", "fix": "apt-get install gnome-keyring"}),
 	errors.host_failure({"code": "IO", "detail": "disk full"}),
 	errors.host_failure({"code": "STORE_UNAVAILABLE", "detail": "store unavailable: the PostgreSQL store postgres://u@db/g does not answer", "fix": "pg_isready -h db -p 5432"}),
-	errors.issuer_mismatch("github", "names another issuer"),
+	errors.issuer_mismatch("github", "names another issuer", ""),
 	errors.authorization_timeout("google", 300000, "grantwire connect google --scopes gmail"),
 	errors.internal("grant"),
 	errors.headless("google", "authorizing google needs a browser", "grantwire connect google --device"),
@@ -206,7 +206,7 @@ test_connect_errors if {
 		"code": "CONSENT_DENIED", "connector": "google", "oauth_error": "access_denied", "fix": "",
 		"summary": "the google authorization was refused (access_denied)", "message": "the google authorization was refused (access_denied)",
 	}
-	errors.issuer_mismatch("github", "names another issuer") == {
+	errors.issuer_mismatch("github", "names another issuer", "") == {
 		"code": "ISSUER_MISMATCH", "connector": "github", "fix": "",
 		"summary": "the github authorization response names another issuer; the code was not exchanged and nothing was stored", "message": "the github authorization response names another issuer; the code was not exchanged and nothing was stored",
 	}

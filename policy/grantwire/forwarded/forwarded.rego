@@ -165,10 +165,12 @@ decision := step.fail(
 	[],
 ) if {
 	not catalog.oauth(_p)
-} else := step.fail(errors.usage("import_forwarded needs the client id and the refresh token (secret arguments client_id and refresh_token)"), []) if {
+} else := step.fail(errors.usage("the forwarded connection needs client_id (the host application's OAuth client id)"), []) if {
 	not _id
-} else := step.fail(errors.usage("import_forwarded needs the refresh token (secret argument refresh_token)"), []) if {
+} else := step.fail(errors.usage("the forwarded connection needs refresh_token"), []) if {
 	not _refresh
+} else := step.fail(errors.usage("the forwarded connection needs the scopes its consent granted (scopes)"), []) if {
+	count(_forwarded) == 0
 } else := step.fail(
 	errors.configuration(
 		concat("", [_p, " requires a client secret, and none was forwarded"]),

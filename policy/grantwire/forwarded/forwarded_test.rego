@@ -40,8 +40,9 @@ test_usage if {
 }
 
 test_secret_arguments if {
-	_import(_args, {}) == fx.failed(fx.usage("import_forwarded needs the client id and the refresh token (secret arguments client_id and refresh_token)"), [])
-	_import(_args, {"arg": fx.arg({"client_id": fx.id_b})}) == fx.failed(fx.usage("import_forwarded needs the refresh token (secret argument refresh_token)"), [])
+	_import(_args, {}) == fx.failed(fx.usage("the forwarded connection needs client_id (the host application's OAuth client id)"), [])
+	_import(_args, {"arg": fx.arg({"client_id": fx.id_b})}) == fx.failed(fx.usage("the forwarded connection needs refresh_token"), [])
+	_import(fx.patch(_args, {"scopes": []}), _secrets) == fx.failed(fx.usage("the forwarded connection needs the scopes its consent granted (scopes)"), [])
 	_import(_args, {"arg": fx.arg({"client_id": fx.id_b, "refresh_token": "4e44e44e4e44e44e"})}) == fx.failed(
 		fx.err(
 			"CONFIGURATION", "configuration error: google requires a client secret, and none was forwarded",

@@ -479,5 +479,23 @@ issuer_problem(p, client, params) := concat("", [
 	issuer_required(p)
 }
 
+# METADATA
+# title: issuer fix
+# description: |
+#   The command that fixes an issuer mismatch, "" when none does: where the catalog is the
+#   user's file (file, the path the host names) and the server the catalog points the
+#   provider at names itself (a plain http(s) issuer on the authorization endpoint's origin),
+#   the catalog keeps another server's issuer, and `grantwire --catalog <file> catalog set
+#   <p> issuer=<iss>` writes the received one into that file. Any other mismatch (the embedded catalog, an
+#   issuer of another origin: a mix-up attack) has no command that fixes it.
+issuer_fix(p, client, params, file) := concat("", ["grantwire --catalog ", scopes.quote(file), " catalog set ", p, " issuer=", params.iss]) if {
+	is_string(file)
+	file != ""
+	is_string(params.iss)
+	params.iss != issuer(p, client)
+	_plain_url(params.iss)
+	transport.origin(params.iss) == transport.origin(endpoint(p, "authorization_url", client.tenant))
+} else := ""
+
 # An issuer that may be repeated in a message: an http(s) address of plain characters.
 _plain_url(s) if regex.match(`^https?://[A-Za-z0-9.:\[\]-]{1,253}(/[A-Za-z0-9._~/-]{0,200})?$`, s)

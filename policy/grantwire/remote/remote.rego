@@ -71,12 +71,16 @@ added(f, c) := e if {
 # title: remote server
 # description: |
 #   The configuration of remote server c: {url, scopes, client_metadata_url (or null),
-#   added (true for mcp_add's servers), auth (the last authorization's mirror, or null)}.
+#   added (true for mcp_add's servers), auth (the last authorization's mirror, or null),
+#   grant (authorization_code, or a machine grant: client_credentials, jwt_bearer, id_jag),
+#   idp (for id_jag: {token_endpoint, client_id (or null)}, else null)}.
 #   Undefined when c is not a remote MCP server.
 server(f, c) := {
 	"url": _url(f, c),
 	"scopes": _configured_scopes(f, c),
 	"client_metadata_url": _str_or_null(object.get(_entry(f, c), "client_metadata_url", null)),
+	"grant": _grant_of(_entry(f, c)),
+	"idp": _idp_of(_entry(f, c)),
 	"added": _is_added(f, c),
 	"auth": _obj_or_null(object.get(_entry(f, c), "auth", null)),
 } if {
@@ -87,6 +91,24 @@ server(f, c) := {
 _entry(f, c) := e if e := added(f, c)
 
 else := {}
+
+# METADATA
+# title: machine grants
+# description: |
+#   The grants a remote server may be added with besides the browser's authorization code
+#   (issue 21 §1): client_credentials (SEP-1046), jwt_bearer (RFC 7523, SEP-1933 workload
+#   identity federation), id_jag (SEP-990: an identity provider's ID token exchanged there
+#   (RFC 8693) for an ID-JAG, then a jwt_bearer grant).
+machine_grants := {"client_credentials", "jwt_bearer", "id_jag"}
+
+_grant_of(e) := e.grant if e.grant in machine_grants
+
+else := "authorization_code"
+
+_idp_of(e) := {"token_endpoint": e.idp.token_endpoint, "client_id": _str_or_null(object.get(e.idp, "client_id", null))} if {
+	e.grant == "id_jag"
+	is_string(e.idp.token_endpoint)
+} else := null
 
 _is_added(f, c) if added(f, c)
 
@@ -138,7 +160,14 @@ client_need(k, c) := facts.keyring(k, store.remote_client_user(c), client_fields
 # METADATA
 # title: pre-registered client need
 # description: Read a remote server's pre-registered client.
-prereg_need(k, c) := facts.keyring(k, store.remote_prereg_user(c), client_fields, true)
+prereg_need(k, c) := facts.keyring(k, store.remote_prereg_user(c), prereg_fields, true)
+
+# METADATA
+# title: pre-registered client fields
+# description: |
+#   The secrets of a pre-registered client's slot: its id and secret, a private key (PEM,
+#   for private_key_jwt) and an assertion (a workload's JWT, or an identity provider's ID token).
+prereg_fields := ["client_id", "client_secret", "private_key", "assertion"]
 
 # METADATA
 # title: tokens
@@ -187,7 +216,8 @@ else := "Bearer"
 # description: |
 #   A registration or pre-registered client slot: {found:false}, or {found, client_id,
 #   client_secret (or null), client_id_hash, issuer (or null: a pre-registered client for
-#   any issuer), auth_method (or null), redirect_uri (or null), source, version}.
+#   any issuer), private_key and assertion (descriptions, or null), auth_method (or null),
+#   redirect_uri (or null), source, version}.
 client(fact) := c if {
 	fact.found == true
 	j := fact.json
@@ -197,6 +227,8 @@ client(fact) := c if {
 		"found": true,
 		"client_id": j.client_id, "client_id_hash": j.client_id.crc32,
 		"client_secret": _secret_or_null(object.get(j, "client_secret", null)),
+		"private_key": _secret_or_null(object.get(j, "private_key", null)),
+		"assertion": _secret_or_null(object.get(j, "assertion", null)),
 		"issuer": _str_or_null(object.get(j, "issuer", null)),
 		"auth_method": _method_or_null(object.get(j, "auth_method", null)),
 		"redirect_uri": _str_or_null(object.get(j, "redirect_uri", null)),
@@ -284,6 +316,9 @@ _add_args if {
 	_opt_string("client_id")
 	_opt_string("issuer")
 	_opt_string("client_metadata_url")
+	_opt_string("grant")
+	_opt_string("idp_token_endpoint")
+	_opt_string("idp_client_id")
 	_scopes_ok
 }
 
@@ -304,6 +339,71 @@ _client_id := input.args.client_id if {
 }
 
 _secret_arg := facts.arg(_f, "client_secret")
+
+_key_arg := facts.arg(_f, "private_key")
+
+_assertion_arg := facts.arg(_f, "assertion")
+
+# The grant mcp_add records: the browser's authorization code unless a machine grant is named.
+_add_grant := input.args.grant if {
+	is_string(input.args.grant)
+	input.args.grant != ""
+} else := "authorization_code"
+
+_machine_add if _add_grant != "authorization_code"
+
+_idp_endpoint := input.args.idp_token_endpoint if {
+	is_string(input.args.idp_token_endpoint)
+	input.args.idp_token_endpoint != ""
+}
+
+_idp_client := input.args.idp_client_id if {
+	is_string(input.args.idp_client_id)
+	input.args.idp_client_id != ""
+}
+
+# Why a machine grant's configuration cannot be used (undefined when it can).
+_grant_problem := concat("", ["the grant ", scopes.quote(_add_grant), " is not one of authorization_code, client_credentials, jwt_bearer, id_jag"]) if {
+	not _add_grant in machine_grants
+	_add_grant != "authorization_code"
+} else := concat("", ["the ", _add_grant, " grant needs --client-id, the client registered at the authorization server"]) if {
+	_machine_add
+	not _client_id
+} else := "the client_credentials grant needs the client's secret or private key" if {
+	_add_grant == "client_credentials"
+	not _secret_arg
+	not _key_arg
+} else := "give the client's secret or its private key, not both" if {
+	_secret_arg
+	_key_arg
+} else := concat("", ["the ", _add_grant, " grant needs the assertion (", _assertion_what, ")"]) if {
+	_add_grant in {"jwt_bearer", "id_jag"}
+	not _assertion_arg
+} else := "an assertion goes with the jwt_bearer or id_jag grant" if {
+	_assertion_arg
+	not _add_grant in {"jwt_bearer", "id_jag"}
+} else := "a private key goes with a machine grant (client_credentials, jwt_bearer or id_jag)" if {
+	_key_arg
+	not _machine_add
+} else := "the id_jag grant needs the identity provider's token endpoint (--idp-token-endpoint)" if {
+	_add_grant == "id_jag"
+	not _idp_endpoint
+} else := "an identity provider's token endpoint or client goes with the id_jag grant" if {
+	_add_grant != "id_jag"
+	_idp_given
+} else := concat("", ["the identity provider's token endpoint is refused: ", discovery.url_refusal(_idp_endpoint)]) if {
+	discovery.url_refusal(_idp_endpoint)
+} else := "the identity provider's token endpoint must not have a fragment" if {
+	contains(_idp_endpoint, "#")
+}
+
+_idp_given if _idp_endpoint
+
+_idp_given if _idp_client
+
+_assertion_what := "the identity provider's ID token" if {
+	_add_grant == "id_jag"
+} else := "the workload's JWT"
 
 _issuer_arg := input.args.issuer if {
 	is_string(input.args.issuer)
@@ -342,7 +442,7 @@ _add_problem := concat("", ["the server URL is refused: ", discovery.url_refusal
 	discovery.issuer_problem(_issuer_arg)
 } else := concat("", ["the client ID metadata document URL is refused: ", _cimd_problem]) if {
 	_cimd_problem
-}
+} else := _grant_problem
 
 _add_needs := [
 	facts.lock("lock", _c, lock_wait_ms),
@@ -368,8 +468,18 @@ _entry_new := object.union(
 		"added_at": object.get(object.get(object.get(_doc, "servers", {}), _c, {}), "added_at", _f["now@lock"]),
 		"preregistered": _prereg_entry,
 	},
-	object.union(_cimd_member, _kept_auth),
+	object.union(object.union(_cimd_member, _kept_auth), _grant_member),
 )
+
+_grant_member := {"grant": _add_grant, "idp": {"token_endpoint": _idp_endpoint, "client_id": _idp_client_or_null}} if {
+	_add_grant == "id_jag"
+} else := {"grant": _add_grant} if {
+	_machine_add
+} else := {}
+
+_idp_client_or_null := _idp_client if _idp_client
+
+else := null
 
 _cimd_member := {"client_metadata_url": _cimd} if _cimd
 
@@ -401,7 +511,17 @@ _slot_effects := [
 	_client_id
 } else := [{"kind": "keyring.delete", "user": store.remote_prereg_user(_c)}]
 
-_secret_member := {"client_secret": facts.ref("arg", "client_secret")} if _secret_arg
+_secret_member := object.union(object.union(_client_secret_member, _key_member), _assertion_member)
+
+_client_secret_member := {"client_secret": facts.ref("arg", "client_secret")} if _secret_arg
+
+else := {}
+
+_key_member := {"private_key": facts.ref("arg", "private_key")} if _key_arg
+
+else := {}
+
+_assertion_member := {"assertion": facts.ref("arg", "assertion")} if _assertion_arg
 
 else := {}
 
@@ -416,11 +536,12 @@ _reset_effects := [
 # title: mcp_add decision
 # description: |
 #   Record a remote MCP server (id, https URL, optional scopes, pre-registered client id
-#   and issuer, client ID metadata document URL) in mcp_remote.json, and its client secret
-#   in the credential store, under the server's lock. A catalog connector id cannot be
+#   and issuer, client ID metadata document URL, the grant and, for id_jag, the identity
+#   provider) in mcp_remote.json, and its client secret, private key or assertion in the
+#   credential store, under the server's lock. A catalog connector id cannot be
 #   reused; changing the URL of a server deletes its tokens and registration.
 # entrypoint: true
-add := step.fail(errors.usage("mcp_add needs connector and url, and optional scopes, client_id, issuer, client_metadata_url"), []) if {
+add := step.fail(errors.usage("mcp_add needs connector and url, and optional scopes, client_id, issuer, client_metadata_url, grant, idp_token_endpoint, idp_client_id"), []) if {
 	not _add_args
 } else := step.fail(errors.usage("a remote server id is 1 to 64 of a-z 0-9 _ . - starting with a letter or a digit"), []) if {
 	not scopes.valid_connector_id(_c)
@@ -443,7 +564,7 @@ add := step.fail(errors.usage("mcp_add needs connector and url, and optional sco
 } else := step.done(
 	{
 		"connector": _c, "url": _url_arg, "scopes": _add_scopes,
-		"preregistered": _has_client_id, "reset": _reset,
+		"preregistered": _has_client_id, "reset": _reset, "grant": _add_grant,
 	},
 	array.concat(
 		array.concat(_slot_effects, _reset_effects),

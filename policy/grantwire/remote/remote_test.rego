@@ -23,7 +23,7 @@ _code(d) := d.error.code
 
 test_add_records_the_server if {
 	d := _add({"connector": "files", "url": _url, "scopes": ["b", "a"]}, _add_facts)
-	d.result == {"connector": "files", "url": _url, "scopes": ["a", "b"], "preregistered": false, "reset": false}
+	d.result == {"connector": "files", "url": _url, "scopes": ["a", "b"], "preregistered": false, "reset": false, "grant": "authorization_code"}
 	fx.kinds(d) == ["keyring.delete", "ledger.write", "event.emit"]
 	d.effects[0].user == "files:mcp_preregistered"
 	ops := d.effects[1].ops
@@ -239,4 +239,65 @@ test_remove_refusals if {
 	_remove({"connector": "mcp-remote"}, _remove_facts).error.fix == "grantwire mcp logout mcp-remote"
 	_code(_remove({"connector": "files"}, fx.patch(_remove_facts, {"lock": "busy"}))) == "BUSY"
 	[n.key | some n in _remove({"connector": "files"}, {"mcp_remote": fx.entry("mcp_remote.json", [], _old)}).needs] == ["lock", "token@lock", "client@lock", "prereg@lock", "remote@lock", "grants@lock", "actives@lock"]
+}
+
+# ---------------------------------------------------------------------------------------
+# mcp_add with a machine grant (issue 21 §1)
+
+_machine_add(args, secrets) := _add(
+	object.union({"connector": "files", "url": _url, "client_id": "bot"}, args),
+	object.union(_add_facts, {"arg": fx.arg(secrets)}),
+)
+
+test_add_client_credentials_with_a_secret if {
+	d := _machine_add({"grant": "client_credentials"}, {"client_secret": "5ec5ec5ec5ec5ec5"})
+	d.result.grant == "client_credentials"
+	d.effects[0].value.client_secret == {"$ref": "arg#client_secret"}
+	d.effects[1].ops[1].value.grant == "client_credentials"
+	not d.effects[1].ops[1].value.idp
+}
+
+test_add_client_credentials_with_a_private_key if {
+	d := _machine_add({"grant": "client_credentials"}, {"private_key": "4e94e94e94e94e94"})
+	d.effects[0].value.private_key == {"$ref": "arg#private_key"}
+	not d.effects[0].value.client_secret
+}
+
+test_add_jwt_bearer_keeps_the_assertion if {
+	d := _machine_add({"grant": "jwt_bearer"}, {"assertion": "a55e47a55e47a55e"})
+	d.effects[0].value.assertion == {"$ref": "arg#assertion"}
+	d.effects[1].ops[1].value.grant == "jwt_bearer"
+}
+
+test_add_id_jag_records_the_identity_provider if {
+	d := _machine_add(
+		{"grant": "id_jag", "idp_token_endpoint": "https://idp.example.com/token", "idp_client_id": "idp-client"},
+		{"assertion": "a55e47a55e47a55e", "client_secret": "5ec5ec5ec5ec5ec5"},
+	)
+	d.effects[1].ops[1].value.idp == {"token_endpoint": "https://idp.example.com/token", "client_id": "idp-client"}
+	d2 := _machine_add({"grant": "id_jag", "idp_token_endpoint": "https://idp.example.com/token"}, {"assertion": "a55e47a55e47a55e"})
+	d2.effects[1].ops[1].value.idp.client_id == null
+}
+
+test_add_machine_grant_refusals if {
+	cases := [
+		[{"grant": "password"}, {"client_secret": "5ec5ec5ec5ec5ec5"}, "is not one of"],
+		[{"grant": "client_credentials"}, {}, "needs the client's secret or private key"],
+		[{"grant": "client_credentials"}, {"client_secret": "5ec5ec5ec5ec5ec5", "private_key": "4e94e94e94e94e94"}, "not both"],
+		[{"grant": "jwt_bearer"}, {}, "needs the assertion (the workload's JWT)"],
+		[{"grant": "id_jag", "idp_token_endpoint": "https://idp.example.com/token"}, {}, "needs the assertion (the identity provider's ID token)"],
+		[{"grant": "client_credentials"}, {"client_secret": "5ec5ec5ec5ec5ec5", "assertion": "a55e47a55e47a55e"}, "an assertion goes with"],
+		[{}, {"private_key": "4e94e94e94e94e94"}, "a private key goes with a machine grant"],
+		[{"grant": "id_jag"}, {"assertion": "a55e47a55e47a55e"}, "needs the identity provider's token endpoint"],
+		[{"grant": "jwt_bearer", "idp_client_id": "x"}, {"assertion": "a55e47a55e47a55e"}, "goes with the id_jag grant"],
+		[{"grant": "id_jag", "idp_token_endpoint": "http://idp.example.com/token"}, {"assertion": "a55e47a55e47a55e"}, "token endpoint is refused"],
+		[{"grant": "id_jag", "idp_token_endpoint": "https://idp.example.com/token#x"}, {"assertion": "a55e47a55e47a55e"}, "must not have a fragment"],
+	]
+	every c in cases {
+		d := _machine_add(c[0], c[1])
+		d.error.code == "CONFIGURATION"
+		contains(d.error.message, c[2])
+	}
+	d := _add({"connector": "files", "url": _url, "grant": "jwt_bearer"}, object.union(_add_facts, {"arg": fx.arg({"assertion": "a55e47a55e47a55e"})}))
+	contains(d.error.message, "needs --client-id")
 }

@@ -287,7 +287,7 @@ _as_fact := _f[_key("as", _as_i)]
 _as_doc := _as_fact.json if discovery.verdict(_as_fact) == "document"
 
 _meta := {
-	"authorization_endpoint": _as_doc.authorization_endpoint,
+	"authorization_endpoint": object.get(_as_doc, "authorization_endpoint", null),
 	"token_endpoint": _as_doc.token_endpoint,
 	"registration_endpoint": _str_or_null(object.get(_as_doc, "registration_endpoint", null)),
 	"revocation_endpoint": _str_or_null(object.get(_as_doc, "revocation_endpoint", null)),
@@ -343,8 +343,10 @@ _base_scopes := scopes.union(scopes.union(_challenged, _asked), _prior) if {
 	_prm_doc
 } else := []
 
-# offline_access asks for a refresh token, only where the authorization server lists it.
+# offline_access asks for a refresh token, only where the authorization server lists it
+# (and not for a machine grant, made again instead: RFC 6749 §4.4.3).
 _requested := scopes.union(_base_scopes, ["offline_access"]) if {
+	not _machine
 	"offline_access" in _meta.scopes_supported
 } else := _base_scopes
 
@@ -616,18 +618,18 @@ _nonce_needs := [
 	_exchange_as("exchange@nonce", "proof@nonce"),
 ]
 
-_exchanged := _f["exchange@nonce"] if facts.has(_f, "exchange@nonce")
+_exchange_fact := _f["exchange@nonce"] if facts.has(_f, "exchange@nonce")
 
 else := _f.exchange
 
-_r := oauth.response(_exchanged)
+_r := oauth.response(_exchange_fact)
 
-_token_type := dpop.token_type(_exchanged.json) if _dpop
+_token_type := dpop.token_type(_exchange_fact.json) if _dpop
 
 else := "Bearer" if {
-	not _exchanged.json.token_type
+	not _exchange_fact.json.token_type
 } else := "Bearer" if {
-	lower(_exchanged.json.token_type) == "bearer"
+	lower(_exchange_fact.json.token_type) == "bearer"
 }
 
 _bearer_type if _token_type
@@ -871,8 +873,10 @@ decision := step.fail(errors.usage("mcp_auth needs connector, and optional scope
 	m := facts.missing(_f, _local_needs)
 	count(m) > 0
 } else := step.need([_loopback_need]) if {
+	not _machine
 	not facts.has(_f, "loopback")
 } else := step.fail(_interactive, []) if {
+	not _machine
 	not _listening
 } else := step.need([_probe_need]) if {
 	not _challenge_given
@@ -934,6 +938,8 @@ _serialized := step.need([_auth_needs[0]]) if {
 	count(m) > 0
 } else := step.done(_meanwhile_result, []) if {
 	_authorized_meanwhile
+} else := _machine_flow if {
+	_machine
 } else := _register
 
 _register := step.need([_dcr_need]) if {
@@ -953,7 +959,7 @@ _callback := step.fail(_browser_gone, []) if {
 	_cb.status == "unavailable"
 } else := step.fail(errors.authorization_timeout(_c, _timeout, _fix), []) if {
 	_cb.status != "callback"
-} else := step.fail(errors.issuer_mismatch(_c, p), []) if {
+} else := step.fail(errors.issuer_mismatch(_c, p, ""), []) if {
 	p := _iss_problem
 } else := step.fail(errors.consent_denied(_c, "access_denied"), []) if {
 	_params.error == "access_denied"
@@ -971,7 +977,10 @@ _callback := step.fail(_browser_gone, []) if {
 	_as_nonce
 	m := facts.missing(_f, _nonce_needs)
 	count(m) > 0
-} else := step.fail(errors.token_failure(_c, _r), []) if {
+} else := _exchanged
+
+# The token endpoint's answer (to the code exchange or a machine grant), then storing.
+_exchanged := step.fail(errors.token_failure(_c, _r), []) if {
 	not _r.ok == true
 } else := step.fail(_problem("the token endpoint issued a token that is neither a Bearer nor a DPoP token; nothing was stored"), []) if {
 	not _bearer_type

@@ -460,3 +460,21 @@ test_view_reads_agents_json_and_survives_a_broken_one if {
 	e.result.agents_problem.code == "CORRUPT_LEDGER"
 	[a.id | some a in _vrow(e, "google").agents] == ["builtin:chat"]
 }
+
+test_view_publishes_the_setup_fields if {
+	d := _view({}, _view_facts(fx.no_agents))
+	_vrow(d, "google").setup_fields == [
+		{"key": "client_id", "label": "Client ID", "kind": "text", "required": true, "configured": true},
+		{"key": "client_secret", "label": "Client secret", "kind": "secret", "required": true, "configured": true},
+	]
+	_vrow(d, "microsoft").setup_fields == [
+		{"key": "client_id", "label": "Client ID", "kind": "text", "required": true, "configured": false},
+		{"key": "client_secret", "label": "Client secret", "kind": "secret", "required": false, "configured": false},
+		{"key": "tenant", "label": "Tenant", "kind": "text", "required": false, "configured": false, "description": "default common"},
+	]
+	_vrow(d, "mcp-github").setup_fields == [
+		{"key": "GITHUB_TOKEN", "label": "GITHUB_TOKEN", "kind": "secret", "required": true, "configured": false, "description": "a token"},
+		{"key": "GITHUB_HOST", "label": "GITHUB_HOST", "kind": "text", "required": false, "configured": true, "description": "the host"},
+	]
+	_vrow(d, "mcp-memory").setup_fields == []
+}

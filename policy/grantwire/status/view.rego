@@ -92,9 +92,60 @@ _consumer_true(a, c) if {
 
 _view(c) := object.union(_entry(c), {
 	"client": _client_view(c),
+	"setup_fields": setup_fields(c, _client_view(c), object.get(_entry(c), "env_keys", [])),
 	"agents": [_agent_row(id, c) | some id in sort(_concerned(c))],
 	"health": _stored_health(c),
 })
+
+# METADATA
+# title: setup fields
+# description: |
+#   The fields of a connector's configure form, as REST and the page show them: for an
+#   OAuth provider its client id, client secret (required when the catalog says so) and,
+#   where the catalog names a default tenant, the tenant; for a local MCP server each
+#   environment key the catalog declares, in its order. A field's kind is text or secret
+#   (secret fields are write-only); configured says whether a value is stored. Any other
+#   connector has none.
+setup_fields(c, cl, env_keys) := array.concat(
+	[
+		{"key": "client_id", "label": "Client ID", "kind": "text", "required": true, "configured": cl.configured},
+		{
+			"key": "client_secret", "label": "Client secret", "kind": "secret",
+			"required": object.get(catalog.connectors[c], "client_secret_required", false) == true,
+			"configured": cl.has_secret,
+		},
+	],
+	_tenant_field(c),
+) if {
+	catalog.oauth(c)
+} else := [object.union(
+	{
+		"key": k.key, "label": k.key, "kind": _kind(k),
+		"required": object.get(k, "required", false) == true, "configured": k.key in env_keys,
+	},
+	_description(k),
+) |
+	some k in object.get(catalog.connectors[c], "env", [])
+] if {
+	catalog.type_of(c) == "mcp_server"
+} else := []
+
+_tenant_field(c) := [{
+	"key": "tenant", "label": "Tenant", "kind": "text", "required": false, "configured": false,
+	"description": concat("", ["default ", t]),
+}] if {
+	t := object.get(catalog.connectors[c], "tenant", "")
+	t != ""
+} else := []
+
+_kind(k) := "secret" if k.secret == true
+
+else := "text"
+
+_description(k) := {"description": k.description} if {
+	is_string(k.description)
+	k.description != ""
+} else := {}
 
 _state_doc := d if {
 	d := facts.value(_f, "state", {})

@@ -4,17 +4,20 @@ the last test demands that every need and effect kind these operations use was s
 
 import json
 import os
+import pathlib
 import stat
 import subprocess
 import threading
 import urllib.parse
 import urllib.request
 
+import keyring.errors
 import pytest
 from conftest import GMAIL, SEEN, follow, need
 
 import grantwire
 from grantwire import _os
+from grantwire._host import HostError
 
 
 def test_connect_grant_token_refresh_disconnect(world):
@@ -141,6 +144,27 @@ def test_no_session_bus_is_the_go_shells_insecure_store(world, monkeypatch):
     p = subprocess.run([cli, "configure", "google", "--client-id", "x", "--client-secret-stdin"], input="y\n", capture_output=True,
                        text=True, env={**env, **world.env})
     assert p.returncode == e.value.exit and e.value.summary in p.stderr and e.value.fix in p.stderr, (p.stderr, str(e.value))
+
+
+def test_locked_keyring_fix_is_the_go_shells(world, monkeypatch):
+    # The fix a locked keyring prints is the Go shell's (shells/native/unlock.go UnlockFix), a
+    # command the CLI accepts; gnome-keyring-daemon --unlock started a second daemon (issue 20 §2.3).
+    go = (pathlib.Path(__file__).resolve().parents[3] / "shells" / "native" / "unlock.go").read_text()
+    assert f'const UnlockFix = "{_os.UNLOCK_FIX}"' in go and "gnome-keyring-daemon" not in _os.UNLOCK_FIX
+
+    class Locked:
+        def get_password(self, *_):
+            raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
+    kr = _os.Keyring(str(world.home), str(world.tmp / "locks"))
+    monkeypatch.setattr(kr, "backend", Locked)
+    with pytest.raises(HostError) as e:
+        kr.get("grantwire.test-locked", "x:default")
+    fix = e.value.json.get("fix", "")
+    assert e.value.json["code"] == "INSECURE_STORE" and fix == "grantwire keyring unlock", e.value.json
+    cli = os.environ.get("GRANTWIRE_CLI", "")
+    need(cli and os.path.exists(cli), "GRANTWIRE_CLI names no grantwire binary (the Go test builds it)")
+    p = subprocess.run([cli, *fix.split()[1:], "--help"], capture_output=True, text=True, env={**os.environ, **world.env})
+    assert p.returncode == 0 and "stdin" in p.stdout, p.stdout + p.stderr
 
 
 def test_large_values_are_chunked_as_gaia_and_go_do(world):

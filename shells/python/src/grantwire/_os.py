@@ -126,7 +126,9 @@ def _session_bus():
         except (OSError, ValueError) as e:
             why.append(str(e))
     return "", why
-UNLOCK_FIX = "unlock the login keyring (log in to the desktop session, or: gnome-keyring-daemon --unlock)"
+# A locked keyring: the Go shell's UnlockFix (shells/native/unlock.go), which unlocks the
+# running daemon with the password on stdin (gnome-keyring-daemon --unlock starts a second one).
+UNLOCK_FIX = "unlock the login Keychain (security unlock-keychain)" if sys.platform == "darwin" else "grantwire keyring unlock"
 LOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 # The operation's own way to show an authorization URL or a device code (the Python API's
 # start_authorization hands them to its caller): hostabi.WithBrowser / WithPrompter in Go.
