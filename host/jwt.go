@@ -112,7 +112,6 @@ func SignJWT(keyPEM string, header map[string]any, claims any, algs []string) (s
 	return input + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-
 func jwtAlg(key crypto.Signer) (string, crypto.Hash, error) {
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:
