@@ -6,9 +6,9 @@
 #   dpop_signing_alg_values_supported (RFC 9449 §5.1): the host creates a P-256 key for
 #   the authorization (need dpop.key; the key is stored only in the credential store,
 #   inside the server's token slot, so it goes wherever the tokens go), and signs a fresh
-#   proof for every token request and every request to the server (need dpop.proof: the
-#   host adds iat, jti and the signature; the policy names htm, htu, the nonce and the
-#   access token whose hash is ath). A use_dpop_nonce challenge (400 from the token
+#   proof for every token request and every request to the server (a $jwt template: the
+#   policy names jti from an entropy fact, iat from a clock fact, htm, htu, the nonce and
+#   the access token whose hash is ath; the host signs). A use_dpop_nonce challenge (400 from the token
 #   endpoint, 401 from the server, with a DPoP-Nonce header) is answered with one more
 #   proof carrying that nonce, a bounded number of times.
 package grantwire.dpop
@@ -23,7 +23,7 @@ alg := "ES256"
 # description: |
 #   How many times one request is sent again with a server-supplied nonce (RFC 9449 §8,
 #   §9): a server that asks for a new nonce more often is refused.
-max_nonce_retries := 2
+max_nonce_retries := 1
 
 # METADATA
 # title: supported
@@ -35,26 +35,36 @@ supported(doc) if {
 
 # METADATA
 # title: key need
-# description: A fresh DPoP key pair; the fact describes the private key (a secret).
+# description: |
+#   A fresh DPoP key pair (need dpop.key): the fact holds the private key's description
+#   (key), the public JWK (jwk) and its thumbprint (jkt).
 key_need(k) := {"key": k, "kind": "dpop.key", "alg": alg}
 
 # METADATA
-# title: proof need
+# title: proof
 # description: |
-#   A DPoP proof signed with the key (a secret reference) for a request (htm, htu), with
-#   the server's nonce ("" for none) and, for a request to the server, the access token
-#   (a secret reference, null at the token endpoint) whose SHA-256 is the proof's ath.
-proof_need(k, key, htm, url, nonce, token) := object.union(
-	{"key": k, "kind": "dpop.proof", "alg": alg, "jwk": key, "htm": htm, "htu": htu(url)},
-	object.union(_nonce_param(nonce), _ath_param(token)),
-)
+#   A DPoP proof (RFC 9449 §4.2) as a $jwt template the host signs with the private key
+#   (a secret reference): header typ dpop+jwt and the public jwk; claims jti (a secret
+#   reference to an entropy fact), htm, htu (the URL without query and fragment), iat (Unix
+#   seconds of a clock fact), the server's nonce ("" for none) and, for a request to the
+#   server, ath: the SHA-256 of the access token (a secret reference; null at the token
+#   endpoint).
+proof(key, jwk, jti, htm, url, now_ms, nonce, token) := {"$jwt": {
+	"key": {"$ref": key["$ref"]},
+	"header": {"typ": "dpop+jwt", "jwk": jwk},
+	"claims": object.union(
+		{"jti": {"$ref": jti["$ref"]}, "htm": htm, "htu": htu(url), "iat": floor(now_ms / 1000)},
+		object.union(_nonce_param(nonce), _ath_param(token)),
+	),
+	"algs": [alg],
+}}
 
 _nonce_param(n) := {"nonce": n} if {
 	is_string(n)
 	n != ""
 } else := {}
 
-_ath_param(t) := {"ath": t} if is_object(t)
+_ath_param(t) := {"ath": {"$s256": {"$ref": t["$ref"]}}} if is_object(t)
 
 else := {}
 

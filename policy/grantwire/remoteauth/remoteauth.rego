@@ -575,14 +575,14 @@ _iss_problem := "names another issuer" if {
 	_meta.iss_supported == true
 }
 
-_exchange_need := _exchange_as("exchange", "proof@exchange")
+_exchange_need := _exchange_as("exchange", "jti@exchange", "")
 
-# The code exchange, with a DPoP proof (the fact under proof) when the authorization
-# server takes them.
-_exchange_as(k, proof) := facts.commit(facts.http(k, {
+# The code exchange, with a DPoP proof (jti from the entropy fact under jti, the nonce) when
+# the authorization server takes them.
+_exchange_as(k, jti, nonce) := facts.commit(facts.http(k, {
 	"method": "POST",
 	"url": _meta.token_endpoint,
-	"headers": object.union(object.union({"Accept": "application/json"}, remote.client_auth(_client).headers), _dpop_header(proof)),
+	"headers": object.union(object.union({"Accept": "application/json"}, remote.client_auth(_client).headers), _dpop_header(jti, nonce)),
 	"form": object.union(
 		{
 			"grant_type": "authorization_code", "code": {"$ref": _params.code["$ref"]},
@@ -603,20 +603,19 @@ _dpop if {
 	dpop.supported(_as_doc)
 }
 
-_dpop_header(proof) := {"DPoP": {"$ref": _f[proof]["$ref"]}} if _dpop
+_dpop_header(jti, nonce) := {"DPoP": dpop.proof(_f.dpopkey.key, _f.dpopkey.jwk, {"$ref": concat("", [jti, "#value"])}, "POST", _meta.token_endpoint, _f["now@dpop"], nonce, null)} if {
+	_dpop
+	facts.has(_f, "dpopkey")
+} else := {}
 
-else := {}
+_dpop_needs := [dpop.key_need("dpopkey"), facts.now("now@dpop"), facts.entropy("jti@exchange", 16)]
 
-_dpop_key := {"$ref": _f.dpopkey["$ref"]}
+_as_nonce := dpop.nonce(_f.exchange) if {
+	_dpop
+	facts.has(_f, "dpopkey")
+}
 
-_dpop_needs := [dpop.key_need("dpopkey"), dpop.proof_need("proof@exchange", _dpop_key, "POST", _meta.token_endpoint, "", null)]
-
-_as_nonce := dpop.nonce(_f.exchange) if _dpop
-
-_nonce_needs := [
-	dpop.proof_need("proof@nonce", _dpop_key, "POST", _meta.token_endpoint, _as_nonce, null),
-	_exchange_as("exchange@nonce", "proof@nonce"),
-]
+_nonce_needs := [facts.entropy("jti@nonce", 16), _exchange_as("exchange@nonce", "jti@nonce", _as_nonce)]
 
 _exchange_fact := _f["exchange@nonce"] if facts.has(_f, "exchange@nonce")
 
@@ -624,9 +623,10 @@ else := _f.exchange
 
 _r := oauth.response(_exchange_fact)
 
-_token_type := dpop.token_type(_exchange_fact.json) if _dpop
-
-else := "Bearer" if {
+_token_type := dpop.token_type(_exchange_fact.json) if {
+	_dpop
+	facts.has(_f, "dpopkey")
+} else := "Bearer" if {
 	not _exchange_fact.json.token_type
 } else := "Bearer" if {
 	lower(_exchange_fact.json.token_type) == "bearer"
@@ -634,7 +634,8 @@ else := "Bearer" if {
 
 _bearer_type if _token_type
 
-_dpop_member := {"dpop_key": _dpop_key} if _token_type == "DPoP"
+# A DPoP-bound token is stored with its key (a secret) and the public JWK.
+_dpop_member := {"dpop_key": {"$ref": _f.dpopkey.key["$ref"]}, "dpop_jwk": _f.dpopkey.jwk} if _token_type == "DPoP"
 
 else := {}
 
@@ -967,7 +968,7 @@ _callback := step.fail(_browser_gone, []) if {
 	is_string(_params.error)
 } else := step.fail(_problem("the authorization response carried no code"), []) if {
 	not _has_code
-} else := step.need([m[0]]) if {
+} else := step.need(m) if {
 	_dpop
 	m := facts.missing(_f, _dpop_needs)
 	count(m) > 0
