@@ -48,6 +48,7 @@ type oidcEvent struct {
 	Scope        string `json:"scope"`
 	Error        string `json:"error"`
 	Description  string `json:"description"`
+	TokenType    string `json:"token_type"`
 }
 
 // The scopes the provider knows: google's that the tests ask for.

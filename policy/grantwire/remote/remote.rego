@@ -183,7 +183,8 @@ prereg_fields := ["client_id", "client_secret", "private_key", "assertion"]
 #   dpop ({key: the DPoP private key's description, jwk: its public JWK}, or null) and
 #   token_type ("DPoP" with a key, else "Bearer"),
 #   revocation_endpoint (or null), client ("registered" or "preregistered"),
-#   client_id_hash, version}.
+#   client_id_hash, auth_method (how the client authenticated at the authorization, or
+#   null), version}.
 token(fact) := {"found": false} if {
 	not fact.found == true
 } else := v if {
@@ -206,6 +207,7 @@ token(fact) := {"found": false} if {
 		"token_endpoint": j.token_endpoint,
 		"revocation_endpoint": _str_or_null(object.get(j, "revocation_endpoint", null)),
 		"client": j.client, "client_id_hash": j.client_id_hash,
+		"auth_method": _method_or_null(object.get(j, "auth_method", null)),
 		"dpop": _dpop_or_null(j),
 		"token_type": _token_type(_dpop_or_null(j)),
 		"version": fact.version,

@@ -716,6 +716,7 @@ _token_slot := object.union(
 		"token_endpoint": _meta.token_endpoint,
 		"revocation_endpoint": _meta.revocation_endpoint,
 		"client": _client.binding, "client_id_hash": _client.client_id_hash,
+		"auth_method": _client.auth_method,
 	},
 	object.union(_refresh_member, _dpop_member),
 )

@@ -79,3 +79,21 @@ test_dpop_refresh_nonce_one_retry if {
 	e.status == "done"
 	e.error
 }
+
+# A pre-registered client's refresh authenticates as its authorization did (the token
+# slot's auth_method; the client's slot does not say).
+test_preregistered_refresh_authenticates_as_the_authorization if {
+	pre := fx.slot("prereg@lock", "p1", {
+		"client_id": fx.desc("prereg@lock#client_id", fx.id_b),
+		"client_secret": fx.desc("prereg@lock#client_secret", "5ec5ec5ec5ec5ec5"),
+		"issuer": null, "source": "preregistered",
+	})
+	basic := _d(_args, object.remove(_with({"prereg@lock": pre, "token@lock": _ptok("client_secret_basic")}), ["refresh"])).needs[0]
+	basic.headers.Authorization["$basic"][1]["$ref"] == "prereg@lock#client_secret"
+	post := _d(_args, object.remove(_with({"prereg@lock": pre, "token@lock": _ptok("client_secret_post")}), ["refresh"])).needs[0]
+	post.form.client_secret["$ref"] == "prereg@lock#client_secret"
+	d := _d(_args, _with({"prereg@lock": pre, "token@lock": _ptok("client_secret_post")}))
+	d.effects[0].value.auth_method == "client_secret_post"
+}
+
+_ptok(m) := fx.slot("token@lock", "t1", _blob("token@lock", _now, {"client": "preregistered", "client_id_hash": fx.hash_b, "auth_method": m}))

@@ -154,9 +154,18 @@ _locked_needs := [
 
 _ltok := remote.token(_f["token@lock"])
 
-_lclient := remote.client(_f["prereg@lock"]) if {
+_lclient := _with_method(remote.client(_f["prereg@lock"])) if {
 	_ltok.client == "preregistered"
 } else := remote.client(_f["client@lock"])
+
+# A pre-registered client's slot does not say how it authenticates (the authorization
+# chose by the server's metadata): the refresh authenticates as the authorization did,
+# which the token slot records.
+_with_method(cl) := object.union(cl, {"auth_method": _ltok.auth_method}) if {
+	cl.found == true
+	cl.auth_method == null
+	_ltok.auth_method != null
+} else := cl
 
 # The client the tokens were issued to: same issuer (a pre-registered client for any
 # issuer matches every one) and the same client id.
@@ -270,6 +279,7 @@ _save(r) := {
 			"expires_at": _expires_at(r), "scopes": _held_after(r), "requested": _ltok.requested,
 			"token_endpoint": _ltok.token_endpoint, "revocation_endpoint": _ltok.revocation_endpoint,
 			"client": _ltok.client, "client_id_hash": _ltok.client_id_hash,
+			"auth_method": _ltok.auth_method,
 		},
 		_dpop_member(_refresh_fact.json),
 	),
