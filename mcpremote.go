@@ -186,6 +186,13 @@ type DPoPKey struct {
 	NonceRetries int
 }
 
+// NewDPoPKey is the DPoPKey of a PEM private key (ECDSA P-256) and its public JWK, sent
+// again with a server's nonce at most nonceRetries times (mcp_token gives the stored key
+// this way; a caller holding its own key may too).
+func NewDPoPKey(privatePEM string, jwk map[string]any, nonceRetries int) *DPoPKey {
+	return &DPoPKey{private: privatePEM, JWK: jwk, Thumbprint: host.JWKThumbprint(jwk), NonceRetries: nonceRetries}
+}
+
 // Proof signs a fresh DPoP proof for a request (method, URL: its query and fragment are
 // dropped) carrying accessToken (its SHA-256 is the proof's ath; "" for none) and the
 // server's nonce ("" for none), iat now, jti from crypto/rand.
@@ -198,9 +205,9 @@ func (k *DPoPKey) Proof(method, requestURL, accessToken, nonce string) (string, 
 	return host.DPoPProof(k.private, k.JWK, method, u.String(), accessToken, nonce, time.Now(), nil)
 }
 
-// String and GoString never show the private key.
-func (k *DPoPKey) String() string   { return "DPoPKey(" + k.Thumbprint + ")" }
-func (k *DPoPKey) GoString() string { return k.String() }
+// String and GoString never show the private key (value receivers: a copy prints so too).
+func (k DPoPKey) String() string   { return "DPoPKey(" + k.Thumbprint + ")" }
+func (k DPoPKey) GoString() string { return k.String() }
 
 // MCPToken returns the bearer token for agent on a remote MCP server, after the gate
 // (granted and active), refreshing under the server's lock when it is about to expire or
@@ -237,7 +244,7 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 		if !ok || r.DPoPJWK == nil {
 			return nil, fmt.Errorf("grantwire: DPoP key reference %q unresolved", r.DPoPKey.Ref)
 		}
-		b.DPoP = &DPoPKey{private: key, JWK: r.DPoPJWK, Thumbprint: host.JWKThumbprint(r.DPoPJWK), NonceRetries: r.DPoPRetries}
+		b.DPoP = NewDPoPKey(key, r.DPoPJWK, r.DPoPRetries)
 	}
 	if b.TokenType == "" {
 		b.TokenType = "Bearer"
