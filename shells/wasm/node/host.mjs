@@ -75,7 +75,7 @@ class Op {
 
   // A kind this shell does not perform (dpop.key: it creates no DPoP keys) is a host error.
   async fetch(n, signal) {
-    const fact = await (this[n.kind] ?? (async () => { throw new HostError("IO", `this shell does not perform ${n.kind}: use the Go shell (grantwire) for it`); }))(n, signal).catch((e) => (e instanceof HostError ? { host_error: e.json } : Promise.reject(e)));
+    const fact = await (this[n.kind] ?? (async () => { throw new HostError("IO", `this shell does not perform ${n.kind}: use the Go shell (grantwire) for it`); })).call(this, n, signal).catch((e) => (e instanceof HostError ? { host_error: e.json } : Promise.reject(e)));
     validate(`facts.schema.json#/$defs/${n.kind}`, fact);
     this.host.trace?.(`==> ${JSON.stringify(n)}\n<== ${JSON.stringify(fact)}`);
     return fact;
