@@ -76,7 +76,7 @@ outside: ## install the pinned software from outside the project (MCP TS SDK, tw
 	@bash -c '. scripts/outside-lib.sh && outside_ensure_installed'
 
 .PHONY: mcp-conformance
-mcp-conformance: ## the official MCP conformance suite's 31 client auth scenarios against grantwire's remote MCP client, then its 11 client-transport scenarios through grantwire mcp proxy (installs the pinned suite and Node 22 with npm)
+mcp-conformance: ## the official MCP conformance suite's 33 client auth scenarios against grantwire's remote MCP client, then its 11 client-transport scenarios through grantwire mcp proxy (installs the pinned suite and Node 22 with npm)
 	@scripts/mcp-conformance.sh
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; make test runs their seeds)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"time"
+
+	"github.com/grantwire/grantwire/host"
 )
 
 // Remote MCP servers behind OAuth 2.1 (docs/behaviour.md#remote-mcp-servers): the policy
@@ -209,7 +212,47 @@ type MCPBearer struct {
 	Scopes    []string
 	Issuer    string
 	Resource  string
+	// TokenType is "DPoP" for a token bound to a DPoP key (RFC 9449), else "Bearer".
+	TokenType string
+	// DPoP is the key a DPoP-bound token is bound to (nil for a bearer token): every
+	// request to the server carries `Authorization: DPoP <token>` and a fresh proof.
+	DPoP *DPoPKey
 }
+
+// DPoPKey is the key of a DPoP-bound token (RFC 9449), read from the credential store by
+// the policy: it signs proofs and never prints its private key.
+type DPoPKey struct {
+	private string
+	// JWK is the public key; Thumbprint its RFC 7638 thumbprint (the token's cnf.jkt).
+	JWK        map[string]any
+	Thumbprint string
+	// NonceRetries is how many times one request may be sent again with a server's nonce
+	// (the policy's data.grantwire.dpop.max_nonce_retries).
+	NonceRetries int
+}
+
+// NewDPoPKey is the DPoPKey of a PEM private key (ECDSA P-256) and its public JWK, sent
+// again with a server's nonce at most nonceRetries times (mcp_token gives the stored key
+// this way; a caller holding its own key may too).
+func NewDPoPKey(privatePEM string, jwk map[string]any, nonceRetries int) *DPoPKey {
+	return &DPoPKey{private: privatePEM, JWK: jwk, Thumbprint: host.JWKThumbprint(jwk), NonceRetries: nonceRetries}
+}
+
+// Proof signs a fresh DPoP proof for a request (method, URL: its query and fragment are
+// dropped) carrying accessToken (its SHA-256 is the proof's ath; "" for none) and the
+// server's nonce ("" for none), iat now, jti from crypto/rand.
+func (k *DPoPKey) Proof(method, requestURL, accessToken, nonce string) (string, error) {
+	u, err := url.Parse(requestURL)
+	if err != nil {
+		return "", fmt.Errorf("grantwire: DPoP proof for an unparsable URL")
+	}
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return host.DPoPProof(k.private, k.JWK, method, u.String(), accessToken, nonce, time.Now(), nil)
+}
+
+// String and GoString never show the private key (value receivers: a copy prints so too).
+func (k DPoPKey) String() string   { return "DPoPKey(" + k.Thumbprint + ")" }
+func (k DPoPKey) GoString() string { return k.String() }
 
 // MCPToken returns the bearer token for agent on a remote MCP server, after the gate
 // (granted and active), refreshing under the server's lock when it is about to expire or
@@ -220,12 +263,16 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 		args["rejected"] = rejected
 	}
 	var r struct {
-		AccessToken secretRef `json:"access_token"`
-		Digest      string    `json:"digest"`
-		ExpiresAt   int64     `json:"expires_at"`
-		Scopes      []string  `json:"scopes"`
-		Issuer      string    `json:"issuer"`
-		Resource    string    `json:"resource"`
+		AccessToken secretRef      `json:"access_token"`
+		Digest      string         `json:"digest"`
+		ExpiresAt   int64          `json:"expires_at"`
+		Scopes      []string       `json:"scopes"`
+		Issuer      string         `json:"issuer"`
+		Resource    string         `json:"resource"`
+		TokenType   string         `json:"token_type"`
+		DPoPKey     secretRef      `json:"dpop_key"`
+		DPoPJWK     map[string]any `json:"dpop_jwk"`
+		DPoPRetries int            `json:"dpop_nonce_retries"`
 	}
 	out, err := c.run(ctx, "mcp_token", args, nil, &r)
 	if err != nil {
@@ -235,8 +282,19 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 	if !ok {
 		return nil, fmt.Errorf("grantwire: access token reference %q unresolved", r.AccessToken.Ref)
 	}
-	return &MCPBearer{Connector: server, AccessToken: tok, Digest: r.Digest, ExpiresAt: time.UnixMilli(r.ExpiresAt),
-		Scopes: r.Scopes, Issuer: r.Issuer, Resource: r.Resource}, nil
+	b := &MCPBearer{Connector: server, AccessToken: tok, Digest: r.Digest, ExpiresAt: time.UnixMilli(r.ExpiresAt),
+		Scopes: r.Scopes, Issuer: r.Issuer, Resource: r.Resource, TokenType: r.TokenType}
+	if r.TokenType == "DPoP" {
+		key, ok := out.Secret(r.DPoPKey.Ref)
+		if !ok || r.DPoPJWK == nil {
+			return nil, fmt.Errorf("grantwire: DPoP key reference %q unresolved", r.DPoPKey.Ref)
+		}
+		b.DPoP = NewDPoPKey(key, r.DPoPJWK, r.DPoPRetries)
+	}
+	if b.TokenType == "" {
+		b.TokenType = "Bearer"
+	}
+	return b, nil
 }
 
 // MCPLogoutResult is the outcome of LogoutMCP.

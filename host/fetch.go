@@ -104,6 +104,8 @@ func (o *Op) fetch(ctx context.Context, n core.Need) (any, error) {
 		return o.loopbackWait(ctx, n)
 	case hostabi.NeedPromptShow:
 		return o.promptShow(ctx, n)
+	case hostabi.NeedDPoPKey:
+		return o.dpopKey(n)
 	}
 	return nil, fmt.Errorf("host: unknown need kind %q", n.Kind)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // responseHeaders are the response headers a fact carries (lowercase names).
-var responseHeaders = []string{"www-authenticate", "location", "content-type", "retry-after", "cache-control"}
+var responseHeaders = []string{"www-authenticate", "location", "content-type", "retry-after", "cache-control", "dpop-nonce"}
 
 // request is an http.request need or an http.send effect, templates resolved.
 type request struct {

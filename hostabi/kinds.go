@@ -65,6 +65,11 @@ const (
 	// verification_uri_complete (optional), user_code, expires_in_ms. Answer: {shown:true}
 	// or {shown:false, reason}.
 	NeedPromptShow = "prompt.show"
+
+	// NeedDPoPKey creates a DPoP key pair (RFC 9449; ECDSA P-256). Params: alg ("ES256").
+	// Answer: {key, jwk, jkt}: the private key's description (registered as "<key>#key",
+	// PEM PKCS #8), the public JWK and its RFC 7638 thumbprint.
+	NeedDPoPKey = "dpop.key"
 )
 
 // Effect kinds: the changes a host applies, in order. Any effect may carry undo (see
@@ -95,7 +100,7 @@ var (
 	NeedKinds = []string{
 		NeedClockNow, NeedClockSleep, NeedEntropy, NeedEnvGet, NeedKeyringInfo, NeedKeyringGet,
 		NeedLedgerRead, NeedFileDigest, NeedLockAcquire, NeedHTTPRequest, NeedLoopbackOpen,
-		NeedLoopbackWait, NeedPromptShow,
+		NeedLoopbackWait, NeedPromptShow, NeedDPoPKey,
 	}
 	EffectKinds = []string{
 		EffectKeyringSet, EffectKeyringDelete, EffectLedgerWrite, EffectLockRelease,

@@ -39,6 +39,7 @@ const schemaBase = "https://github.com/grantwire/grantwire/hostabi/schema/"
 // list shrinks when the policy starts using one).
 var unexercised = map[string]string{
 	hostabi.EffectLockRelease: "the policy never releases a lock early; the driver releases every lock when the operation ends",
+	hostabi.NeedDPoPKey:       "no corpus scenario authorizes against a DPoP authorization server yet; the MCP conformance suite's auth/dpop and auth/dpop-nonce exercise it through the Go host",
 }
 
 // exchange is one question to the core and its answer, as JSON.

@@ -11,7 +11,7 @@
 # npm ci into build/outside/ (git-ignored) on first use and whenever the lockfile changes;
 # the client and the scenarios' logs go to build/mcp-conformance/.
 #
-#   scripts/mcp-conformance.sh                 # the 31 client auth scenarios, then the 11 proxy ones
+#   scripts/mcp-conformance.sh                 # the 33 client auth scenarios, then the 11 proxy ones
 #   scripts/mcp-conformance.sh auth/basic-cimd # only these scenarios (auth/* directly, others through the proxy)
 #
 # The second list runs the suite's client scenarios that apply to a client transport
@@ -41,6 +41,7 @@ SCENARIOS=(
 	auth/metadata-issuer-mismatch
 	auth/client-credentials-basic auth/client-credentials-jwt
 	auth/wif-jwt-bearer auth/enterprise-managed-authorization
+	auth/dpop auth/dpop-nonce
 )
 PROXY_SCENARIOS=(
 	initialize tools_call elicitation-sep1034-client-defaults sse-retry request-metadata

@@ -5,7 +5,7 @@
 #   audit with its Rego test count), go tests (go test -json ./... through
 #   internal/tools/testsum: a line per package as it ends, every failing test's whole output,
 #   the Go tests passed/failed/skipped and the corpus scenarios per shell), race (the engines'
-#   pools under the race detector) and mcp-conformance (N/31 auth scenarios, N/11 through mcp proxy).
+#   pools under the race detector) and mcp-conformance (N/33 auth scenarios, N/11 through mcp proxy).
 # The go test stages' -json streams are kept in build/test/ (per-test times).
 #
 # The real-keyring tests run against a private, headless
@@ -168,7 +168,7 @@ else
 	echo "test: no C compiler, so the race detector cannot run (Debian/Ubuntu: apt-get install gcc)" >&2
 	exit 1
 fi
-# The official MCP conformance suite's 31 client auth scenarios against grantwire's remote
+# The official MCP conformance suite's 33 client auth scenarios against grantwire's remote
 # MCP client (issue 14; installs the pinned suite and Node 22 with npm on first use), then
 # its 11 client-transport scenarios through grantwire mcp proxy (issue 21 §1).
 stage mcp-conformance '^mcp-conformance: [0-9]+/[0-9]+ ' scripts/mcp-conformance.sh

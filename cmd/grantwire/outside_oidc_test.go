@@ -8,8 +8,9 @@ package main_test
 // rotates on every use and revokes the whole grant when a rotated token comes back),
 // reuse detection (a copy of the refresh token used elsewhere), revocation at disconnect,
 // and the device authorization grant (RFC 8628) through the provider's own verification
-// pages. The provider offers DPoP (RFC 9449) without requiring it: grantwire does not
-// send DPoP proofs (docs/behaviour.md), and its bearer tokens work there.
+// pages. The provider offers DPoP (RFC 9449) without requiring it: `connect` sends no
+// DPoP proofs (docs/behaviour.md), and its bearer tokens work there. DPoP for remote MCP
+// servers against it: outside_oidc_dpop_test.go.
 
 import (
 	"encoding/json"
@@ -48,6 +49,7 @@ type oidcEvent struct {
 	Scope        string `json:"scope"`
 	Error        string `json:"error"`
 	Description  string `json:"description"`
+	TokenType    string `json:"token_type"`
 }
 
 // The scopes the provider knows: google's that the tests ask for.
@@ -306,8 +308,8 @@ func TestOutsideOIDCDevice(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.userinfo(strings.TrimSpace(tr.stdout)))
 }
 
-// TestOutsideOIDCDPoPRequired: grantwire sends no DPoP proofs (RFC 9449; docs/behaviour.md,
-// Not built). A provider that requires them of the client (dpop_bound_access_tokens)
+// TestOutsideOIDCDPoPRequired: `connect` sends no DPoP proofs (RFC 9449; docs/behaviour.md,
+// Not built; remote MCP servers do: TestOutsideOIDCDPoPMCP). A provider that requires them of the client (dpop_bound_access_tokens)
 // refuses the code exchange; oidc-provider says only invalid_grant, so grantwire reports
 // the token endpoint's failure as it is and stores nothing.
 func TestOutsideOIDCDPoPRequired(t *testing.T) {

@@ -57,9 +57,9 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 		hc = HTTPClient(c)
 	}
 	pv := &protocolVersion{}
-	hc = withProtocolVersion(hc, pv)
-	params := &paramHeaders{}
 	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
+	hc = withProtocolVersion(h.WithDPoP(hc), pv)
+	params := &paramHeaders{}
 	remote, err := (&mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
 		// The SDK opens the standalone stream only inside its own client session, which a

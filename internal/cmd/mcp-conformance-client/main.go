@@ -127,7 +127,7 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 	h := &mcpremote.Handler{Client: c, Server: serverID, Agent: agent, Timeout: 20 * time.Second}
 	client := mcp.NewClient(&mcp.Implementation{Name: "grantwire-conformance", Version: "1.0.0"}, nil)
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: serverURL, HTTPClient: mcpremote.HTTPClient(c), OAuthHandler: h,
+		Endpoint: serverURL, HTTPClient: h.WithDPoP(mcpremote.HTTPClient(c)), OAuthHandler: h,
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)

@@ -5,6 +5,9 @@
 // checked by a verifier the test gives (internal/testworld/authserver's Verify answers what an
 // introspection endpoint would), including the resource they were issued for (RFC 8707).
 //
+// With Options.DPoP it requires DPoP-bound tokens and verifies each request's proof (RFC
+// 9449; dpop.go).
+//
 // It imports the MCP Go SDK and the standard library only.
 package mcptest
 
@@ -32,6 +35,8 @@ type Token struct {
 	Scopes   []string
 	Expires  time.Time
 	Resource string
+	// JKT is the thumbprint of the DPoP key the token is bound to (cnf.jkt; Options.DPoP).
+	JKT string
 }
 
 // Options configure a server.
@@ -54,6 +59,10 @@ type Options struct {
 	// Open serves the MCP endpoint to anyone, without a bearer token or metadata: a
 	// server that needs no authorization.
 	Open bool
+	// DPoP requires DPoP-bound tokens (RFC 9449; dpop.go), with DPoPNonce, when set, the
+	// nonce every proof must carry.
+	DPoP      bool
+	DPoPNonce string
 	// EventStore keeps every stream's events (the SDK's memory event store), so that a
 	// client reconnecting with Last-Event-ID gets what it missed.
 	EventStore bool
@@ -71,6 +80,7 @@ type Server struct {
 	streams          atomic.Int64
 	mu               sync.Mutex
 	drops            []context.CancelFunc
+	dpop             *dpopGuard
 }
 
 // Start serves an MCP server on 127.0.0.1 until Close.
@@ -83,7 +93,7 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	base := "http://" + ln.Addr().String()
-	s := &Server{URL: base + "/mcp", MetadataURL: base + "/.well-known/oauth-protected-resource/mcp"}
+	s := &Server{URL: base + "/mcp", MetadataURL: base + "/.well-known/oauth-protected-resource/mcp", dpop: &dpopGuard{o: o}}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "grantwire-mcptest", Version: "1.0.0"}, nil)
 	type echoIn struct {
@@ -150,6 +160,8 @@ func Start(o Options) (*Server, error) {
 	mux := http.NewServeMux()
 	if o.Open {
 		mux.Handle("/mcp", s.countStreams(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, httpOpts)))
+	} else if o.DPoP {
+		mux.Handle("/mcp", s.countStreams(s.dpop.wrap(mcpHandler)))
 	} else {
 		mux.Handle("/mcp", s.countStreams(mcpHandler))
 	}

@@ -183,6 +183,8 @@ func (g *Gen) challenge(prm, scope string) string {
 		h = `Basic realm="x", ` + h
 	case x < 0.15:
 		h = h + `, DPoP algs="ES256"`
+	case x < 0.18:
+		h = "DPoP " + strings.Join(params, ", ") // a server that takes DPoP-bound tokens only (RFC 9449 §7.1)
 	case x < 0.2:
 		h = pick(g, []string{"Bearer", "bearer abc==", `Negotiate`, "", `Bearer scope="unterminated`})
 	}
@@ -343,6 +345,13 @@ func (w *world) drawRemote(user string) (*string, bool) {
 		if g.chance(0.75) {
 			m["refresh_token"] = "rt-" + g.token(6)
 		}
+		if g.chance(0.3) { // a DPoP-bound token (RFC 9449)
+			m["dpop_key"] = pick(g, []any{"-----BEGIN PRIVATE KEY-----" + g.token(8), "-----BEGIN PRIVATE KEY-----" + g.token(8), ""})
+			m["dpop_jwk"] = pick(g, []any{map[string]any{"kty": "EC", "crv": "P-256", "x": "eA", "y": "eQ"}, map[string]any{"kty": "EC", "crv": "P-256", "x": "eA", "y": "eQ"}, "x"})
+		}
+		if g.chance(0.3) {
+			m["auth_method"] = pick(g, []any{"client_secret_basic", "client_secret_post", "none", "bogus"})
+		}
 		g.tamper(m, 0.05)
 		return some(encode(m)), true
 	case "mcp_client":
@@ -447,6 +456,9 @@ func (w *world) remoteHTTP(n core.Need) (any, bool) {
 		}
 		if g.chance(0.2) {
 			doc["client_id_metadata_document_supported"] = true
+		}
+		if g.chance(0.35) {
+			doc["dpop_signing_alg_values_supported"] = pick(g, []any{[]any{"ES256"}, []any{"RS256", "ES256"}, []any{"RS256"}, "ES256"})
 		}
 		if g.chance(0.3) {
 			doc["token_endpoint_auth_methods_supported"] = pick(g, []any{[]any{"none"}, []any{"client_secret_post"}, []any{"client_secret_basic", "none"}, "x",

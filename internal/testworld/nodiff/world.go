@@ -682,6 +682,12 @@ func (w *world) fetch(n core.Need) any {
 		return map[string]any{"redirect_uri": fmt.Sprintf("http://127.0.0.1:%d/callback", 40000+g.r.IntN(20000))}
 	case "loopback.wait":
 		return w.callback(n)
+	case "dpop.key":
+		if w.risk(0.05) {
+			return pick(g, []any{map[string]any{"key": "pem", "jwk": map[string]any{}, "jkt": ""}, map[string]any{}, "x"})
+		}
+		jwk := map[string]any{"kty": "EC", "crv": "P-256", "x": g.token(8), "y": g.token(8)}
+		return map[string]any{"key": storedjson.Describe(n.Key+"#key", "-----BEGIN PRIVATE KEY-----"+g.token(16)), "jwk": jwk, "jkt": g.token(8)}
 	}
 	return g.junk()
 }
@@ -830,6 +836,15 @@ func (w *world) http(n core.Need) any {
 	if field(f, "grant_type") == nil {
 		return w.userinfo(n)
 	}
+	// A token request with a DPoP proof: the authorization server's nonce asked for (RFC
+	// 9449 §8), or a DPoP-bound token.
+	var hdrs map[string]any
+	_ = n.Decode("headers", &hdrs)
+	dpop := hdrs["DPoP"] != nil
+	if dpop && g.chance(0.3) {
+		return map[string]any{"status": json.Number("400"), "headers": map[string]any{"content-type": "application/json",
+			"dpop-nonce": pick(g, []any{"n-" + g.token(6), "n-" + g.token(6), ""})}, "json": map[string]any{"error": "use_dpop_nonce"}}
+	}
 	p := w.prov(w.providerOf(n.Key))
 	if strings.HasPrefix(n.Key, "refresh|") && g.chance(0.2) {
 		// The health pass's refreshes (keyed per provider) are rare episodes: the provider
@@ -839,6 +854,9 @@ func (w *world) http(n core.Need) any {
 	switch x := g.r.Float64(); {
 	case x < 0.5 || w.happy && x < 0.9:
 		j := map[string]any{"access_token": secret("access_token", "ya29."+g.token(10)), "token_type": "Bearer"}
+		if dpop && g.chance(0.7) {
+			j["token_type"] = pick(g, []any{"DPoP", "DPoP", "dpop", "mac"})
+		}
 		if g.chance(0.9) {
 			j["expires_in"] = pick(g, []any{json.Number("3599"), json.Number("3600"), json.Number("0"), json.Number("-5"), "3600",
 				json.Number("86400"), json.Number("9007199254"), map[string]any{"$number": "3600.5"}, nil})

@@ -176,9 +176,13 @@ _first_value(xs, j, name) := _unquote(xs[i][3]) if {
 
 # METADATA
 # title: bearer parameters
-# description: The parameters of the first Bearer challenge of a WWW-Authenticate value ({} when there is none).
+# description: |
+#   The parameters of the first Bearer challenge of a WWW-Authenticate value, else of its
+#   first DPoP challenge (RFC 9449 §7.1: the same parameters), ({} when there is neither).
 bearer(h) := c.params if {
 	c := [c | some c in challenges(h); c.scheme == "bearer"][0]
+} else := c.params if {
+	c := [c | some c in challenges(h); c.scheme == "dpop"][0]
 } else := {}
 
 # METADATA

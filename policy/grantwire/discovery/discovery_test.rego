@@ -54,6 +54,11 @@ test_schemes_are_case_insensitive_and_params_unquoted if {
 	discovery.bearer(`bearer`) == {}
 }
 
+test_dpop_challenge_parameters if {
+	discovery.bearer(`DPoP resource_metadata="https://rs.example/.well-known/oauth-protected-resource", algs="ES256"`).resource_metadata == "https://rs.example/.well-known/oauth-protected-resource"
+	discovery.bearer(`DPoP scope="a", Bearer scope="b"`).scope == "b"
+}
+
 test_two_header_lines_joined if {
 	# A host joins repeated WWW-Authenticate lines with ", ".
 	discovery.bearer(`Basic realm="a", Bearer scope="x"`).scope == "x"

@@ -35,7 +35,7 @@ max_scopes := 64
 # METADATA
 # title: secret token fields
 # description: The members of a token slot or token response that are secrets.
-token_fields := ["access_token", "refresh_token"]
+token_fields := ["access_token", "refresh_token", "dpop_key"]
 
 # METADATA
 # title: secret client fields
@@ -147,6 +147,11 @@ _secret_or_null(d) := d if _secret(d)
 
 else := null
 
+_dpop_or_null(j) := {"key": j.dpop_key, "jwk": j.dpop_jwk} if {
+	_secret(j.dpop_key)
+	is_object(j.dpop_jwk)
+} else := null
+
 # METADATA
 # title: token slot need
 # description: Read a remote server's tokens (fresh re-reads the store; otherwise the process's memory may answer).
@@ -175,8 +180,11 @@ prereg_fields := ["client_id", "client_secret", "private_key", "assertion"]
 #   A token slot as the operations judge it: {found:false}; {found, valid:false, version}
 #   for a value that is not a token blob; else {found, valid, issuer, resource, access,
 #   refresh (or null), expires_at (ms), scopes, requested, token_endpoint,
+#   dpop ({key: the DPoP private key's description, jwk: its public JWK}, or null) and
+#   token_type ("DPoP" with a key, else "Bearer"),
 #   revocation_endpoint (or null), client ("registered" or "preregistered"),
-#   client_id_hash, version}.
+#   client_id_hash, auth_method (how the client authenticated at the authorization, or
+#   null), version}.
 token(fact) := {"found": false} if {
 	not fact.found == true
 } else := v if {
@@ -199,9 +207,17 @@ token(fact) := {"found": false} if {
 		"token_endpoint": j.token_endpoint,
 		"revocation_endpoint": _str_or_null(object.get(j, "revocation_endpoint", null)),
 		"client": j.client, "client_id_hash": j.client_id_hash,
+		"auth_method": _method_or_null(object.get(j, "auth_method", null)),
+		"dpop": _dpop_or_null(j),
+		"token_type": _token_type(_dpop_or_null(j)),
 		"version": fact.version,
 	}
 } else := {"found": true, "valid": false, "version": fact.version}
+
+# A token stored with its DPoP key is sent as a DPoP token (RFC 9449 §7.1).
+_token_type(k) := "DPoP" if is_object(k)
+
+else := "Bearer"
 
 # METADATA
 # title: client

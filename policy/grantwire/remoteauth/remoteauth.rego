@@ -26,13 +26,16 @@
 #   the authorization server lists it); the authorization (PKCE S256, state, RFC 8707
 #   resource) through the loopback (flow "paste": the user may also paste the final
 #   redirect address back, as connect's paste flow); the response's issuer (RFC 9207) before its code or
-#   error; the code exchange with the resource; then, under the server's lock, the tokens
+#   error; the code exchange with the resource (with a DPoP proof of a fresh key when the
+#   authorization server lists ES256 in dpop_signing_alg_values_supported, again with its
+#   nonce on use_dpop_nonce: package dpop); then, under the server's lock, the tokens
 #   and the registration, stamped with the issuer, and the mirror in mcp_remote.json.
 #   Every URL passes the URL rule of package discovery, and hosts never follow redirects.
 package grantwire.remoteauth
 
 import data.grantwire.catalog
 import data.grantwire.discovery
+import data.grantwire.dpop
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.oauth
@@ -572,10 +575,14 @@ _iss_problem := "names another issuer" if {
 	_meta.iss_supported == true
 }
 
-_exchange_need := facts.commit(facts.http("exchange", {
+_exchange_need := _exchange_as("exchange", "jti@exchange", "")
+
+# The code exchange, with a DPoP proof (jti from the entropy fact under jti, the nonce) when
+# the authorization server takes them.
+_exchange_as(k, jti, nonce) := facts.commit(facts.http(k, {
 	"method": "POST",
 	"url": _meta.token_endpoint,
-	"headers": object.union({"Accept": "application/json"}, remote.client_auth(_client).headers),
+	"headers": object.union(object.union({"Accept": "application/json"}, remote.client_auth(_client).headers), _dpop_header(jti, nonce)),
 	"form": object.union(
 		{
 			"grant_type": "authorization_code", "code": {"$ref": _params.code["$ref"]},
@@ -587,11 +594,50 @@ _exchange_need := facts.commit(facts.http("exchange", {
 	"timeout_ms": oauth.token_timeout_ms,
 }))
 
-_r := oauth.response(_f.exchange)
+# ---------------------------------------------------------------------------------------
+# DPoP (package dpop): a key for this authorization, a proof on the code exchange, and one
+# more exchange with the authorization server's nonce when it asks for one (RFC 9449 §8).
 
-_bearer_type if not _f.exchange.json.token_type
+_dpop if {
+	_as_doc
+	dpop.supported(_as_doc)
+}
 
-_bearer_type if lower(_f.exchange.json.token_type) == "bearer"
+_dpop_header(jti, nonce) := {"DPoP": dpop.proof(_f.dpopkey.key, _f.dpopkey.jwk, {"$ref": concat("", [jti, "#value"])}, "POST", _meta.token_endpoint, _f["now@dpop"], nonce, null)} if {
+	_dpop
+	facts.has(_f, "dpopkey")
+} else := {}
+
+_dpop_needs := [dpop.key_need("dpopkey"), facts.now("now@dpop"), facts.entropy("jti@exchange", 16)]
+
+_as_nonce := dpop.nonce(_f.exchange) if {
+	_dpop
+	facts.has(_f, "dpopkey")
+}
+
+_nonce_needs := [facts.entropy("jti@nonce", 16), _exchange_as("exchange@nonce", "jti@nonce", _as_nonce)]
+
+_exchange_fact := _f["exchange@nonce"] if facts.has(_f, "exchange@nonce")
+
+else := _f.exchange
+
+_r := oauth.response(_exchange_fact)
+
+_token_type := dpop.token_type(_exchange_fact.json) if {
+	_dpop
+	facts.has(_f, "dpopkey")
+} else := "Bearer" if {
+	not _exchange_fact.json.token_type
+} else := "Bearer" if {
+	lower(_exchange_fact.json.token_type) == "bearer"
+}
+
+_bearer_type if _token_type
+
+# A DPoP-bound token is stored with its key (a secret) and the public JWK.
+_dpop_member := {"dpop_key": {"$ref": _f.dpopkey.key["$ref"]}, "dpop_jwk": _f.dpopkey.jwk} if _token_type == "DPoP"
+
+else := {}
 
 _granted := [s | some s in _r.scope] if {
 	is_array(_r.scope)
@@ -670,8 +716,9 @@ _token_slot := object.union(
 		"token_endpoint": _meta.token_endpoint,
 		"revocation_endpoint": _meta.revocation_endpoint,
 		"client": _client.binding, "client_id_hash": _client.client_id_hash,
+		"auth_method": _client.auth_method,
 	},
-	_refresh_member,
+	object.union(_refresh_member, _dpop_member),
 )
 
 _registration_name := "preregistered" if {
@@ -922,14 +969,22 @@ _callback := step.fail(_browser_gone, []) if {
 	is_string(_params.error)
 } else := step.fail(_problem("the authorization response carried no code"), []) if {
 	not _has_code
+} else := step.need(m) if {
+	_dpop
+	m := facts.missing(_f, _dpop_needs)
+	count(m) > 0
 } else := step.need([_exchange_need]) if {
 	not facts.has(_f, "exchange")
+} else := step.need([m[0]]) if {
+	_as_nonce
+	m := facts.missing(_f, _nonce_needs)
+	count(m) > 0
 } else := _exchanged
 
 # The token endpoint's answer (to the code exchange or a machine grant), then storing.
 _exchanged := step.fail(errors.token_failure(_c, _r), []) if {
 	not _r.ok == true
-} else := step.fail(_problem("the token endpoint issued a token that is not a Bearer token; nothing was stored"), []) if {
+} else := step.fail(_problem("the token endpoint issued a token that is neither a Bearer nor a DPoP token; nothing was stored"), []) if {
 	not _bearer_type
 } else := step.fail(errors.busy(_c), []) if {
 	facts.not_held(_f, "lock")

@@ -493,7 +493,7 @@ test_exchange_failures if {
 	_d(_args, _with({"exchange": fx.http(400, {"error": "invalid_grant"})})).status == "done"
 	_d(_args, _with({"exchange": fx.http(400, {"error": "invalid_grant"})})).effects == []
 	d := _d(_args, _with({"exchange": fx.http(200, fx.token_json("exchange", {"token_type": "mac"}))}))
-	contains(d.error.message, "not a Bearer token")
+	contains(d.error.message, "neither a Bearer nor a DPoP token")
 }
 
 test_granted_scopes_default_to_requested if {

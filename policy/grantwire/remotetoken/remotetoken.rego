@@ -15,6 +15,7 @@ package grantwire.remotetoken
 
 import data.grantwire.catalog
 import data.grantwire.discovery
+import data.grantwire.dpop
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.oauth
@@ -83,15 +84,30 @@ _usable(t, now) if {
 	not _refused(t)
 }
 
-_result(t) := {
-	"connector": _c,
-	"access_token": {"$ref": t.access["$ref"]},
-	"digest": t.access.digest,
-	"expires_at": t.expires_at,
-	"scopes": t.scopes,
-	"issuer": t.issuer,
-	"resource": t.resource,
-}
+_result(t) := object.union(
+	{
+		"connector": _c,
+		"access_token": {"$ref": t.access["$ref"]},
+		"digest": t.access.digest,
+		"expires_at": t.expires_at,
+		"scopes": t.scopes,
+		"issuer": t.issuer,
+		"resource": t.resource,
+		"token_type": t.token_type,
+	},
+	_dpop_result(t.dpop),
+)
+
+# A DPoP-bound token (RFC 9449 §7) is handed out with its key, so that the caller's host
+# signs a proof for every request to the server, and with how many times one request may
+# be sent again with the server's nonce.
+_dpop_result(k) := {
+	"dpop_key": {"$ref": k.key["$ref"]},
+	"dpop_jwk": k.jwk,
+	"dpop_nonce_retries": dpop.max_nonce_retries,
+} if is_object(k)
+
+else := {}
 
 # A local MCP server is started on stdio by mcp run, not proxied (issue 20 §1.4).
 _not_remote := errors.configuration(
@@ -138,9 +154,18 @@ _locked_needs := [
 
 _ltok := remote.token(_f["token@lock"])
 
-_lclient := remote.client(_f["prereg@lock"]) if {
+_lclient := _with_method(remote.client(_f["prereg@lock"])) if {
 	_ltok.client == "preregistered"
 } else := remote.client(_f["client@lock"])
+
+# A pre-registered client's slot does not say how it authenticates (the authorization
+# chose by the server's metadata): the refresh authenticates as the authorization did,
+# which the token slot records.
+_with_method(cl) := object.union(cl, {"auth_method": _ltok.auth_method}) if {
+	cl.found == true
+	cl.auth_method == null
+	_ltok.auth_method != null
+} else := cl
 
 # The client the tokens were issued to: same issuer (a pre-registered client for any
 # issuer matches every one) and the same client id.
@@ -150,10 +175,33 @@ _client_matches if {
 	_lclient.issuer in {null, _ltok.issuer}
 }
 
-_refresh_need := facts.commit(facts.http("refresh", {
+_refresh_need := _refresh_as("refresh", "jti@refresh", "")
+
+# A DPoP-bound token is refreshed with a proof of its key (RFC 9449 §5): jti from the
+# entropy fact under jti, and the authorization server's nonce when it asked for one.
+_dpop_header(jti, nonce) := {"DPoP": dpop.proof(
+	_ltok.dpop.key, _ltok.dpop.jwk, {"$ref": concat("", [jti, "#value"])},
+	"POST", _ltok.token_endpoint, _f["now@lock"], nonce, null,
+)} if {
+	is_object(_ltok.dpop)
+} else := {}
+
+_dpop_needs := [facts.entropy("jti@refresh", 16)] if is_object(_ltok.dpop)
+
+else := []
+
+_as_nonce := dpop.nonce(_f.refresh) if is_object(_ltok.dpop)
+
+_nonce_needs := [facts.entropy("jti@nonce", 16), _refresh_as("refresh@nonce", "jti@nonce", _as_nonce)]
+
+_refresh_fact := _f["refresh@nonce"] if facts.has(_f, "refresh@nonce")
+
+else := _f.refresh
+
+_refresh_as(k, jti, nonce) := facts.commit(facts.http(k, {
 	"method": "POST",
 	"url": _ltok.token_endpoint,
-	"headers": object.union({"Accept": "application/json"}, remote.client_auth(_lclient).headers),
+	"headers": object.union(object.union({"Accept": "application/json"}, remote.client_auth(_lclient).headers), _dpop_header(jti, nonce)),
 	"form": object.union(
 		{"grant_type": "refresh_token", "refresh_token": {"$ref": _ltok.refresh["$ref"]}, "resource": _ltok.resource},
 		remote.client_auth(_lclient).form,
@@ -181,13 +229,31 @@ _locked := step.fail(errors.busy(_c), []) if {
 	not _client_matches
 } else := step.fail(errors.insecure_transport(concat("", ["token endpoint: ", discovery.url_refusal(_ltok.token_endpoint)])), []) if {
 	discovery.url_refusal(_ltok.token_endpoint)
+} else := step.need(m) if {
+	m := facts.missing(_f, _dpop_needs)
+	count(m) > 0
 } else := step.need([_refresh_need]) if {
 	not facts.has(_f, "refresh")
-} else := _refreshed(oauth.response(_f.refresh))
+} else := step.need([m[0]]) if {
+	_as_nonce
+	m := facts.missing(_f, _nonce_needs)
+	count(m) > 0
+} else := _refreshed(oauth.response(_refresh_fact))
 
-_bearer(j) if not j.token_type
+# The token type of the refresh's answer: a DPoP token only for a proof sent.
+_new_type(j) := dpop.token_type(j) if {
+	is_object(_ltok.dpop)
+} else := "Bearer" if {
+	not j.token_type
+} else := "Bearer" if {
+	lower(j.token_type) == "bearer"
+}
 
-_bearer(j) if lower(j.token_type) == "bearer"
+_bearer(j) if _new_type(j)
+
+_dpop_member(j) := {"dpop_key": {"$ref": _ltok.dpop.key["$ref"]}, "dpop_jwk": _ltok.dpop.jwk} if {
+	_new_type(j) == "DPoP"
+} else := {}
 
 # The scopes after a refresh: what the server says it granted, else what was held.
 _held_after(r) := r.scope if is_array(r.scope)
@@ -198,36 +264,48 @@ _new_refresh(r) := {"$ref": r.refresh["$ref"]} if is_object(r.refresh)
 
 else := {"$ref": _ltok.refresh["$ref"]}
 
+_refreshed_dpop(j) := _ltok.dpop if _new_type(j) == "DPoP"
+
+else := null
+
 _expires_at(r) := _f["now@lock"] + (r.expires_in * 1000)
 
 _save(r) := {
 	"kind": "keyring.set", "user": store.remote_token_user(_c),
-	"value": {
-		"issuer": _ltok.issuer, "resource": _ltok.resource,
-		"access_token": {"$ref": r.access["$ref"]}, "refresh_token": _new_refresh(r),
-		"expires_at": _expires_at(r), "scopes": _held_after(r), "requested": _ltok.requested,
-		"token_endpoint": _ltok.token_endpoint, "revocation_endpoint": _ltok.revocation_endpoint,
-		"client": _ltok.client, "client_id_hash": _ltok.client_id_hash,
-	},
+	"value": object.union(
+		{
+			"issuer": _ltok.issuer, "resource": _ltok.resource,
+			"access_token": {"$ref": r.access["$ref"]}, "refresh_token": _new_refresh(r),
+			"expires_at": _expires_at(r), "scopes": _held_after(r), "requested": _ltok.requested,
+			"token_endpoint": _ltok.token_endpoint, "revocation_endpoint": _ltok.revocation_endpoint,
+			"client": _ltok.client, "client_id_hash": _ltok.client_id_hash,
+			"auth_method": _ltok.auth_method,
+		},
+		_dpop_member(_refresh_fact.json),
+	),
 	"expect": {"version": _ltok.version},
 }
 
 _refreshed(r) := step.fail(
-	errors.provider_problem(_c, "the token endpoint issued a token that is not a Bearer token", ""),
+	errors.provider_problem(_c, "the token endpoint issued a token that is neither a Bearer nor a DPoP token", ""),
 	[],
 ) if {
 	r.ok == true
-	not _bearer(_f.refresh.json)
+	not _bearer(_refresh_fact.json)
 } else := step.done(
-	{
-		"connector": _c,
-		"access_token": {"$ref": r.access["$ref"]},
-		"digest": r.access.digest,
-		"expires_at": _expires_at(r),
-		"scopes": _held_after(r),
-		"issuer": _ltok.issuer,
-		"resource": _ltok.resource,
-	},
+	object.union(
+		{
+			"connector": _c,
+			"access_token": {"$ref": r.access["$ref"]},
+			"digest": r.access.digest,
+			"expires_at": _expires_at(r),
+			"scopes": _held_after(r),
+			"issuer": _ltok.issuer,
+			"resource": _ltok.resource,
+			"token_type": _new_type(_refresh_fact.json),
+		},
+		_dpop_result(_refreshed_dpop(_refresh_fact.json)),
+	),
 	[_save(r)],
 ) if {
 	r.ok == true

@@ -153,7 +153,7 @@ test_refresh_answers if {
 	[e.user | some e in c.effects] == ["mcp-remote:mcp_token", "mcp-remote:mcp_client"]
 	contains(_d(_args, _with({"refresh": {"status": 401, "headers": {}}})).error.message, "answered 401")
 	_d(_args, _with({"refresh": {"status": 500, "headers": {}}})).error.code != "REAUTH_REQUIRED"
-	contains(_d(_args, _with({"refresh": fx.http(200, fx.token_json("refresh", {"token_type": "mac"}))})).error.message, "not a Bearer")
+	contains(_d(_args, _with({"refresh": fx.http(200, fx.token_json("refresh", {"token_type": "mac"}))})).error.message, "neither a Bearer nor a DPoP")
 }
 
 # A local MCP server is not proxied: the fix is mcp run for the same agent (issue 20 §1.4).

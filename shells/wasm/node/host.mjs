@@ -38,7 +38,7 @@ export class HostError extends Error {
   }
 }
 
-const HEADERS = ["www-authenticate", "location", "content-type", "retry-after", "cache-control"];
+const HEADERS = ["www-authenticate", "location", "content-type", "retry-after", "cache-control", "dpop-nonce"];
 const sha256 = (s) => createHash("sha256").update(s).digest();
 export const version = (value) => sha256(value).toString("hex").slice(0, 16); // of a keyring value
 const jsonType = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : v instanceof Num ? "number" : typeof v);
@@ -74,8 +74,9 @@ class Op {
     return { $ref: ref, digest: `sha256:${version(value)}`, crc32: crc32(value).toString(16).padStart(8, "0") };
   }
 
+  // A kind this shell does not perform (dpop.key: it creates no DPoP keys) is a host error.
   async fetch(n, signal) {
-    const fact = await this[n.kind](n, signal).catch((e) => (e instanceof HostError ? { host_error: e.json } : Promise.reject(e)));
+    const fact = await (this[n.kind] ?? (async () => { throw new HostError("IO", `this shell does not perform ${n.kind}: use the Go shell (grantwire) for it`); })).call(this, n, signal).catch((e) => (e instanceof HostError ? { host_error: e.json } : Promise.reject(e)));
     validate(`facts.schema.json#/$defs/${n.kind}`, fact);
     this.host.trace?.(`==> ${JSON.stringify(n)}\n<== ${JSON.stringify(fact)}`);
     return fact;

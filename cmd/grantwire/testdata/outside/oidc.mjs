@@ -4,7 +4,8 @@
 // the authorization code, refresh token and device (RFC 8628) grants; refresh tokens
 // issued for every grant and rotated on every use, so a rotated token used again is
 // reuse: the provider revokes the whole grant (its own rule); revocation (RFC 7009) and
-// DPoP (RFC 9449) on: offered, and required of the client when spec.dpopRequired. The
+// DPoP (RFC 9449) on: offered, and required of the client when spec.dpopRequired (with
+// the provider's nonce when spec.dpopNonce); a resource server when spec.resourceServer. The
 // login and consent of every interaction are given at once (the test's HTTP client plays
 // the user), for account "outside-user".
 // Every token endpoint answer and every revoked grant is appended to spec.log as a JSON
@@ -43,7 +44,28 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     deviceFlow: { enabled: true },
     revocation: { enabled: true },
-    dPoP: { enabled: true },
+    // spec.dpopNonce: every DPoP proof at the provider must carry its nonce (RFC 9449 §8).
+    dPoP: spec.dpopNonce
+      ? { enabled: true, nonceSecret: Buffer.alloc(32, 7), requireNonce: () => true }
+      : { enabled: true },
+    // spec.resourceServer: any resource indicator (RFC 8707) names a resource server with
+    // the scope spec.resourceServer.scope, whose access tokens are JWTs for it (with
+    // cnf.jkt when DPoP-bound).
+    ...(spec.resourceServer
+      ? {
+          resourceIndicators: {
+            enabled: true,
+            defaultResource: () => undefined,
+            useGrantedResource: () => true,
+            getResourceServerInfo: (_ctx, resource) => ({
+              scope: spec.resourceServer.scope,
+              audience: resource,
+              accessTokenFormat: 'jwt',
+              accessTokenTTL: spec.accessTTL ?? 3600,
+            }),
+          },
+        }
+      : {}),
   },
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   rotateRefreshToken: true,
@@ -54,7 +76,7 @@ const provider = new Provider(issuer, {
 });
 provider.on('grant.success', (ctx) => {
   const b = ctx.body ?? {};
-  log({ ev: 'grant.success', grant_type: ctx.oidc.params.grant_type, access_token: b.access_token, refresh_token: b.refresh_token, scope: b.scope });
+  log({ ev: 'grant.success', grant_type: ctx.oidc.params.grant_type, access_token: b.access_token, refresh_token: b.refresh_token, scope: b.scope, token_type: b.token_type });
 });
 provider.on('grant.error', (ctx, err) => {
   log({ ev: 'grant.error', grant_type: ctx.oidc.params?.grant_type, error: err.error, description: err.error_description });

@@ -30,7 +30,7 @@ import zlib
 
 from ._json import Corrupt, Num, encode, parse
 
-HEADERS = ("www-authenticate", "location", "content-type", "retry-after", "cache-control")
+HEADERS = ("www-authenticate", "location", "content-type", "retry-after", "cache-control", "dpop-nonce")
 
 
 class Canceled(Exception):
@@ -213,6 +213,9 @@ class Op:
     def need_prompt_show(self, n, cancel):
         shown = _io(self.caps.prompt, n)
         return {"shown": True} if shown is True else {"shown": False, "reason": str(shown)}
+
+    # This shell creates no DPoP keys (RFC 9449): a clear host error, never a key.
+    def need_dpop_key(self, n, cancel): raise HostError("IO", "this shell cannot create DPoP keys (RFC 9449); authorize remote MCP servers whose authorization server takes DPoP with the Go shell (grantwire mcp auth)")
 
     def need_http_request(self, p, cancel):
         """Sends an HTTP request (the need, and the http.send effect): the response, or {status: 0, error}."""
