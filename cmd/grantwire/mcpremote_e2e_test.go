@@ -490,3 +490,43 @@ func TestE2ERemoteMCPUnreachableHostSaysWhy(t *testing.T) {
 	e := w.fail(5, "PROVIDER_ERROR", "mcp", "auth", "gone", "--no-browser")
 	require.Contains(t, e.Error.Message, "could not be reached (its host name does not resolve)")
 }
+
+// TestE2ERemoteMCPToolRule: mcp proxy with a tool rule, the go-sdk client on stdio and the
+// go-sdk server behind it (docs/behaviour.md#tools): the list holds only the tools of the
+// rule, a call of another is refused with a JSON-RPC error naming the command that allows
+// it and never reaches the server, and after that command it goes through.
+func TestE2ERemoteMCPToolRule(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w.serveNotes(srv.URL)
+	r := w.gw("", "activations", "activate", "notes", "builtin:chat", "--tools", "whoami")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	session, _ := w.proxySession(ctx, "notes", "builtin:chat")
+	tools, err := session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	require.Equal(t, "whoami", tools.Tools[0].Name)
+	_, err = echo(t, ctx, session, "refused")
+	require.Error(t, err)
+	fix := "grantwire activations activate notes builtin:chat --tools echo,whoami"
+	require.Contains(t, err.Error(), "TOOL_NOT_ALLOWED")
+	require.Contains(t, err.Error(), fix)
+	require.Equal(t, int64(0), srv.Calls(), "the refused call never reached the server")
+
+	// The session goes on: the fix, run as printed, allows the call at once.
+	w.fixes("", fix)
+	out, err := echo(t, ctx, session, "allowed now")
+	require.NoError(t, err)
+	require.Equal(t, "allowed now", out)
+	tools, err = session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 2)
+
+	// All tools again.
+	w.fixes("", "grantwire activations activate notes builtin:chat --all-tools")
+	tools, err = session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 4)
+}

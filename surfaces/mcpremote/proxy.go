@@ -60,6 +60,7 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	hc = withProtocolVersion(hc, pv)
 	params := &paramHeaders{}
 	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
+	gate := &ToolGate{Client: c, Server: o.Server, Agent: o.Agent}
 	remote, err := (&mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
 		// The SDK opens the standalone stream only inside its own client session, which a
@@ -130,6 +131,19 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 					listIDs[r.ID] = true
 					initMu.Unlock()
 				case "tools/call":
+					// The agent's tool rule first (relay.go): a refused call never reaches the server.
+					if jerr, refused := checkCall(ctx, gate, r.Params); jerr != nil {
+						if werr := local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: jerr}); werr != nil {
+							errc <- ignoreEOF(werr)
+							return
+						}
+						var ge *grantwire.Error
+						if errors.As(refused, &ge) && (errors.Is(refused, grantwire.ErrAgentNotGranted) || errors.Is(refused, grantwire.ErrAgentNotActive)) {
+							errc <- fmt.Errorf("%w: %w", ErrGate, ge) // as a refused request ends the proxy
+							return
+						}
+						continue
+					}
 					wctx = withParamHeaders(ctx, params.forCall(r.Params))
 				}
 			}
@@ -190,6 +204,12 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 				initMu.Unlock()
 				if isList && r.Error == nil {
 					params.learn(r.Result)
+					// Only the tools the agent's tool rule lets it see (relay.go).
+					if res, jerr := filterList(ctx, gate, r.Result); jerr != nil {
+						r.Result, r.Error = nil, jerr
+					} else {
+						r.Result = res
+					}
 				}
 				if isInit && r.Error == nil {
 					var res struct {
