@@ -63,7 +63,10 @@ command and its arguments are those of mcp_servers.json (the catalog's unless yo
 them); arguments after -- are appended.
 
 The server gets grantwire's stdin, stdout and stderr as they are, so an MCP client talks to
-it directly, and grantwire prints nothing on stdout. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+it directly, and grantwire prints nothing on stdout. When the agent's activation has a tool
+rule (grantwire activations activate <name> <agent> --tools a,b), grantwire relays the
+JSON-RPC stream instead: tools/list shows only those tools, and a tools/call of another is
+answered with an error naming the command that allows it. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
 passed on to the server; grantwire exits with the server's status (128 + the signal's number
 when a signal ended it), 127 when the command is not found and 126 when it cannot be run.
 The keys are in no argument, file, log or output: only in the server's environment.`,
