@@ -9,6 +9,7 @@ package main_test
 // `grantwire mcp proxy`.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -529,4 +530,42 @@ func TestE2ERemoteMCPToolRule(t *testing.T) {
 	tools, err = session.ListTools(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, tools.Tools, 4)
+}
+
+// A line that is not JSON-RPC from the MCP client, through mcp proxy: answered with a
+// parse error (id null), reported on stderr, and the session goes on (the next request is
+// answered by the server).
+func TestE2ERemoteMCPProxyAnswersAMalformedLine(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
+	w.serveNotes(srv.URL)
+	cmd := exec.Command(w.bin, "mcp", "proxy", "notes", "--agent", "builtin:chat")
+	cmd.Env, cmd.Dir = w.env, w.home
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); w.record(stderr.String()) }()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		t.Helper()
+		require.True(t, lines.Scan(), "stderr: %s", stderr)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &m), lines.Text())
+		return m
+	}
+	_, err = io.WriteString(stdin, "this is not json\n")
+	require.NoError(t, err)
+	m := next()
+	require.Nil(t, m["id"])
+	require.Equal(t, float64(-32700), m["error"].(map[string]any)["code"])
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	require.NoError(t, err)
+	m = next()
+	require.Equal(t, float64(1), m["id"])
+	require.NotNil(t, m["result"], "the server answered: the session went on")
+	require.Contains(t, stderr.String(), "not a JSON-RPC message")
 }

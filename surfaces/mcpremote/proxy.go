@@ -74,7 +74,15 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 		return err
 	}
 	defer remote.Close()
-	local, err := (&mcp.IOTransport{Reader: o.In, Writer: o.Out}).Connect(ctx)
+	// A line from the client that is not JSON-RPC is answered with a parse error and the
+	// session goes on (relay.go); the answer and the SDK's writes never split a line.
+	out := &lockedWriter{w: o.Out}
+	in := newFrameFilter(o.In, out, func(err error) {
+		if o.OnError != nil {
+			o.OnError(err)
+		}
+	})
+	local, err := (&mcp.IOTransport{Reader: in, Writer: out}).Connect(ctx)
 	if err != nil {
 		return err
 	}

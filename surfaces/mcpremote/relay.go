@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -386,28 +387,128 @@ var errLineTooLong = errors.New("mcpremote: a line of the MCP stdio stream is ov
 // eachLine calls fn with every line of rd (its newline kept; the last line may lack one).
 func eachLine(rd io.Reader, fn func([]byte) error) error {
 	br := bufio.NewReaderSize(rd, 64<<10)
-	var long []byte
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			if len(long) > maxLine {
-				return errLineTooLong
-			}
-			continue
-		}
-		line := chunk
-		if long != nil {
-			line = append(long, chunk...)
-			long = nil
-		}
+		line, err := readLine(br)
 		if len(line) > 0 {
-			if ferr := fn(append([]byte(nil), line...)); ferr != nil {
+			if ferr := fn(line); ferr != nil {
 				return ferr
 			}
 		}
 		if err != nil {
 			return ignoreEOF(err)
 		}
+	}
+}
+
+// lockedWriter makes each Write whole against the others (the SDK writes a message and its
+// newline in one Write), so that the relay's own answers never split the SDK's lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return l.w.Close() }
+
+// wellFormed is nil when a line of a stdio stream is one JSON-RPC message, a batch of them,
+// or blank; else why it is not.
+func wellFormed(line []byte) error {
+	b := bytes.TrimSpace(line)
+	if len(b) == 0 {
+		return nil
+	}
+	if b[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return err
+		}
+		if len(raws) == 0 {
+			return errors.New("an empty batch")
+		}
+		for _, r := range raws {
+			if _, err := jsonrpc.DecodeMessage(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := jsonrpc.DecodeMessage(b)
+	return err
+}
+
+// parseErrorLine is the JSON-RPC answer to a line that is not a message (-32700, id null).
+func parseErrorLine(why error) []byte {
+	msg := why.Error()
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code": jsonrpc.CodeParseError, "message": "grantwire: a line that is not a JSON-RPC message was not forwarded: " + msg,
+	}})
+	return append(b, '\n')
+}
+
+// frameFilter reads a client's stdio stream line by line for the proxy: a line that is a
+// JSON-RPC message (or batch) is passed on as it is; any other line is answered on out
+// with a parse error and reported, and the stream goes on (the SDK's reader would end the
+// session on it).
+type frameFilter struct {
+	in     io.ReadCloser
+	br     *bufio.Reader
+	out    io.Writer
+	report func(error)
+	buf    []byte
+	err    error
+}
+
+func newFrameFilter(in io.ReadCloser, out io.Writer, report func(error)) *frameFilter {
+	return &frameFilter{in: in, br: bufio.NewReaderSize(in, 64<<10), out: out, report: report}
+}
+
+func (f *frameFilter) Read(p []byte) (int, error) {
+	for len(f.buf) == 0 && f.err == nil {
+		line, err := readLine(f.br)
+		if len(line) > 0 {
+			if why := wellFormed(line); why != nil {
+				if _, werr := f.out.Write(parseErrorLine(why)); werr != nil {
+					return 0, werr
+				}
+				if f.report != nil {
+					f.report(fmt.Errorf("mcp proxy: the client sent a line that is not a JSON-RPC message (answered with a parse error): %w", why))
+				}
+			} else {
+				f.buf = line
+			}
+		}
+		f.err = err
+	}
+	if len(f.buf) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.buf)
+	f.buf = f.buf[n:]
+	return n, nil
+}
+
+func (f *frameFilter) Close() error { return f.in.Close() }
+
+// readLine reads one line (its newline kept) of at most maxLine bytes.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			if len(long) > maxLine {
+				return nil, errLineTooLong
+			}
+			continue
+		}
+		return append(long, chunk...), err
 	}
 }

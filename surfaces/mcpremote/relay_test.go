@@ -190,6 +190,40 @@ func TestEachLineHandlesLongAndUnterminatedLines(t *testing.T) {
 	require.True(t, errors.Is(err, io.ErrUnexpectedEOF))
 }
 
+type bufCloser struct{ bytes.Buffer }
+
+func (b *bufCloser) Close() error { return nil }
+
+// The proxy's reader of the client's stream: a line that is not JSON-RPC is answered with a
+// parse error (id null) and the stream goes on; every message is passed on as it came.
+func TestFrameFilterAnswersMalformedLinesAndLosesNothing(t *testing.T) {
+	good1 := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n"
+	good2 := `[{"jsonrpc":"2.0","method":"notifications/initialized"}]` + "\n"
+	in := io.NopCloser(strings.NewReader("garbage\n" + good1 + "[]\n{\"jsonrpc\":\"2.0\"}\n" + good2 + "\n"))
+	var out bufCloser
+	var reports []error
+	f := newFrameFilter(in, &out, func(err error) { reports = append(reports, err) })
+	got, err := io.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, good1+good2+"\n", string(got))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 3, "one parse error per malformed line")
+	for _, l := range lines {
+		var e struct {
+			ID    any `json:"id"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &e))
+		require.Nil(t, e.ID)
+		require.Equal(t, -32700, e.Error.Code)
+		require.Contains(t, e.Error.Message, "not a JSON-RPC message was not forwarded")
+	}
+	require.Len(t, reports, 3)
+}
+
 // FuzzRelayFrame feeds arbitrary lines to the relay's frame parser in both directions:
 // it never panics, without a rule it passes every line on byte for byte, and under a rule
 // whatever it forwards or answers is the line itself or valid JSON.
@@ -226,6 +260,19 @@ func FuzzRelayFrame(f *testing.F) {
 		ruled.lists[`1`] = true
 		if got := ruled.fromServer(ctx, line); !bytes.Equal(got, line) && !json.Valid(got) {
 			t.Fatalf("gave the client invalid JSON %q for %q", got, line)
+		}
+		// The proxy's reader passes the line on or answers it, never both, never neither.
+		if bytes.ContainsRune(line, '\n') {
+			return
+		}
+		var out bufCloser
+		got, err := io.ReadAll(newFrameFilter(io.NopCloser(bytes.NewReader(append(append([]byte{}, line...), '\n'))), &out, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		passed, answered := len(got) > 0, out.Len() > 0
+		if passed == answered || (passed && !bytes.Equal(got, append(append([]byte{}, line...), '\n'))) {
+			t.Fatalf("%q: passed %q, answered %q", line, got, out.String())
 		}
 	})
 }
