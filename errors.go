@@ -59,6 +59,7 @@ var (
 	ErrInternal                = &Error{Code: "INTERNAL"}
 	ErrAgentNotActive          = &Error{Code: "AGENT_NOT_ACTIVE"}
 	ErrFlowInProgress          = &Error{Code: "FLOW_IN_PROGRESS"}
+	ErrToolNotAllowed          = &Error{Code: "TOOL_NOT_ALLOWED"}
 )
 
 // newError converts a core error, with the REST status and exit code the policy publishes.

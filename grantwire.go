@@ -423,15 +423,26 @@ type Activation struct {
 	// activation is recorded; Warnings says how to configure them).
 	MissingKeys []string `json:"missing_keys"`
 	Warnings    []string `json:"warnings"`
+	// Tools is the pair's tool rule after Tools().Allow (nil after AllowAll or Activate:
+	// every tool, or the rule is unchanged).
+	Tools []string `json:"tools"`
 }
 
 // Activate makes an MCP connector's tools visible to agent. With no grant for the pair it
 // grants scopes (nil: the agent's declared scopes, else ["use"] for an agent that consumes
 // MCP servers); an existing grant is never overwritten.
 func (c *Client) Activate(ctx context.Context, connector, agent string, scopes []string) (*Activation, error) {
+	return c.activate(ctx, connector, agent, scopes, nil)
+}
+
+// activate is Activate with extra arguments (a tool rule: Tools).
+func (c *Client) activate(ctx context.Context, connector, agent string, scopes []string, extra map[string]any) (*Activation, error) {
 	args := map[string]any{"connector": connector, "agent": agent}
 	if scopes != nil {
 		args["scopes"] = scopes
+	}
+	for k, v := range extra {
+		args[k] = v
 	}
 	var r Activation
 	_, err := c.run(ctx, "activate", args, nil, &r)

@@ -489,6 +489,29 @@ var fixRuns = map[string]func(t *testing.T){
 		w.gwJSON("", 0, &doc, "activations", "list", "mcp-fetch")
 		require.Equal(t, []activationRow{{Connector: "mcp-fetch", Agent: "installed:stranger"}}, doc.Activations)
 	},
+	"activate-tools": func(t *testing.T) {
+		// A tool rule that does not list the tool: the check (what mcp run and mcp proxy ask
+		// before a tools/call) refuses it; the fix adds it to the rule.
+		w := newFixWorld(t, "activate-tools")
+		w.ok("", "configure", "mcp-fetch")
+		w.ok("", "activations", "activate", "mcp-fetch", "builtin:coder", "--scopes", "use", "--tools", "fetch_page")
+		fix := w.failing(4, "", "activations", "check", "mcp-fetch", "builtin:coder", "fetch")
+		require.Equal(t, "grantwire activations activate mcp-fetch builtin:coder --tools fetch,fetch_page", fix)
+		w.run(fix, "", nil)
+		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch")
+		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch_page")
+	},
+	"activate-all-tools": func(t *testing.T) {
+		// A tool whose name no rule can hold (a server's own odd name) is allowed by removing
+		// the rule.
+		w := newFixWorld(t, "activate-all-tools")
+		w.ok("", "configure", "mcp-fetch")
+		w.ok("", "activations", "activate", "mcp-fetch", "builtin:coder", "--scopes", "use", "--tools", "")
+		fix := w.failing(4, "", "activations", "check", "mcp-fetch", "builtin:coder", "fetch page")
+		require.Equal(t, "grantwire activations activate mcp-fetch builtin:coder --all-tools", fix)
+		w.run(fix, "", nil)
+		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch page")
+	},
 	"catalog": func(t *testing.T) {
 		w := newFixWorld(t, "catalog")
 		fix := w.failing(1, "", "status", "gogle")

@@ -9,6 +9,7 @@ package main_test
 // `grantwire mcp proxy`.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -489,4 +490,82 @@ func TestE2ERemoteMCPUnreachableHostSaysWhy(t *testing.T) {
 	require.Equal(t, 0, w.gw("", "mcp", "add", "gone", "--url", "https://mcp.grantwire-test.invalid/mcp").code)
 	e := w.fail(5, "PROVIDER_ERROR", "mcp", "auth", "gone", "--no-browser")
 	require.Contains(t, e.Error.Message, "could not be reached (its host name does not resolve)")
+}
+
+// TestE2ERemoteMCPToolRule: mcp proxy with a tool rule, the go-sdk client on stdio and the
+// go-sdk server behind it (docs/behaviour.md#tools): the list holds only the tools of the
+// rule, a call of another is refused with a JSON-RPC error naming the command that allows
+// it and never reaches the server, and after that command it goes through.
+func TestE2ERemoteMCPToolRule(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w.serveNotes(srv.URL)
+	r := w.gw("", "activations", "activate", "notes", "builtin:chat", "--tools", "whoami")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	session, _ := w.proxySession(ctx, "notes", "builtin:chat")
+	tools, err := session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	require.Equal(t, "whoami", tools.Tools[0].Name)
+	_, err = echo(t, ctx, session, "refused")
+	require.Error(t, err)
+	fix := "grantwire activations activate notes builtin:chat --tools echo,whoami"
+	require.Contains(t, err.Error(), "TOOL_NOT_ALLOWED")
+	require.Contains(t, err.Error(), fix)
+	require.Equal(t, int64(0), srv.Calls(), "the refused call never reached the server")
+
+	// The session goes on: the fix, run as printed, allows the call at once.
+	w.fixes("", fix)
+	out, err := echo(t, ctx, session, "allowed now")
+	require.NoError(t, err)
+	require.Equal(t, "allowed now", out)
+	tools, err = session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 2)
+
+	// All tools again.
+	w.fixes("", "grantwire activations activate notes builtin:chat --all-tools")
+	tools, err = session.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 4)
+}
+
+// A line that is not JSON-RPC from the MCP client, through mcp proxy: answered with a
+// parse error (id null), reported on stderr, and the session goes on (the next request is
+// answered by the server).
+func TestE2ERemoteMCPProxyAnswersAMalformedLine(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
+	w.serveNotes(srv.URL)
+	cmd := exec.Command(w.bin, "mcp", "proxy", "notes", "--agent", "builtin:chat")
+	cmd.Env, cmd.Dir = w.env, w.home
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); w.record(stderr.String()) }()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		t.Helper()
+		require.True(t, lines.Scan(), "stderr: %s", stderr)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &m), lines.Text())
+		return m
+	}
+	_, err = io.WriteString(stdin, "this is not json\n")
+	require.NoError(t, err)
+	m := next()
+	require.Nil(t, m["id"])
+	require.Equal(t, float64(-32700), m["error"].(map[string]any)["code"])
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	require.NoError(t, err)
+	m = next()
+	require.Equal(t, float64(1), m["id"])
+	require.NotNil(t, m["result"], "the server answered: the session went on")
+	require.Contains(t, stderr.String(), "not a JSON-RPC message")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/shells/native"
+	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
 
 // forwardedSignals are passed on to the MCP server `mcp run` started; grantwire itself
@@ -62,7 +63,10 @@ command and its arguments are those of mcp_servers.json (the catalog's unless yo
 them); arguments after -- are appended.
 
 The server gets grantwire's stdin, stdout and stderr as they are, so an MCP client talks to
-it directly, and grantwire prints nothing on stdout. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+it directly, and grantwire prints nothing on stdout. When the agent's activation has a tool
+rule (grantwire activations activate <name> <agent> --tools a,b), grantwire relays the
+JSON-RPC stream instead: tools/list shows only those tools, and a tools/call of another is
+answered with an error naming the command that allows it. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
 passed on to the server; grantwire exits with the server's status (128 + the signal's number
 when a signal ended it), 127 when the command is not found and 126 when it cannot be run.
 The keys are in no argument, file, log or output: only in the server's environment.`,
@@ -144,9 +148,30 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 		return ctx.Err()
 	}
 
+	// A tool rule for the pair: grantwire relays the JSON-RPC stream and applies it
+	// (docs/behaviour.md#tools). Without one the server gets grantwire's stdio as it is.
+	rules, err := c.Tools().Rules(ctx, name)
+	if err != nil {
+		return err
+	}
+	_, relayed := rules[name][agent]
+
 	srv := exec.Command(path, append(append([]string{}, l.Args...), extra...)...)
 	srv.Env = l.Environ(os.Environ())
 	srv.Stdin, srv.Stdout, srv.Stderr = a.Stdin, a.Stdout, a.Stderr
+	var toServer, fromServer *os.File
+	if relayed {
+		var serverIn, serverOut *os.File
+		if serverIn, toServer, err = os.Pipe(); err == nil {
+			fromServer, serverOut, err = os.Pipe()
+		}
+		if err != nil {
+			return fmt.Errorf("mcp run: a pipe for the relay: %w", err)
+		}
+		srv.Stdin, srv.Stdout = serverIn, serverOut
+		defer serverIn.Close()
+		defer serverOut.Close()
+	}
 	err = srv.Start()
 	clear(l.Env)
 	srv.Env = nil
@@ -154,9 +179,23 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 		return &exitStatus{code: a.exitFor(ctx, "COMMAND_CANNOT_RUN", exitCannotRun), name: "COMMAND_CANNOT_RUN",
 			msg: fmt.Sprintf("cannot start %s: %s: %v", name, path, unwrapPath(err)), fix: "grantwire mcp list"}
 	}
-	// The server runs for as long as the client keeps it: give back the policy engine,
-	// the credential store's connection and the values' memory now.
-	a.close(context.WithoutCancel(ctx))
+	relayDone := make(chan error, 1)
+	if relayed {
+		// The server has its ends of the pipes; grantwire keeps its own.
+		srv.Stdin.(*os.File).Close()
+		srv.Stdout.(*os.File).Close()
+		gate := &mcpremote.ToolGate{Client: c, Server: name, Agent: agent}
+		go func() {
+			defer fromServer.Close()
+			relayDone <- mcpremote.RelayStdio(context.WithoutCancel(ctx), gate, a.Stdin, a.Stdout, toServer, fromServer)
+		}()
+	} else {
+		relayDone <- nil
+		// The server runs for as long as the client keeps it: give back the policy engine,
+		// the credential store's connection and the values' memory now (a relay keeps the
+		// engine: it decides every tool call).
+		a.close(context.WithoutCancel(ctx))
+	}
 	debug.FreeOSMemory()
 
 	done := make(chan error, 1)
@@ -166,6 +205,9 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 		case s := <-sigs:
 			_ = srv.Process.Signal(s)
 		case err := <-done:
+			if rerr := <-relayDone; rerr != nil && err == nil {
+				fmt.Fprintf(a.Stderr, "grantwire: mcp run: the relay: %v\n", rerr)
+			}
 			return serverStatus(err)
 		}
 	}

@@ -474,3 +474,40 @@ func TestE2EMCPSaysEverythingMissingAtOnce(t *testing.T) {
 	require.Contains(t, e.Error.Message, "then ")
 	require.Contains(t, e.Error.Message, "(fix: grantwire configure mcp-probe --from-stdin)")
 }
+
+// With a tool rule, mcp run relays the JSON-RPC stream (docs/behaviour.md#tools): the list
+// holds the tools of the rule, a call of another is refused with the fix, the key still
+// reaches the server and nothing else (the planted key is searched in every output), and
+// signals still pass: the server's exit ends grantwire though the client's stdin is open.
+func TestE2EMCPRunRelaysWithAToolRule(t *testing.T) {
+	w := newMCPWorld(t)
+	w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use --tools key_status")
+	w.fixes("PROBE_API_KEY="+w.key+"\n", "grantwire configure mcp-probe --from-stdin")
+	s := w.run(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := s.cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	st := s.status(t)
+	require.True(t, st.Present && st.Matches, "the key reached the server through the relay")
+	_, err = s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "other_tool"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "TOOL_NOT_ALLOWED")
+	require.Contains(t, err.Error(), "grantwire activations activate mcp-probe builtin:chat --tools key_status,other_tool")
+	w.record(err.Error())
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, waitGone(st.PID))
+	require.Equal(t, 42, s.close(w), s.stderr.String())
+
+	// A rule of no tool: the list is empty and the one tool refused.
+	r := w.gw("", "activations", "activate", "mcp-probe", "builtin:chat", "--tools", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Tools of mcp-probe for builtin:chat: none.")
+	s = w.run(t)
+	tools, err = s.cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, tools.Tools)
+	_, err = s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "key_status"})
+	require.ErrorContains(t, err, "grantwire activations activate mcp-probe builtin:chat --tools key_status")
+}

@@ -34,6 +34,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/decisionlog"
 )
 
 // requireOutside is set by `make test` (scripts/test.sh) after it installed the software
@@ -112,6 +113,10 @@ type tsResult struct {
 	Calls []struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
+		Error   *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"` // a JSON-RPC error answered the call
 	} `json:"calls"`
 	Logs []string `json:"logs"`
 }
@@ -340,4 +345,95 @@ func TestOutsideNPMServersUnderMCPRun(t *testing.T) {
 	saved, err := os.ReadFile(graph)
 	require.NoError(t, err, "the server wrote its graph where it was configured to")
 	require.Contains(t, string(saved), "keeps keys out of agents")
+}
+
+// TestOutsideNPMServerToolRuleUnderMCPRun: the memory server from npm under `grantwire mcp
+// run` with a tool rule (docs/behaviour.md#tools), started by the TS SDK's Client: the
+// client sees only the tools the rule lists, a call of another is refused with a JSON-RPC
+// error naming the command that allows it (the server never gets it), and once that command
+// has run the call goes through. Each call is a decision in the decision log: the agent,
+// the tool and the verdict.
+func TestOutsideNPMServerToolRuleUnderMCPRun(t *testing.T) {
+	o := outside(t)
+	t.Parallel()
+	memory := filepath.Join(o.pkg("@modelcontextprotocol/server-memory"), "dist", "index.js")
+	w := newOutsideWorld(t, func(c map[string]map[string]any) {
+		c["mcp-memory"]["command"], c["mcp-memory"]["args"] = o.node, []string{memory}
+	})
+	graph := filepath.Join(w.home, "graph.jsonl")
+	r := w.gw("", "activations", "activate", "mcp-memory", "builtin:chat", "--scopes", "use", "--tools", "read_graph,search_nodes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "Tools of mcp-memory for builtin:chat: read_graph, search_nodes.")
+	r = w.gw("", "configure", "mcp-memory", "--set", "MEMORY_FILE_PATH="+graph)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.gw("", "activations", "list")
+	require.Contains(t, r.stdout, "read_graph,search_nodes")
+
+	log := filepath.Join(w.home, "decisions.jsonl")
+	create := tsCall{Name: "create_entities", Arguments: map[string]any{"entities": []any{
+		map[string]any{"name": "grantwire", "entityType": "project", "observations": []any{"filters tools per agent"}},
+	}}}
+	run := []string{"--decision-log", log, "mcp", "run", "mcp-memory", "--agent", "builtin:chat"}
+	res, stderr := w.tsClient(o, "", []tsCall{{Name: "read_graph"}, create}, run...)
+	require.Equal(t, []string{"read_graph", "search_nodes"}, res.Tools, "only the tools of the rule: %s", stderr)
+	require.Len(t, res.Calls, 2)
+	require.Nil(t, res.Calls[0].Error, "read_graph is allowed")
+	require.False(t, res.Calls[0].IsError, res.Calls[0].Text)
+	require.NotNil(t, res.Calls[1].Error, "create_entities is refused: %+v", res.Calls[1])
+	require.Equal(t, -32001, res.Calls[1].Error.Code)
+	fix := "grantwire activations activate mcp-memory builtin:chat --tools create_entities,read_graph,search_nodes"
+	require.Contains(t, res.Calls[1].Error.Message, "TOOL_NOT_ALLOWED")
+	require.Contains(t, res.Calls[1].Error.Message, fix)
+	_, err := os.Stat(graph)
+	require.True(t, os.IsNotExist(err), "the refused call never reached the server")
+
+	w.fixes("", fix)
+	res, stderr = w.tsClient(o, "", []tsCall{create, {Name: "read_graph"}}, run...)
+	require.Equal(t, []string{"create_entities", "read_graph", "search_nodes"}, res.Tools, stderr)
+	require.Nil(t, res.Calls[0].Error)
+	require.Contains(t, res.Calls[1].Text, "filters tools per agent")
+
+	// One decision per call: who called which tool, and the verdict.
+	f, err := os.Open(log)
+	require.NoError(t, err)
+	events, err := decisionlog.ReadAll(f)
+	_ = f.Close()
+	require.NoError(t, err)
+	type verdict struct{ agent, tool, outcome string }
+	var calls []verdict
+	for _, ev := range events {
+		if ev.Custom["op"] != "mcp_tool" {
+			continue
+		}
+		var in struct {
+			Args struct {
+				Agent string `json:"agent"`
+				Tool  string `json:"tool"`
+			} `json:"args"`
+		}
+		var out struct {
+			Result *struct {
+				Allowed any `json:"allowed"`
+			} `json:"result"`
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Input, &in))
+		require.NoError(t, json.Unmarshal(ev.Result, &out))
+		if in.Args.Tool == "" {
+			continue // a tools/list filter
+		}
+		v := verdict{in.Args.Agent, in.Args.Tool, "allowed"}
+		if out.Error != nil {
+			v.outcome = out.Error.Code
+		}
+		calls = append(calls, v)
+	}
+	require.Equal(t, []verdict{
+		{"builtin:chat", "read_graph", "allowed"},
+		{"builtin:chat", "create_entities", "TOOL_NOT_ALLOWED"},
+		{"builtin:chat", "create_entities", "allowed"},
+		{"builtin:chat", "read_graph", "allowed"},
+	}, calls)
 }

@@ -131,8 +131,8 @@ func (f listFlag) String() string { return strings.Join(*f.values, ",") }
 
 func (f listFlag) Set(s string) error {
 	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
-	if s == "" && f.kind == "scopes" {
-		return nil // --scopes '': no scope at all (a grant of no scope, as the policy's fixes write it)
+	if s == "" && (f.kind == "scopes" || f.kind == "tools") {
+		return nil // --scopes '' / --tools '': none at all (as the policy's fixes write it)
 	}
 	if len(parts) == 0 {
 		return fmt.Errorf("empty %s", f.kind)

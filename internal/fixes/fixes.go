@@ -47,6 +47,8 @@ var Kinds = []Kind{
 	kind("configure-mcp-set-from-stdin", `grantwire configure `+word+`(?: --set `+word+`)+ --from-stdin`),
 	kind("activate", `grantwire activations activate `+word+` `+word),
 	kind("activate-with-scopes", `grantwire activations activate `+word+` `+word+` --scopes use`),
+	kind("activate-tools", `grantwire activations activate `+word+` `+word+` --tools `+word),
+	kind("activate-all-tools", `grantwire activations activate `+word+` `+word+` --all-tools`),
 	kind("catalog", `grantwire catalog`),
 	kind("catalog-entry", `grantwire catalog `+word),
 	// ISSUER_MISMATCH with a user's catalog file: write the issuer the server names into it.

@@ -35,6 +35,7 @@ import data.grantwire.scopes
 import data.grantwire.status
 import data.grantwire.step
 import data.grantwire.store
+import data.grantwire.tools
 import data.grantwire.transport
 
 # METADATA
@@ -106,6 +107,8 @@ _decision := gate.decision if {
 	_op == "mcp_remote_list"
 } else := launch.decision if {
 	_op == "launch"
+} else := tools.decision if {
+	_op == "mcp_tool"
 } else := status.view if {
 	_op == "connector_view"
 } else := flows.start if {
@@ -303,6 +306,12 @@ manifest := {"errors": errors.table, "loopback": transport.loopback, "ops": {
 		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
 		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
 		{"key": "mcp", "kind": "ledger.read", "ledger": store.mcp_file, "path": []},
+	]},
+	"mcp_tool": {"prefetch": [
+		remote.ledger_need,
+		{"key": "grant", "kind": "ledger.read", "ledger": store.grants_file, "path": [_arg("connector"), _arg("agent")]},
+		{"key": "active", "kind": "ledger.read", "ledger": store.activations_file, "path": ["activations", _arg("connector"), _arg("agent")]},
+		{"key": "rule", "kind": "ledger.read", "ledger": store.activations_file, "path": ["tools", _arg("connector"), _arg("agent")]},
 	]},
 	"connector_view": {"prefetch": [remote.ledger_need]},
 	"start_flow": {"prefetch": []},

@@ -38,6 +38,7 @@ _ops := {
 	"mcp_remove": {"connector": "mcp-remote"},
 	"mcp_remote_list": {},
 	"launch": {"connector": "mcp-github", "agent": "builtin:chat"},
+	"mcp_tool": {"connector": "mcp-github", "agent": "builtin:chat", "tool": "t"},
 	"connector_view": {},
 	"start_flow": {"connector": "google", "kind": "pkce", "pending": []},
 	"maintain": {},
@@ -101,7 +102,7 @@ test_prefetch_templates if {
 # A prefetch instantiated with an operation's arguments is exactly what its first question
 # asks for, so a host that prefetches saves that question.
 test_prefetch_matches_the_first_needs if {
-	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential", "launch"] {
+	every op in ["get_access_token", "grant", "revoke", "visible_servers", "credential", "launch", "mcp_tool"] {
 		d := fx.decide({"op": op, "args": _ops[op], "facts": {}, "attempt": 0, "round": 0})
 		d.needs == [_instantiate(n, _ops[op]) | some n in grantwire.manifest.ops[op].prefetch]
 	}
@@ -180,8 +181,8 @@ test_a_corrupt_ledger_is_refused if {
 }
 
 test_state_and_agents_files_are_left_to_the_operations if {
-	f := {"actives": fx.no_file(fx.activations_file, ["activations"]), "x": fx.corrupt(fx.state_file, ["google"], "bad"), "y": fx.corrupt(fx.agents_file, [], "bad")}
-	fx.decide(fx.q1("list_activations", {}, f)) == fx.done({"activations": {}}, [])
+	f := {"actives": fx.no_file(fx.activations_file, ["activations"]), "rules": fx.no_file(fx.activations_file, ["tools"]), "x": fx.corrupt(fx.state_file, ["google"], "bad"), "y": fx.corrupt(fx.agents_file, [], "bad")}
+	fx.decide(fx.q1("list_activations", {}, f)) == fx.done({"activations": {}, "tools": {}}, [])
 }
 
 test_disconnect_tolerates_corrupt_ledgers if {

@@ -60,6 +60,7 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	h := &Handler{Client: c, Server: o.Server, Agent: o.Agent, Timeout: o.Timeout}
 	hc = withProtocolVersion(h.WithDPoP(hc), pv)
 	params := &paramHeaders{}
+	gate := &ToolGate{Client: c, Server: o.Server, Agent: o.Agent}
 	remote, err := (&mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: hc, OAuthHandler: h,
 		// The SDK opens the standalone stream only inside its own client session, which a
@@ -73,7 +74,15 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 		return err
 	}
 	defer remote.Close()
-	local, err := (&mcp.IOTransport{Reader: o.In, Writer: o.Out}).Connect(ctx)
+	// A line from the client that is not JSON-RPC is answered with a parse error and the
+	// session goes on (relay.go); the answer and the SDK's writes never split a line.
+	out := &lockedWriter{w: o.Out}
+	in := newFrameFilter(o.In, out, func(err error) {
+		if o.OnError != nil {
+			o.OnError(err)
+		}
+	})
+	local, err := (&mcp.IOTransport{Reader: in, Writer: out}).Connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,6 +139,19 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 					listIDs[r.ID] = true
 					initMu.Unlock()
 				case "tools/call":
+					// The agent's tool rule first (relay.go): a refused call never reaches the server.
+					if jerr, refused := checkCall(ctx, gate, r.Params); jerr != nil {
+						if werr := local.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: jerr}); werr != nil {
+							errc <- ignoreEOF(werr)
+							return
+						}
+						var ge *grantwire.Error
+						if errors.As(refused, &ge) && (errors.Is(refused, grantwire.ErrAgentNotGranted) || errors.Is(refused, grantwire.ErrAgentNotActive)) {
+							errc <- fmt.Errorf("%w: %w", ErrGate, ge) // as a refused request ends the proxy
+							return
+						}
+						continue
+					}
 					wctx = withParamHeaders(ctx, params.forCall(r.Params))
 				}
 			}
@@ -190,6 +212,12 @@ func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 				initMu.Unlock()
 				if isList && r.Error == nil {
 					params.learn(r.Result)
+					// Only the tools the agent's tool rule lets it see (relay.go).
+					if res, jerr := filterList(ctx, gate, r.Result); jerr != nil {
+						r.Result, r.Error = nil, jerr
+					} else {
+						r.Result = res
+					}
 				}
 				if isInit && r.Error == nil {
 					var res struct {

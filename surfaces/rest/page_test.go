@@ -230,6 +230,26 @@ func TestPageInARealBrowser(t *testing.T) {
 	shot("05-activated.png")
 	shotTile("05-tile.png", "mcp-memory")
 
+	// 5b. Narrow the chat agent to two of the server's tools (its tool rule), in the page.
+	waitText("#rule-mcp-memory-builtin_chat", "Tools: every tool")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#tools-mcp-memory-builtin_chat"), "read_graph, search_nodes"),
+		chromedp.Click(chromedp.CSS("#settools-mcp-memory-builtin_chat")),
+	))
+	waitFor(t, func() bool {
+		out, code := w.cli("", "activations", "list", "mcp-memory", "--json")
+		var doc struct {
+			Activations []struct {
+				Agent string   `json:"agent"`
+				Tools []string `json:"tools"`
+			} `json:"activations"`
+		}
+		return code == 0 && json.Unmarshal([]byte(out), &doc) == nil && len(doc.Activations) == 1 &&
+			strings.Join(doc.Activations[0].Tools, ",") == "read_graph,search_nodes"
+	})
+	waitText("#rule-mcp-memory-builtin_chat", "Tools: read_graph, search_nodes")
+	shotTile("05b-tools.png", "mcp-memory")
+
 	// 6. The CLI, in another process, activates mcp-git for the chat agent: the open page
 	// shows it without a reload.
 	click(tile("mcp-git") + ` details[data-panel="active"] summary`)

@@ -172,7 +172,10 @@ type summary struct {
 	Command            string              `json:"command,omitempty"`
 	Grants             map[string][]string `json:"grants"`
 	Activations        map[string]bool     `json:"activations"`
-	Agents             json.RawMessage     `json:"agents"`
+	// Tools are the tool rules of an MCP server's agents (agent → tool names; a pair
+	// without one is absent: every tool).
+	Tools  map[string][]string `json:"tools"`
+	Agents json.RawMessage     `json:"agents"`
 	// Health is what the last health pass recorded of a connection that is not healthy
 	// (the payload of its connector.health event), or null.
 	Health json.RawMessage `json:"health"`
@@ -203,6 +206,10 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 	if err := json.Unmarshal(out.Result, &v); err != nil {
 		return nil, nil, fmt.Errorf("connector_view: %w", err)
 	}
+	rules, err := s.client.Tools().Rules(r.Context(), id)
+	if err != nil {
+		return nil, nil, err
+	}
 	cat := s.client.Catalog()
 	res := make([]summary, 0, len(v.Connectors))
 	for _, c := range v.Connectors {
@@ -218,6 +225,10 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 		}
 		if sum.Grants == nil {
 			sum.Grants = map[string][]string{}
+		}
+		sum.Tools = rules[c.ID]
+		if sum.Tools == nil {
+			sum.Tools = map[string][]string{}
 		}
 		for _, a := range c.Activations {
 			sum.Activations[a] = true
@@ -491,7 +502,16 @@ func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		m = map[string]bool{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"activations": m})
+	rules, err := s.client.Tools().Rules(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t := rules[id]
+	if t == nil {
+		t = map[string][]string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"activations": m, "tools": t})
 }
 
 func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
@@ -501,11 +521,22 @@ func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": a[id][agent]})
+	rules, err := s.client.Tools().Rules(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var tools any // null: no rule, every tool
+	if t, ok := rules[id][agent]; ok {
+		tools = nonNil(t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": a[id][agent], "tools": tools})
 }
 
 type activationBody struct {
-	Scopes []string `json:"scopes"`
+	Scopes   []string  `json:"scopes"`
+	Tools    *[]string `json:"tools"`     // the pair's tool rule
+	AllTools bool      `json:"all_tools"` // remove the rule
 }
 
 func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
@@ -514,16 +545,35 @@ func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body, true) {
 		return
 	}
-	res, err := s.client.Activate(r.Context(), id, agent, body.Scopes)
+	var res *grantwire.Activation
+	var err error
+	switch {
+	case body.Tools != nil && body.AllTools:
+		// both at once: the policy refuses them (USAGE) in its own words, writing nothing
+		_, err = s.client.Do(r.Context(), "activate", map[string]any{"connector": id, "agent": agent, "tools": *body.Tools, "all_tools": true}, nil)
+		if err == nil {
+			err = fmt.Errorf("activate accepted tools and all_tools together")
+		}
+	case body.Tools != nil:
+		res, err = s.client.Tools().Allow(r.Context(), id, agent, *body.Tools, body.Scopes)
+	case body.AllTools:
+		res, err = s.client.Tools().AllowAll(r.Context(), id, agent, body.Scopes)
+	default:
+		res, err = s.client.Activate(r.Context(), id, agent, body.Scopes)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"connector_id": res.Connector, "agent_id": res.Agent, "active": true, "auto_granted": res.AutoGranted,
 		"grant_source": res.GrantSource, "scopes": nonNil(res.Scopes), "changed": res.Changed,
 		"missing_keys": nonNil(res.MissingKeys), "warnings": nonNil(res.Warnings),
-	})
+	}
+	if body.Tools != nil || body.AllTools {
+		out["tools"] = res.Tools
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) deleteActivation(w http.ResponseWriter, r *http.Request) {

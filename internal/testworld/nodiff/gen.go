@@ -40,7 +40,7 @@ var Ops = []string{
 	"list_activations", "visible_servers", "activation_changes", "grant_changes", "disconnect", "connect",
 	"configure_client", "status", "connections", "test_connector", "import_forwarded",
 	"configure_mcp", "credential", "mcp_list", "list_agents", "agent_id", "validate_catalog",
-	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "connector_view", "start_flow",
+	"mcp_add", "mcp_auth", "mcp_token", "mcp_logout", "mcp_remove", "mcp_remote_list", "launch", "mcp_tool", "connector_view", "start_flow",
 	"maintain", "mcp_challenge", "configure",
 }
 
@@ -178,6 +178,55 @@ func (g *Gen) scope() string {
 		}
 	}
 	return pick(g, commonScopes)
+}
+
+// toolNames are the tool names the generator draws from: a few a rule lists, and names no
+// rule can hold (spaces, commas, quotes, unicode, empty, too long).
+var toolNames = []string{
+	"read", "list", "push", "get_file", "repo.read", "ns/tool-1",
+	"a b", "a,b", "it's", "", "naïve", "\u202etool", strings.Repeat("t", 129),
+}
+
+// tool is one tool name, mostly one a rule may hold.
+func (g *Gen) tool() string {
+	if g.chance(0.85) {
+		return pick(g, toolNames[:6])
+	}
+	return pick(g, toolNames)
+}
+
+func (g *Gen) toolArg() any {
+	if g.chance(0.03) {
+		return g.junk()
+	}
+	return g.tool()
+}
+
+// toolsArg is an array of tool names (sometimes junk, sometimes with a junk member).
+func (g *Gen) toolsArg() any {
+	if g.chance(0.03) {
+		return g.junk()
+	}
+	n := g.r.IntN(4)
+	out := make([]any, 0, n)
+	for range n {
+		if g.chance(0.02) {
+			out = append(out, g.junk())
+			continue
+		}
+		out = append(out, g.tool())
+	}
+	return out
+}
+
+// toolRule is a rule as connectors/activations.json holds it.
+func (g *Gen) toolRule() []any {
+	n := g.r.IntN(4)
+	out := make([]any, 0, n)
+	for range n {
+		out = append(out, pick(g, toolNames[:6]))
+	}
+	return out
 }
 
 func (g *Gen) scopeList(max int) []any {
@@ -342,6 +391,26 @@ func (g *Gen) Args(op string) any {
 	case "activate", "deactivate":
 		a["connector"], a["agent"] = g.connector("mcp_server", "mcp_remote"), g.agentArg()
 		g.optional(a, "scopes", 0.5, 0.1, func() any { return g.scopesArg(2) })
+		if op == "activate" {
+			switch x := g.r.Float64(); {
+			case x < 0.2:
+				a["tools"] = g.toolsArg()
+			case x < 0.3:
+				a["all_tools"] = pick(g, []any{true, true, true, false, "yes"})
+			case x < 0.33:
+				a["tools"], a["all_tools"] = g.toolsArg(), true
+			}
+		}
+	case "mcp_tool":
+		a["connector"], a["agent"] = g.connector("mcp_server", "mcp_remote"), g.agentArg()
+		switch x := g.r.Float64(); {
+		case x < 0.5:
+			a["tool"] = g.toolArg()
+		case x < 0.95:
+			a["tools"] = g.toolsArg()
+		case x < 0.97:
+			a["tool"], a["tools"] = g.toolArg(), g.toolsArg()
+		}
 	case "visible_servers":
 		a["agent"] = g.agentArg()
 	case "activation_changes":

@@ -651,6 +651,12 @@ func mcpKey(doc any) string {
 	return "mcpServers"
 }
 
+// toolPath is store._tool_path: a path into the tool rules of connectors/activations.json.
+func toolPath(path any) bool {
+	p, ok := path.([]any)
+	return ok && len(p) > 0 && eq(p[0], "tools")
+}
+
 // shaped is store.shaped.
 func shaped(file string, path, v any) bool {
 	n, ok := count(path)
@@ -673,7 +679,17 @@ func shaped(file string, path, v any) bool {
 			return false
 		case n == 0:
 			m, isObj := v.(obj)
-			return isObj && actMap(orDefault(m, "activations", obj{}))
+			return isObj && actMap(orDefault(m, "activations", obj{})) && allValues(orDefault(m, "tools", obj{}), grantMap)
+		case toolPath(path):
+			switch n {
+			case 1:
+				return allValues(v, grantMap)
+			case 2:
+				return grantMap(v)
+			case 3:
+				return strings_(v)
+			}
+			return false
 		case n == 1:
 			return actMap(v)
 		case n == 2:

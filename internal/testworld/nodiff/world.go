@@ -425,12 +425,33 @@ func (w *world) activationsDoc() any {
 	if g.chance(0.03) {
 		delete(doc, "activations")
 	}
+	// tool rules beside the activations, for some pairs
+	if g.chance(0.6) {
+		rules := map[string]any{}
+		for _, c := range w.conns {
+			for _, a := range w.agents {
+				if g.chance(0.4) {
+					m, ok := rules[c].(map[string]any)
+					if !ok {
+						m = map[string]any{}
+						rules[c] = m
+					}
+					m[a] = g.toolRule()
+				}
+			}
+		}
+		doc["tools"] = rules
+	}
 	return w.misshape(doc, func(m map[string]any) {
-		switch g.r.IntN(3) {
+		switch g.r.IntN(5) {
 		case 0:
 			m["activations"] = []any{}
 		case 1:
 			acts[w.someConnector()] = []any{"x"}
+		case 2:
+			m["tools"] = map[string]any{w.someConnector(): map[string]any{w.someAgent(): true}}
+		case 3:
+			m["tools"] = map[string]any{w.someConnector(): []any{"x"}}
 		default:
 			acts[w.someConnector()] = map[string]any{w.someAgent(): "true"}
 		}

@@ -20,6 +20,7 @@ import data.grantwire.mcp
 import data.grantwire.scopes
 import data.grantwire.step
 import data.grantwire.store
+import data.grantwire.tools
 
 _f := object.get(input, "facts", {})
 
@@ -68,11 +69,14 @@ _grant_fix := scopes.grant_cmd(_c, _a, catalog.default_scopes(_c)) if scopes.val
 else := ""
 
 _needs := array.concat(
-	[
-		grants.grant_need("grant", _c, _a),
-		grants.active_need("active", _c, _a),
-		facts.ledger("mcp", store.mcp_file, []),
-	],
+	array.concat(
+		[
+			grants.grant_need("grant", _c, _a),
+			grants.active_need("active", _c, _a),
+			facts.ledger("mcp", store.mcp_file, []),
+		],
+		_tool_needs,
+	),
 	agents.needs(_f, "agents"),
 )
 
@@ -111,16 +115,75 @@ _version_op := [{"path": ["version"], "value": 1, "expect": {"exists": false}}] 
 	not _f.active.found == true
 } else := []
 
-_activate_effects := [] if {
+_active_ops := [] if {
 	_f.active.exists == true
 	_f.active.value == true
-} else := [
-	store.write(store.activations_file, array.concat(_version_op, [{
-		"path": grants.activation_path(_c, _a), "value": true,
-		"expect": store.expect(_f.active),
-	}])),
-	grants.activation_event(_c, _a, true),
-]
+} else := [{
+	"path": grants.activation_path(_c, _a), "value": true,
+	"expect": store.expect(_f.active),
+}]
+
+# A tool rule (args.tools) or its removal (args.all_tools), in the same write.
+_names_given if "tools" in object.keys(input.args)
+
+_all_given if "all_tools" in object.keys(input.args)
+
+_tools_given if _names_given
+
+_tools_given if _all_given
+
+_tools_arg_ok if not _tools_given
+
+_tools_arg_ok if {
+	_names_given
+	not _all_given
+	tools.valid_names(input.args.tools)
+}
+
+_tools_arg_ok if {
+	_all_given
+	not _names_given
+	input.args.all_tools == true
+}
+
+_new_rule := scopes.sorted(input.args.tools) if _names_given
+
+_rule_ops := [] if {
+	not _tools_given
+} else := [] if {
+	_names_given
+	_f.rule.exists == true
+	_f.rule.value == _new_rule
+} else := [{
+	"path": tools.rule_path(_c, _a), "value": _new_rule,
+	"expect": store.expect(_f.rule),
+}] if {
+	_names_given
+} else := [{
+	"path": tools.rule_path(_c, _a), "delete": true, "prune": true,
+	"expect": store.expect(_f.rule),
+}] if {
+	_f.rule.exists == true
+} else := []
+
+_file_ops := array.concat(_active_ops, _rule_ops)
+
+_activate_effects := [] if {
+	count(_file_ops) == 0
+} else := array.concat(
+	[store.write(store.activations_file, array.concat(_version_op, _file_ops))],
+	[grants.activation_event(_c, _a, true) | count(_active_ops) > 0],
+)
+
+_tool_needs := [tools.rule_need("rule", _c, _a)] if _tools_given
+
+else := []
+
+_tool_result := {"tools": _new_rule} if {
+	_names_given
+} else := {"tools": null} if {
+	_all_given
+} else := {}
 
 _grant_scopes := _f.grant.value if _f.grant.exists == true
 
@@ -144,6 +207,8 @@ _warnings := [concat("", [
 # entrypoint: true
 activate := step.fail(_guard("activate"), []) if {
 	_guard("activate")
+} else := step.fail(errors.usage("activate takes tools (tool names of 1 to 128 letters, digits and _ - . /) or all_tools: true, not both"), []) if {
+	not _tools_arg_ok
 } else := step.need(m) if {
 	m := facts.missing(_f, _needs)
 	count(m) > 0
@@ -165,15 +230,18 @@ activate := step.fail(_guard("activate"), []) if {
 	not _f.grant.exists == true
 	not _auto_source
 } else := step.done(
-	{
-		"connector": _c, "agent": _a, "active": true,
-		"auto_granted": _source != "existing",
-		"grant_source": _source,
-		"scopes": _grant_scopes,
-		"changed": count(_effects) > 0,
-		"missing_keys": _missing_keys,
-		"warnings": _warnings,
-	},
+	object.union(
+		{
+			"connector": _c, "agent": _a, "active": true,
+			"auto_granted": _source != "existing",
+			"grant_source": _source,
+			"scopes": _grant_scopes,
+			"changed": count(_effects) > 0,
+			"missing_keys": _missing_keys,
+			"warnings": _warnings,
+		},
+		_tool_result,
+	),
 	_effects,
 )
 
@@ -204,7 +272,9 @@ deactivate := step.fail(_guard("deactivate"), []) if {
 
 # METADATA
 # title: list_activations decision
-# description: The activations of one connector ({agent → true}), or of every connector.
+# description: |
+#   The activations of one connector ({agent → true}), or of every connector, and their tool
+#   rules beside them (tools: {agent → tool names}, or {connector → {agent → tool names}}).
 # entrypoint: true
 list := step.fail(errors.usage("list_activations takes an optional connector"), []) if {
 	not _list_args
@@ -212,9 +282,9 @@ list := step.fail(errors.usage("list_activations takes an optional connector"), 
 	is_string(_c)
 	not catalog.known(_c)
 } else := step.need(m) if {
-	m := facts.missing(_f, [_list_need])
+	m := facts.missing(_f, [_list_need, _rules_need])
 	count(m) > 0
-} else := step.done(_list_result, [])
+} else := step.done(object.union(_list_result, {"tools": facts.value(_f, "rules", {})}), [])
 
 # No connector (absent or null) lists every connector; anything but a string is refused.
 _list_args if object.get(input.args, "connector", null) == null
@@ -224,6 +294,11 @@ _list_args if is_string(input.args.connector)
 _list_need := facts.ledger("actives", store.activations_file, ["activations", _c]) if is_string(_c)
 
 else := facts.ledger("actives", store.activations_file, ["activations"])
+
+# The tool rules beside them ({connector: {agent: [tool names]}}, or {agent: names} for one).
+_rules_need := facts.ledger("rules", store.activations_file, ["tools", _c]) if is_string(_c)
+
+else := facts.ledger("rules", store.activations_file, ["tools"])
 
 _list_value := facts.value(_f, "actives", {})
 

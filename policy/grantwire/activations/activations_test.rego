@@ -239,18 +239,93 @@ test_deactivate if {
 
 _list(args, f) := fx.decide(fx.q1("list_activations", args, f))
 
+_rules(path, v) := fx.entry(fx.activations_file, path, v)
+
 test_list_activations if {
-	_list({}, {}) == fx.need([{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations"]}])
-	_list({"connector": "mcp-github"}, {}) == fx.need([{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "mcp-github"]}])
+	_list({}, {}) == fx.need([
+		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations"]},
+		{"key": "rules", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["tools"]},
+	])
+	_list({"connector": "mcp-github"}, {}) == fx.need([
+		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "mcp-github"]},
+		{"key": "rules", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["tools", "mcp-github"]},
+	])
 	all := {"mcp-github": {"builtin:chat": true}}
-	_list({}, {"actives": fx.entry(fx.activations_file, ["activations"], all)}) == fx.done({"activations": all}, [])
-	_list({"connector": null}, {"actives": fx.no_file(fx.activations_file, ["activations"])}) == fx.done({"activations": {}}, [])
-	_list({"connector": "mcp-github"}, {"actives": fx.entry(fx.activations_file, ["activations", "mcp-github"], all["mcp-github"])}) == fx.done(
-		{"connector": "mcp-github", "activations": {"builtin:chat": true}},
+	none := fx.no_file(fx.activations_file, ["tools"])
+	_list({}, {"actives": fx.entry(fx.activations_file, ["activations"], all), "rules": none}) == fx.done({"activations": all, "tools": {}}, [])
+	rules := {"mcp-github": {"builtin:chat": ["read"]}}
+	_list({}, {"actives": fx.entry(fx.activations_file, ["activations"], all), "rules": _rules(["tools"], rules)}) == fx.done({"activations": all, "tools": rules}, [])
+	_list({"connector": null}, {"actives": fx.no_file(fx.activations_file, ["activations"]), "rules": none}) == fx.done({"activations": {}, "tools": {}}, [])
+	_list({"connector": "mcp-github"}, {
+		"actives": fx.entry(fx.activations_file, ["activations", "mcp-github"], all["mcp-github"]),
+		"rules": _rules(["tools", "mcp-github"], rules["mcp-github"]),
+	}) == fx.done(
+		{"connector": "mcp-github", "activations": {"builtin:chat": true}, "tools": {"builtin:chat": ["read"]}},
 		[],
 	)
 	_list({"connector": []}, {}) == fx.failed(fx.usage("list_activations takes an optional connector"), [])
 	_list({"connector": "nope"}, {}).error.code == "UNKNOWN_CONNECTOR"
+}
+
+# ---------------------------------------------------------------------------------------
+# activate with a tool rule
+
+_rule_path(a) := ["tools", "mcp-github", a]
+
+_with_rule(a, rule) := fx.patch(_facts(a), {"rule": rule})
+
+test_activate_asks_for_the_rule_only_with_tools if {
+	d := _act(object.union(_pair("builtin:coder"), {"tools": ["b", "a"]}), _facts("builtin:coder"))
+	d.status == "need"
+	d.needs == [{"key": "rule", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": _rule_path("builtin:coder")}]
+	_act(_pair("builtin:coder"), _facts("builtin:coder")).status == "done"
+}
+
+test_activate_writes_the_rule_with_the_activation if {
+	f := _with_rule("builtin:coder", fx.no_file(fx.activations_file, _rule_path("builtin:coder")))
+	d := _act(object.union(_pair("builtin:coder"), {"tools": ["b", "a", "b"]}), f)
+	d.result.tools == ["a", "b"]
+	d.result.changed == true
+	some w in d.effects
+	w.kind == "ledger.write"
+	w.ledger == "connectors/activations.json"
+	{"path": _rule_path("builtin:coder"), "value": ["a", "b"], "expect": {"exists": false}} in w.ops
+	{"path": ["activations", "mcp-github", "builtin:coder"], "value": true, "expect": {"exists": false}} in w.ops
+}
+
+_active_with_rule(rule) := fx.patch(_facts("builtin:coder"), {
+	"grant": fx.entry(fx.grants_file, ["mcp-github", "builtin:coder"], ["use"]),
+	"active": fx.entry(fx.activations_file, ["activations", "mcp-github", "builtin:coder"], true),
+	"rule": rule,
+})
+
+test_activate_changes_only_the_rule_of_an_active_pair if {
+	old := fx.entry(fx.activations_file, _rule_path("builtin:coder"), ["a"])
+	d := _act(object.union(_pair("builtin:coder"), {"tools": ["a", "b"]}), _active_with_rule(old))
+	d.effects == [_activation_write([{"path": _rule_path("builtin:coder"), "value": ["a", "b"], "expect": {"value": ["a"]}}])]
+
+	# the same rule again changes nothing
+	same := _act(object.union(_pair("builtin:coder"), {"tools": ["a"]}), _active_with_rule(old))
+	same.effects == []
+	same.result.changed == false
+
+	# all_tools removes the rule; without one it is nothing to do
+	all := _act(object.union(_pair("builtin:coder"), {"all_tools": true}), _active_with_rule(old))
+	all.effects == [_activation_write([{"path": _rule_path("builtin:coder"), "delete": true, "prune": true, "expect": {"value": ["a"]}}])]
+	all.result.tools == null
+	nothing := fx.no_entry(fx.activations_file, _rule_path("builtin:coder"))
+	_act(object.union(_pair("builtin:coder"), {"all_tools": true}), _active_with_rule(nothing)).effects == []
+}
+
+test_activate_refuses_bad_tools if {
+	msg := "activate takes tools (tool names of 1 to 128 letters, digits and _ - . /) or all_tools: true, not both"
+	every extra in [
+		{"tools": "a"}, {"tools": ["a b"]}, {"tools": [""]}, {"tools": [1]}, {"tools": ["a,b"]},
+		{"all_tools": false}, {"tools": ["a"], "all_tools": true},
+	] {
+		_act(object.union(_pair("builtin:coder"), extra), {}) == fx.failed(fx.usage(msg), [])
+	}
+	_act(object.union(_pair("builtin:coder"), {"tools": []}), _with_rule("builtin:coder", fx.no_file(fx.activations_file, _rule_path("builtin:coder")))).result.tools == []
 }
 
 _visible(args, f) := fx.decide(fx.q1("visible_servers", args, f))

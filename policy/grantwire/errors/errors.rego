@@ -38,6 +38,7 @@ table := {
 	"INTERNAL": {"status": 500, "exit": 5},
 	"AGENT_NOT_ACTIVE": {"status": 403, "exit": 4},
 	"FLOW_IN_PROGRESS": {"status": 409, "exit": 75},
+	"TOOL_NOT_ALLOWED": {"status": 403, "exit": 4},
 	# Outcomes the surfaces meet before or around an operation (around_operation). The
 	# policy publishes them too, so that no surface invents a code, a status or an exit code.
 	"CANCELLED": {"status": 503, "exit": 130},
@@ -474,6 +475,25 @@ agent_not_active(c, a) := error(
 	concat("", ["grantwire activations activate ", c, " ", scopes.quote(a)]),
 	{"connector": c, "agent": a},
 )
+
+# METADATA
+# title: tool not allowed
+# description: |
+#   An agent active for an MCP server whose tool rule does not list the tool it asked for;
+#   fix is the command that allows it (package tools words it).
+tool_not_allowed(c, a, t, allowed, fix) := error(
+	"TOOL_NOT_ALLOWED",
+	concat("", [
+		"agent ", scopes.quote(a), " may not use tool ", scopes.quote(t), " of ", c,
+		" (its tool rule allows ", _tool_names(allowed), ")",
+	]),
+	fix,
+	{"connector": c, "agent": a, "tool": t, "allowed_tools": allowed},
+)
+
+_tool_names(xs) := "no tool" if count(xs) == 0
+
+else := concat(", ", xs)
 
 # METADATA
 # title: flow in progress

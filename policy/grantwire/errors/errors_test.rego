@@ -43,6 +43,7 @@ _all := [
 	errors.mcp_not_granted("mcp-github", "builtin:chat"),
 	errors.agent_not_active("mcp-github", "it's"),
 	errors.flow_in_progress("google", "f1", "pkce"),
+	errors.tool_not_allowed("mcp-github", "builtin:chat", "t", [], "grantwire activations activate mcp-github builtin:chat --tools t"),
 ]
 
 test_the_table_lists_exactly_the_codes_the_constructors_return if {
@@ -284,4 +285,15 @@ test_mcp_gate_errors if {
 		"message": `agent 'it'\''s' is granted mcp-github but it is not active for it; fix: grantwire activations activate mcp-github 'it'\''s'`,
 	}
 	errors.table.AGENT_NOT_ACTIVE == {"status": 403, "exit": 4}
+}
+
+test_tool_not_allowed if {
+	errors.tool_not_allowed("mcp-github", "builtin:chat", "push", ["read", "list"], "F") == {
+		"code": "TOOL_NOT_ALLOWED", "connector": "mcp-github", "agent": "builtin:chat",
+		"tool": "push", "allowed_tools": ["read", "list"], "fix": "F",
+		"summary": "agent builtin:chat may not use tool push of mcp-github (its tool rule allows read, list)",
+		"message": "agent builtin:chat may not use tool push of mcp-github (its tool rule allows read, list); fix: F",
+	}
+	errors.tool_not_allowed("mcp-github", "builtin:chat", "push", [], "F").summary == "agent builtin:chat may not use tool push of mcp-github (its tool rule allows no tool)"
+	errors.table.TOOL_NOT_ALLOWED == {"status": 403, "exit": 4}
 }

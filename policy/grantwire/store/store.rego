@@ -472,21 +472,46 @@ _activations(path, v) if {
 	count(path) == 0
 	is_object(v)
 	_act_map(object.get(v, "activations", {}))
+	_tool_map(object.get(v, "tools", {}))
 }
 
 _activations(path, v) if {
 	count(path) == 1
+	not _tool_path(path)
 	_act_map(v)
 }
 
 _activations(path, v) if {
 	count(path) == 2
+	not _tool_path(path)
 	_bools(v)
 }
 
 _activations(path, v) if {
 	count(path) == 3
+	not _tool_path(path)
 	is_boolean(v)
+}
+
+# The tool rules (tools.<connector>.<agent>: tool names) sit beside the activations.
+_tool_path(path) if path[0] == "tools"
+
+_activations(path, v) if {
+	_tool_path(path)
+	_tools(count(path), v)
+}
+
+_tools(1, v) if _tool_map(v)
+
+_tools(2, v) if _grant_map(v)
+
+_tools(3, v) if _strings(v)
+
+_tool_map(m) if {
+	is_object(m)
+	every _, c in m {
+		_grant_map(c)
+	}
 }
 
 _objects(v) if {

@@ -282,15 +282,28 @@ function grantsPanel(c, isOpen) {
 }
 
 function activePanel(c, isOpen) {
+  const rules = c.tools || {};
   const rows = c.agents.filter((a) => a.declared_scopes || a.consumes_mcp_servers || a.granted_scopes || a.active).map((a) => {
     const slug = (c.id + "-" + a.id).replace(/[^a-zA-Z0-9_-]/g, "_");
-    return h("label", {}, h("input", { type: "checkbox", id: "act-" + slug, checked: a.active, onchange: (e) => setActive(c, a, e.target.checked) }),
+    const label = h("label", {}, h("input", { type: "checkbox", id: "act-" + slug, checked: a.active, onchange: (e) => setActive(c, a, e.target.checked) }),
       h("span", {}, a.name || a.id, a.name ? h("span", { class: "agent-id" }, " " + a.id) : null));
+    return a.active ? h("div", { class: "agent-tools", "data-agent": a.id }, label, toolsForm(c, a, slug, rules[a.id])) : label;
   });
   const active = c.agents.filter((a) => a.active).length;
   return panel(c.id, "active", "Active for (" + active + ")", isOpen, h("div", { class: "active-for" },
     h("p", { class: "hint" }, "An agent sees this server's tools only while it holds a grant and the server is active for it."),
     rows.length ? rows : h("p", { class: "hint" }, "No agent declares this server or consumes MCP servers.")));
+}
+
+// toolsForm edits the agent's tool rule (docs/behaviour.md#tools): the tools it may see
+// and call, comma-separated; empty is every tool.
+function toolsForm(c, a, slug, rule) {
+  const shown = rule ? (rule.length ? rule.join(", ") : "no tool") : "every tool";
+  const input = h("input", { type: "text", id: "tools-" + slug, value: rule ? rule.join(",") : "", placeholder: "every tool",
+    "aria-label": "Tools " + (a.name || a.id) + " may use (comma-separated; empty: every tool)" });
+  const form = h("form", { class: "add tools" }, input, h("button", { type: "submit", id: "settools-" + slug }, "Set tools"));
+  form.addEventListener("submit", (e) => { e.preventDefault(); setTools(c, a, input.value); });
+  return h("div", {}, h("p", { class: "hint", id: "rule-" + slug }, "Tools: " + shown), form);
 }
 
 // --- actions ---------------------------------------------------------------------------
@@ -382,6 +395,13 @@ const revoke = (c, a) => run(c, () => api("DELETE", grantPath(c, a, "grants")));
 async function setActive(c, a, on) {
   await run(c, () => on ? api("PUT", grantPath(c, a, "activations"), {}) : api("DELETE", grantPath(c, a, "activations")),
     (r) => r && r.auto_granted ? "Active for " + (a.name || a.id) + "; granted " + r.scopes.join(", ") + "." : null);
+}
+
+async function setTools(c, a, text) {
+  const names = text.split(/[\s,]+/).filter(Boolean);
+  await run(c, () => api("PUT", grantPath(c, a, "activations"), names.length ? { tools: names } : { all_tools: true }),
+    (r) => "Tools of " + (a.name || a.id) + ": " + (r.tools ? r.tools.join(", ") || "none" : "every tool") + ".");
+  reloadSoon(); // a rule change emits no event: show the rule as the server now has it
 }
 
 // --- live events ------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 // tsclient.mjs: the MCP TypeScript SDK's Client, as an MCP host runs it: it spawns a stdio
 // server with the SDK's StdioClientTransport (which passes only the environment it is
 // given: the SDK's default inherited variables plus spec.env), initializes, lists the
-// tools, optionally asks for logging, calls the tools of spec.calls and prints one JSON
-// document on stdout. Used by cmd/grantwire/outside_test.go.
+// tools, optionally asks for logging, calls the tools of spec.calls (a JSON-RPC error
+// answering a call is recorded as its error) and prints one JSON document on stdout. Used by cmd/grantwire/outside_test.go.
 //
 //   node tsclient.mjs '{"sdk": "<dir of @modelcontextprotocol/sdk>", "command": "...",
 //     "args": [...], "env": {...}, "cwd": "...", "logging": "debug",
@@ -36,7 +36,15 @@ try {
     await client.setLoggingLevel(spec.logging);
   }
   for (const c of spec.calls ?? []) {
-    const res = await client.callTool({ name: c.name, arguments: c.arguments ?? {} });
+    let res;
+    try {
+      res = await client.callTool({ name: c.name, arguments: c.arguments ?? {} });
+    } catch (err) {
+      // A JSON-RPC error answering the call (a refused tool): recorded, not fatal.
+      if (typeof err?.code !== 'number') throw err;
+      out.calls.push({ isError: true, error: { code: err.code, message: String(err.message) } });
+      continue;
+    }
     out.calls.push({ isError: !!res.isError, text: (res.content ?? []).filter((x) => x.type === 'text').map((x) => x.text).join('\n') });
   }
   await client.close();
