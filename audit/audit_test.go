@@ -78,7 +78,7 @@ func TestDocsDeriveOperations(t *testing.T) {
 	require.Equal(t, []string{"activate", "activation_changes", "agent_id", "configure", "configure_client", "configure_mcp", "connect",
 		"connections", "connector_view", "credential", "deactivate", "disconnect", "get_access_token", "grant", "grant_changes",
 		"import_forwarded", "launch", "list_activations", "list_agents", "list_grants", "maintain", "mcp_add", "mcp_auth", "mcp_challenge", "mcp_list",
-		"mcp_logout", "mcp_remote_list", "mcp_remove", "mcp_token", "revoke", "start_flow", "status", "test_connector",
+		"mcp_logout", "mcp_remote_list", "mcp_remove", "mcp_token", "mcp_tool", "revoke", "start_flow", "status", "test_connector",
 		"validate_catalog", "visible_servers"}, ops)
 
 	gate := section(t, doc, "get_access_token")

@@ -16,8 +16,11 @@ import (
 
 const module = "github.com/grantwire/grantwire"
 
-// maxStrippedSize bounds the default binary built with -ldflags='-s -w' (BENCHMARKS.md).
-const maxStrippedSize = 20 << 20
+// maxStrippedSize bounds the default binary built with -ldflags='-s -w' (BENCHMARKS.md,
+// "Binary size"). It was 20 MiB until the policy compiled to Go grew past it with machine
+// grants, DPoP and tool rules (20.32 MiB on 2026-12-03): 22 MiB, so that a new dependency
+// that costs megabytes is still caught.
+const maxStrippedSize = 22 << 20
 
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
@@ -57,7 +60,7 @@ func TestBinaryLinksNoOPA(t *testing.T) {
 	require.Contains(t, opa, module+"/core/regoengine")
 }
 
-// TestBinaryStrippedSize: the default binary, stripped, is at most 20 MB.
+// TestBinaryStrippedSize: the default binary, stripped, is at most 22 MiB (maxStrippedSize).
 func TestBinaryStrippedSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
