@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // encodeFact writes a fact as json.Marshal does, byte for byte, without its reflection
@@ -33,7 +33,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 	case bool:
 		return strconv.AppendBool(dst, t), true
 	case string:
-		return canon.AppendGoString(dst, t), true
+		return jsonx.AppendGoString(dst, t), true
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), true
 	case int64:
@@ -60,7 +60,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = canon.AppendGoString(dst, k)
+			dst = jsonx.AppendGoString(dst, k)
 			dst = append(dst, ':')
 			var ok bool
 			if dst, ok = appendFact(dst, t[k]); !ok {
@@ -92,7 +92,7 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = canon.AppendGoString(dst, e)
+			dst = jsonx.AppendGoString(dst, e)
 		}
 		return append(dst, ']'), true
 	case *hostabi.HostError:
@@ -100,12 +100,12 @@ func appendFact(dst []byte, v any) ([]byte, bool) {
 			return append(dst, "null"...), true
 		}
 		dst = append(dst, `{"code":`...)
-		dst = canon.AppendGoString(dst, t.Code)
+		dst = jsonx.AppendGoString(dst, t.Code)
 		dst = append(dst, `,"detail":`...)
-		dst = canon.AppendGoString(dst, t.Detail)
+		dst = jsonx.AppendGoString(dst, t.Detail)
 		if t.Fix != "" {
 			dst = append(dst, `,"fix":`...)
-			dst = canon.AppendGoString(dst, t.Fix)
+			dst = jsonx.AppendGoString(dst, t.Fix)
 		}
 		return append(dst, '}'), true
 	}

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // ErrSyntax reports JSON that is not one valid JSON value.
@@ -370,7 +370,7 @@ func hex4(s string) (rune, bool) {
 	return r, true
 }
 
-// AppendCanonical appends the canonical JSON form of v (see internal/canon) as the rego
+// AppendCanonical appends the canonical JSON form of v (see internal/jsonx) as the rego
 // engine writes a result: sets as arrays in order, objects with non-string keys keyed by
 // those keys' JSON.
 func AppendCanonical(dst []byte, v *V) []byte { return appendJSON(dst, v, false) }
@@ -424,9 +424,9 @@ func appendJSON(dst []byte, v *V, goEsc bool) []byte {
 
 func appendJSONString(dst []byte, s string, goEsc bool) []byte {
 	if goEsc {
-		return canon.AppendGoString(dst, s)
+		return jsonx.AppendGoString(dst, s)
 	}
-	return canon.AppendString(dst, s)
+	return jsonx.AppendString(dst, s)
 }
 
 func stringKeys(v *V) bool {

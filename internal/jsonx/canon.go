@@ -1,4 +1,6 @@
-// Package canon defines grantwire's canonical JSON form and converts to it.
+package jsonx
+
+// Canonical JSON: this file defines grantwire's canonical JSON form and converts to it.
 //
 // Both engines must produce byte-identical decisions, but OPA's Wasm runtime writes object
 // members in hash-bucket order while Go writes them sorted. The canonical form is therefore
@@ -15,7 +17,6 @@
 // allocating once warm; [Append] writes Go values (as the rego engine produces them).
 //
 // This package must not import anything outside the standard library.
-package canon
 
 import (
 	"bytes"

@@ -1,4 +1,6 @@
-// Package strictjson checks that bytes are exactly one strict JSON document before
+package jsonx
+
+// Strict reading: [Check] checks that bytes are exactly one strict JSON document before
 // anything decodes them. encoding/json is lenient where a file grantwire trusts must not
 // be: it silently replaces invalid UTF-8 with U+FFFD, keeps the last of two members with
 // the same name, and decodes the first of several documents. A ledger decoded that way
@@ -8,7 +10,6 @@
 // every ledger; any host that reads grantwire's ledgers should call it too.
 //
 // It owns nothing but the check and imports only the standard library.
-package strictjson
 
 import (
 	"fmt"
