@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Limits of a query, enforced by [CheckQuery] before any engine evaluates it.
@@ -101,17 +103,7 @@ func (c *checker) fail(i int, reason string) int {
 	return len(c.b)
 }
 
-func (c *checker) ws(i int) int {
-	for i < len(c.b) {
-		switch c.b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+func (c *checker) ws(i int) int { return jsonx.SkipSpace(c.b, i) }
 
 // value checks the value starting at i (no leading whitespace) and returns the index after it.
 func (c *checker) value(i, depth int) int {
@@ -197,13 +189,6 @@ func (c *checker) lit(i int, word string) int {
 
 func isDigit(ch byte) bool { return ch >= '0' && ch <= '9' }
 
-func (c *checker) digits(i int) int {
-	for i < len(c.b) && isDigit(c.b[i]) {
-		i++
-	}
-	return i
-}
-
 // maxSafe is the largest integer a query may hold: 2^53-1, the largest integer every
 // JSON implementation (JavaScript's included) represents exactly.
 const maxSafe = 1<<53 - 1
@@ -250,27 +235,6 @@ func (c *checker) num(i int) int {
 	return i
 }
 
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, ch := range b[:4] {
-		r <<= 4
-		switch {
-		case ch >= '0' && ch <= '9':
-			r |= rune(ch - '0')
-		case ch >= 'a' && ch <= 'f':
-			r |= rune(ch - 'a' + 10)
-		case ch >= 'A' && ch <= 'F':
-			r |= rune(ch - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
 // plain marks the bytes a string may hold without a closer look: printable ASCII other
 // than the quote and the backslash.
 var plain = func() (t [256]bool) {
@@ -305,7 +269,7 @@ func (c *checker) str(i int) int {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				r, ok := hex4(b[i+2:])
+				r, ok := jsonx.Hex4(b[i+2:])
 				if !ok {
 					return c.fail(i, "invalid \\u escape")
 				}
@@ -316,7 +280,7 @@ func (c *checker) str(i int) int {
 					if i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
 						return c.fail(i, "lone surrogate in a \\u escape")
 					}
-					lo, ok := hex4(b[i+8:])
+					lo, ok := jsonx.Hex4(b[i+8:])
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
 						return c.fail(i, "lone surrogate in a \\u escape")
 					}

@@ -83,16 +83,7 @@ func (c *checker) fail(reason string) *Error {
 	return &Error{Offset: int64(c.i), Reason: reason}
 }
 
-func (c *checker) ws() {
-	for c.i < len(c.b) {
-		switch c.b[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *checker) ws() { c.i = SkipSpace(c.b, c.i) }
 
 func (c *checker) value(depth int) error {
 	if c.i >= len(c.b) {
@@ -130,39 +121,11 @@ func (c *checker) literal(word string) error {
 	return nil
 }
 
-func (c *checker) digits() int {
-	n := 0
-	for c.i < len(c.b) && c.b[c.i] >= '0' && c.b[c.i] <= '9' {
-		c.i++
-		n++
-	}
-	return n
-}
-
 func (c *checker) number() error {
-	if c.b[c.i] == '-' {
-		c.i++
-	}
-	switch {
-	case c.i < len(c.b) && c.b[c.i] == '0':
-		c.i++
-	case c.digits() == 0:
+	end, ok := ScanNumber(c.b, c.i)
+	c.i = end
+	if !ok {
 		return c.fail(ReasonSyntax)
-	}
-	if c.i < len(c.b) && c.b[c.i] == '.' {
-		c.i++
-		if c.digits() == 0 {
-			return c.fail(ReasonSyntax)
-		}
-	}
-	if c.i < len(c.b) && (c.b[c.i] == 'e' || c.b[c.i] == 'E') {
-		c.i++
-		if c.i < len(c.b) && (c.b[c.i] == '+' || c.b[c.i] == '-') {
-			c.i++
-		}
-		if c.digits() == 0 {
-			return c.fail(ReasonSyntax)
-		}
 	}
 	return nil
 }
@@ -362,7 +325,7 @@ func (c *checker) escape() (rune, error) {
 		return 0, c.fail(ReasonBadEscape)
 	}
 	at := c.i
-	r, ok := hex4(c.b, c.i+2)
+	r, ok := Hex4(c.b[c.i+2:])
 	if !ok {
 		return 0, c.fail(ReasonBadEscape)
 	}
@@ -374,7 +337,7 @@ func (c *checker) escape() (rune, error) {
 	case r >= 0xD800 && r <= 0xDBFF:
 		lo, ok := rune(0), false
 		if c.i+1 < len(c.b) && c.b[c.i] == '\\' && c.b[c.i+1] == 'u' {
-			lo, ok = hex4(c.b, c.i+2)
+			lo, ok = Hex4(c.b[c.i+2:])
 		}
 		if !ok || lo < 0xDC00 || lo > 0xDFFF {
 			c.i = at
@@ -388,26 +351,6 @@ func (c *checker) escape() (rune, error) {
 		return 0, c.fail(ReasonNoncharacter)
 	}
 	return r, nil
-}
-
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, h := range b[i : i+4] {
-		switch {
-		case h >= '0' && h <= '9':
-			r = r<<4 | rune(h-'0')
-		case h >= 'a' && h <= 'f':
-			r = r<<4 | rune(h-'a'+10)
-		case h >= 'A' && h <= 'F':
-			r = r<<4 | rune(h-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // noncharacter reports the 66 noncharacters of Unicode: U+FDD0..U+FDEF and the last two
