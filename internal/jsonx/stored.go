@@ -39,11 +39,8 @@ const (
 // StoredReasonDuplicate names a member that appears twice (the name as a JSON string, HTML
 // characters unescaped).
 func StoredReasonDuplicate(name string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(name) // a string always encodes
-	return "duplicate member " + strings.TrimRight(buf.String(), "\n")
+	b, _ := MarshalPlain(name) // a string always encodes
+	return "duplicate member " + string(b)
 }
 
 var errSyntax = errors.New(ReasonSyntax)
@@ -53,7 +50,8 @@ var errSyntax = errors.New(ReasonSyntax)
 // stay json.Number (their text). The error's text is one of the reasons above.
 func Decode(b []byte) (any, error) { return DecodeContext(context.Background(), b) }
 
-// checkEvery is how many values DecodeContext reads between two looks at its context.
+// checkEvery is how many values DecodeContext reads, and how many members Document
+// writes, between two looks at their context.
 const checkEvery = 4096
 
 // DecodeContext is Decode that stops when ctx is done: a ledger of hundreds of thousands
