@@ -109,12 +109,10 @@ var ICheck = &Grammar{
 	Unterminated: ReasonSyntax,
 }
 
-// scalar reads a value at i that begins with none of {["tfn: a number, or no value.
+// scalar reads a value at i that begins with none of {["tfn: a number, or no value
+// (without SafeIntegers; safeInteger with it).
 func (s *scanner) scalar(i int) int {
 	b := s.b
-	if s.g.SafeIntegers {
-		return s.safeInteger(i)
-	}
 	switch c := b[i]; {
 	case c == '-' || isDigit(c):
 		end, ok := ScanNumber(b, i)
@@ -234,6 +232,9 @@ func (s *scanner) value(i, depth int) int {
 		return s.literal(i, "false")
 	case 'n':
 		return s.literal(i, "null")
+	}
+	if s.g.SafeIntegers {
+		return s.safeInteger(i)
 	}
 	return s.scalar(i)
 }
