@@ -5,9 +5,12 @@
 //     in ([Sorter], [Append], [Marshal]), and the two string escapers ([AppendString],
 //     canonical; [AppendGoString], as encoding/json.Marshal escapes) that every encoder
 //     takes as a parameter ([Escaper]);
-//   - strict reader (strict.go): [Check], exactly one I-JSON document, for files grantwire
-//     trusts; stored bytes (stored.go): [Decode], how a host reads stored bytes before the
-//     core sees them, with its fixed vocabulary of reasons, and the facts made of them;
+//   - one Go-value encoder ([Encoder]: canonical, or as encoding/json.Marshal writes) and
+//     the ledger writer ([Document], encoding/json's indented bytes, cancellable);
+//   - strict reader (strict.go): one scanner, its rules and wording a [Grammar]: [Check],
+//     exactly one I-JSON document, for files grantwire trusts, and core.CheckQuery's;
+//     stored bytes (stored.go): [Decode], how a host reads stored bytes before the core
+//     sees them, with its fixed vocabulary of reasons, and the facts made of them;
 //   - size measure (size.go): [GoLen] and [GoStringLen], the size of JSON as
 //     encoding/json writes it, without writing it;
 //   - the scanning pieces the readers share (scan.go).

@@ -9,7 +9,9 @@ package jsonx
 // [Check] is the one place these rules live. The ledger reader of hostabi calls it on
 // every ledger; any host that reads grantwire's ledgers should call it too.
 //
-// It owns nothing but the check and imports only the standard library.
+// Its scanner is the one strict reader of the module: a [Grammar] says what it refuses
+// and in which words. [ICheck] is Check's; core.CheckQuery reads queries with another
+// (no duplicate check, safe integers only, its own wording).
 
 import (
 	"fmt"
