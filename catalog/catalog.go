@@ -22,8 +22,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/safefile"
-	"github.com/grantwire/grantwire/internal/strictjson"
 )
 
 //go:embed catalog.json
@@ -164,7 +164,7 @@ func LoadFile(path string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	if err := strictjson.Check(raw); err != nil {
+	if err := jsonx.Check(raw); err != nil {
 		return nil, fmt.Errorf("catalog: %s: %w", path, err)
 	}
 	c, err := Load(raw)

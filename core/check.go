@@ -3,7 +3,8 @@ package core
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Limits of a query, enforced by [CheckQuery] before any engine evaluates it.
@@ -48,16 +49,15 @@ func CheckQuery(query []byte) error {
 	if len(query) > MaxQueryBytes {
 		return &QueryError{Offset: MaxQueryBytes, Reason: fmt.Sprintf("query of %d bytes exceeds the limit of %d", len(query), MaxQueryBytes)}
 	}
-	c := checker{b: query}
-	i := c.ws(0)
+	i := jsonx.SkipSpace(query, 0)
 	if i >= len(query) || query[i] != '{' {
 		return &QueryError{Offset: i, Reason: "a query must be a JSON object"}
 	}
-	i = c.value(i, 1)
-	if c.err != nil {
-		return c.err
+	i, f := queryGrammar.Value(query, i, 1)
+	if f.Reason != "" {
+		return &QueryError{Offset: f.Offset, Reason: f.Reason}
 	}
-	if i = c.ws(i); i != len(query) {
+	if i = jsonx.SkipSpace(query, i); i != len(query) {
 		return &QueryError{Offset: i, Reason: "data after the query object"}
 	}
 	return nil
@@ -78,264 +78,28 @@ func CheckFact(fact []byte) error {
 	if len(fact) == 0 {
 		return nil
 	}
-	c := checker{b: fact}
-	i := c.value(c.ws(0), FactDepth)
-	if c.err != nil {
-		return c.err
+	i, f := queryGrammar.Value(fact, jsonx.SkipSpace(fact, 0), FactDepth)
+	if f.Reason != "" {
+		return &QueryError{Offset: f.Offset, Reason: f.Reason}
 	}
-	if i = c.ws(i); i != len(fact) {
+	if i = jsonx.SkipSpace(fact, i); i != len(fact) {
 		return &QueryError{Offset: i, Reason: "data after the fact"}
 	}
 	return nil
 }
 
-type checker struct {
-	b   []byte
-	err *QueryError
-}
-
-func (c *checker) fail(i int, reason string) int {
-	if c.err == nil {
-		c.err = &QueryError{Offset: i, Reason: reason}
-	}
-	return len(c.b)
-}
-
-func (c *checker) ws(i int) int {
-	for i < len(c.b) {
-		switch c.b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// value checks the value starting at i (no leading whitespace) and returns the index after it.
-func (c *checker) value(i, depth int) int {
-	b := c.b
-	if i >= len(b) {
-		return c.fail(i, "unexpected end of input")
-	}
-	switch b[i] {
-	case '{':
-		if depth > MaxQueryDepth {
-			return c.fail(i, "nesting deeper than 64")
-		}
-		i = c.ws(i + 1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return c.fail(i, "expected an object key")
-			}
-			if i = c.ws(c.str(i)); c.err != nil {
-				return i
-			}
-			if i >= len(b) || b[i] != ':' {
-				return c.fail(i, "expected ':'")
-			}
-			if i = c.ws(c.value(c.ws(i+1), depth+1)); c.err != nil {
-				return i
-			}
-			if i >= len(b) {
-				return c.fail(i, "unexpected end of input")
-			}
-			if b[i] == '}' {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return c.fail(i, "expected ',' or '}'")
-			}
-			i = c.ws(i + 1)
-		}
-	case '[':
-		if depth > MaxQueryDepth {
-			return c.fail(i, "nesting deeper than 64")
-		}
-		i = c.ws(i + 1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1
-		}
-		for {
-			if i = c.ws(c.value(i, depth+1)); c.err != nil {
-				return i
-			}
-			if i >= len(b) {
-				return c.fail(i, "unexpected end of input")
-			}
-			if b[i] == ']' {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return c.fail(i, "expected ',' or ']'")
-			}
-			i = c.ws(i + 1)
-		}
-	case '"':
-		return c.str(i)
-	case 't':
-		return c.lit(i, "true")
-	case 'f':
-		return c.lit(i, "false")
-	case 'n':
-		return c.lit(i, "null")
-	default:
-		return c.num(i)
-	}
-}
-
-func (c *checker) lit(i int, word string) int {
-	if len(c.b)-i < len(word) || string(c.b[i:i+len(word)]) != word {
-		return c.fail(i, "invalid literal")
-	}
-	return i + len(word)
-}
-
-func isDigit(ch byte) bool { return ch >= '0' && ch <= '9' }
-
-func (c *checker) digits(i int) int {
-	for i < len(c.b) && isDigit(c.b[i]) {
-		i++
-	}
-	return i
-}
-
-// maxSafe is the largest integer a query may hold: 2^53-1, the largest integer every
-// JSON implementation (JavaScript's included) represents exactly.
-const maxSafe = 1<<53 - 1
-
-// num checks a number. Queries hold integers only (milliseconds, seconds, HTTP statuses,
-// counts), written in plain decimal digits and within ±(2^53-1): OPA's Go evaluator does
-// arithmetic on other numbers in binary floating point and prints results in its own
-// form, OPA's Wasm runtime in exact decimal with the operands' exponents, so 1.5, 1e3,
-// 1790000000000.0 or -0 would make the engines disagree.
-func (c *checker) num(i int) int {
-	b := c.b
-	start := i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	const reason = "numbers must be integers within ±(2^53-1) in plain decimal digits"
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-		if i-start > 1 {
-			return c.fail(start, reason) // -0
-		}
-	case i < len(b) && isDigit(b[i]):
-		d := i
-		var v uint64
-		for i < len(b) && isDigit(b[i]) {
-			if i-d >= 16 {
-				return c.fail(start, reason)
-			}
-			v = v*10 + uint64(b[i]-'0')
-			i++
-		}
-		if v > maxSafe {
-			return c.fail(start, reason)
-		}
-	case i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E'):
-		return c.fail(start, reason)
-	default:
-		return c.fail(start, "invalid value")
-	}
-	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
-		return c.fail(start, reason)
-	}
-	return i
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, ch := range b[:4] {
-		r <<= 4
-		switch {
-		case ch >= '0' && ch <= '9':
-			r |= rune(ch - '0')
-		case ch >= 'a' && ch <= 'f':
-			r |= rune(ch - 'a' + 10)
-		case ch >= 'A' && ch <= 'F':
-			r |= rune(ch - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// plain marks the bytes a string may hold without a closer look: printable ASCII other
-// than the quote and the backslash.
-var plain = func() (t [256]bool) {
-	for ch := 0x20; ch < 0x80; ch++ {
-		t[ch] = ch != '"' && ch != '\\'
-	}
-	return t
-}()
-
-// str checks the string starting at the quote at i and returns the index after its end.
-func (c *checker) str(i int) int {
-	b := c.b
-	i++
-	for i < len(b) {
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			break
-		}
-		ch := b[i]
-		switch {
-		case ch == '"':
-			return i + 1
-		case ch < 0x20:
-			return c.fail(i, "control character in a string")
-		case ch == '\\':
-			if i+1 >= len(b) {
-				return c.fail(i, "unexpected end of input")
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := hex4(b[i+2:])
-				if !ok {
-					return c.fail(i, "invalid \\u escape")
-				}
-				switch {
-				case r >= 0xDC00 && r <= 0xDFFF:
-					return c.fail(i, "lone surrogate in a \\u escape")
-				case r >= 0xD800 && r <= 0xDBFF:
-					if i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
-						return c.fail(i, "lone surrogate in a \\u escape")
-					}
-					lo, ok := hex4(b[i+8:])
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return c.fail(i, "lone surrogate in a \\u escape")
-					}
-					i += 12
-				default:
-					i += 6
-				}
-			default:
-				return c.fail(i, "invalid escape")
-			}
-		case ch < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return c.fail(i, "invalid UTF-8")
-			}
-			i += size
-		}
-	}
-	return c.fail(i, "unterminated string")
+// queryGrammar is the strict reading of a query: no duplicate check (the engines agree on
+// the last of two members), numbers integers within ±(2^53-1) in plain decimal digits only.
+// Queries hold integers only (milliseconds, seconds, HTTP statuses, counts): OPA's Go
+// evaluator does arithmetic on other numbers in binary floating point and prints results
+// in its own form, OPA's Wasm runtime in exact decimal with the operands' exponents, so
+// 1.5, 1e3, 1790000000000.0 or -0 would make the engines disagree.
+var queryGrammar = &jsonx.Grammar{
+	MaxDepth: MaxQueryDepth, SafeIntegers: true, NoValue: "invalid value",
+	Integer: "numbers must be integers within ±(2^53-1) in plain decimal digits",
+	End:     "unexpected end of input", Key: "expected an object key", Colon: "expected ':'",
+	ObjectSep: "expected ',' or '}'", ArraySep: "expected ',' or ']'", Literal: "invalid literal",
+	TooDeep: "nesting deeper than 64", Control: "control character in a string",
+	Escape: "invalid escape", UEscape: "invalid \\u escape", Surrogate: "lone surrogate in a \\u escape",
+	UTF8: "invalid UTF-8", Unterminated: "unterminated string",
 }

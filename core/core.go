@@ -5,9 +5,9 @@
 // The core never does I/O. It never reads a clock, a random source, a file, an environment
 // variable or the network: everything it needs arrives as facts in the query, and
 // everything it wants done leaves as needs or effects in the decision. The same query gives
-// the byte-identical decision (in the canonical form of package canon) on every engine.
+// the byte-identical decision (in the canonical form of package internal/jsonx) on every engine.
 //
-// This package imports only the standard library and internal/canon; engines import it, never
+// This package imports only the standard library and internal/jsonx; engines import it, never
 // the other way round.
 package core
 

@@ -11,7 +11,7 @@
 // reference, digest, CRC-32, client-id hash and version token before a line is written
 // (see [Redact] for the exact rule).
 //
-// This package imports core and internal/canon only: no OPA, no grantwire root package (the
+// This package imports core and internal/jsonx only: no OPA, no grantwire root package (the
 // root package's WithDecisionLog adapts a Client to it).
 package decisionlog
 
@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Path is the decision path of every grantwire entry, as OPA names it.
@@ -341,7 +341,7 @@ func ReadAll(r io.Reader) ([]*Event, error) {
 
 // Canonical returns the canonical JSON (package canon) of a raw JSON value.
 func Canonical(raw json.RawMessage) ([]byte, error) {
-	return canon.Append(nil, raw)
+	return jsonx.Append(nil, raw)
 }
 
 func sortedUnique(xs []string) []string {

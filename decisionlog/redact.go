@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Redacted is an event's input and result after [Redact], in canonical JSON, with the
@@ -105,7 +105,7 @@ func (r *redactor) redactJSON(raw json.RawMessage, at string) (json.RawMessage, 
 		return nil, err
 	}
 	v = r.walk(v, []string{at})
-	return canon.Append(nil, v)
+	return jsonx.Append(nil, v)
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Two optional interfaces let a shell's capabilities make the hot path cheap without the
@@ -132,7 +132,7 @@ func (o *Op) readLedger(ctx context.Context, name string) (*parsedLedger, error)
 	}
 	p := &parsedLedger{stamp: stamp, found: raw != nil, version: version}
 	if raw != nil {
-		p.doc, p.corrupt = storedjson.DecodeContext(ctx, raw)
+		p.doc, p.corrupt = jsonx.DecodeContext(ctx, raw)
 		if err := ctx.Err(); err != nil {
 			return nil, err // cancelled: the ledger was not judged, nor cached
 		}
@@ -199,7 +199,7 @@ func (h *Host) parseValue(v string) any {
 	if ok {
 		return doc
 	}
-	doc, err := storedjson.Decode([]byte(v))
+	doc, err := jsonx.Decode([]byte(v))
 	if err != nil {
 		doc = nil
 	}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Host performs needs and effects over capabilities. One Host serves every operation of a
@@ -152,7 +152,7 @@ func (o *Op) Secret(ref string) (string, bool) {
 // Describe registers a secret under ref and returns its description.
 func (o *Op) Describe(ref, value string) json.RawMessage {
 	o.refs[ref] = value
-	b, _ := json.Marshal(storedjson.Describe(ref, value))
+	b, _ := json.Marshal(jsonx.Describe(ref, value))
 	return b
 }
 
@@ -175,17 +175,17 @@ func (o *Op) yield(ctx context.Context) {
 func (o *Op) register(key, name, value string) map[string]any {
 	ref := key + "#" + name
 	o.refs[ref] = value
-	return storedjson.Describe(ref, value)
+	return jsonx.Describe(ref, value)
 }
 
 // Digest refers to a secret without revealing it: "sha256:" and 16 hex digits.
-func Digest(secret string) string { return storedjson.Digest(secret) }
+func Digest(secret string) string { return jsonx.Digest(secret) }
 
 // CRC32 is the CRC-32 (IEEE) of s as 8 lowercase hex digits (GAIA's client_id_hash).
-func CRC32(s string) string { return storedjson.CRC32(s) }
+func CRC32(s string) string { return jsonx.CRC32(s) }
 
 // Version is the version token of a keyring value: 16 hex digits of its SHA-256.
-func Version(value string) string { return storedjson.Version(value) }
+func Version(value string) string { return jsonx.Version(value) }
 
 // hostError builds the answer to a need whose capability failed.
 func hostError(err error) (any, error) {

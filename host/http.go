@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // responseHeaders are the response headers a fact carries (lowercase names).
@@ -151,8 +151,8 @@ func (o *Op) send(ctx context.Context, key string, r *request) (map[string]any, 
 	default:
 		if j := o.redact(key, b, r.secret); j != nil {
 			fact["json"] = j
-		} else if v, err := storedjson.Decode(b); err == nil {
-			fact["json"] = storedjson.FactValue(v)
+		} else if v, err := jsonx.Decode(b); err == nil {
+			fact["json"] = jsonx.FactValue(v)
 		} else {
 			fact["json"] = nil
 			if len(strings.TrimSpace(string(b))) == 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // readSlot reads a keyring slot for a need, through the process's memory unless fresh.
@@ -53,7 +53,7 @@ func (o *Op) keyringGet(ctx context.Context, n core.Need) (any, error) {
 // redact parses b as a JSON object and replaces each listed top-level string member by its
 // description (registered "<key>#<member>"); anything but a JSON object gives nil.
 func (o *Op) redact(key string, b []byte, fields []string) any {
-	v, err := storedjson.Decode(b)
+	v, err := jsonx.Decode(b)
 	if err != nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func (o *Op) redactDoc(key string, v any, fields []string) any {
 	if !ok {
 		return nil
 	}
-	out := storedjson.FactValue(m).(map[string]any)
+	out := jsonx.FactValue(m).(map[string]any)
 	for _, f := range fields {
 		if s, ok := m[f].(string); ok {
 			out[f] = o.register(key, f, s)
@@ -205,12 +205,12 @@ func (o *Op) ledgerFact(name string, path []string, led *parsedLedger) map[strin
 		return fact
 	}
 	doc := led.doc
-	v, ok := storedjson.At(doc, path)
+	v, ok := jsonx.At(doc, path)
 	fact["exists"] = ok
 	if ok {
-		fact["value"] = storedjson.FactValue(v)
+		fact["value"] = jsonx.FactValue(v)
 	}
-	fact["shape"] = storedjson.Shape(doc, path)
+	fact["shape"] = jsonx.Shape(doc, path)
 	return fact
 }
 
@@ -260,7 +260,7 @@ func (o *Op) ledgerWrite(ctx context.Context, e core.Effect) error {
 		}
 		var doc any = map[string]any{}
 		if raw != nil {
-			d, err := storedjson.DecodeContext(ctx, raw)
+			d, err := jsonx.DecodeContext(ctx, raw)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%w: %w", hostabi.ErrCanceled, ctx.Err())
 			}
@@ -295,7 +295,7 @@ func checkExpect(doc any, op ledgerOp) error {
 	if op.Expect == nil {
 		return nil
 	}
-	cur, ok := storedjson.At(doc, op.Path)
+	cur, ok := jsonx.At(doc, op.Path)
 	if op.Expect.Exists != nil && !*op.Expect.Exists {
 		if ok {
 			return errors.New("appeared")
@@ -321,11 +321,11 @@ func checkExpect(doc any, op ledgerOp) error {
 // sameJSON compares a stored value with an expected one (as the core saw it: numbers that
 // are not safe integers as {"$number": text}).
 func sameJSON(cur any, want json.RawMessage) (bool, error) {
-	a, err := encodeValue(storedjson.FactValue(cur))
+	a, err := encodeValue(jsonx.FactValue(cur))
 	if err != nil {
 		return false, err
 	}
-	w, err := storedjson.Decode(want)
+	w, err := jsonx.Decode(want)
 	if err != nil {
 		return false, err
 	}

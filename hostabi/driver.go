@@ -27,6 +27,8 @@ const CommitTimeout = 60 * time.Second
 type Driver struct {
 	Engine core.Engine
 	Host   Host
+
+	prefetch prefetchMemo // the needs of prefetch templates, per (templates, arguments)
 }
 
 // Outcome is an operation's end: a result (JSON that may hold {"$ref": ...} secret
@@ -81,7 +83,7 @@ func (d *Driver) Run(ctx context.Context, op string, args any, secrets map[strin
 	out := &Outcome{perf: p}
 	var pending []core.Need
 	if m := d.Engine.Manifest(); m != nil {
-		pending = prefetch(m.Ops[op].Prefetch, rawArgs)
+		pending = d.prefetch.needs(m.Ops[op].Prefetch, rawArgs)
 	}
 	runCtx, committed := ctx, false
 	for ; out.Rounds < MaxRounds; out.Rounds++ {

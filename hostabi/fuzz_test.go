@@ -10,8 +10,8 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/layout"
-	"github.com/grantwire/grantwire/internal/strictjson"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 )
 
@@ -93,7 +93,7 @@ func FuzzLedgers(f *testing.F) {
 		w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 		d := &hostabi.Driver{Engine: e, Host: host.New(w.Capabilities(""))}
 		w.SetFile(k.ledger, doc)
-		strict := strictjson.Check(doc) == nil
+		strict := jsonx.Check(doc) == nil
 		for i, o := range []op{k.read, k.write} {
 			out, err := d.Run(context.Background(), o.name, o.args, o.sec)
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
-	"unsafe"
 
 	"github.com/grantwire/grantwire/core"
 )
@@ -12,9 +11,9 @@ import (
 // The needs of an operation's prefetch templates depend only on the templates and the
 // operation's arguments, and a long-lived process asks the same operation with the same
 // arguments call after call (a token hand-out): instantiate's JSON round trips cost more
-// than the policy's own decision, so the needs are remembered per (templates, arguments).
-// The remembered needs are shared between operations and never changed: nothing writes a
-// need (the driver and the hosts only read their parameters).
+// than the policy's own decision, so each Driver remembers the needs per (templates,
+// arguments). The remembered needs are shared between operations and never changed:
+// nothing writes a need (the driver and the hosts only read their parameters).
 
 // maxPrefetchMemo bounds the remembered (templates, arguments) pairs; maxPrefetchArgs the
 // size of arguments worth remembering.
@@ -23,34 +22,41 @@ const (
 	maxPrefetchArgs = 4 << 10
 )
 
-type prefetchKey struct{ templates, args string }
-
-var prefetchMemo struct {
-	sync.Mutex
-	m map[prefetchKey][]core.Need
+// prefetchMemo is a Driver's remembered needs: templates → arguments → needs. Its zero
+// value is empty and ready.
+type prefetchMemo struct {
+	mu sync.Mutex
+	m  map[string]map[string][]core.Need
+	n  int // pairs remembered
 }
 
-// prefetch is instantiate(templates, args), remembered.
-func prefetch(templates, args json.RawMessage) []core.Need {
+// needs is instantiate(templates, args), remembered. A lookup copies nothing: the
+// compiler indexes a map by string(b) without converting b.
+func (pm *prefetchMemo) needs(templates, args json.RawMessage) []core.Need {
 	if len(templates) == 0 || len(args) == 0 || len(args) > maxPrefetchArgs {
 		return instantiate(templates, args)
 	}
-	// The lookup key points into the caller's bytes; the stored key is a copy.
-	k := prefetchKey{unsafe.String(&templates[0], len(templates)), unsafe.String(&args[0], len(args))}
-	prefetchMemo.Lock()
-	needs, ok := prefetchMemo.m[k]
-	prefetchMemo.Unlock()
+	pm.mu.Lock()
+	needs, ok := pm.m[string(templates)][string(args)]
+	pm.mu.Unlock()
 	if ok {
 		return needs
 	}
 	needs = instantiate(templates, args)
-	k = prefetchKey{string(templates), string(args)}
-	prefetchMemo.Lock()
-	if prefetchMemo.m == nil || len(prefetchMemo.m) >= maxPrefetchMemo {
-		prefetchMemo.m = make(map[prefetchKey][]core.Need)
+	pm.mu.Lock()
+	if pm.m == nil || pm.n >= maxPrefetchMemo {
+		pm.m, pm.n = make(map[string]map[string][]core.Need), 0
 	}
-	prefetchMemo.m[k] = needs
-	prefetchMemo.Unlock()
+	byArgs := pm.m[string(templates)]
+	if byArgs == nil {
+		byArgs = make(map[string][]core.Need)
+		pm.m[string(templates)] = byArgs
+	}
+	if _, had := byArgs[string(args)]; !had {
+		pm.n++
+	}
+	byArgs[string(args)] = needs
+	pm.mu.Unlock()
 	return needs
 }
 

@@ -2,6 +2,7 @@ package hostabi
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 // same templates and arguments, on the first call and on every later one, and different
 // arguments never get another's needs.
 func TestPrefetchIsInstantiate(t *testing.T) {
+	var pm prefetchMemo
 	templates := json.RawMessage(`[{"key":"grants","kind":"ledger.read","ledger":"connectors/grants.json","path":[{"$arg":"provider"},{"$arg":"agent"}]},` +
 		`{"key":"now","kind":"clock.now"},{"key":"conn","kind":"keyring.get","user":{"$arg":"user"}}]`)
 	for _, args := range []string{
@@ -23,11 +25,22 @@ func TestPrefetchIsInstantiate(t *testing.T) {
 	} {
 		want := instantiate(templates, json.RawMessage(args))
 		for range 3 {
-			got := prefetch(templates, json.RawMessage(args))
+			got := pm.needs(templates, json.RawMessage(args))
 			require.Equal(t, want, got, args)
 		}
 	}
-	require.Nil(t, prefetch(nil, json.RawMessage(`{}`)))
+	require.Nil(t, pm.needs(nil, json.RawMessage(`{}`)))
+	// A remembered answer costs no allocation (no copy of the key), and another memo (another
+	// Driver's) remembers nothing of this one's.
+	args := json.RawMessage(`{"agent":"builtin:chat","provider":"google","scopes":["a"]}`)
+	require.Zero(t, testing.AllocsPerRun(100, func() { pm.needs(templates, args) }))
+	require.Equal(t, 6, pm.n) // the six arguments above
+	var other prefetchMemo
+	require.Zero(t, other.n)
+	for i := range maxPrefetchMemo + 1 {
+		pm.needs(templates, json.RawMessage(`{"n":`+strconv.Itoa(i)+`}`))
+	}
+	require.LessOrEqual(t, pm.n, maxPrefetchMemo)
 }
 
 // TestIsHostErrorPrefilter: the cheap test in front of isHostError's decode changes no

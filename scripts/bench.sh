@@ -25,7 +25,7 @@ run() { # package, file
 }
 run ./internal/testworld/nodiff engines
 run ./core/wasmengine wasmengine
-run ./internal/canon canon
+run ./internal/jsonx canon
 run ./cmd/grantwire cli # the built binary as a process (BenchmarkBinaryGrantsList) and whole commands in-process
 run ./core/opaserver opaserver
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/internal/strictjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // forwardedInput is a forwarded connection as read from stdin or a file: the body of
@@ -35,13 +35,13 @@ var forwardedKeys = []string{"client_id", "client_secret", "refresh_token", "sco
 // parseForwarded reads a JSON object or KEY=VALUE lines (scopes and grant_agents separated
 // by spaces or commas). Errors name known fields and byte offsets, never values, nor a
 // field name that is not one of forwardedKeys (a secret pasted in a key's place). The JSON
-// must be strict (internal/strictjson): a duplicated refresh_token or invalid UTF-8 in a
+// must be strict (jsonx.Check): a duplicated refresh_token or invalid UTF-8 in a
 // secret would otherwise be silently resolved by encoding/json.
 func parseForwarded(b []byte, source string) (forwardedInput, error) {
 	var in forwardedInput
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
-		if err := strictjson.Check(t); err != nil {
-			var se *strictjson.Error
+		if err := jsonx.Check(t); err != nil {
+			var se *jsonx.Error
 			if errors.As(err, &se) && se.Key != "" && !slices.Contains(forwardedKeys, se.Key) {
 				se.Key = "" // not a field name: it may be a secret
 				se.Reason = "a duplicated name that is not a known field"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // DefaultResidentBytes is the default bound of an engine's resident facts (see
@@ -38,7 +39,7 @@ type resident struct {
 type residentFact struct {
 	v    *rt.V
 	size int // estimated heap bytes
-	json int // the fact's size in the query's JSON (core.FactJSONLen)
+	json int // the fact's size in the query's JSON (jsonx.GoLen)
 	used atomic.Uint64
 }
 
@@ -71,7 +72,7 @@ func (r *resident) get(token string, raw []byte) (*rt.V, int, error) {
 		}
 	}
 	// The strings of v point into one copy of raw: count it beside the nodes.
-	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw), json: core.FactJSONLen(raw)}
+	f = &residentFact{v: v, size: rt.Footprint(v) + len(raw), json: jsonx.GoLen(raw)}
 	f.used.Store(r.clock.Add(1))
 	if f.size > r.limit {
 		return v, f.json, nil // used once, not kept
@@ -181,7 +182,7 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 					return nil, err
 				}
 				if exact {
-					n = core.FactJSONLen(raw)
+					n = jsonx.GoLen(raw)
 				}
 				if len(raw) == 0 {
 					v = rt.Null
@@ -189,7 +190,7 @@ func (e *Engine) Decide(ctx context.Context, q *core.Query) (*core.Decision, err
 					return nil, fmt.Errorf("nativeengine: malformed input: %w", err)
 				}
 			}
-			size += core.KeyJSONLen(k) + len(`:`) + n
+			size += jsonx.GoStringLen(k) + len(`:`) + n
 			rt.ObjectInsert(facts, ev.String(k), v)
 		}
 	}

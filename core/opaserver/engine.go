@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Paths of the Data API the engine reads.
@@ -206,7 +206,7 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	if r.Result == nil {
 		return dst, core.ErrUndefined
 	}
-	out, err := canon.Append(dst, r.Result)
+	out, err := jsonx.Append(dst, r.Result)
 	if err != nil {
 		return dst, fmt.Errorf("opaserver: the decision is not JSON: %w", err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -129,7 +129,7 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return dst, core.ErrUndefined
 	}
-	return canon.Append(dst, rs[0].Expressions[0].Value)
+	return jsonx.Append(dst, rs[0].Expressions[0].Value)
 }
 
 // Decide answers a typed query.

@@ -70,7 +70,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -222,7 +222,7 @@ type instance struct {
 	entries   api.Function
 	builtins  api.Function
 	stack     [8]uint64
-	sorter    canon.Sorter
+	sorter    jsonx.Sorter
 
 	// The eval-context ABI and opa_value_add_path, for resident facts (nil when the
 	// module lacks them: Decide then goes through JSON).

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // DefaultResidentLimit is the default bound on the heap bytes one instance spends on
@@ -142,7 +143,7 @@ func (e *Engine) evalResident(ctx context.Context, in *instance, q *core.Query, 
 	for _, k := range keys {
 		p, ok := r.paths[k]
 		if !ok {
-			p.size = core.KeyJSONLen(k)
+			p.size = jsonx.GoStringLen(k)
 		}
 		n := 0
 		if rv, ok := r.values[q.Tokens[k]]; ok {
@@ -287,7 +288,7 @@ func checkFact(raw json.RawMessage) (int, error) {
 	if err := core.CheckFact(raw); err != nil {
 		return 0, err
 	}
-	return core.FactJSONLen(raw), nil
+	return jsonx.GoLen(raw), nil
 }
 
 // Stats describes the engine's instances: their linear memory (which never shrinks) and

@@ -6,7 +6,7 @@
 // a file of JSON lines with the policy data of each catalog and every query it sent with the
 // decision it got; these functions read and judge them.
 //
-// It imports conformance, memshell, catalog (through conformance), core and internal/canon;
+// It imports conformance, memshell, catalog (through conformance), core and internal/jsonx;
 // never an engine (the tests choose them).
 package foreign
 
@@ -27,7 +27,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
@@ -181,11 +181,11 @@ func ReadsCorpus(t *testing.T, who string, files map[string]string) {
 // Differ compares two JSON texts canonically: "" when they are the same, else where they
 // first differ (or why one is not JSON).
 func Differ(want, got []byte) string {
-	w, err := canon.Append(nil, json.RawMessage(want))
+	w, err := jsonx.Append(nil, json.RawMessage(want))
 	if err != nil {
 		return "go: " + err.Error()
 	}
-	g, err := canon.Append(nil, json.RawMessage(got))
+	g, err := jsonx.Append(nil, json.RawMessage(got))
 	if err != nil {
 		return "not JSON: " + err.Error()
 	}
@@ -212,7 +212,7 @@ func (r *recorder) Decide(ctx context.Context, q *core.Query) (*core.Decision, e
 }
 
 func (r *recorder) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, error) {
-	c, err := canon.Append(nil, json.RawMessage(query))
+	c, err := jsonx.Append(nil, json.RawMessage(query))
 	if err != nil {
 		return dst, err
 	}
@@ -261,7 +261,7 @@ func AsksWhatGoAsks(t *testing.T, who string, goAsked map[string][]string, run *
 	t.Helper()
 	theirs := map[string][]string{}
 	for _, q := range run.Queries {
-		c, err := canon.Append(nil, json.RawMessage(q.Query))
+		c, err := jsonx.Append(nil, json.RawMessage(q.Query))
 		if err != nil {
 			t.Fatalf("%s: a query that is not JSON: %v", q.Scenario, err)
 		}

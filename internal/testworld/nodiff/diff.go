@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Divergence is a query on which two engines disagreed.
@@ -135,7 +135,7 @@ func Minimise(ctx context.Context, q []byte, engines ...core.Engine) ([]byte, *D
 	if div == nil {
 		return q, nil
 	}
-	root, err := storedjson.Decode(q)
+	root, err := jsonx.Decode(q)
 	if err != nil {
 		return q, div
 	}
@@ -230,7 +230,7 @@ type Memo struct {
 // Canonical is a query's JSON value written canonically (sorted keys, no whitespace), to
 // tell queries that differ only in how they are written.
 func Canonical(q []byte) string {
-	v, err := storedjson.Decode(q)
+	v, err := jsonx.Decode(q)
 	if err != nil {
 		return string(q)
 	}

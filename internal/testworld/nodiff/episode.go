@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Episode is one operation run the way a driver runs it (hostabi/README.md): the secret
@@ -95,11 +95,11 @@ func (e *Episode) describeSecrets() {
 		switch x := g.r.Float64(); {
 		case x < 0.1 || name == "client_secret" && x < 0.4 || (name == "private_key" || name == "assertion") && x < 0.75:
 		case x < 0.13:
-			descs[name] = storedjson.Describe("arg#"+name, "")
+			descs[name] = jsonx.Describe("arg#"+name, "")
 		case x < 0.15:
 			descs[name] = pick(g, []any{"plain", map[string]any{"digest": "sha256:0123456789abcdef"}, nil})
 		default:
-			descs[name] = storedjson.Describe("arg#"+name, name+"-"+g.token(8))
+			descs[name] = jsonx.Describe("arg#"+name, name+"-"+g.token(8))
 		}
 	}
 	e.facts["arg"] = descs

@@ -26,7 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
@@ -94,7 +94,7 @@ func (gg *goGate) DecideJSON(dst, q []byte) ([]byte, bool) {
 	return appendJSON(dst, d), true
 }
 
-// appendJSON writes a decision in canonical JSON (see internal/canon).
+// appendJSON writes a decision in canonical JSON (see internal/jsonx).
 func appendJSON(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case null:
@@ -104,7 +104,7 @@ func appendJSON(dst []byte, v any) []byte {
 	case json.Number:
 		return append(dst, x...)
 	case string:
-		return canon.AppendString(dst, x)
+		return jsonx.AppendString(dst, x)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range x {
@@ -126,7 +126,7 @@ func appendJSON(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = canon.AppendString(dst, k)
+			dst = jsonx.AppendString(dst, k)
 			dst = append(dst, ':')
 			dst = appendJSON(dst, x[k])
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 // How the simulated host reads stored bytes (strict JSON, {"$number"} values, secret
-// descriptions, paths in ledgers) is internal/storedjson, the Go host's own. What is left
+// descriptions, paths in ledgers) is internal/jsonx (stored.go), the Go host's own. What is left
 // here: a need's path as member names, and the policy's store.ms mirrored.
 
 // keys is a ledger.read path as member names, up to an element that is not a string (no

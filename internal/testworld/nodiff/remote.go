@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // The remote MCP servers behind OAuth 2.1 (policy packages remote, remoteauth,
@@ -110,7 +110,7 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 			return pick(g, []any{json.Number("401"), json.Number("403"), json.Number("403"), json.Number("500"), "401"})
 		})
 		g.optional(a, "rejected", 0.6, 0.05, func() any {
-			return pick(g, []any{storedjson.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
+			return pick(g, []any{jsonx.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
 		})
 		g.optional(a, "step_up", 0.7, 0.05, func() any {
 			return pick(g, []any{json.Number("0"), json.Number("1"), json.Number("2"), json.Number("3"), json.Number("-1"), map[string]any{"$number": "1.5"}})
@@ -121,7 +121,7 @@ func (g *Gen) remoteArgs(op string, a map[string]any) {
 	case "mcp_token":
 		a["connector"], a["agent"] = g.remoteConnector(), g.agentArg()
 		g.optional(a, "rejected", 0.6, 0.05, func() any {
-			return pick(g, []any{storedjson.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
+			return pick(g, []any{jsonx.Digest(remoteAccess), "sha256:0123456789abcdef", "", json.Number("1")})
 		})
 	case "mcp_challenge":
 		a["connector"] = g.remoteConnector()
@@ -332,15 +332,15 @@ func (w *world) drawRemote(user string) (*string, bool) {
 			"token_endpoint":      pick(g, []any{iss + "/token", iss + "/token", "http://evil.example/token"}),
 			"revocation_endpoint": pick(g, []any{iss + "/revoke", nil, "http://evil.example/revoke"}),
 			"client":              pick(g, []any{"registered", "registered", "preregistered", "other"}),
-			"client_id_hash":      storedjson.CRC32(r.clientID),
+			"client_id_hash":      jsonx.CRC32(r.clientID),
 			"scopes":              pick(g, []any{[]any{"files:read"}, []any{}, []any{"files:read", "files:write"}}),
 			"requested":           []any{"files:read"},
 		}
 		if m["client"] == "preregistered" {
-			m["client_id_hash"] = storedjson.CRC32(r.preID)
+			m["client_id_hash"] = jsonx.CRC32(r.preID)
 		}
 		if g.chance(0.1) {
-			m["client_id_hash"] = storedjson.CRC32("someone-else")
+			m["client_id_hash"] = jsonx.CRC32("someone-else")
 		}
 		if g.chance(0.75) {
 			m["refresh_token"] = "rt-" + g.token(6)
@@ -489,7 +489,7 @@ func (w *world) remoteHTTP(n core.Need) (any, bool) {
 	case n.Key == "idjag":
 		switch x := g.r.Float64(); {
 		case x < 0.7 || w.happy:
-			j := map[string]any{"access_token": storedjson.Describe("idjag#access_token", "eyJ.jag-"+g.token(6)+".sig"),
+			j := map[string]any{"access_token": jsonx.Describe("idjag#access_token", "eyJ.jag-"+g.token(6)+".sig"),
 				"issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}
 			if g.chance(0.1) && !w.happy {
 				j["issued_token_type"] = pick(g, []any{"urn:ietf:params:oauth:token-type:access_token", nil})
@@ -510,9 +510,9 @@ func (w *world) remoteHTTP(n core.Need) (any, bool) {
 		_ = n.Decode("json", &body)
 		switch x := g.r.Float64(); {
 		case x < 0.75 || w.happy:
-			j := map[string]any{"client_id": storedjson.Describe("dcr#client_id", r.clientID), "redirect_uris": field(body, "redirect_uris")}
+			j := map[string]any{"client_id": jsonx.Describe("dcr#client_id", r.clientID), "redirect_uris": field(body, "redirect_uris")}
 			if g.chance(0.2) {
-				j["client_secret"] = storedjson.Describe("dcr#client_secret", "dcr-secret")
+				j["client_secret"] = jsonx.Describe("dcr#client_secret", "dcr-secret")
 			}
 			if g.chance(0.2) {
 				j["token_endpoint_auth_method"] = pick(g, []any{"none", "client_secret_post", "private_key_jwt"})

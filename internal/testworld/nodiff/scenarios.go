@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Size is a world for the benchmarks: a catalog of Connectors (data for the engines) and
@@ -57,7 +57,7 @@ const (
 
 func connBlob(scopes []string, clientID string) *string {
 	return some(encode(map[string]any{
-		"account_email": "user@example.com", "client_id_hash": storedjson.CRC32(clientID),
+		"account_email": "user@example.com", "client_id_hash": jsonx.CRC32(clientID),
 		"connected_at": json.Number(benchAt), "refresh_token": "1//refresh-token-0123456789",
 		"scopes": scopes,
 	}))
@@ -70,7 +70,7 @@ func clientBlob(clientID string) *string {
 func tokenBlob(expiresAt int64) *string {
 	return some(encode(map[string]any{
 		"access_token": "ya29.access-token-0123456789", "expires_at": expiresAt,
-		"client_id_hash": storedjson.CRC32(benchClientID), "connected_at": benchAtMs,
+		"client_id_hash": jsonx.CRC32(benchClientID), "connected_at": benchAtMs,
 	}))
 }
 
@@ -92,7 +92,7 @@ func clientFacts(f map[string]any, key string, v *string) {
 }
 
 func ledgerFact(name string, path []any, doc any) map[string]any {
-	return ledgerAnswer(benchHome, name, path, &file{doc: doc, version: storedjson.Version(encode(doc))})
+	return ledgerAnswer(benchHome, name, path, &file{doc: doc, version: jsonx.Version(encode(doc))})
 }
 
 // query is the question a driver would ask with these facts: round is its number within
@@ -176,7 +176,7 @@ func lockedFacts(f map[string]any, client string, token *string) {
 	f["now@lock"] = json.Number(fmt.Sprint(benchNow))
 	f["state@lock"] = ledgerFact("connectors/state.json", []any{"c000"}, map[string]any{"c000": map[string]any{
 		"configured": true, "account": "user@example.com", "scopes": benchScopes, "connected_at": benchAtMs,
-		"client_id_hash": storedjson.CRC32(benchClientID), "tenant": nil,
+		"client_id_hash": jsonx.CRC32(benchClientID), "tenant": nil,
 	}})
 	clientFacts(f, "client@lock", clientBlob(client))
 }
@@ -210,8 +210,8 @@ func Refresh() []Scenario {
 		"status":  json.Number("200"),
 		"headers": map[string]any{"content-type": "application/json", "cache-control": "no-store"},
 		"json": map[string]any{
-			"access_token":  storedjson.Describe("refresh#access_token", "ya29.fresh-access-token"),
-			"refresh_token": storedjson.Describe("refresh#refresh_token", "1//rotated-refresh-token"),
+			"access_token":  jsonx.Describe("refresh#access_token", "ya29.fresh-access-token"),
+			"refresh_token": jsonx.Describe("refresh#refresh_token", "1//rotated-refresh-token"),
 			"token_type":    "Bearer", "expires_in": json.Number("3599"), "scope": "openid email s1 s2 s3 s4 s5 s6",
 		},
 	}

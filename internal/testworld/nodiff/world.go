@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // world is one episode's simulated host (hostabi/README.md): the keyring, the ledgers
@@ -121,7 +121,7 @@ func newWorld(g *Gen) *world {
 // SourceDigest is the SHA-256 the world's agent sources have (a stable function of the
 // file's base name), so that arguments can name the custom agent a source registers.
 func SourceDigest(p string) string {
-	return storedjson.Version("src:"+path.Base(p)) + storedjson.Version("digest:"+path.Base(p)) + storedjson.Version("x") + storedjson.Version("y")
+	return jsonx.Version("src:"+path.Base(p)) + jsonx.Version("digest:"+path.Base(p)) + jsonx.Version("x") + jsonx.Version("y")
 }
 
 // customID is the custom agent id of a source with the given name.
@@ -146,12 +146,12 @@ func (w *world) prov(p string) *prov {
 	if w.happy {
 		v.connectedAt = seconds[0]
 	}
-	v.connMs, _ = msOf(storedjson.FactValue(v.connectedAt))
+	v.connMs, _ = msOf(jsonx.FactValue(v.connectedAt))
 	switch x := g.r.Float64(); {
 	case x < 0.78 || w.happy:
-		v.hash = storedjson.CRC32(v.clientID)
+		v.hash = jsonx.CRC32(v.clientID)
 	case x < 0.92:
-		v.hash = storedjson.CRC32(pick(g, clientIDs))
+		v.hash = jsonx.CRC32(pick(g, clientIDs))
 	default:
 		v.hash = pick(g, []any{nil, "", json.Number("12345678"), "short"})
 	}
@@ -250,7 +250,7 @@ func (w *world) draw(user string) *string {
 		}
 		var hash, at any = p.hash, json.Number(fmt.Sprint(p.connMs))
 		if g.chance(0.12) {
-			hash = storedjson.CRC32(pick(g, clientIDs))
+			hash = jsonx.CRC32(pick(g, clientIDs))
 		}
 		if g.chance(0.12) {
 			at = pick(g, []any{json.Number(fmt.Sprint(safeAdd(p.connMs, 1))), p.connectedAt, nil})
@@ -283,7 +283,7 @@ func (w *world) perturb(user string) {
 			p.refresh = "1//refresh-" + g.token(8)
 			p.connectedAt = json.Number("1789995000.5")
 			p.connMs = 1789995000500
-			p.hash = storedjson.CRC32(p.clientID)
+			p.hash = jsonx.CRC32(p.clientID)
 		}
 	}
 	delete(w.slots, user)
@@ -305,7 +305,7 @@ func (w *world) drawLedger(name string) *file {
 	case x < 0.12:
 		return nil
 	case x < 0.15 && !w.happy:
-		return &file{bad: true, corrupt: pick(g, corruption), version: storedjson.Version(g.token(4))}
+		return &file{bad: true, corrupt: pick(g, corruption), version: jsonx.Version(g.token(4))}
 	}
 	var doc any
 	switch name {
@@ -324,7 +324,7 @@ func (w *world) drawLedger(name string) *file {
 	default:
 		return nil
 	}
-	return &file{doc: doc, version: storedjson.Version(encode(doc))}
+	return &file{doc: doc, version: jsonx.Version(encode(doc))}
 }
 
 // connectorPool is the connectors a ledger mentions: those of the arguments, catalog ids
@@ -464,7 +464,7 @@ func (w *world) stateDoc() any {
 	for _, c := range append(append([]string{}, w.conns...), w.someConnector()) {
 		if g.chance(0.6) {
 			e := map[string]any{"configured": true, "account": "user@example.com", "scopes": []any{"openid"},
-				"connected_at": json.Number("1789990000123"), "client_id_hash": storedjson.CRC32(clientIDs[0]), "tenant": nil}
+				"connected_at": json.Number("1789990000123"), "client_id_hash": jsonx.CRC32(clientIDs[0]), "tenant": nil}
 			if g.chance(0.4) { // connected long ago: a keep-alive due, or the refresh token expiring
 				e["connected_at"] = json.Number(fmt.Sprint(safeAdd(w.now, -pick(g, connectedAgo))))
 			}
@@ -659,7 +659,7 @@ func (w *world) fetch(n core.Need) any {
 		w.now = safeAdd(w.now, int64(g.r.IntN(3)*g.r.IntN(40000)))
 		return json.Number(fmt.Sprint(w.now))
 	case "entropy":
-		return storedjson.Describe(n.Key+"#value", base64.RawURLEncoding.EncodeToString([]byte(g.token(32))))
+		return jsonx.Describe(n.Key+"#value", base64.RawURLEncoding.EncodeToString([]byte(g.token(32))))
 	case "env.get":
 		return w.envGet(n)
 	case "keyring.info":
@@ -708,7 +708,7 @@ func (w *world) fetch(n core.Need) any {
 			return pick(g, []any{map[string]any{"key": "pem", "jwk": map[string]any{}, "jkt": ""}, map[string]any{}, "x"})
 		}
 		jwk := map[string]any{"kty": "EC", "crv": "P-256", "x": g.token(8), "y": g.token(8)}
-		return map[string]any{"key": storedjson.Describe(n.Key+"#key", "-----BEGIN PRIVATE KEY-----"+g.token(16)), "jwk": jwk, "jkt": g.token(8)}
+		return map[string]any{"key": jsonx.Describe(n.Key+"#key", "-----BEGIN PRIVATE KEY-----"+g.token(16)), "jwk": jwk, "jkt": g.token(8)}
 	}
 	return g.junk()
 }
@@ -735,7 +735,7 @@ func (w *world) envGet(n core.Need) any {
 		return map[string]any{"found": false}
 	}
 	if n.Bool("secret") {
-		return map[string]any{"found": true, "value": storedjson.Describe(n.Key+"#value", *v)}
+		return map[string]any{"found": true, "value": jsonx.Describe(n.Key+"#value", *v)}
 	}
 	return map[string]any{"found": true, "value": *v}
 }
@@ -776,7 +776,7 @@ func keyringAnswer(key string, v *string, fields []string) map[string]any {
 	if v == nil {
 		return map[string]any{"found": false}
 	}
-	fact := map[string]any{"found": true, "version": storedjson.Version(*v), "value": storedjson.Describe(key+"#value", *v)}
+	fact := map[string]any{"found": true, "version": jsonx.Version(*v), "value": jsonx.Describe(key+"#value", *v)}
 	if fields != nil {
 		fact["json"] = redact(key, *v, fields)
 	}
@@ -786,7 +786,7 @@ func keyringAnswer(key string, v *string, fields []string) map[string]any {
 // redact is a stored value parsed as a JSON object with each listed string member
 // replaced by its description, or nil.
 func redact(key, v string, fields []string) any {
-	doc, err := storedjson.Decode([]byte(v))
+	doc, err := jsonx.Decode([]byte(v))
 	if err != nil {
 		return nil
 	}
@@ -794,10 +794,10 @@ func redact(key, v string, fields []string) any {
 	if !ok {
 		return nil
 	}
-	out := storedjson.FactValue(m).(map[string]any)
+	out := jsonx.FactValue(m).(map[string]any)
 	for _, f := range fields {
 		if s, ok := m[f].(string); ok {
-			out[f] = storedjson.Describe(key+"#"+f, s)
+			out[f] = jsonx.Describe(key+"#"+f, s)
 		}
 	}
 	return out
@@ -805,7 +805,7 @@ func redact(key, v string, fields []string) any {
 
 func (w *world) ledgerRead(n core.Need) any {
 	name := n.Str("ledger")
-	p, _ := storedjson.Decode(n.Params["path"])
+	p, _ := jsonx.Decode(n.Params["path"])
 	if _, ok := p.([]any); !ok {
 		p = []any{}
 	}
@@ -829,13 +829,13 @@ func ledgerAnswer(home, name string, p []any, f *file) map[string]any {
 		return fact
 	}
 	path, whole := keys(p)
-	v, ok := storedjson.At(f.doc, path)
+	v, ok := jsonx.At(f.doc, path)
 	ok = ok && whole
 	fact["exists"] = ok
 	if ok {
-		fact["value"] = storedjson.FactValue(v)
+		fact["value"] = jsonx.FactValue(v)
 	}
-	fact["shape"] = storedjson.Shape(f.doc, path)
+	fact["shape"] = jsonx.Shape(f.doc, path)
 	return fact
 }
 
@@ -849,7 +849,7 @@ func form(n core.Need) map[string]any {
 func (w *world) http(n core.Need) any {
 	g := w.g
 	f := form(n)
-	secret := func(name, v string) any { return storedjson.Describe(n.Key+"#"+name, v) }
+	secret := func(name, v string) any { return jsonx.Describe(n.Key+"#"+name, v) }
 	headers := map[string]any{"content-type": "application/json", "cache-control": "no-store"}
 	if v, ok := w.remoteHTTP(n); ok {
 		return v
@@ -968,7 +968,7 @@ func (w *world) callback(n core.Need) any {
 	}
 	params := map[string]any{"state": g.token(8)}
 	if !w.risk(0.1) {
-		params["code"] = storedjson.Describe(n.Key+"#code", "code-"+g.token(6))
+		params["code"] = jsonx.Describe(n.Key+"#code", "code-"+g.token(6))
 	}
 	switch x := g.r.Float64(); {
 	case x < 0.6 || w.happy:

@@ -1,5 +1,5 @@
 """The host's strict reader on hostabi/testdata/stored-json.json, the cases the Go host
-(internal/storedjson) and the Node shell check: every refusal worded alike, every value read
+(internal/jsonx) and the Node shell check: every refusal worded alike, every value read
 as the Go host reads it (numbers that are not safe integers as {"$number": text})."""
 
 import base64

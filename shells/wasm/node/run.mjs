@@ -45,12 +45,12 @@ const clientIDHash = (id) => crc32(id).toString(16).padStart(8, "0");
 const sortedKeys = (o) => Object.keys(o ?? {}).sort();
 const byteLen = (s) => Buffer.byteLength(s, "utf8");
 
-// --- JSON for the runner: grantwire's canonical JSON (internal/canon) of decisions, and
+// --- JSON for the runner: grantwire's canonical JSON (internal/jsonx) of decisions, and
 // what Go's encoding/json writes (keyring blobs staged as the Go runner stages them). ----
 
 const canonString = (s) => '"' + s.replace(/["\\\u0000-\u001f]/g, (c) => ({ '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" })[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + '"';
 const byBytes = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-/** grantwire's canonical JSON of a JSON value (internal/canon). */
+/** grantwire's canonical JSON of a JSON value (internal/jsonx). */
 export function canonical(v) {
   if (v === null || typeof v !== "object") return typeof v === "string" ? canonString(v) : JSON.stringify(v);
   if (Array.isArray(v)) return "[" + v.map(canonical).join(",") + "]";

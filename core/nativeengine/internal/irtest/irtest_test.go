@@ -25,7 +25,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/grantwire/grantwire/core/nativeengine/internal/irtest"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 var (
@@ -91,7 +91,7 @@ func (o *oracle) eval(ep string, input []byte) (out []byte, err error) {
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return nil, irtest.ErrUndefined
 	}
-	return canon.Append(nil, rs[0].Expressions[0].Value)
+	return jsonx.Append(nil, rs[0].Expressions[0].Value)
 }
 
 // outcome is what a comparison looks at: the value, undefined, or an error (whose text

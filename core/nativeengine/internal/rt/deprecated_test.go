@@ -10,7 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // TestDeprecated compares the deprecated built-in functions policy/capabilities.json
@@ -58,7 +58,7 @@ func TestDeprecated(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(rs) > 0 {
-				b, _ := canon.Append(nil, rs[0].Bindings["x"])
+				b, _ := jsonx.Append(nil, rs[0].Bindings["x"])
 				want = string(b)
 			}
 			ev := prog.Get(ctx)

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // ErrSyntax reports JSON that is not one valid JSON value.
@@ -101,16 +101,7 @@ func (p *parser) fail(msg string) *V {
 	return nil
 }
 
-func (p *parser) ws() {
-	for p.i < len(p.s) {
-		switch p.s[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *parser) ws() { p.i = jsonx.SkipSpace(p.s, p.i) }
 
 func (p *parser) value(depth int) *V {
 	if p.i >= len(p.s) {
@@ -213,44 +204,16 @@ func (p *parser) lit(word string, v *V) *V {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (p *parser) num() *V {
-	s, start := p.s, p.i
-	i := start
-	if i < len(s) && s[i] == '-' {
-		i++
+	start := p.i
+	end, ok := jsonx.ScanNumber(p.s, start)
+	if !ok {
+		if end == start || (end == start+1 && p.s[start] == '-') {
+			return p.fail("invalid value")
+		}
+		return p.fail("invalid number")
 	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && isDigit(s[i]):
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-	default:
-		return p.fail("invalid value")
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || !isDigit(s[i]) {
-			return p.fail("invalid number")
-		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || !isDigit(s[i]) {
-			return p.fail("invalid number")
-		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-	}
-	p.i = i
-	return p.ev.numText(s[start:i])
+	p.i = end
+	return p.ev.numText(p.s[start:end])
 }
 
 // str parses the string at p.i (its opening quote).
@@ -308,7 +271,7 @@ func (p *parser) str() *V {
 				b = append(b, '\t')
 				i += 2
 			case 'u':
-				r, ok := hex4(s[i+2:])
+				r, ok := jsonx.Hex4(s[i+2:])
 				if !ok {
 					return p.fail("invalid \\u escape")
 				}
@@ -316,7 +279,7 @@ func (p *parser) str() *V {
 				if utf16.IsSurrogate(r) {
 					r2, ok2 := rune(-1), false
 					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						r2, ok2 = hex4(s[i+2:])
+						r2, ok2 = jsonx.Hex4(s[i+2:])
 					}
 					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
 						r = dec
@@ -348,41 +311,18 @@ func (p *parser) str() *V {
 	return p.fail("unterminated string")
 }
 
-func hex4(s string) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := s[i]
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// AppendCanonical appends the canonical JSON form of v (see internal/canon) as the rego
+// AppendCanonical appends the canonical JSON form of v (see internal/jsonx) as the rego
 // engine writes a result: sets as arrays in order, objects with non-string keys keyed by
 // those keys' JSON.
-func AppendCanonical(dst []byte, v *V) []byte { return appendJSON(dst, v, false) }
+func AppendCanonical(dst []byte, v *V) []byte { return appendJSON(dst, v, jsonx.AppendString) }
 
 // AppendGoJSON appends v as encoding/json marshals OPA's JSON form of it (json.marshal):
 // HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD. It differs from
 // AppendCanonical in the escaping of strings only.
-func AppendGoJSON(dst []byte, v *V) []byte { return appendJSON(dst, v, true) }
+func AppendGoJSON(dst []byte, v *V) []byte { return appendJSON(dst, v, jsonx.AppendGoString) }
 
-// appendJSON writes v as JSON, its strings escaped as encoding/json escapes them when
-// goEsc is set, canonically otherwise.
-func appendJSON(dst []byte, v *V, goEsc bool) []byte {
+// appendJSON writes v as JSON, its strings (keys too) written by esc.
+func appendJSON(dst []byte, v *V, esc jsonx.Escaper) []byte {
 	switch v.k {
 	case KNull:
 		return append(dst, "null"...)
@@ -394,39 +334,32 @@ func appendJSON(dst []byte, v *V, goEsc bool) []byte {
 	case KNum:
 		return appendNum(dst, v)
 	case KStr:
-		return appendJSONString(dst, v.s, goEsc)
+		return esc(dst, v.s)
 	case KArr, KSet:
 		dst = append(dst, '[')
 		for i, x := range v.a {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSON(dst, x, goEsc)
+			dst = appendJSON(dst, x, esc)
 		}
 		return append(dst, ']')
 	case KObj:
 		if !stringKeys(v) {
-			return appendObjectStringified(dst, v, goEsc)
+			return appendObjectStringified(dst, v, esc)
 		}
 		dst = append(dst, '{')
 		for i, k := range v.a {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k.s, goEsc)
+			dst = esc(dst, k.s)
 			dst = append(dst, ':')
-			dst = appendJSON(dst, v.o[i], goEsc)
+			dst = appendJSON(dst, v.o[i], esc)
 		}
 		return append(dst, '}')
 	}
 	return append(dst, "null"...)
-}
-
-func appendJSONString(dst []byte, s string, goEsc bool) []byte {
-	if goEsc {
-		return canon.AppendGoString(dst, s)
-	}
-	return canon.AppendString(dst, s)
 }
 
 func stringKeys(v *V) bool {
@@ -441,7 +374,7 @@ func stringKeys(v *V) bool {
 // appendObjectStringified writes an object whose keys are not all strings as OPA turns
 // it into JSON: every key becomes its JSON text (the last of equal texts, in key order,
 // wins), members sorted by those texts.
-func appendObjectStringified(dst []byte, v *V, goEsc bool) []byte {
+func appendObjectStringified(dst []byte, v *V, esc jsonx.Escaper) []byte {
 	type member struct {
 		k string
 		v *V
@@ -468,9 +401,9 @@ func appendObjectStringified(dst []byte, v *V, goEsc bool) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, m.k, goEsc)
+		dst = esc(dst, m.k)
 		dst = append(dst, ':')
-		dst = appendJSON(dst, m.v, goEsc)
+		dst = appendJSON(dst, m.v, esc)
 	}
 	return append(dst, '}')
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/core/nativeengine/internal/rt"
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // TestParseData: the data document reads as OPA's Go evaluator reads it (encoding/json
@@ -30,7 +30,7 @@ func TestParseData(t *testing.T) {
 		if err := d.Decode(&x); err != nil {
 			t.Fatal(err)
 		}
-		want, err := canon.Append(nil, x)
+		want, err := jsonx.Append(nil, x)
 		if err != nil {
 			t.Fatal(err)
 		}

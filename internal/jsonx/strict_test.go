@@ -1,4 +1,4 @@
-package strictjson_test
+package jsonx_test
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/grantwire/grantwire/internal/strictjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 func TestCheck(t *testing.T) {
-	deep := strings.Repeat("[", strictjson.MaxDepth) + strings.Repeat("]", strictjson.MaxDepth)
-	tooDeep := strings.Repeat(`{"a":`, strictjson.MaxDepth+1) + "1" + strings.Repeat("}", strictjson.MaxDepth+1)
+	deep := strings.Repeat("[", jsonx.MaxDepth) + strings.Repeat("]", jsonx.MaxDepth)
+	tooDeep := strings.Repeat(`{"a":`, jsonx.MaxDepth+1) + "1" + strings.Repeat("}", jsonx.MaxDepth+1)
 	for _, tc := range []struct {
 		name, doc string
 		reason    string // "" = accepted
@@ -29,55 +29,55 @@ func TestCheck(t *testing.T) {
 		{"utf-8 text", `{"é": "日本"}`, "", 0},
 		{"many members", manyMembers(100, false), "", 0},
 
-		{"empty", "", strictjson.ReasonEmpty, 0},
-		{"only whitespace", "  \n", strictjson.ReasonEmpty, 3},
-		{"two documents", `{} {}`, strictjson.ReasonTrailing, 3},
-		{"trailing garbage", `{"a": 1}x`, strictjson.ReasonTrailing, 8},
-		{"duplicate", `{"a": 1, "b": 2, "a": 3}`, strictjson.ReasonDuplicate, 17},
-		{"duplicate by escape", `{"a": 1, "\u0061": 2}`, strictjson.ReasonDuplicate, 9},
-		{"duplicate nested", `{"x": {"k": 1, "k": 1}}`, strictjson.ReasonDuplicate, 15},
-		{"duplicate among many", manyMembers(100, true), strictjson.ReasonDuplicate, -1},
+		{"empty", "", jsonx.ReasonEmpty, 0},
+		{"only whitespace", "  \n", jsonx.ReasonEmpty, 3},
+		{"two documents", `{} {}`, jsonx.ReasonTrailing, 3},
+		{"trailing garbage", `{"a": 1}x`, jsonx.ReasonTrailing, 8},
+		{"duplicate", `{"a": 1, "b": 2, "a": 3}`, jsonx.ReasonDuplicate, 17},
+		{"duplicate by escape", `{"a": 1, "\u0061": 2}`, jsonx.ReasonDuplicate, 9},
+		{"duplicate nested", `{"x": {"k": 1, "k": 1}}`, jsonx.ReasonDuplicate, 15},
+		{"duplicate among many", manyMembers(100, true), jsonx.ReasonDuplicate, -1},
 		{"same name in two objects is fine", `[{"a": 1}, {"a": 2}]`, "", 0},
-		{"invalid utf-8 in a value", "{\"a\": \"x\xffy\"}", strictjson.ReasonUTF8, 8},
-		{"invalid utf-8 in a name", "{\"\xc3\": 1}", strictjson.ReasonUTF8, 2},
-		{"utf-8 encoded surrogate", "[\"\xed\xa0\x80\"]", strictjson.ReasonUTF8, 2},
-		{"invalid utf-8 outside strings", "[\xff]", strictjson.ReasonUTF8, 1},
-		{"lone high surrogate", `["\ud800"]`, strictjson.ReasonSurrogate, 2},
-		{"lone low surrogate", `["\udc00"]`, strictjson.ReasonSurrogate, 2},
-		{"high surrogate then letter", `["\ud800\u0041"]`, strictjson.ReasonSurrogate, 2},
-		{"noncharacter escaped", `["\uffff"]`, strictjson.ReasonNoncharacter, 2},
-		{"noncharacter encoded", "[\"\xef\xb7\x90\"]", strictjson.ReasonNoncharacter, 2},
-		{"control char", "[\"a\x01\"]", strictjson.ReasonControl, 3},
-		{"newline in string", "[\"a\nb\"]", strictjson.ReasonControl, 3},
-		{"bad escape", `["\x"]`, strictjson.ReasonBadEscape, 2},
-		{"short unicode escape", `["\u12"]`, strictjson.ReasonBadEscape, 2},
-		{"too deep", tooDeep, strictjson.ReasonTooDeep, 5 * strictjson.MaxDepth},
-		{"leading zero", `[01]`, strictjson.ReasonSyntax, 2},
-		{"bare minus", `[-]`, strictjson.ReasonSyntax, 2},
-		{"dot without digits", `[1.]`, strictjson.ReasonSyntax, 3},
-		{"exponent without digits", `[1e]`, strictjson.ReasonSyntax, 3},
-		{"trailing comma", `[1,]`, strictjson.ReasonUnexpectedChar, 3},
-		{"unquoted name", `{a: 1}`, strictjson.ReasonSyntax, 1},
-		{"missing colon", `{"a" 1}`, strictjson.ReasonSyntax, 5},
-		{"unterminated string", `["abc`, strictjson.ReasonSyntax, 5},
-		{"unterminated object", `{"a": 1`, strictjson.ReasonSyntax, 7},
-		{"truncated literal", `[tru`, strictjson.ReasonSyntax, 1},
-		{"byte order mark", "\ufeff{}", strictjson.ReasonNoncharacter, -2},
+		{"invalid utf-8 in a value", "{\"a\": \"x\xffy\"}", jsonx.ReasonUTF8, 8},
+		{"invalid utf-8 in a name", "{\"\xc3\": 1}", jsonx.ReasonUTF8, 2},
+		{"utf-8 encoded surrogate", "[\"\xed\xa0\x80\"]", jsonx.ReasonUTF8, 2},
+		{"invalid utf-8 outside strings", "[\xff]", jsonx.ReasonUTF8, 1},
+		{"lone high surrogate", `["\ud800"]`, jsonx.ReasonSurrogate, 2},
+		{"lone low surrogate", `["\udc00"]`, jsonx.ReasonSurrogate, 2},
+		{"high surrogate then letter", `["\ud800\u0041"]`, jsonx.ReasonSurrogate, 2},
+		{"noncharacter escaped", `["\uffff"]`, jsonx.ReasonNoncharacter, 2},
+		{"noncharacter encoded", "[\"\xef\xb7\x90\"]", jsonx.ReasonNoncharacter, 2},
+		{"control char", "[\"a\x01\"]", jsonx.ReasonControl, 3},
+		{"newline in string", "[\"a\nb\"]", jsonx.ReasonControl, 3},
+		{"bad escape", `["\x"]`, jsonx.ReasonBadEscape, 2},
+		{"short unicode escape", `["\u12"]`, jsonx.ReasonBadEscape, 2},
+		{"too deep", tooDeep, jsonx.ReasonTooDeep, 5 * jsonx.MaxDepth},
+		{"leading zero", `[01]`, jsonx.ReasonSyntax, 2},
+		{"bare minus", `[-]`, jsonx.ReasonSyntax, 2},
+		{"dot without digits", `[1.]`, jsonx.ReasonSyntax, 3},
+		{"exponent without digits", `[1e]`, jsonx.ReasonSyntax, 3},
+		{"trailing comma", `[1,]`, jsonx.ReasonUnexpectedChar, 3},
+		{"unquoted name", `{a: 1}`, jsonx.ReasonSyntax, 1},
+		{"missing colon", `{"a" 1}`, jsonx.ReasonSyntax, 5},
+		{"unterminated string", `["abc`, jsonx.ReasonSyntax, 5},
+		{"unterminated object", `{"a": 1`, jsonx.ReasonSyntax, 7},
+		{"truncated literal", `[tru`, jsonx.ReasonSyntax, 1},
+		{"byte order mark", "\ufeff{}", jsonx.ReasonNoncharacter, -2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := strictjson.Check([]byte(tc.doc))
+			err := jsonx.Check([]byte(tc.doc))
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var se *strictjson.Error
+			var se *jsonx.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("got %v, want a *strictjson.Error (%s)", err, tc.reason)
+				t.Fatalf("got %v, want a *jsonx.Error (%s)", err, tc.reason)
 			}
 			if tc.offset == -2 { // the BOM is outside any string: an unexpected character
-				if se.Reason != strictjson.ReasonUnexpectedChar || se.Offset != 0 {
+				if se.Reason != jsonx.ReasonUnexpectedChar || se.Offset != 0 {
 					t.Fatalf("BOM: %v", err)
 				}
 				return
@@ -102,7 +102,7 @@ func TestErrorDoesNotQuoteValues(t *testing.T) {
 		`{"refresh_token": "` + secret + `"} trailing`,
 		`{"refresh_token": "` + secret + `", "refresh_token": "x"}`,
 	} {
-		err := strictjson.Check([]byte(doc))
+		err := jsonx.Check([]byte(doc))
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Fatalf("%q: %v", doc, err)
 		}
@@ -131,7 +131,7 @@ func manyMembers(n int, dup bool) string {
 func TestCheckDoesNotAllocate(t *testing.T) {
 	doc := []byte(`{"google": {"builtin:chat": ["https://www.googleapis.com/auth/gmail.readonly"], "builtin:email": ["a", "b"]}, "github": {"builtin:code": ["repo"]}}`)
 	if n := testing.AllocsPerRun(100, func() {
-		if err := strictjson.Check(doc); err != nil {
+		if err := jsonx.Check(doc); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -162,7 +162,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(doc.doc)))
 			for b.Loop() {
-				if err := strictjson.Check(doc.doc); err != nil {
+				if err := jsonx.Check(doc.doc); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -189,7 +189,7 @@ func FuzzCheck(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		err := strictjson.Check(doc)
+		err := jsonx.Check(doc)
 		if err == nil {
 			if !json.Valid(doc) {
 				t.Fatalf("accepted invalid JSON %q", doc)
@@ -202,17 +202,17 @@ func FuzzCheck(f *testing.F) {
 			}
 			return
 		}
-		var se *strictjson.Error
+		var se *jsonx.Error
 		if !errors.As(err, &se) {
-			t.Fatalf("not a *strictjson.Error: %v", err)
+			t.Fatalf("not a *jsonx.Error: %v", err)
 		}
 		if se.Offset < 0 || se.Offset > int64(len(doc)) {
 			t.Fatalf("offset %d outside the document (%d bytes)", se.Offset, len(doc))
 		}
 		if json.Valid(doc) {
 			switch se.Reason {
-			case strictjson.ReasonDuplicate, strictjson.ReasonUTF8, strictjson.ReasonSurrogate,
-				strictjson.ReasonNoncharacter, strictjson.ReasonTooDeep:
+			case jsonx.ReasonDuplicate, jsonx.ReasonUTF8, jsonx.ReasonSurrogate,
+				jsonx.ReasonNoncharacter, jsonx.ReasonTooDeep:
 			default:
 				t.Fatalf("encoding/json accepts %q, Check refuses it: %v", doc, err)
 			}

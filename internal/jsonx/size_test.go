@@ -1,13 +1,13 @@
-package core_test
+package jsonx_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
-// FactJSONLen and KeyJSONLen are the sizes encoding/json writes (what CheckQuery's limit
+// GoLen and GoStringLen are the sizes encoding/json writes (what CheckQuery's limit
 // measures in core.DecideTyped's query): escapes, whitespace and all.
 func TestMarshalledSizes(t *testing.T) {
 	for _, raw := range []string{
@@ -21,14 +21,14 @@ func TestMarshalledSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := core.FactJSONLen([]byte(raw)); got != len(b) {
-			t.Errorf("FactJSONLen(%q) = %d, encoding/json wrote %d: %s", raw, got, len(b), b)
+		if got := jsonx.GoLen([]byte(raw)); got != len(b) {
+			t.Errorf("GoLen(%q) = %d, encoding/json wrote %d: %s", raw, got, len(b), b)
 		}
 	}
 	for _, k := range []string{"", "conn|google", "a\"b\\c", "<&>", "\b\f\n\r\t\x01\x1f\x7f", "\u2028x\u2029", "é😀"} {
 		b, _ := json.Marshal(k)
-		if got := core.KeyJSONLen(k); got != len(b) {
-			t.Errorf("KeyJSONLen(%q) = %d, encoding/json wrote %d: %s", k, got, len(b), b)
+		if got := jsonx.GoStringLen(k); got != len(b) {
+			t.Errorf("GoStringLen(%q) = %d, encoding/json wrote %d: %s", k, got, len(b), b)
 		}
 	}
 }

@@ -1,8 +1,9 @@
-package core
+package jsonx
 
-// FactJSONLen is the size of a fact in a query as encoding/json writes it ([DecideTyped]):
-// compacted, with <, >, & and U+2028/U+2029 escaped; a nil fact is null.
-func FactJSONLen(raw []byte) int {
+// GoLen is the size of the JSON value raw as encoding/json writes it inside a value it
+// marshals (a json.RawMessage, as core.DecideTyped writes a fact in a query): compacted,
+// with <, >, & and U+2028/U+2029 escaped; empty raw is null.
+func GoLen(raw []byte) int {
 	if len(raw) == 0 {
 		return len("null")
 	}
@@ -42,10 +43,11 @@ func FactJSONLen(raw []byte) int {
 	return n
 }
 
-// KeyJSONLen is the size of a fact's key (valid UTF-8) as encoding/json writes it. With
-// FactJSONLen, an engine that builds its input from a [Query]'s parts measures the query
-// against [MaxQueryBytes] as CheckQuery would measure its JSON.
-func KeyJSONLen(k string) int {
+// GoStringLen is the size of the string k (valid UTF-8) as encoding/json writes it, the
+// length of [AppendGoString]'s output. With GoLen, an engine that builds its input from a
+// core.Query's parts (facts and their keys) measures the query against core.MaxQueryBytes
+// as core.CheckQuery would measure its JSON.
+func GoStringLen(k string) int {
 	n := len(`""`)
 	for i := 0; i < len(k); i++ {
 		switch c := k[i]; {

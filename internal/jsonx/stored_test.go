@@ -1,4 +1,4 @@
-package storedjson_test
+package jsonx_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grantwire/grantwire/internal/storedjson"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,15 +38,15 @@ func TestStoredJSON(t *testing.T) {
 			in, err = base64.StdEncoding.DecodeString(c.InBase64)
 			require.NoError(t, err)
 		}
-		v, err := storedjson.Decode(in)
+		v, err := jsonx.Decode(in)
 		if c.Corrupt != "" {
 			require.EqualError(t, err, c.Corrupt, "case %d: %q", i, in)
 			continue
 		}
 		require.NoError(t, err, "case %d: %q", i, in)
-		want, err := storedjson.Decode(c.Value)
+		want, err := jsonx.Decode(c.Value)
 		require.NoError(t, err)
-		require.Equal(t, compact(t, want), compact(t, storedjson.FactValue(v)), "case %d: %q", i, in)
+		require.Equal(t, compact(t, want), compact(t, jsonx.FactValue(v)), "case %d: %q", i, in)
 	}
 }
 
@@ -60,27 +60,27 @@ func compact(t *testing.T, v any) string {
 // TestDescribe pins a secret's description to known values: the digest, the CRC-32 and
 // the version token are what hosts, the policy's tests and decision-log searches expect.
 func TestDescribe(t *testing.T) {
-	d := storedjson.Describe("k#value", "rt-secret")
+	d := jsonx.Describe("k#value", "rt-secret")
 	require.Equal(t, "k#value", d["$ref"])
-	require.Equal(t, "sha256:"+storedjson.Version("rt-secret"), d["digest"])
+	require.Equal(t, "sha256:"+jsonx.Version("rt-secret"), d["digest"])
 	require.Regexp(t, `^sha256:[0-9a-f]{16}$`, d["digest"])
-	require.Equal(t, "cbf43926", storedjson.CRC32("123456789")) // the CRC-32 check value
-	require.Equal(t, "2cf24dba5fb0a30e", storedjson.Version("hello"))
+	require.Equal(t, "cbf43926", jsonx.CRC32("123456789")) // the CRC-32 check value
+	require.Equal(t, "2cf24dba5fb0a30e", jsonx.Version("hello"))
 	require.Len(t, d, 3)
 }
 
 // TestPaths: the value at a path, and the types on the way as far as it leads.
 func TestPaths(t *testing.T) {
-	doc, err := storedjson.Decode([]byte(`{"a": {"b": [1]}, "n": 1.5}`))
+	doc, err := jsonx.Decode([]byte(`{"a": {"b": [1]}, "n": 1.5}`))
 	require.NoError(t, err)
-	v, ok := storedjson.At(doc, []string{"a", "b"})
+	v, ok := jsonx.At(doc, []string{"a", "b"})
 	require.True(t, ok)
 	require.Equal(t, []any{json.Number("1")}, v)
-	_, ok = storedjson.At(doc, []string{"a", "b", "c"})
+	_, ok = jsonx.At(doc, []string{"a", "b", "c"})
 	require.False(t, ok)
-	require.Equal(t, []string{"object", "object", "array"}, storedjson.Shape(doc, []string{"a", "b", "c"}))
-	require.Equal(t, []string{"object"}, storedjson.Shape(doc, []string{"x", "y"}))
-	require.Equal(t, map[string]any{"$number": "1.5"}, storedjson.FactValue(doc).(map[string]any)["n"])
+	require.Equal(t, []string{"object", "object", "array"}, jsonx.Shape(doc, []string{"a", "b", "c"}))
+	require.Equal(t, []string{"object"}, jsonx.Shape(doc, []string{"x", "y"}))
+	require.Equal(t, map[string]any{"$number": "1.5"}, jsonx.FactValue(doc).(map[string]any)["n"])
 	require.Equal(t, json.Number("1.5"), doc.(map[string]any)["n"], "FactValue copies")
 }
 
@@ -99,15 +99,15 @@ func TestDecodeContextStopsWhenCancelled(t *testing.T) {
 	b.WriteString(`}}`)
 	doc := []byte(b.String())
 	ctx, cancel := context.WithCancel(context.Background())
-	want, err := storedjson.Decode(doc)
+	want, err := jsonx.Decode(doc)
 	require.NoError(t, err)
-	got, err := storedjson.DecodeContext(ctx, doc)
+	got, err := jsonx.DecodeContext(ctx, doc)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	cancel()
-	got, err = storedjson.DecodeContext(ctx, doc)
+	got, err = jsonx.DecodeContext(ctx, doc)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Nil(t, got)
-	_, err = storedjson.DecodeContext(ctx, []byte("\xff"))
+	_, err = jsonx.DecodeContext(ctx, []byte("\xff"))
 	require.ErrorIs(t, err, context.Canceled, "a cancelled read judges nothing")
 }

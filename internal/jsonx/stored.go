@@ -1,4 +1,6 @@
-// Package storedjson owns how a host reads stored bytes before the core sees them
+package jsonx
+
+// Stored bytes: this file owns how a host reads stored bytes before the core sees them
 // (hostabi/README.md): a JSON document read strictly (valid UTF-8, no duplicate member,
 // nothing after it, nesting bounded) and refused with a reason from a fixed vocabulary;
 // numbers that are not safe integers carried as {"$number": text}; the value at a path in
@@ -9,7 +11,6 @@
 // both read through it, so the facts the engines are tested on are the facts a host
 // gives. The Node shell words the same reasons (hostabi/testdata/stored-json.json holds
 // the cases every host checks). It imports only the standard library.
-package storedjson
 
 import (
 	"bytes"
@@ -25,27 +26,21 @@ import (
 	"unicode/utf8"
 )
 
-// MaxDepth bounds the nesting of a JSON document a host accepts from storage.
-const MaxDepth = 64
-
-// Reasons a stored JSON document is refused (the "corrupt" answer of ledger.read). They are
-// a fixed vocabulary, so that every host (shells/wasm/node too) words them alike and the
-// core sees the same facts whatever host read the file; hostabi/README.md lists them.
+// Reasons a stored JSON document is refused by [Decode] (the "corrupt" answer of
+// ledger.read), with [ReasonSyntax] and [ReasonTrailing]. They are a fixed vocabulary, so
+// that every host (shells/wasm/node too) words them alike and the core sees the same facts
+// whatever host read the file; hostabi/README.md lists them. Nesting is bounded by
+// [MaxDepth] here too.
 const (
-	ReasonUTF8     = "not valid UTF-8"
-	ReasonSyntax   = "not valid JSON"
-	ReasonTrailing = "trailing data after the JSON document"
-	ReasonDepth    = "nested deeper than 64" // MaxDepth
+	StoredReasonUTF8  = "not valid UTF-8"
+	StoredReasonDepth = "nested deeper than 64" // MaxDepth
 )
 
-// ReasonDuplicate names a member that appears twice (the name as a JSON string, HTML
+// StoredReasonDuplicate names a member that appears twice (the name as a JSON string, HTML
 // characters unescaped).
-func ReasonDuplicate(name string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(name) // a string always encodes
-	return "duplicate member " + strings.TrimRight(buf.String(), "\n")
+func StoredReasonDuplicate(name string) string {
+	b, _ := MarshalPlain(name) // a string always encodes
+	return "duplicate member " + string(b)
 }
 
 var errSyntax = errors.New(ReasonSyntax)
@@ -55,7 +50,8 @@ var errSyntax = errors.New(ReasonSyntax)
 // stay json.Number (their text). The error's text is one of the reasons above.
 func Decode(b []byte) (any, error) { return DecodeContext(context.Background(), b) }
 
-// checkEvery is how many values DecodeContext reads between two looks at its context.
+// checkEvery is how many values DecodeContext reads, and how many members Document
+// writes, between two looks at their context.
 const checkEvery = 4096
 
 // DecodeContext is Decode that stops when ctx is done: a ledger of hundreds of thousands
@@ -66,7 +62,7 @@ func DecodeContext(ctx context.Context, b []byte) (any, error) {
 		return nil, err
 	}
 	if !utf8.Valid(b) {
-		return nil, errors.New(ReasonUTF8)
+		return nil, errors.New(StoredReasonUTF8)
 	}
 	d := &decoder{Decoder: json.NewDecoder(bytes.NewReader(b)), ctx: ctx}
 	d.UseNumber()
@@ -92,7 +88,7 @@ type decoder struct {
 
 func (dec *decoder) value(depth int) (any, error) {
 	if depth > MaxDepth {
-		return nil, errors.New(ReasonDepth)
+		return nil, errors.New(StoredReasonDepth)
 	}
 	if dec.read++; dec.read%checkEvery == 0 {
 		if err := dec.ctx.Err(); err != nil {
@@ -120,7 +116,7 @@ func (dec *decoder) value(depth int) (any, error) {
 				return nil, errSyntax
 			}
 			if _, dup := m[k]; dup {
-				return nil, errors.New(ReasonDuplicate(k))
+				return nil, errors.New(StoredReasonDuplicate(k))
 			}
 			v, err := dec.value(depth + 1)
 			if err != nil {

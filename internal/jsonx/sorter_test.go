@@ -1,4 +1,4 @@
-package canon_test
+package jsonx_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/grantwire/grantwire/internal/canon"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // randomValue builds a random JSON tree with keys that share prefixes, escapes and
@@ -81,7 +81,7 @@ func shuffled(r *rand.Rand, buf *bytes.Buffer, v any) {
 // (it sorts map keys by their bytes, which is the canonical order).
 func TestSorterSortsKeys(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var s canon.Sorter
+	var s jsonx.Sorter
 	for i := range 5000 {
 		v := randomValue(r, 0)
 		want, err := json.Marshal(v)
@@ -98,7 +98,7 @@ func TestSorterSortsKeys(t *testing.T) {
 }
 
 func TestSorterRejects(t *testing.T) {
-	var s canon.Sorter
+	var s jsonx.Sorter
 	for _, in := range []string{``, `{`, `{"a"}`, `{"a":1,}`, `[1,]`, `{"a":1}x`, `"abc`, `{1:2}`} {
 		if out, err := s.Append(nil, []byte(in)); err == nil {
 			t.Errorf("Sorter(%q) = %q, want an error", in, out)
@@ -111,7 +111,7 @@ func TestSorterRejects(t *testing.T) {
 }
 
 func TestSorterDoesNotAllocate(t *testing.T) {
-	var s canon.Sorter
+	var s jsonx.Sorter
 	in := []byte(`{"status":"done","result":{"provider":"c000","scopes":["email","openid"],"access_token":{"$ref":"token#access_token"},"expires_at":1790003600000},"effects":[{"z":1,"a":{"q":[{"b":1,"a":2}]}}]}`)
 	dst := make([]byte, 0, 1024)
 	if n := testing.AllocsPerRun(100, func() {
@@ -131,7 +131,7 @@ func FuzzSorter(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var s canon.Sorter
+		var s jsonx.Sorter
 		out, err := s.Append(nil, in)
 		if err != nil {
 			return
@@ -148,7 +148,7 @@ func FuzzSorter(f *testing.F) {
 
 func BenchmarkSorter(b *testing.B) {
 	in := []byte(`{"status":"done","result":{"provider":"c000","scopes":["email","openid","s1","s2","s3","s4","s5","s6"],"access_token":{"$ref":"token#access_token"},"expires_at":1790003600000},"effects":[]}`)
-	var s canon.Sorter
+	var s jsonx.Sorter
 	dst := make([]byte, 0, 1024)
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package canon
+package jsonx
 
 import (
 	"encoding/json"

@@ -1,4 +1,6 @@
-// Package canon defines grantwire's canonical JSON form and converts to it.
+package jsonx
+
+// Canonical JSON: this file defines grantwire's canonical JSON form and converts to it.
 //
 // Both engines must produce byte-identical decisions, but OPA's Wasm runtime writes object
 // members in hash-bucket order while Go writes them sorted. The canonical form is therefore
@@ -15,7 +17,6 @@
 // allocating once warm; [Append] writes Go values (as the rego engine produces them).
 //
 // This package must not import anything outside the standard library.
-package canon
 
 import (
 	"bytes"
@@ -24,7 +25,6 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 )
@@ -261,85 +261,138 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// An Escaper appends a string as a JSON string: [AppendString] (canonical) or
+// [AppendGoString] (as encoding/json.Marshal writes it). Every encoder of this package and
+// of the native engine's runtime takes one, instead of one copy of the encoder per escaping.
+type Escaper func(dst []byte, s string) []byte
+
+// An Encoder writes Go values built from JSON types (nil, bool, string, json.Number, int,
+// int64, []any, []string, map[string]any with its keys sorted) with its strings escaped by
+// Escape.
+type Encoder struct {
+	Escape Escaper
+	// Marshal writes as encoding/json.Marshal does: a nil map or slice is null, a
+	// json.Number is checked against JSON's grammar ("" is 0), and float64, *big.Int and
+	// json.RawMessage are other types. Without it (the canonical form), a nil map is {}, a
+	// nil slice [], and float64 ('g', shortest), *big.Int and json.RawMessage (compacted
+	// and canonicalised) are written too.
+	Marshal bool
+	// Other appends a value of any other type, or returns ErrUnsupported.
+	Other func(dst []byte, v any) ([]byte, error)
+}
+
+// ErrUnsupported reports a value of a type an [Encoder] does not write.
+var ErrUnsupported = errors.New("jsonx: unsupported type")
+
+// Canonical writes grantwire's canonical form; [Append] is its Append.
+var Canonical = Encoder{Escape: AppendString}
+
 // Append appends the canonical JSON form of a Go value built from JSON types: nil, bool,
-// string, json.Number, float64, int, int64, *big.Int, []any, map[string]any, or
+// string, json.Number, float64, int, int64, *big.Int, []any, []string, map[string]any, or
 // json.RawMessage (which is canonicalised in turn).
-func Append(dst []byte, v any) ([]byte, error) {
+func Append(dst []byte, v any) ([]byte, error) { return Canonical.Append(dst, v) }
+
+// Append appends v as JSON (see [Encoder]); a value of a type it does not write is left
+// to e.Other, or is an error wrapping [ErrUnsupported] (dst is then to be dropped).
+func (e *Encoder) Append(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
 	case bool:
-		if x {
-			return append(dst, "true"...), nil
-		}
-		return append(dst, "false"...), nil
+		return strconv.AppendBool(dst, x), nil
 	case string:
-		return AppendString(dst, x), nil
+		return e.Escape(dst, x), nil
 	case json.Number:
+		if !e.Marshal {
+			return append(dst, x...), nil
+		}
+		if x == "" {
+			return append(dst, '0'), nil
+		}
+		if !IsNumber(string(x)) {
+			return dst, fmt.Errorf("%w: json.Number %q", ErrUnsupported, string(x))
+		}
 		return append(dst, x...), nil
 	case int:
 		return strconv.AppendInt(dst, int64(x), 10), nil
 	case int64:
 		return strconv.AppendInt(dst, x, 10), nil
 	case float64:
-		return strconv.AppendFloat(dst, x, 'g', -1, 64), nil
+		if !e.Marshal {
+			return strconv.AppendFloat(dst, x, 'g', -1, 64), nil
+		}
 	case *big.Int:
-		return x.Append(dst, 10), nil
+		if !e.Marshal {
+			return x.Append(dst, 10), nil
+		}
 	case []any:
+		if x == nil && e.Marshal {
+			return append(dst, "null"...), nil
+		}
 		dst = append(dst, '[')
-		for i, e := range x {
+		for i, el := range x {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = Append(dst, e); err != nil {
+			if dst, err = e.Append(dst, el); err != nil {
 				return dst, err
 			}
 		}
 		return append(dst, ']'), nil
 	case []string:
+		if x == nil && e.Marshal {
+			return append(dst, "null"...), nil
+		}
 		dst = append(dst, '[')
-		for i, e := range x {
+		for i, el := range x {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendString(dst, e)
+			dst = e.Escape(dst, el)
 		}
 		return append(dst, ']'), nil
 	case map[string]any:
+		if x == nil && e.Marshal {
+			return append(dst, "null"...), nil
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendString(dst, k)
+			dst = e.Escape(dst, k)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = Append(dst, x[k]); err != nil {
+			if dst, err = e.Append(dst, x[k]); err != nil {
 				return dst, err
 			}
 		}
 		return append(dst, '}'), nil
 	case json.RawMessage:
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, x); err != nil {
-			return dst, err
+		if !e.Marshal {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, x); err != nil {
+				return dst, err
+			}
+			var any any
+			d := json.NewDecoder(&buf)
+			d.UseNumber()
+			if err := d.Decode(&any); err != nil {
+				return dst, err
+			}
+			return e.Append(dst, any)
 		}
-		var any any
-		d := json.NewDecoder(&buf)
-		d.UseNumber()
-		if err := d.Decode(&any); err != nil {
-			return dst, err
-		}
-		return Append(dst, any)
-	default:
-		return dst, fmt.Errorf("canon: unsupported type %T", v)
 	}
+	if e.Other != nil {
+		return e.Other(dst, v)
+	}
+	return dst, fmt.Errorf("%w %T", ErrUnsupported, v)
 }
 
 // Marshal returns the canonical JSON form of any value that encoding/json can marshal.
