@@ -43,6 +43,7 @@ _needs := array.concat(
 		facts.lock("lock", _c, lock_wait_ms),
 		facts.after(facts.ledger("grants", store.grants_file, [_c]), "lock"),
 		facts.after(facts.ledger("actives", store.activations_file, ["activations", _c]), "lock"),
+		facts.after(store.tool_rules_need("rules", _c), "lock"),
 	],
 	[facts.after(n, "lock") | some n in _stored_needs],
 )
@@ -158,7 +159,7 @@ decision := step.fail(errors.usage("disconnect needs connector"), []) if {
 		"warnings": _warnings,
 	},
 	array.concat(
-		array.concat(_delete_stored, array.concat(_wipe_grants, _wipe_actives)),
+		array.concat(_delete_stored, array.concat(_wipe_grants, array.concat(_wipe_actives, store.wipe_tool_rules(_f.rules, _c)))),
 		array.concat(
 			[{"kind": "event.emit", "type": "connector.disconnected", "payload": {"connector_id": _c}}],
 			_revoke,

@@ -8,6 +8,7 @@ _ledgers(grants, actives) := {
 	"lock": "held",
 	"grants": grants,
 	"actives": actives,
+	"rules": fx.no_entry(fx.activations_file, ["tools"]),
 }
 
 _grants(c, v) := fx.entry(fx.grants_file, [c], v)
@@ -43,6 +44,7 @@ test_needs_under_the_lock if {
 		{"key": "lock", "kind": "lock.acquire", "name": "google", "wait_ms": 5000},
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["google"], "after": "lock"},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "google"], "after": "lock"},
+		{"key": "rules", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["tools", "google"], "after": "lock"},
 		{"key": "conn", "kind": "keyring.get", "user": "google:default", "fields": ["refresh_token"], "fresh": true, "after": "lock"},
 		{"key": "state", "kind": "ledger.read", "ledger": "connectors/state.json", "path": ["google"], "after": "lock"},
 		{"key": "client", "kind": "keyring.get", "user": "provider:google", "fields": ["client_id", "client_secret"], "fresh": true, "after": "lock"},
@@ -53,6 +55,7 @@ test_needs_under_the_lock if {
 		{"key": "lock", "kind": "lock.acquire", "name": "mcp-github", "wait_ms": 5000},
 		{"key": "grants", "kind": "ledger.read", "ledger": "connectors/grants.json", "path": ["mcp-github"], "after": "lock"},
 		{"key": "actives", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["activations", "mcp-github"], "after": "lock"},
+		{"key": "rules", "kind": "ledger.read", "ledger": "connectors/activations.json", "path": ["tools", "mcp-github"], "after": "lock"},
 		{"key": "mcp", "kind": "ledger.read", "ledger": "mcp_servers.json", "path": [], "after": "lock"},
 	])
 }
@@ -220,4 +223,29 @@ test_a_remote_mcp_server if {
 	d := _disconnect("mcp-remote", f)
 	d.result.deactivated == ["builtin:chat"]
 	fx.kinds(d) == ["keyring.delete", "keyring.delete", "ledger.write", "event.emit", "event.emit"]
+}
+
+# A connector's tool rules go with it (docs/behaviour.md#tools), even when no agent is
+# active any more (deactivating keeps a pair's rule), so that connecting again inherits none.
+test_disconnect_deletes_the_tool_rules if {
+	rules := {"builtin:chat": ["get_file"], "builtin:coder": []}
+	wipe := {"kind": "ledger.write", "ledger": "connectors/activations.json", "ops": [{
+		"path": ["tools", "mcp-github"], "delete": true, "prune": true,
+		"expect": {"value": rules},
+	}]}
+	f := object.union(
+		_ledgers(_grants("mcp-github", {"builtin:coder": ["use"]}), fx.no_entry(fx.activations_file, ["activations", "mcp-github"])),
+		{"mcp": fx.entry("mcp_servers.json", [], {}), "rules": fx.entry(fx.activations_file, ["tools", "mcp-github"], rules)},
+	)
+	d := _disconnect("mcp-github", f)
+	d.status == "done"
+	wipe in d.effects
+	d.result.deactivated == []
+
+	# none, or an unreadable file: no write of the rules
+	plain := _disconnect("mcp-github", object.union(f, {"rules": fx.no_entry(fx.activations_file, ["tools", "mcp-github"])}))
+	not wipe in plain.effects
+	count([e | some e in plain.effects; e.kind == "ledger.write"; e.ledger == "connectors/activations.json"]) == 0
+	bad := _disconnect("mcp-github", object.union(f, {"rules": fx.corrupt(fx.activations_file, ["tools", "mcp-github"], "not JSON")}))
+	count([e | some e in bad.effects; e.kind == "ledger.write"; e.ledger == "connectors/activations.json"]) == 0
 }

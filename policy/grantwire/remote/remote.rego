@@ -751,6 +751,7 @@ grant_need(k, c, a) := grants.grant_need(k, c, a)
 _remove_needs := array.concat(_logout_needs, [
 	facts.after(facts.ledger("grants@lock", store.grants_file, [_c]), "lock"),
 	facts.after(facts.ledger("actives@lock", store.activations_file, ["activations", _c]), "lock"),
+	facts.after(store.tool_rules_need("rules@lock", _c), "lock"),
 ])
 
 _usable(k) if {
@@ -790,7 +791,7 @@ _remove_effects := array.concat(
 		store.write(store.remote_file, [{"path": ["servers", _c], "delete": true}]),
 	]),
 	array.concat(
-		array.concat(_wipe_grants, _wipe_actives),
+		array.concat(_wipe_grants, array.concat(_wipe_actives, store.wipe_tool_rules(_f["rules@lock"], _c))),
 		[{"kind": "event.emit", "type": "connector.disconnected", "payload": {"connector_id": _c}}],
 	),
 )

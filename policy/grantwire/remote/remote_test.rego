@@ -201,6 +201,7 @@ test_logout_refusals if {
 _remove_facts := object.union(_logout_facts, {
 	"grants@lock": fx.entry(fx.grants_file, ["files"], {"builtin:chat": ["use"], "builtin:coder": ["use"]}),
 	"actives@lock": fx.entry(fx.activations_file, ["activations", "files"], {"builtin:chat": true, "builtin:coder": false}),
+	"rules@lock": fx.no_entry(fx.activations_file, ["tools", "files"]),
 })
 
 _remove(args, f) := fx.decide(fx.q1("mcp_remove", args, f))
@@ -218,6 +219,15 @@ test_remove_revokes_and_wipes_everything if {
 	d.effects[4].ops == [{"path": ["servers", "files"], "delete": true}]
 	d.effects[5].ops[0].path == ["files"]
 	d.effects[8].ops[0].path == ["activations", "files"]
+}
+
+test_remove_deletes_the_tool_rules if {
+	rules := {"builtin:chat": ["read"]}
+	d := _remove({"connector": "files"}, fx.patch(_remove_facts, {"rules@lock": fx.entry(fx.activations_file, ["tools", "files"], rules)}))
+	{"kind": "ledger.write", "ledger": "connectors/activations.json", "ops": [{
+		"path": ["tools", "files"], "delete": true, "prune": true,
+		"expect": {"value": rules},
+	}]} in d.effects
 }
 
 test_remove_with_nothing_granted if {
@@ -238,7 +248,7 @@ test_remove_refusals if {
 	_code(_remove({"connector": "google"}, _remove_facts)) == "CONFIGURATION"
 	_remove({"connector": "mcp-remote"}, _remove_facts).error.fix == "grantwire mcp logout mcp-remote"
 	_code(_remove({"connector": "files"}, fx.patch(_remove_facts, {"lock": "busy"}))) == "BUSY"
-	[n.key | some n in _remove({"connector": "files"}, {"mcp_remote": fx.entry("mcp_remote.json", [], _old)}).needs] == ["lock", "token@lock", "client@lock", "prereg@lock", "remote@lock", "grants@lock", "actives@lock"]
+	[n.key | some n in _remove({"connector": "files"}, {"mcp_remote": fx.entry("mcp_remote.json", [], _old)}).needs] == ["lock", "token@lock", "client@lock", "prereg@lock", "remote@lock", "grants@lock", "actives@lock", "rules@lock"]
 }
 
 # ---------------------------------------------------------------------------------------

@@ -388,6 +388,26 @@ else := {"exists": false}
 write(file, ops) := {"kind": "ledger.write", "ledger": file, "ops": ops}
 
 # METADATA
+# title: tool rules need
+# description: |
+#   A connector's tool rules (the activations file's tools member), read under the lock of
+#   an operation that deletes the connector so that they go with it.
+tool_rules_need(k, c) := facts.ledger(k, activations_file, ["tools", c])
+
+# METADATA
+# title: tool rules wipe
+# description: |
+#   The write deleting a connector's tool rules as the fact read them (pruning an empty
+#   tools member); none when there are none or the file cannot be read.
+wipe_tool_rules(fact, c) := [write(activations_file, [{
+	"path": ["tools", c], "delete": true, "prune": true,
+	"expect": expect(fact),
+}])] if {
+	not problem(fact)
+	fact.exists == true
+} else := []
+
+# METADATA
 # title: ledger problem
 # description: |
 #   Why a ledger fact cannot be used: the host found the file unreadable, or the entry read
