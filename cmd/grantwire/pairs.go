@@ -98,7 +98,9 @@ func (a *app) grantsListCmd() *cobra.Command {
 			},
 			json: func(grants map[string]map[string][]string, _ []string) any {
 				rows := []row{}
-				eachPair(grants, func(conn, agent string, scopes []string) { rows = append(rows, row{conn, agent, nonNilStrings(scopes)}) })
+				eachPair(grants, func(conn, agent string, scopes []string) {
+					rows = append(rows, row{conn, agent, nonNilStrings(scopes)})
+				})
 				return map[string]any{"grants": rows}
 			},
 			render: func(grants map[string]map[string][]string, args []string) error {
