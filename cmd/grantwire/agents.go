@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
 )
 
@@ -83,7 +85,7 @@ stderr (and under "problems" with --json).`,
 }
 
 func (a *app) agentsIDCmd() *cobra.Command {
-	var name string
+	var name, path string
 	cmd := &cobra.Command{
 		Use:   "id <agent source file>",
 		Short: "Print the id of a custom agent: custom:<first 16 hex of sha256(source)>:<name>",
@@ -95,26 +97,22 @@ the old id do not carry over.`,
   grantwire agents id ./agent.py --name reviewer
   grantwire agents id ./agent.py --json`,
 		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			path, err := filepath.Abs(a.expandHome(args[0]))
-			if err != nil {
-				return usagef("%v", err)
-			}
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			id, err := c.AgentID(ctx, path, name)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]string{"id": id, "source": path})
-			}
-			a.printf("%s\n", id)
-			return nil
-		}),
+		RunE: operation[string]{
+			parse: func(_ *cobra.Command, args []string) (err error) {
+				if path, err = filepath.Abs(a.expandHome(args[0])); err != nil {
+					return usagef("%v", err)
+				}
+				return nil
+			},
+			call: func(ctx context.Context, c *grantwire.Client, _ []string) (string, error) {
+				return c.AgentID(ctx, path, name)
+			},
+			json: func(id string, _ []string) any { return map[string]string{"id": id, "source": path} },
+			render: func(id string, _ []string) error {
+				a.printf("%s\n", id)
+				return nil
+			},
+		}.runE(a),
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the agent's name (default: the file's base name without extension)")
 	return cmd

@@ -285,10 +285,8 @@ func TestBinaryVersion(t *testing.T) {
 	}
 	version := func(w *bbWorld, args ...string) info {
 		t.Helper()
-		r := w.run("", append([]string{"--json", "version"}, args...)...)
-		require.Equal(t, 0, r.code, r.stderr)
 		var v info
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+		w.runJSON(&v, append([]string{"version"}, args...)...)
 		return v
 	}
 	v := version(w)

@@ -15,11 +15,7 @@ import (
 )
 
 func (a *app) configureCmd() *cobra.Command {
-	var (
-		clientID, tenant, secretFile, fromFile, refused string
-		secretStdin, fromStdin                          bool
-		sets                                            []string
-	)
+	var fl configureFlags
 	cmd := &cobra.Command{
 		Use:   "configure <connector>",
 		Short: "Store an OAuth provider's client, or an MCP server's environment, in the credential store",
@@ -61,96 +57,104 @@ does not mark secret.`,
 			if !ok {
 				return a.unknownConnector(ctx, id)
 			}
-			clientFlags := clientID != "" || secretStdin || secretFile != "" || tenant != ""
-			mcpFlags := len(sets) > 0 || fromStdin || fromFile != ""
-			switch e.Type {
-			case catalog.TypeOAuth:
-				if mcpFlags {
-					return usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
-				}
-				if clientID == "" {
-					return usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
-				}
-				if secretStdin && secretFile != "" {
-					return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
-				}
-				if tenant != "" && e.Tenant == "" {
-					return usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
-				}
-				secret := ""
-				if secretStdin || secretFile != "" {
-					if secret, err = a.secretLine(secretFile, "client secret for "+id); err != nil {
-						return err
-					}
-				}
-				c, err := a.Client(ctx)
-				if err != nil {
-					return err
-				}
-				res, err := c.Configure(ctx, id, grantwire.ConfigureInput{ClientID: clientID, ClientSecret: secret, Tenant: tenant})
-				if err != nil {
-					return err
-				}
-				if a.jsonOut {
-					return a.printJSON(grantwire.ClientResult{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
-				}
-				what := "client id"
-				if secret != "" {
-					what = "client id and secret"
-				}
-				a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res.ClientIDHash)
-				a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
-				return nil
-			case catalog.TypeMCPServer:
-				if clientFlags {
-					return usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
-				}
-				if fromStdin && fromFile != "" {
-					return usagef("give the values once: --from-stdin or --from-file")
-				}
-				values, given, err := a.mcpValues(e, sets, fromStdin, fromFile)
-				if err != nil {
-					return err
-				}
-				c, err := a.Client(ctx)
-				if err != nil {
-					return err
-				}
-				if _, err := c.Configure(ctx, id, grantwire.ConfigureInput{Env: values, Given: given}); err != nil {
-					return err
-				}
-				keys := slices.Sorted(maps.Keys(values))
-				if a.jsonOut {
-					return a.printJSON(map[string]any{"connector": id, "env_keys": keys})
-				}
-				if len(keys) == 0 {
-					a.printf("Configured %s (it takes no keys).\n", id)
-				} else {
-					a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
-				}
-				a.printf("Next: grantwire activations activate %s <agent> --scopes use\n", id)
-				return nil
-			default:
-				// The policy says what a connector of another type takes.
-				c, err := a.Client(ctx)
-				if err != nil {
-					return err
-				}
-				_, err = c.Configure(ctx, id, grantwire.ConfigureInput{})
+			in, render, err := a.configureInput(id, e, fl)
+			if err != nil {
 				return err
 			}
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.Configure(ctx, id, in)
+			if err != nil {
+				return err
+			}
+			return render(res)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&clientID, "client-id", "", "OAuth: the client id")
-	f.BoolVar(&secretStdin, "client-secret-stdin", false, "OAuth: read the client secret from stdin (without echo on a terminal)")
-	f.StringVar(&secretFile, "client-secret-file", "", "OAuth: read the client secret from this file")
-	f.StringVar(&tenant, "tenant", "", "OAuth: the tenant (Microsoft work or school: a tenant id or domain)")
-	f.StringArrayVar(&sets, "set", nil, "MCP: KEY=VALUE for a key the catalog does not mark secret (repeatable)")
-	f.BoolVar(&fromStdin, "from-stdin", false, "MCP: read KEY=VALUE lines from stdin (on a terminal: ask for each key)")
-	f.StringVar(&fromFile, "from-file", "", "MCP: read KEY=VALUE lines from this file")
-	refuseSecretFlag(f, "client-secret", &refused)
+	f.StringVar(&fl.clientID, "client-id", "", "OAuth: the client id")
+	f.BoolVar(&fl.secretStdin, "client-secret-stdin", false, "OAuth: read the client secret from stdin (without echo on a terminal)")
+	f.StringVar(&fl.secretFile, "client-secret-file", "", "OAuth: read the client secret from this file")
+	f.StringVar(&fl.tenant, "tenant", "", "OAuth: the tenant (Microsoft work or school: a tenant id or domain)")
+	f.StringArrayVar(&fl.sets, "set", nil, "MCP: KEY=VALUE for a key the catalog does not mark secret (repeatable)")
+	f.BoolVar(&fl.fromStdin, "from-stdin", false, "MCP: read KEY=VALUE lines from stdin (on a terminal: ask for each key)")
+	f.StringVar(&fl.fromFile, "from-file", "", "MCP: read KEY=VALUE lines from this file")
+	refuseSecretFlag(f, "client-secret", &fl.refused)
 	return cmd
+}
+
+// configureFlags are configure's flags.
+type configureFlags struct {
+	clientID, tenant, secretFile, fromFile, refused string
+	secretStdin, fromStdin                          bool
+	sets                                            []string
+}
+
+// configureInput is configure's parse step: what the flags (and the secret they point at)
+// give the configure operation of the connector id (catalog entry e), and how its result is rendered.
+func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (grantwire.ConfigureInput, func(*grantwire.ConfigureResult) error, error) {
+	var in grantwire.ConfigureInput
+	clientFlags := fl.clientID != "" || fl.secretStdin || fl.secretFile != "" || fl.tenant != ""
+	mcpFlags := len(fl.sets) > 0 || fl.fromStdin || fl.fromFile != ""
+	switch e.Type {
+	case catalog.TypeOAuth:
+		switch {
+		case mcpFlags:
+			return in, nil, usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
+		case fl.clientID == "":
+			return in, nil, usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
+		case fl.secretStdin && fl.secretFile != "":
+			return in, nil, usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
+		case fl.tenant != "" && e.Tenant == "":
+			return in, nil, usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
+		}
+		in = grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}
+		if fl.secretStdin || fl.secretFile != "" {
+			var err error
+			if in.ClientSecret, err = a.secretLine(fl.secretFile, "client secret for "+id); err != nil {
+				return in, nil, err
+			}
+		}
+		return in, func(res *grantwire.ConfigureResult) error {
+			if a.jsonOut {
+				return a.printJSON(grantwire.ClientResult{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
+			}
+			what := "client id"
+			if in.ClientSecret != "" {
+				what = "client id and secret"
+			}
+			a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res.ClientIDHash)
+			a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
+			return nil
+		}, nil
+	case catalog.TypeMCPServer:
+		switch {
+		case clientFlags:
+			return in, nil, usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
+		case fl.fromStdin && fl.fromFile != "":
+			return in, nil, usagef("give the values once: --from-stdin or --from-file")
+		}
+		values, given, err := a.mcpValues(e, fl.sets, fl.fromStdin, fl.fromFile)
+		if err != nil {
+			return in, nil, err
+		}
+		return grantwire.ConfigureInput{Env: values, Given: given}, func(*grantwire.ConfigureResult) error {
+			keys := slices.Sorted(maps.Keys(values))
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"connector": id, "env_keys": keys})
+			}
+			if len(keys) == 0 {
+				a.printf("Configured %s (it takes no keys).\n", id)
+			} else {
+				a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
+			}
+			a.printf("Next: grantwire activations activate %s <agent> --scopes use\n", id)
+			return nil
+		}, nil
+	}
+	// The policy says what a connector of another type takes (and refuses it).
+	return in, func(*grantwire.ConfigureResult) error { return nil }, nil
 }
 
 // mcpValues gathers an MCP server's environment values from --set, stdin and a file; given

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 )
 
@@ -20,52 +22,39 @@ succeeds and changes nothing.`,
 		Example: `  grantwire disconnect google
   grantwire disconnect mcp-github --json`,
 		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.Disconnect(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if res.RevokedGrants == nil {
-				res.RevokedGrants = []string{}
-			}
-			if res.Deactivated == nil {
-				res.Deactivated = []string{}
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
-				what := "connected"
-				if cat, err := a.Catalog(); err == nil {
-					if e, ok := cat.Entry(res.Connector); ok && e.Type == catalog.TypeMCPServer {
-						what = "configured"
+		RunE: operation[*grantwire.DisconnectResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.DisconnectResult, error) {
+				res, err := c.Disconnect(ctx, args[0])
+				if err == nil {
+					res.RevokedGrants, res.Deactivated = nonNilStrings(res.RevokedGrants), nonNilStrings(res.Deactivated)
+				}
+				return res, err
+			},
+			render: func(res *grantwire.DisconnectResult, _ []string) error {
+				if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
+					what := "connected"
+					if cat, err := a.Catalog(); err == nil {
+						if e, ok := cat.Entry(res.Connector); ok && e.Type == catalog.TypeMCPServer {
+							what = "configured"
+						}
 					}
+					a.printf("%s is not %s: nothing to remove.\n", res.Connector, what)
+					a.warnAll(res.Warnings)
+					return nil
 				}
-				a.printf("%s is not %s: nothing to remove.\n", res.Connector, what)
-				for _, w := range res.Warnings {
-					a.warnf("%s", w)
+				a.printf("Disconnected %s.\n", res.Connector)
+				if len(res.RevokedGrants) > 0 {
+					a.printf("Revoked the grants of %s.\n", strings.Join(res.RevokedGrants, ", "))
 				}
+				if len(res.Deactivated) > 0 {
+					a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
+				}
+				if res.RevokedAtProvider {
+					a.printf("Asked %s to revoke the refresh token too.\n", res.Connector)
+				}
+				a.warnAll(res.Warnings)
 				return nil
-			}
-			a.printf("Disconnected %s.\n", res.Connector)
-			if len(res.RevokedGrants) > 0 {
-				a.printf("Revoked the grants of %s.\n", strings.Join(res.RevokedGrants, ", "))
-			}
-			if len(res.Deactivated) > 0 {
-				a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
-			}
-			if res.RevokedAtProvider {
-				a.printf("Asked %s to revoke the refresh token too.\n", res.Connector)
-			}
-			for _, w := range res.Warnings {
-				a.warnf("%s", w)
-			}
-			return nil
-		}),
+			},
+		}.runE(a),
 	}
 }

@@ -757,16 +757,7 @@ func TestE2ECtrlCDuringTheWaitCancelsCleanly(t *testing.T) {
 	s := w.start(nil, "connect", "google", "--scopes", "openid", "--grant-agent", "builtin:chat", "--no-browser")
 	authURL := s.waitURL(t)
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
-	r := s.wait(t)
-	w.record(r.stdout, r.stderr)
-	require.Equal(t, 130, r.code, r.stderr)
-	require.Contains(t, r.stderr, "grantwire: cancelled")
-	require.Empty(t, r.stdout)
-
-	require.Empty(t, w.keyring("google:default"), "no connection stored")
-	row := w.status("google")
-	require.False(t, row.Configured)
-	require.Empty(t, row.Grants, "no agent granted")
+	w.requireCancelledNothingStored(t, s.wait(t))
 	require.Zero(t, w.srv.Stats().Authorizations)
 	// The listener is gone: the URL's redirect leads nowhere.
 	c := &http.Client{Timeout: 5 * time.Second}
@@ -1085,8 +1076,6 @@ func tamperBundle(t *testing.T, path string) []byte {
 func TestBinaryPolicyAudit(t *testing.T) {
 	w := newBB(t)
 	w.bin = opaBinary(t)
-	r := w.run("", "policy", "audit", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
 	var rep struct {
 		Checks []struct {
 			Name string `json:"name"`
@@ -1094,14 +1083,14 @@ func TestBinaryPolicyAudit(t *testing.T) {
 		} `json:"checks"`
 		Coverage float64 `json:"coverage"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	w.runJSON(&rep, "policy", "audit")
 	require.Len(t, rep.Checks, 6)
 	require.GreaterOrEqual(t, rep.Coverage, 95.0)
 
 	dir := filepath.Join(w.home, "p")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.rego"), []byte("package p\n\nx := time.now_ns()\n"), 0o644))
-	r = w.run("", "policy", "audit", "--policy", dir)
+	r := w.run("", "policy", "audit", "--policy", dir)
 	require.Equal(t, 1, r.code, r.stderr)
 	for _, want := range []string{"FAIL  compile", "undefined function time.now_ns", "FAIL  tests", "no Rego tests", "FAIL  metadata", "FAIL  entrypoints"} {
 		require.Contains(t, r.stdout, want)

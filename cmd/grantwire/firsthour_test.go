@@ -37,10 +37,8 @@ func keyringWorld(t *testing.T) *bbWorld {
 
 func statusOf(t *testing.T, w *bbWorld, args ...string) statusDoc {
 	t.Helper()
-	r := w.run("", append([]string{"--json", "status"}, args...)...)
-	require.Equal(t, 0, r.code, r.stderr)
 	var doc statusDoc
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), r.stdout)
+	w.runJSON(&doc, append([]string{"status"}, args...)...)
 	return doc
 }
 

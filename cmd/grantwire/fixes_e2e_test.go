@@ -374,13 +374,12 @@ var fixRuns = map[string]func(t *testing.T){
 				Authorized bool   `json:"authorized"`
 			} `json:"remote"`
 		}
-		out := w.ok("", "--json", "mcp", "list").stdout
-		require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+		w.gwJSON("", 0, &list, "mcp", "list")
 		found := false
 		for _, s := range list.Remote {
 			found = found || (s.ID == "notes" && s.Authorized)
 		}
-		require.True(t, found, "notes is authorized: %s", out)
+		require.True(t, found, "notes is authorized: %+v", list.Remote)
 	},
 	"mcp-add": func(t *testing.T) {
 		// A remote server nobody added: the fix adds it (the URL filled in), and mcp auth
@@ -489,29 +488,14 @@ var fixRuns = map[string]func(t *testing.T){
 		w.gwJSON("", 0, &doc, "activations", "list", "mcp-fetch")
 		require.Equal(t, []activationRow{{Connector: "mcp-fetch", Agent: "installed:stranger"}}, doc.Activations)
 	},
-	"activate-tools": func(t *testing.T) {
-		// A tool rule that does not list the tool: the check (what mcp run and mcp proxy ask
-		// before a tools/call) refuses it; the fix adds it to the rule.
-		w := newFixWorld(t, "activate-tools")
-		w.ok("", "configure", "mcp-fetch")
-		w.ok("", "activations", "activate", "mcp-fetch", "builtin:coder", "--scopes", "use", "--tools", "fetch_page")
-		fix := w.failing(4, "", "activations", "check", "mcp-fetch", "builtin:coder", "fetch")
-		require.Equal(t, "grantwire activations activate mcp-fetch builtin:coder --tools fetch,fetch_page", fix)
-		w.run(fix, "", nil)
-		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch")
-		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch_page")
-	},
-	"activate-all-tools": func(t *testing.T) {
-		// A tool whose name no rule can hold (a server's own odd name) is allowed by removing
-		// the rule.
-		w := newFixWorld(t, "activate-all-tools")
-		w.ok("", "configure", "mcp-fetch")
-		w.ok("", "activations", "activate", "mcp-fetch", "builtin:coder", "--scopes", "use", "--tools", "")
-		fix := w.failing(4, "", "activations", "check", "mcp-fetch", "builtin:coder", "fetch page")
-		require.Equal(t, "grantwire activations activate mcp-fetch builtin:coder --all-tools", fix)
-		w.run(fix, "", nil)
-		w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", "fetch page")
-	},
+	// A tool rule that does not list the tool: the check (what mcp run and mcp proxy ask
+	// before a tools/call) refuses it; the fix adds it to the rule.
+	"activate-tools": toolRuleFix("activate-tools", "fetch_page", "fetch",
+		"grantwire activations activate mcp-fetch builtin:coder --tools fetch,fetch_page", "fetch_page"),
+	// A tool whose name no rule can hold (a server's own odd name) is allowed by removing
+	// the rule.
+	"activate-all-tools": toolRuleFix("activate-all-tools", "", "fetch page",
+		"grantwire activations activate mcp-fetch builtin:coder --all-tools"),
 	"catalog": func(t *testing.T) {
 		w := newFixWorld(t, "catalog")
 		fix := w.failing(1, "", "status", "gogle")
@@ -924,4 +908,21 @@ func TestEveryFixRuns(t *testing.T) {
 		}
 	}
 	t.Logf("%d kinds of fix run in %s", len(fixRuns), time.Since(start).Round(time.Millisecond))
+}
+
+// toolRuleFix is the case of a fix that lets builtin:coder call a tool of mcp-fetch its tool
+// rule does not allow: the check refuses the tool with the fix want; after the fix the tool
+// and the others still allowed pass the check.
+func toolRuleFix(name, rule, tool, want string, stillAllowed ...string) func(*testing.T) {
+	return func(t *testing.T) {
+		w := newFixWorld(t, name)
+		w.ok("", "configure", "mcp-fetch")
+		w.ok("", "activations", "activate", "mcp-fetch", "builtin:coder", "--scopes", "use", "--tools", rule)
+		fix := w.failing(4, "", "activations", "check", "mcp-fetch", "builtin:coder", tool)
+		require.Equal(t, want, fix)
+		w.run(fix, "", nil)
+		for _, allowed := range append([]string{tool}, stillAllowed...) {
+			w.ok("", "activations", "check", "mcp-fetch", "builtin:coder", allowed)
+		}
+	}
 }

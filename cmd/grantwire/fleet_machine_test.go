@@ -79,6 +79,21 @@ func fleetMachine() int {
 		}
 		return "", "GO_ERROR", err.Error()
 	}
+	// one makes one call and adds what it met to sum (its token to tokens).
+	one := func(sum *fleetLine, tokens map[string]bool) {
+		start := time.Now()
+		tok, code, _ := call()
+		d := time.Since(start)
+		mu.Lock()
+		defer mu.Unlock()
+		sum.Calls++
+		sum.WaitsNS = append(sum.WaitsNS, int64(d))
+		if code != "" {
+			sum.Codes[code]++
+		} else {
+			tokens[tok] = true
+		}
+	}
 	// run has every caller call until next says stop, and sums what they met.
 	run := func(next func() bool) fleetLine {
 		sum := fleetLine{Codes: map[string]int{}}
@@ -89,18 +104,7 @@ func fleetMachine() int {
 			go func() {
 				defer wg.Done()
 				for next() {
-					start := time.Now()
-					tok, code, _ := call()
-					d := time.Since(start)
-					mu.Lock()
-					sum.Calls++
-					sum.WaitsNS = append(sum.WaitsNS, int64(d))
-					if code != "" {
-						sum.Codes[code]++
-					} else {
-						tokens[tok] = true
-					}
-					mu.Unlock()
+					one(&sum, tokens)
 				}
 			}()
 		}
@@ -132,18 +136,7 @@ func fleetMachine() int {
 			go func() {
 				defer wg.Done()
 				<-gate
-				start := time.Now()
-				tok, code, _ := call()
-				d := time.Since(start)
-				mu.Lock()
-				defer mu.Unlock()
-				sum.Calls++
-				sum.WaitsNS = append(sum.WaitsNS, int64(d))
-				if code != "" {
-					sum.Codes[code]++
-				} else {
-					tokens[tok] = true
-				}
+				one(&sum, tokens)
 			}()
 		}
 		time.Sleep(20 * time.Millisecond) // every caller waits at the gate

@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,16 +57,9 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 		require.NoError(t, err)
 		ino := fi.Sys().(*syscall.Stat_t).Ino
 
-		cmd := exec.Command(w.bin, "grants", "grant", "google", "builtin:email", "--scopes", "openid")
-		cmd.Env = w.env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.NoError(t, cmd.Start())
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		var done error
+		p := w.startBG(t, "grants", "grant", "google", "builtin:email", "--scopes", "openid")
 		select {
-		case done = <-exited:
+		case <-p.exited:
 			t.Logf("try %d: the command ended before %v", try, delay*time.Millisecond)
 			continue
 		case <-time.After(delay * time.Millisecond):
@@ -75,27 +67,18 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 		fi, err = os.Stat(ledger)
 		require.NoError(t, err)
 		committed := fi.Sys().(*syscall.Stat_t).Ino != ino
-		atSignal := cpuTime(t, cmd.Process.Pid)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-		select {
-		case done = <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Fatalf("try %d: the command did not stop within 20 s of SIGINT", try)
-		}
+		atSignal := cpuTime(t, p.cmd.Process.Pid)
+		done := p.interrupt(t, 20*time.Second)
 		if committed {
 			t.Logf("try %d: the signal came after the commit point", try)
 			continue
 		}
 		before++
-		var ee *exec.ExitError
-		require.True(t, errors.As(done, &ee), "try %d (SIGINT at %v, before the commit point): exit 0\nstdout: %s\nstderr: %s", try, delay*time.Millisecond, stdout.String(), stderr.String())
-		require.Equal(t, 130, ee.ExitCode(), "try %d: stderr: %s", try, stderr.String())
-		require.Contains(t, stderr.String(), "cancelled")
+		p.requireCancelled(t, done, fmt.Sprintf("try %d (SIGINT at %v, before the commit point): ", try, delay*time.Millisecond))
 		got, err := os.ReadFile(ledger)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(original, got), "try %d: the ledger was rewritten", try)
-		after := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() - atSignal
+		after := p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime() - atSignal
 		t.Logf("try %d: SIGINT at %v, %v of CPU after it", try, delay*time.Millisecond, after)
 		require.Less(t, after, whole/10, "try %d: the command went on working after the signal (%v of CPU; a whole grant: %v)", try, after, whole)
 	}

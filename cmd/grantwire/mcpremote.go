@@ -261,29 +261,22 @@ endpoint; best effort) and delete the server's tokens and registration from the 
 store. The server stays added, with its pre-registered client; grants and activations stay.`,
 		Example: `  grantwire mcp logout notes`,
 		Args:    exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.LogoutMCP(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			switch {
-			case !res.HadTokens:
-				a.printf("%s held no tokens; its registration (if any) was deleted.\n", res.Connector)
-			case res.Revoked:
-				a.printf("Logged out of %s: the refresh token was revoked at the authorization server and the tokens deleted.\n", res.Connector)
-			default:
-				a.printf("Logged out of %s: the tokens were deleted (the authorization server names no revocation endpoint).\n", res.Connector)
-			}
-			return nil
-		}),
+		RunE: operation[*grantwire.MCPLogoutResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.MCPLogoutResult, error) {
+				return c.LogoutMCP(ctx, args[0])
+			},
+			render: func(res *grantwire.MCPLogoutResult, _ []string) error {
+				switch {
+				case !res.HadTokens:
+					a.printf("%s held no tokens; its registration (if any) was deleted.\n", res.Connector)
+				case res.Revoked:
+					a.printf("Logged out of %s: the refresh token was revoked at the authorization server and the tokens deleted.\n", res.Connector)
+				default:
+					a.printf("Logged out of %s: the tokens were deleted (the authorization server names no revocation endpoint).\n", res.Connector)
+				}
+				return nil
+			},
+		}.runE(a),
 	}
 }
 
@@ -298,30 +291,23 @@ mcp_remote.json, and every grant and activation on it. A server of the catalog c
 removed: grantwire mcp logout <name> forgets its authorization.`,
 		Example: `  grantwire mcp remove notes`,
 		Args:    exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.RemoveMCP(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			how := "it held no tokens"
-			switch {
-			case res.Revoked:
-				how = "its refresh token was revoked at the authorization server and its tokens deleted"
-			case res.HadTokens:
-				how = "its tokens were deleted (the authorization server names no revocation endpoint)"
-			}
-			a.printf("Removed the remote MCP server %s: %s; grants removed: %s; deactivated for: %s.\n",
-				res.Connector, how, noneOr(res.RevokedGrants), noneOr(res.Deactivated))
-			return nil
-		}),
+		RunE: operation[*grantwire.MCPRemoveResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.MCPRemoveResult, error) {
+				return c.RemoveMCP(ctx, args[0])
+			},
+			render: func(res *grantwire.MCPRemoveResult, _ []string) error {
+				how := "it held no tokens"
+				switch {
+				case res.Revoked:
+					how = "its refresh token was revoked at the authorization server and its tokens deleted"
+				case res.HadTokens:
+					how = "its tokens were deleted (the authorization server names no revocation endpoint)"
+				}
+				a.printf("Removed the remote MCP server %s: %s; grants removed: %s; deactivated for: %s.\n",
+					res.Connector, how, noneOr(res.RevokedGrants), noneOr(res.Deactivated))
+				return nil
+			},
+		}.runE(a),
 	}
 }
 

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,15 +62,9 @@ func (m *serverMessages) clientOptions() *mcp.ClientOptions {
 // more log messages.
 func TestE2ERemoteMCPProxyForwardsServerMessages(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
-	w.serveNotes(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-
-	got := &serverMessages{}
-	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", got.clientOptions())
-	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
-	require.Eventually(t, func() bool { return srv.Streams() == 1 }, 10*time.Second, 10*time.Millisecond,
-		"the proxy opens the standalone SSE stream (stderr: %s)", stderr)
+	session, stderr, got := w.messagesSession(t, ctx, srv)
 
 	params := &mcp.CallToolParams{Name: "report"}
 	params.SetProgressToken("p1")
@@ -104,15 +99,10 @@ func TestE2ERemoteMCPProxyResumesTheStandaloneStream(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	w.serveNotes(srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-
-	got := &serverMessages{}
-	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", got.clientOptions())
-	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	session, stderr, got := w.messagesSession(t, ctx, srv)
 	open := func() bool { return srv.Streams() == 1 }
-	require.Eventually(t, open, 10*time.Second, 10*time.Millisecond)
 	announce := func(text string) {
 		t.Helper()
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "announce", Arguments: map[string]any{"text": text}})
@@ -133,4 +123,18 @@ func TestE2ERemoteMCPProxyResumesTheStandaloneStream(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // a duplicate would arrive now
 	require.Equal(t, []string{"before the drop", "while the stream was down", "after the reconnection"}, logs())
 	require.Empty(t, stderr.String())
+}
+
+// messagesSession serves srv as the remote MCP server notes and opens a proxy session of
+// builtin:chat on it that records the server's messages and asks for its info logs; it
+// returns once the proxy holds the standalone SSE stream.
+func (w *e2e) messagesSession(t *testing.T, ctx context.Context, srv *mcptest.Server) (*mcp.ClientSession, *strings.Builder, *serverMessages) {
+	t.Helper()
+	w.serveNotes(srv.URL)
+	got := &serverMessages{}
+	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", got.clientOptions())
+	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	require.Eventually(t, func() bool { return srv.Streams() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the proxy opens the standalone SSE stream (stderr: %s)", stderr)
+	return session, stderr, got
 }

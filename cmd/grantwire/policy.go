@@ -39,32 +39,28 @@ func checkFailedf(format string, args ...any) error {
 }
 
 func newPolicyCmd(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "policy",
-		Short: "Audit grantwire's policy with OPA's tools: audit, bundles, docs, decision-log replay, tests",
-		Long: "grantwire's decision logic is Rego (policy/grantwire), compiled to policy.wasm. These commands\n" +
+	return a.command(spec{
+		use:   "policy",
+		short: "Audit grantwire's policy with OPA's tools: audit, bundles, docs, decision-log replay, tests",
+		long: "grantwire's decision logic is Rego (policy/grantwire), compiled to policy.wasm. These commands\n" +
 			"audit it (format, strict compile, tests, coverage, METADATA, entrypoints), build the OPA\n" +
 			"bundle that grantwire and OPA servers share, generate the policy reference, replay a\n" +
 			"decision log against another policy, and run the policy's Rego tests.\n\n" +
 			"They link OPA's Go packages, so only the OPA build of grantwire has them:\n" +
 			"  " + opaBuildFix,
-		Example: "  grantwire policy audit\n" +
+		example: "  grantwire policy audit\n" +
 			"  grantwire policy build -o build/grantwire-bundle.tar.gz && grantwire --bundle build/grantwire-bundle.tar.gz status\n" +
 			"  grantwire --decision-log decisions.jsonl status && grantwire policy replay decisions.jsonl --policy ./policy/grantwire",
-		Args: cobra.ArbitraryArgs,
-		RunE: a.group,
-	}
-	cmd.AddCommand(a.policyAuditCmd(), a.policyBuildCmd(), a.policyDocsCmd(), a.policyReplayCmd(), a.policyTestCmd())
-	return cmd
+	}, a.policyAuditCmd(), a.policyBuildCmd(), a.policyDocsCmd(), a.policyReplayCmd(), a.policyTestCmd())
 }
 
 func (a *app) policyAuditCmd() *cobra.Command {
 	var dir string
 	var threshold float64
-	cmd := &cobra.Command{
-		Use:   "audit",
-		Short: "Audit the policy: opa fmt, strict compile against the capabilities, Rego tests, coverage ≥ 95 %, METADATA, entrypoints",
-		Long: "Audit grantwire's policy with OPA's Go packages, as `make audit` does with OPA's command line:\n" +
+	return a.command(spec{
+		use:   "audit",
+		short: "Audit the policy: opa fmt, strict compile against the capabilities, Rego tests, coverage ≥ 95 %, METADATA, entrypoints",
+		long: "Audit grantwire's policy with OPA's Go packages, as `make audit` does with OPA's command line:\n" +
 			"  format       every module (tests included) is formatted as `opa fmt` formats it\n" +
 			"  compile      strict compile against policy/capabilities.json: only builtins that run inside\n" +
 			"               policy.wasm (no clock, randomness, network or host calls)\n" +
@@ -75,11 +71,11 @@ func (a *app) policyAuditCmd() *cobra.Command {
 			"               and decide routes exactly the operations the manifest lists\n" +
 			"Without --policy the embedded policy is audited. A failed check exits 1 and lists what to fix.\n" +
 			"The default threshold is 95, or $COVERAGE_THRESHOLD.",
-		Example: "  grantwire policy audit\n" +
+		example: "  grantwire policy audit\n" +
 			"  grantwire policy audit --policy ./policy/grantwire --threshold 100\n" +
 			"  grantwire policy audit --json | jq '.checks[] | select(.ok | not)'",
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("threshold") {
 				if env := a.Getenv("COVERAGE_THRESHOLD"); env != "" {
 					v, err := strconv.ParseFloat(env, 64)
@@ -100,41 +96,38 @@ func (a *app) policyAuditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				if err := a.printJSON(rep); err != nil {
-					return err
-				}
-			} else {
-				audit.WriteAudit(a.Stdout, rep, dir == "")
+			if err := a.emit(rep, func() error { audit.WriteAudit(a.Stdout, rep, dir == ""); return nil }); err != nil {
+				return err
 			}
 			if failed := rep.FailedChecks(); len(failed) > 0 {
 				return checkFailedf("policy audit failed: %s (see above)", strings.Join(failed, ", "))
 			}
 			return nil
 		}),
-	}
-	f := cmd.Flags()
-	f.StringVar(&dir, "policy", "", "audit the Rego of this directory instead of the embedded policy")
-	f.Float64Var(&threshold, "threshold", audit.DefaultThreshold, "the minimum line coverage of the policy, in percent")
-	return cmd
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&dir, "policy", "", "audit the Rego of this directory instead of the embedded policy")
+			f.Float64Var(&threshold, "threshold", audit.DefaultThreshold, "the minimum line coverage of the policy, in percent")
+		},
+	})
 }
 
 func (a *app) policyBuildCmd() *cobra.Command {
 	var o audit.BuildOptions
 	var out, catalogFile string
-	cmd := &cobra.Command{
-		Use:   "build",
-		Short: "Build the OPA bundle (.manifest, Rego, policy.wasm, data.json with the catalog)",
-		Long: "Build an OPA bundle that grantwire (--bundle) and OPA's bundle service accept. Without\n" +
+	return a.command(spec{
+		use:   "build",
+		short: "Build the OPA bundle (.manifest, Rego, policy.wasm, data.json with the catalog)",
+		long: "Build an OPA bundle that grantwire (--bundle) and OPA's bundle service accept. Without\n" +
 			"--policy, the embedded policy is built (and must match the embedded policy.wasm). With\n" +
 			"--policy DIR, the revision ends with `git describe` of DIR. OPA's own command line\n" +
 			"(opa eval -b, opa run --server -b) evaluates a bundle built with --rego-only: it has no\n" +
 			"WebAssembly engine unless OPA was built with one.",
-		Example: "  grantwire policy build -o build/grantwire-bundle.tar.gz\n" +
+		example: "  grantwire policy build -o build/grantwire-bundle.tar.gz\n" +
 			"  grantwire policy build --policy ./policy/grantwire --catalog my-catalog.json -o my-bundle.tar.gz\n" +
 			"  grantwire policy build --rego-only -o build/grantwire-rego-bundle.tar.gz && opa eval -b build/grantwire-rego-bundle.tar.gz 'data.grantwire.manifest.errors.BUSY'",
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: a.runE(func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
 				return err
@@ -146,12 +139,7 @@ func (a *app) policyBuildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if dir := filepath.Dir(out); dir != "." {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-			}
-			if err := os.WriteFile(out, b.Bytes, 0o644); err != nil {
+			if err := writeFileAll(out, b.Bytes); err != nil {
 				return err
 			}
 			if a.jsonOut {
@@ -164,27 +152,28 @@ func (a *app) policyBuildCmd() *cobra.Command {
 			a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
 			return nil
 		}),
-	}
-	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
-	f.StringVar(&o.PolicyDir, "policy", "", "compile the Rego of this directory instead of the embedded policy")
-	f.StringVar(&catalogFile, "catalog", "", "ship this catalog JSON as data.catalog instead of the embedded one")
-	f.StringVar(&o.Revision, "revision", "", "the manifest's revision (default: sha256 of policy.wasm, @ git describe)")
-	f.BoolVar(&o.RegoOnly, "rego-only", false, "leave policy.wasm out, for OPA's command line and other OPA builds without WebAssembly (grantwire cannot run it)")
-	return cmd
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
+			f.StringVar(&o.PolicyDir, "policy", "", "compile the Rego of this directory instead of the embedded policy")
+			f.StringVar(&catalogFile, "catalog", "", "ship this catalog JSON as data.catalog instead of the embedded one")
+			f.StringVar(&o.Revision, "revision", "", "the manifest's revision (default: sha256 of policy.wasm, @ git describe)")
+			f.BoolVar(&o.RegoOnly, "rego-only", false, "leave policy.wasm out, for OPA's command line and other OPA builds without WebAssembly (grantwire cannot run it)")
+		},
+	})
 }
 
 func (a *app) policyDocsCmd() *cobra.Command {
 	var out, dir string
 	var check bool
-	cmd := &cobra.Command{
-		Use:   "docs",
-		Short: "Generate the policy reference (docs/policy.md) from the policy's METADATA and rules",
-		Example: "  grantwire policy docs -o docs/policy.md\n" +
+	return a.command(spec{
+		use:   "docs",
+		short: "Generate the policy reference (docs/policy.md) from the policy's METADATA and rules",
+		example: "  grantwire policy docs -o docs/policy.md\n" +
 			"  grantwire policy docs --check\n" +
 			"  grantwire policy docs --policy ./policy/grantwire -o - | less",
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: a.runE(func(cmd *cobra.Command, _ []string) error {
 			fsys, root, err := audit.PolicyFS(dir)
 			if err != nil {
 				return err
@@ -206,38 +195,36 @@ func (a *app) policyDocsCmd() *cobra.Command {
 				a.printf("%s is up to date\n", out)
 				return nil
 			}
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(out, doc, 0o644); err != nil {
+			if err := writeFileAll(out, doc); err != nil {
 				return err
 			}
 			a.printf("wrote %s\n", out)
 			return nil
 		}),
-	}
-	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", audit.DocsPath, `the file to write ("-": standard output)`)
-	f.StringVar(&dir, "policy", "", "document the Rego of this directory instead of the embedded policy")
-	f.BoolVar(&check, "check", false, "do not write: fail when the file differs from a fresh generation")
-	return cmd
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVarP(&out, "output", "o", audit.DocsPath, `the file to write ("-": standard output)`)
+			f.StringVar(&dir, "policy", "", "document the Rego of this directory instead of the embedded policy")
+			f.BoolVar(&check, "check", false, "do not write: fail when the file differs from a fresh generation")
+		},
+	})
 }
 
 func (a *app) policyReplayCmd() *cobra.Command {
 	var bundleFile, dir, catalogFile string
 	var exitCode bool
-	cmd := &cobra.Command{
-		Use:   "replay <log>",
-		Short: "Re-evaluate a decision log against a policy and report the decisions that would change",
-		Long: "Replay every decision of a grantwire decision log (OPA's format, path grantwire/decide) against\n" +
+	return a.command(spec{
+		use:   "replay <log>",
+		short: "Re-evaluate a decision log against a policy and report the decisions that would change",
+		long: "Replay every decision of a grantwire decision log (OPA's format, path grantwire/decide) against\n" +
 			"a bundle (--bundle), the Rego of a directory (--policy, on the rego engine) or the embedded\n" +
 			"policy, and report the decisions whose outcome would change: impact analysis for a policy\n" +
 			"change. LOG \"-\" reads standard input.",
-		Example: "  grantwire policy replay decisions.jsonl --policy ./policy/grantwire\n" +
+		example: "  grantwire policy replay decisions.jsonl --policy ./policy/grantwire\n" +
 			"  grantwire policy replay decisions.jsonl --bundle new-bundle.tar.gz --exit-code\n" +
 			"  grantwire policy replay - --json < decisions.jsonl",
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
+		args: exactArgs(1),
+		run: a.runE(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			var in io.Reader = a.Stdin
 			if args[0] != "-" {
@@ -260,44 +247,42 @@ func (a *app) policyReplayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				if err := a.printJSON(struct {
-					Against string `json:"against"`
-					*decisionlog.Report
-				}{against, rep}); err != nil {
-					return err
-				}
-			} else {
-				audit.WriteReplay(a.Stdout, args[0], against, rep)
+			report := struct {
+				Against string `json:"against"`
+				*decisionlog.Report
+			}{against, rep}
+			if err := a.emit(report, func() error { audit.WriteReplay(a.Stdout, args[0], against, rep); return nil }); err != nil {
+				return err
 			}
 			if exitCode && len(rep.Changes) > 0 {
 				return checkFailedf("%d decisions would change", len(rep.Changes))
 			}
 			return nil
 		}),
-	}
-	f := cmd.Flags()
-	f.StringVar(&bundleFile, "bundle", "", "replay against this bundle (wasm engine)")
-	f.StringVar(&dir, "policy", "", "replay against the Rego of this directory (rego engine)")
-	f.StringVar(&catalogFile, "catalog", "", "the catalog JSON to evaluate with (default: embedded; a bundle has its own)")
-	f.BoolVar(&exitCode, "exit-code", false, "exit 1 when any decision would change")
-	return cmd
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&bundleFile, "bundle", "", "replay against this bundle (wasm engine)")
+			f.StringVar(&dir, "policy", "", "replay against the Rego of this directory (rego engine)")
+			f.StringVar(&catalogFile, "catalog", "", "the catalog JSON to evaluate with (default: embedded; a bundle has its own)")
+			f.BoolVar(&exitCode, "exit-code", false, "exit 1 when any decision would change")
+		},
+	})
 }
 
 func (a *app) policyTestCmd() *cobra.Command {
 	var dir string
 	var verbose bool
-	cmd := &cobra.Command{
-		Use:   "test",
-		Short: "Run the policy's Rego tests (*_test.rego) with OPA's test runner",
-		Long: "Run the Rego tests of the embedded policy (or of --policy DIR) and report like `opa test`;\n" +
+	return a.command(spec{
+		use:   "test",
+		short: "Run the policy's Rego tests (*_test.rego) with OPA's test runner",
+		long: "Run the Rego tests of the embedded policy (or of --policy DIR) and report like `opa test`;\n" +
 			"with --json, {\"policy\", \"passed\", \"failed\", \"tests\": [...]}. A failed test, or no test\n" +
 			"at all, exits 1.",
-		Example: "  grantwire policy test\n" +
+		example: "  grantwire policy test\n" +
 			"  grantwire policy test --policy ./policy/grantwire -v\n" +
 			"  grantwire policy test --json | jq -r '.tests[] | select(.pass | not) | .name'",
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: a.runE(func(cmd *cobra.Command, _ []string) error {
 			fsys, root, err := audit.PolicyFS(dir)
 			if err != nil {
 				return err
@@ -310,12 +295,8 @@ func (a *app) policyTestCmd() *cobra.Command {
 				return err
 			}
 			failed := audit.Failed(results)
-			if a.jsonOut {
-				err = a.printJSON(map[string]any{"policy": root, "passed": len(results) - failed, "failed": failed, "tests": audit.TestResults(results)})
-			} else {
-				err = audit.WriteTests(a.Stdout, results, verbose)
-			}
-			if err != nil {
+			if err := a.emit(map[string]any{"policy": root, "passed": len(results) - failed, "failed": failed, "tests": audit.TestResults(results)},
+				func() error { return audit.WriteTests(a.Stdout, results, verbose) }); err != nil {
 				return err
 			}
 			if failed > 0 {
@@ -323,8 +304,17 @@ func (a *app) policyTestCmd() *cobra.Command {
 			}
 			return nil
 		}),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
+			cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
+		},
+	})
+}
+
+// writeFileAll writes a generated file, making its directory first.
+func writeFileAll(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	cmd.Flags().StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
-	return cmd
+	return os.WriteFile(path, data, 0o644)
 }

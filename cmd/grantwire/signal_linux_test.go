@@ -4,14 +4,11 @@ package main_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,38 +39,21 @@ func TestBinarySIGINTDuringASlowDecision(t *testing.T) {
 	for i := range scopes {
 		scopes[i] = "s" + strconv.Itoa(i)
 	}
-	cmd := exec.Command(w.bin, "--engine", "wasm", "grants", "grant", "mcp-memory", "builtin:chat", "--scopes", strings.Join(scopes, ","))
-	cmd.Env = w.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	p := w.startBG(t, "--engine", "wasm", "grants", "grant", "mcp-memory", "builtin:chat", "--scopes", strings.Join(scopes, ","))
 
 	// Wait until the process has spent a second of CPU: start-up takes a fraction of that,
 	// so it is deciding.
 	deadline := time.Now().Add(60 * time.Second)
-	for cpuTime(t, cmd.Process.Pid) < time.Second {
+	for cpuTime(t, p.cmd.Process.Pid) < time.Second {
 		select {
-		case err := <-exited:
-			t.Fatalf("the command ended before the signal (%v): %s%s", err, stdout.String(), stderr.String())
+		case err := <-p.exited:
+			t.Fatalf("the command ended before the signal (%v): %s%s", err, p.stdout.String(), p.stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		require.True(t, time.Now().Before(deadline), "the command used no CPU")
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	var err error
-	select {
-	case err = <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("the command did not stop within 10 s of SIGINT")
-	}
-	var ee *exec.ExitError
-	require.True(t, errors.As(err, &ee), "%v", err)
-	require.Equal(t, 130, ee.ExitCode(), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
-	require.Contains(t, stderr.String(), "cancelled")
-	require.Empty(t, stdout.String())
+	p.requireCancelled(t, p.interrupt(t, 10*time.Second), "")
+	require.Empty(t, p.stdout.String())
 	require.NoFileExists(t, filepath.Join(w.home, ".grantwire", "connectors", "grants.json"), "nothing was written")
 	r := w.run("", "grants", "list")
 	require.Equal(t, 0, r.code, r.stderr)
