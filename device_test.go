@@ -21,7 +21,7 @@ import (
 func TestConnectWithADeviceCode(t *testing.T) {
 	ctx := context.Background()
 	c, w := newMemClient(t)
-	_, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", "")
+	_, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"})
 	require.NoError(t, err)
 	w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "ok", Polls: []string{"authorization_pending", "slow_down"}})
 	start := w.Capabilities("").Clock.Now()
@@ -48,7 +48,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	require.Equal(t, time.Minute, w.Prompts()[0].ExpiresIn)
 
 	// A provider without device authorization in the catalog is refused before any request.
-	_, err = c.ConfigureClient(ctx, "gitlab", "gl-client", "", "")
+	_, err = c.Configure(ctx, "gitlab", grantwire.ConfigureInput{ClientID: "gl-client"})
 	require.NoError(t, err)
 	_, err = c.Connect(ctx, "gitlab", nil, nil, grantwire.ConnectOptions{Flow: grantwire.FlowDevice})
 	var ge *grantwire.Error
@@ -63,7 +63,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 func ExampleClient_Connect_device() {
 	ctx := context.Background()
 	c, _ := example()
-	_, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", "")
+	_, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"})
 	must(err)
 	res, err := c.Connect(ctx, "microsoft", nil, nil, grantwire.ConnectOptions{
 		Flow: grantwire.FlowDevice,
@@ -135,7 +135,7 @@ func newBenchClient(b *testing.B) (*grantwire.Client, *memhost.World) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close(ctx) })
-	if _, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", ""); err != nil {
+	if _, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"}); err != nil {
 		b.Fatal(err)
 	}
 	return c, w

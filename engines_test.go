@@ -20,7 +20,7 @@ import (
 func gate(t *testing.T, c *grantwire.Client, w *memhost.World) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "secret-1"})
 	require.NoError(t, err)
 	consent(w)
 	_, err = c.Connect(ctx, "google", []string{gmail}, nil)

@@ -28,6 +28,7 @@ import (
 	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 
@@ -245,9 +246,10 @@ func (c *Client) Engine() core.Engine { return c.engine }
 // Catalog returns the client's catalog.
 func (c *Client) Catalog() *catalog.Catalog { return c.catalog }
 
-// Do runs any operation by name and returns its raw result (which may hold secret
-// references resolved by Outcome.Secret). The typed methods below are built on it.
-func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+// do runs any operation by name and returns its raw result (which may hold secret
+// references resolved by Outcome.Secret). The typed methods below are built on it; the
+// module's own packages reach it through internal/oprun.
+func (c *Client) do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
 	start := time.Now()
 	out, err := c.driver.Run(ctx, op, args, secrets)
 	if err != nil {
@@ -269,8 +271,8 @@ func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string
 	return out, nil
 }
 
-// AsError converts an operation's core error to *Error (nil stays nil).
-func (c *Client) AsError(ce *core.Error) *Error {
+// asError converts an operation's core error to *Error (nil stays nil).
+func (c *Client) asError(ce *core.Error) *Error {
 	if ce == nil {
 		return nil
 	}
@@ -278,7 +280,7 @@ func (c *Client) AsError(ce *core.Error) *Error {
 }
 
 func (c *Client) run(ctx context.Context, op string, args any, secrets map[string]string, result any) (*hostabi.Outcome, error) {
-	out, err := c.Do(ctx, op, args, secrets)
+	out, err := c.do(ctx, op, args, secrets)
 	if err != nil {
 		return out, err
 	}
@@ -289,6 +291,30 @@ func (c *Client) run(ctx context.Context, op string, args any, secrets map[strin
 	}
 	return out, nil
 }
+
+// runner is the client as internal/oprun sees it.
+type runner struct{ c *Client }
+
+func init() {
+	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} })
+}
+
+func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+	return r.c.do(ctx, op, args, secrets)
+}
+
+func (r runner) Run(ctx context.Context, op string, args any, secrets map[string]string, result any) (*hostabi.Outcome, error) {
+	return r.c.run(ctx, op, args, secrets, result)
+}
+
+func (r runner) AsError(ce *core.Error) error {
+	if e := r.c.asError(ce); e != nil {
+		return e
+	}
+	return nil
+}
+
+func (r runner) Catalog() *catalog.Catalog { return r.c.catalog }
 
 type secretRef struct {
 	Ref string `json:"$ref"`
@@ -484,15 +510,6 @@ func (c *Client) ListActivations(ctx context.Context, connector string) (map[str
 	return out, json.Unmarshal(r.Activations, &out)
 }
 
-// VisibleServers lists the MCP connectors whose tools agent sees (granted and active).
-func (c *Client) VisibleServers(ctx context.Context, agent string) ([]string, error) {
-	var r struct {
-		Servers []string `json:"servers"`
-	}
-	_, err := c.run(ctx, "visible_servers", map[string]any{"agent": agent}, nil, &r)
-	return r.Servers, err
-}
-
 // DisconnectResult says what Disconnect removed.
 type DisconnectResult struct {
 	Connector     string   `json:"connector"`
@@ -513,31 +530,6 @@ func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectR
 	var r DisconnectResult
 	_, err := c.run(ctx, "disconnect", map[string]any{"connector": connector}, nil, &r)
 	return &r, err
-}
-
-// ClientResult is the outcome of ConfigureClient (never a secret).
-type ClientResult struct {
-	Connector    string `json:"connector"`
-	ClientIDHash string `json:"client_id_hash"`
-	HasSecret    bool   `json:"has_secret"`
-	Tenant       string `json:"tenant"`
-}
-
-// ConfigureClient stores a provider's OAuth client in the credential store.
-func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) (*ClientResult, error) {
-	args := map[string]any{"connector": provider}
-	if tenant != "" {
-		args["tenant"] = tenant
-	}
-	var r struct {
-		ClientResult
-		Tenant *string `json:"tenant"`
-	}
-	_, err := c.run(ctx, "configure_client", args, map[string]string{"client_id": clientID, "client_secret": clientSecret}, &r)
-	if r.Tenant != nil {
-		r.ClientResult.Tenant = *r.Tenant
-	}
-	return &r.ClientResult, err
 }
 
 // ConfigureInput is what Configure stores: an OAuth provider's client (ClientID,
@@ -721,61 +713,6 @@ func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSu
 	return &r, err
 }
 
-// ConfigureMCP stores an MCP server's environment values in the credential store.
-func (c *Client) ConfigureMCP(ctx context.Context, connector string, env map[string]string) error {
-	return c.ConfigureMCPGiven(ctx, connector, env, nil)
-}
-
-// ConfigureMCPGiven is ConfigureMCP where given names the values of env that the user gave
-// as arguments (the CLI's --set: keys the catalog does not mark secret, which the policy
-// refuses otherwise). The fix of a missing key repeats them, so that running it asks only
-// for what is still missing.
-func (c *Client) ConfigureMCPGiven(ctx context.Context, connector string, env, given map[string]string) error {
-	keys := make([]string, 0, len(env))
-	secrets := map[string]string{}
-	for k, v := range env {
-		keys = append(keys, k)
-		secrets["env."+k] = v
-	}
-	sort.Strings(keys)
-	args := map[string]any{"connector": connector, "env_keys": keys}
-	if len(given) > 0 {
-		args["set"] = given
-	}
-	_, err := c.run(ctx, "configure_mcp", args, secrets, nil)
-	return err
-}
-
-// MCPCredential is what an MCP server needs to start for a granted agent.
-type MCPCredential struct {
-	Connector string
-	Command   string
-	Args      []string
-	Env       map[string]string
-}
-
-// Credential returns an MCP server's command and environment for a granted agent.
-func (c *Client) Credential(ctx context.Context, connector, agent string) (*MCPCredential, error) {
-	var r struct {
-		Command string               `json:"command"`
-		Args    []string             `json:"args"`
-		Env     map[string]secretRef `json:"env"`
-	}
-	out, err := c.run(ctx, "credential", map[string]any{"connector": connector, "agent": agent}, nil, &r)
-	if err != nil {
-		return nil, err
-	}
-	cred := &MCPCredential{Connector: connector, Command: r.Command, Args: r.Args, Env: map[string]string{}}
-	for k, ref := range r.Env {
-		v, ok := out.Secret(ref.Ref)
-		if !ok {
-			return nil, fmt.Errorf("grantwire: credential reference %q unresolved", ref.Ref)
-		}
-		cred.Env[k] = v
-	}
-	return cred, nil
-}
-
 // ConnectorStatus is one row of Status.
 type ConnectorStatus struct {
 	ID               string              `json:"id"`
@@ -911,34 +848,6 @@ func (c *Client) Test(ctx context.Context, connector string) (*TestResult, error
 	return &r, err
 }
 
-// MCPServer is one row of MCPServers.
-type MCPServer struct {
-	ID          string              `json:"id"`
-	Name        string              `json:"name"`
-	InCatalog   bool                `json:"in_catalog"`
-	Command     string              `json:"command"`
-	Args        []string            `json:"args"`
-	Configured  bool                `json:"configured"`
-	EnvKeys     []string            `json:"env_keys"`
-	MissingKeys []string            `json:"missing_keys"`
-	Grants      map[string][]string `json:"grants"`
-	ActiveFor   []string            `json:"active_for"`
-}
-
-// MCPServers lists the MCP servers of mcp_servers.json (with the names of their keys, never
-// the values), or with an agent, the servers that agent sees (granted and active).
-func (c *Client) MCPServers(ctx context.Context, agent string) ([]MCPServer, error) {
-	args := map[string]any{}
-	if agent != "" {
-		args["agent"] = agent
-	}
-	var r struct {
-		Servers []MCPServer `json:"servers"`
-	}
-	_, err := c.run(ctx, "mcp_list", args, nil, &r)
-	return r.Servers, err
-}
-
 // Requirement is one connector an agent declares: the scopes it asks for, and why.
 type Requirement struct {
 	Connector string   `json:"connector"`
@@ -985,22 +894,4 @@ func (c *Client) AgentID(ctx context.Context, path, name string) (string, error)
 	}
 	_, err := c.run(ctx, "agent_id", args, nil, &r)
 	return r.ID, err
-}
-
-// ActivationChanges turns a change of activations.json made by another process into
-// connector.activation.changed events, emitted through the shell's event capability: before
-// and after are the "activations" member of the ledger as it was and as it is
-// ({connector: {agent: true}}).
-func (c *Client) ActivationChanges(ctx context.Context, before, after json.RawMessage) error {
-	_, err := c.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
-	return err
-}
-
-// GrantChanges turns a change of grants.json made by another process into
-// connector.grant.changed events (one per pair whose scopes changed, with the scopes it
-// holds now, [] when revoked), emitted through the shell's event capability: before and
-// after are the grants ledger as it was and as it is ({connector: {agent: [scopes]}}).
-func (c *Client) GrantChanges(ctx context.Context, before, after json.RawMessage) error {
-	_, err := c.run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
-	return err
 }

@@ -72,7 +72,7 @@ func hotClient(b testing.TB, srv *authserver.Server, engine string, noCache bool
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close(ctx) })
-	if _, err := c.ConfigureClient(ctx, "local", "cid", "cs", ""); err != nil {
+	if _, err := c.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := c.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"}); err != nil {

@@ -65,7 +65,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			if cl := client.Load(); cl != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = cl.ActivationChanges(ctx, before, after)
+				_, _ = cl.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 	}
@@ -74,7 +74,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			if cl := client.Load(); cl != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = cl.GrantChanges(ctx, before, after)
+				_, _ = cl.run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 	}

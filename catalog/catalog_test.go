@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // compiled shares the compiled policy between the engines of this package's tests (each
@@ -50,7 +52,7 @@ func world(t *testing.T, cat *catalog.Catalog) (*grantwire.Client, *memhost.Worl
 // validate runs the policy's validate_catalog operation on a client.
 func validate(t *testing.T, c *grantwire.Client, strict bool) ([]string, error) {
 	t.Helper()
-	out, err := c.Do(context.Background(), "validate_catalog", map[string]any{"strict": strict}, nil)
+	out, err := oprun.Of(c).Do(context.Background(), "validate_catalog", map[string]any{"strict": strict}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 			if entry.ClientSecretRequired {
 				secret = "client-secret"
 			}
-			res, err := cl.ConfigureClient(ctx, entry.ID, "client-"+entry.ID, secret, tenants[entry.ID])
+			res, err := cl.Configure(ctx, entry.ID, grantwire.ConfigureInput{ClientID: "client-" + entry.ID, ClientSecret: secret, Tenant: tenants[entry.ID]})
 			require.NoError(t, err, entry.ID)
 			require.Equal(t, secret != "", res.HasSecret, entry.ID)
 			wantTenant := entry.Tenant // a client without a tenant of its own uses the catalog's
@@ -221,11 +223,12 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 					env[k.Key] = "value-of-" + k.Key
 				}
 			}
-			require.NoError(t, cl.ConfigureMCP(ctx, entry.ID, env), entry.ID)
+			_, err := cl.Configure(ctx, entry.ID, grantwire.ConfigureInput{Env: env})
+			require.NoError(t, err, entry.ID)
 			act, err := cl.Activate(ctx, entry.ID, "builtin:test", []string{"use"})
 			require.NoError(t, err, entry.ID)
 			require.True(t, act.AutoGranted)
-			cred, err := cl.Credential(ctx, entry.ID, "builtin:test")
+			cred, err := mcp.Of(cl).Credential(ctx, entry.ID, "builtin:test")
 			require.NoError(t, err, entry.ID)
 			require.Equal(t, entry.Command, cred.Command)
 			require.Equal(t, entry.Args, cred.Args)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 func (a *app) activationsCmd() *cobra.Command {
@@ -67,9 +68,9 @@ allows none. --all-tools removes the rule (every tool, as without one).`,
 			case cmd.Flags().Changed("tools") && allTools:
 				return usagef("--tools and --all-tools exclude each other")
 			case cmd.Flags().Changed("tools"):
-				res, err = c.Tools().Allow(ctx, args[0], args[1], tools, explicit)
+				res, err = mcp.Of(c).Tools().Allow(ctx, args[0], args[1], tools, explicit)
 			case allTools:
-				res, err = c.Tools().AllowAll(ctx, args[0], args[1], explicit)
+				res, err = mcp.Of(c).Tools().AllowAll(ctx, args[0], args[1], explicit)
 			default:
 				res, err = c.Activate(ctx, args[0], args[1], explicit)
 			}
@@ -122,7 +123,7 @@ tool. A refusal exits 4 with the command that allows it.`,
 			if err != nil {
 				return err
 			}
-			v, err := c.Tools().Check(ctx, args[0], args[1], args[2])
+			v, err := mcp.Of(c).Tools().Check(ctx, args[0], args[1], args[2])
 			if err != nil {
 				return err
 			}
@@ -172,7 +173,7 @@ func (a *app) activationsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rules, err := c.Tools().Rules(ctx, connector)
+			rules, err := mcp.Of(c).Tools().Rules(ctx, connector)
 			if err != nil {
 				return err
 			}

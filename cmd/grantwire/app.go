@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"io"
 	"os"
 	"os/exec"
@@ -405,14 +406,14 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			if c := a.watched.Load(); c != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = c.ActivationChanges(ctx, before, after)
+				_, _ = oprun.Of(c).Run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 		opts.GrantChanges = func(before, after json.RawMessage) {
 			if c := a.watched.Load(); c != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = c.GrantChanges(ctx, before, after)
+				_, _ = oprun.Of(c).Run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 		if a.prompt != nil {

@@ -92,7 +92,12 @@ does not mark secret.`,
 					return err
 				}
 				if a.jsonOut {
-					return a.printJSON(grantwire.ClientResult{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
+					return a.printJSON(struct {
+						Connector    string `json:"connector"`
+						ClientIDHash string `json:"client_id_hash"`
+						HasSecret    bool   `json:"has_secret"`
+						Tenant       string `json:"tenant"`
+					}{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
 				}
 				what := "client id"
 				if secret != "" {

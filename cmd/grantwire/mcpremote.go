@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
 
@@ -129,7 +130,7 @@ arguments, written to files or printed.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
+			res, err := mcp.Of(c).AddServer(ctx, mcp.RemoteServer{
 				ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
 				Issuer: issuer, ClientMetadataURL: metadataURL,
 				Grant: g, PrivateKey: key, Assertion: assertion, IDPTokenEndpoint: idpEndpoint, IDPClientID: idpClientID,
@@ -141,7 +142,7 @@ arguments, written to files or printed.`,
 				return a.printJSON(res)
 			}
 			a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
-			if res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode {
+			if res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode {
 				a.printf("It is authorized with the %s grant: no browser, no person.\n", strings.ReplaceAll(string(res.Grant), "_", "-"))
 			}
 			if res.Reset {
@@ -172,13 +173,13 @@ arguments, written to files or printed.`,
 }
 
 // mcpGrant reads --grant: the policy's names with - or _ ("client-credentials").
-func mcpGrant(s string) (grantwire.MCPGrant, error) {
+func mcpGrant(s string) (mcp.Grant, error) {
 	if s == "" {
 		return "", nil
 	}
-	g := grantwire.MCPGrant(strings.ReplaceAll(s, "-", "_"))
+	g := mcp.Grant(strings.ReplaceAll(s, "-", "_"))
 	switch g {
-	case grantwire.GrantAuthorizationCode, grantwire.GrantClientCredentials, grantwire.GrantJWTBearer, grantwire.GrantIDJAG:
+	case mcp.GrantAuthorizationCode, mcp.GrantClientCredentials, mcp.GrantJWTBearer, mcp.GrantIDJAG:
 		return g, nil
 	}
 	return "", usagef("--grant %q is not one of authorization-code, client-credentials, jwt-bearer, id-jag", s)
@@ -217,11 +218,11 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			if err != nil {
 				return err
 			}
-			opts := grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()}
+			opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
 			if a.noBrowser {
 				opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
 			}
-			res, err := c.AuthorizeMCP(ctx, args[0], opts)
+			res, err := mcp.Of(c).Authorize(ctx, args[0], opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -233,7 +234,7 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			if len(res.NotGranted) > 0 {
 				a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
 			}
-			machine := res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode
+			machine := res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode
 			if machine {
 				a.printf("No browser was needed: the %s grant runs again with grantwire mcp auth %s when the access token expires.\n",
 					strings.ReplaceAll(string(res.Grant), "_", "-"), res.Connector)
@@ -267,7 +268,7 @@ store. The server stays added, with its pre-registered client; grants and activa
 			if err != nil {
 				return err
 			}
-			res, err := c.LogoutMCP(ctx, args[0])
+			res, err := mcp.Of(c).Logout(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -304,7 +305,7 @@ removed: grantwire mcp logout <name> forgets its authorization.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.RemoveMCP(ctx, args[0])
+			res, err := mcp.Of(c).Remove(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -418,7 +419,7 @@ func orNone(list []string) string {
 }
 
 // printRemote prints the remote MCP servers of mcp list.
-func (a *app) printRemote(agent string, servers []grantwire.RemoteMCPServerInfo) error {
+func (a *app) printRemote(agent string, servers []mcp.RemoteServerInfo) error {
 	if len(servers) == 0 {
 		return nil
 	}

@@ -42,7 +42,7 @@ func catalogWith(srv *authserver.Server, change map[string]any) []byte {
 
 func configure(t *testing.T, w *world, id, secret string) {
 	t.Helper()
-	_, err := w.client.ConfigureClient(context.Background(), "local", id, secret, "")
+	_, err := w.client.Configure(context.Background(), "local", grantwire.ConfigureInput{ClientID: id, ClientSecret: secret})
 	require.NoError(t, err)
 }
 
