@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/hostabi"
 	"testing"
 	"time"
 
@@ -26,13 +27,13 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "ok", Polls: []string{"authorization_pending", "slow_down"}})
 	start := w.Capabilities("").Clock.Now()
 
-	var codes []grantwire.DeviceCode
+	var codes []hostabi.DevicePrompt
 	res, err := c.Connect(ctx, "microsoft", nil, nil, grantwire.ConnectOptions{
-		Flow: grantwire.FlowDevice, OnDeviceCode: func(d grantwire.DeviceCode) { codes = append(codes, d) },
+		Flow: grantwire.FlowDevice, OnDeviceCode: func(d hostabi.DevicePrompt) { codes = append(codes, d) },
 	})
 	require.NoError(t, err)
 	require.Equal(t, "microsoft", res.Connector)
-	require.Equal(t, []grantwire.DeviceCode{{
+	require.Equal(t, []hostabi.DevicePrompt{{
 		Connector: "microsoft", VerificationURI: "https://login.microsoftonline.com/device",
 		VerificationURIComplete: "https://login.microsoftonline.com/device?user_code=CODE-0001",
 		UserCode:                "CODE-0001", ExpiresIn: 5 * time.Minute, Interval: 5 * time.Second,
@@ -67,7 +68,7 @@ func ExampleClient_Connect_device() {
 	must(err)
 	res, err := c.Connect(ctx, "microsoft", nil, nil, grantwire.ConnectOptions{
 		Flow: grantwire.FlowDevice,
-		OnDeviceCode: func(d grantwire.DeviceCode) {
+		OnDeviceCode: func(d hostabi.DevicePrompt) {
 			fmt.Printf("open %s and enter %s (%s left)\n", d.VerificationURI, d.UserCode, d.ExpiresIn)
 		},
 	})
@@ -107,7 +108,7 @@ func BenchmarkDeviceConnect(b *testing.B) {
 			if polls == 300 {
 				answer.Status = "timeout"
 			}
-			opts := grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: 30 * time.Minute, OnDeviceCode: func(grantwire.DeviceCode) {}}
+			opts := grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: 30 * time.Minute, OnDeviceCode: func(hostabi.DevicePrompt) {}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {

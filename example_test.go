@@ -134,7 +134,7 @@ func ExampleWithCatalog() {
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 	mine := `{"connectors": {"mcp-mine": {"type": "mcp_server", "command": "mine",
 	  "env": [{"key": "MINE_KEY", "required": true, "secret": true}]}}}`
-	c, err := grantwire.New(ctx, grantwire.WithCatalog([]byte(mine)), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(catalog.Bytes([]byte(mine))), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	rows, err := c.Status(ctx)
@@ -142,7 +142,7 @@ func ExampleWithCatalog() {
 	fmt.Println(len(rows), rows[0].ID, rows[0].MissingKeys)
 
 	// What a catalog holds must be right, even when it is not a user's file.
-	_, err = grantwire.New(ctx, grantwire.WithCatalog([]byte(`{"connectors": {"x": {"type": "ftp"}}}`)),
+	_, err = grantwire.New(ctx, grantwire.WithCatalog(catalog.Bytes([]byte(`{"connectors": {"x": {"type": "ftp"}}}`))),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	fmt.Println(err)
 	// Output:
@@ -151,7 +151,7 @@ func ExampleWithCatalog() {
 }
 
 // A user's catalog file replaces the embedded catalog; the policy judges it strictly.
-func ExampleWithCatalogFile() {
+func ExampleWithCatalog_file() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "grantwire-example-")
 	must(err)
@@ -160,13 +160,13 @@ func ExampleWithCatalogFile() {
 	must(os.WriteFile(path, []byte(`{"connectors": {"mcp-mine": {"type": "mcp_server", "display_name": "Mine",
 	  "tier": "community", "command": "mine", "evn": []}}}`), 0o600))
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	_, err = grantwire.New(ctx, grantwire.WithCatalogFile(path), grantwire.WithCapabilities(w.Capabilities("")))
+	_, err = grantwire.New(ctx, grantwire.WithCatalog(catalog.File(path)), grantwire.WithCapabilities(w.Capabilities("")))
 	fmt.Println(errors.Is(err, grantwire.ErrConfiguration))
 	fmt.Println(strings.ReplaceAll(err.Error(), dir, "$DIR"))
 
 	must(os.WriteFile(path, []byte(`{"connectors": {"mcp-mine": {"type": "mcp_server", "display_name": "Mine",
 	  "tier": "community", "command": "mine"}}}`), 0o600))
-	c, err := grantwire.New(ctx, grantwire.WithCatalogFile(path), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(catalog.File(path)), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	fmt.Println(c.Catalog().IDs())
@@ -178,11 +178,11 @@ func ExampleWithCatalogFile() {
 
 // A catalog loaded once (to list it, say) is handed to the client as it is; a file's is
 // judged strictly by the policy, the embedded one is used as shipped.
-func ExampleWithLoadedCatalog() {
+func ExampleWithCatalog_loaded() {
 	ctx := context.Background()
 	cat := catalog.Default()
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	c, err := grantwire.New(ctx, grantwire.WithLoadedCatalog(cat), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(cat), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	e, _ := c.Catalog().Entry("google")

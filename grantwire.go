@@ -33,14 +33,12 @@ import (
 )
 
 type config struct {
-	engine      core.Engine
-	caps        *hostabi.Capabilities
-	catalog     []byte
-	catalogFile string
-	loaded      *catalog.Catalog
-	trace       func(string)
-	observe     func(Decision)
-	errs        []error
+	engine  core.Engine
+	caps    *hostabi.Capabilities
+	catalog []byte // an OPA server's data.catalog
+	source  catalog.Source
+	trace   func(string)
+	errs    []error
 	// bundle.go and decisionlog.go
 	bundle    *bundle.Bundle
 	observers []func(Decision)
@@ -67,25 +65,17 @@ func WithCapabilities(caps hostabi.Capabilities) Option {
 	return func(c *config) { c.caps = &caps }
 }
 
-// WithCatalog replaces the embedded catalog with catalog JSON ({"connectors": {...}}),
-// checked as the policy checks any catalog; the built-in agents are not loaded with it.
-func WithCatalog(raw []byte) Option { return func(c *config) { c.catalog = raw } }
-
-// WithCatalogFile replaces the embedded catalog with a user's catalog file, validated
-// strictly by the policy (unknown fields refused, what a working connector needs
-// required); the built-in agents stay.
-func WithCatalogFile(path string) Option { return func(c *config) { c.catalogFile = path } }
-
-// WithLoadedCatalog uses a catalog already loaded (catalog.Default, Load or LoadFile); a
-// file's catalog is validated strictly by the policy, as WithCatalogFile does.
-func WithLoadedCatalog(cat *catalog.Catalog) Option { return func(c *config) { c.loaded = cat } }
+// WithCatalog replaces the embedded catalog with src: catalog JSON (catalog.Bytes,
+// {"connectors": {...}}, checked as the policy checks any catalog, without the built-in
+// agents), a user's catalog file (catalog.File: validated strictly by the policy, unknown
+// fields refused and what a working connector needs required; the built-in agents stay),
+// or a catalog already loaded (*catalog.Catalog: catalog.Default, Load or LoadFile; a
+// file's catalog is validated strictly, as catalog.File is). The last WithCatalog wins.
+func WithCatalog(src catalog.Source) Option { return func(c *config) { c.source = src } }
 
 func (c *config) loadCatalog() (*catalog.Catalog, error) {
-	if c.loaded != nil {
-		return c.loaded, nil
-	}
-	if c.catalogFile != "" {
-		return catalog.LoadFile(c.catalogFile)
+	if c.source != nil {
+		return c.source.Catalog()
 	}
 	return catalog.Load(c.catalog)
 }
@@ -120,8 +110,17 @@ type Decision struct {
 // carry descriptions, never a secret, so a transcript is safe to print or log).
 func WithTrace(fn func(line string)) Option { return func(c *config) { c.trace = fn } }
 
-// WithObserver calls fn after every operation (decision logs, metrics).
-func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe = fn } }
+// WithObserver calls fn after every operation (decision logs, metrics); each WithObserver
+// adds one. A decision log is one: WithObserver(func(d Decision) { _ = l.Log(d.Record()) })
+// records every decision in OPA's decision-log format (package decisionlog), redacted by
+// construction (no secret, no refresh-token digest, no version token, no secret reference).
+func WithObserver(fn func(Decision)) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.observers = append(c.observers, fn)
+		}
+	}
+}
 
 // Client runs grantwire's operations. It is safe for concurrent use.
 type Client struct {
@@ -203,7 +202,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		if _, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
 			_ = cl.Close(ctx)
 			if c.bundle != nil {
-				return nil, fmt.Errorf("%w: data.catalog: %w", ErrBundle, err)
+				return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
 			}
 			return nil, err
 		}
@@ -211,10 +210,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	return cl, nil
 }
 
-// ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for
-// a catalog read from a file), as New does, for callers that only read the catalog. It
-// needs no shell: the decision asks the host nothing.
-func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
+// validateCatalog has the policy judge a catalog (operation validate_catalog, strict for
+// a catalog read from a file), as New does, for callers that only read the catalog
+// (oprun.ValidateCatalog). It needs no shell: the decision asks the host nothing.
+func validateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
 	h := host.New(hostabi.Capabilities{})
 	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
 	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
@@ -296,7 +295,7 @@ func (c *Client) run(ctx context.Context, op string, args any, secrets map[strin
 type runner struct{ c *Client }
 
 func init() {
-	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} })
+	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog)
 }
 
 func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
@@ -595,23 +594,20 @@ type ConnectResult struct {
 	Warnings   []string `json:"warnings"`
 }
 
-// Flow is how the user authorizes a connection.
-type Flow string
-
-// Flows of Connect.
+// Flows of Connect: how the user authorizes a connection (ConnectOptions.Flow).
 const (
 	// FlowLoopback (the default): the browser opens the authorization URL and comes back
 	// to a one-shot listener on 127.0.0.1.
-	FlowLoopback Flow = "loopback"
+	FlowLoopback = "loopback"
 	// FlowPaste: the user opens the URL on any machine and pastes back the address the
 	// browser was redirected to (the shell's paste input, the CLI's standard input); it is
 	// checked as a callback is.
-	FlowPaste Flow = "paste"
+	FlowPaste = "paste"
 	// FlowDevice: the device authorization grant (RFC 8628). The user enters a code shown
 	// here on another device while the token endpoint is polled; for providers whose
 	// catalog entry has a device_authorization_url (and, when it lists device_scopes, for
 	// those scopes only).
-	FlowDevice Flow = "device"
+	FlowDevice = "device"
 )
 
 // ConnectOptions tune Connect.
@@ -620,22 +616,20 @@ type ConnectOptions struct {
 	// device code that expires sooner ends the wait sooner.
 	Timeout time.Duration
 	// Flow is how the user authorizes (default FlowLoopback).
-	Flow Flow
+	Flow string
 	// OnDeviceCode, with FlowDevice, receives the code to show the user instead of the
 	// shell's prompt (a web server hands it to the page that asked, then lets Connect poll
 	// on). It is called once, before the polling starts, and must not block. The device
 	// code itself (a secret) never leaves the host.
-	OnDeviceCode func(DeviceCode)
+	// The prompt is what a user needs to authorize on another device (RFC 8628 §3.3):
+	// where to go, the code to enter there, how long it lasts and how often it is polled;
+	// it holds no secret.
+	OnDeviceCode func(hostabi.DevicePrompt)
 	// Browser, when set, is given the authorization URL instead of the shell's browser (a
 	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
 	// error when it cannot show the URL.
 	Browser func(url string) error
 }
-
-// DeviceCode is what a user needs to authorize a connection on another device (RFC 8628
-// §3.3): where to go, the code to enter there, how long it lasts and how often it is
-// polled. It holds no secret. It is the host ABI's device prompt, handed over as it is.
-type DeviceCode = hostabi.DevicePrompt
 
 // Connect authorizes a provider and stores the connection; grantAgents are granted their
 // declared scopes (or scopes, when given). The user authorizes in a browser that comes
@@ -656,7 +650,7 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 			args["timeout_ms"] = o.Timeout.Milliseconds()
 		}
 		if o.Flow != "" {
-			args["flow"] = string(o.Flow)
+			args["flow"] = o.Flow
 		}
 		if f := o.OnDeviceCode; f != nil {
 			ctx = hostabi.WithPrompter(ctx, hostabi.PrompterFunc(func(_ context.Context, p hostabi.DevicePrompt) error {
@@ -790,28 +784,26 @@ func (c *Client) Connections(ctx context.Context) ([]Connection, []Cleared, erro
 	return r.Connections, r.Cleared, err
 }
 
-// Health is one connection's state after a health pass (see Maintain).
-type Health struct {
-	Connector string `json:"connector"`
-	// State is healthy, expiring (its refresh token nears the provider's inactivity limit
-	// and could not be used), failing (its last refreshes failed) or revoked (the provider
-	// answered invalid_grant; the connection was cleared).
-	State string `json:"state"`
-	// Action is what this pass did: none, refreshed, backoff (waiting after failures),
-	// cleared (revoked) or skipped (another process held the provider's lock).
-	Action string `json:"action"`
-	// Reason says why: expiry or keepalive for a refresh, the provider's error for a failure.
-	Reason   string `json:"reason,omitempty"`
-	Failures int    `json:"failures,omitempty"`
-	// NextAt is when this connection next needs the pass (Unix ms; 0: nothing is due).
-	NextAt int64 `json:"next_at,omitempty"`
-	// Fix is the command that fixes a connection that is not healthy.
-	Fix string `json:"fix,omitempty"`
-}
-
 // HealthPass is the outcome of one health pass (see Maintain).
 type HealthPass struct {
-	Connections []Health `json:"connections"`
+	// Connections are each connection's state after the pass.
+	Connections []struct {
+		Connector string `json:"connector"`
+		// State is healthy, expiring (its refresh token nears the provider's inactivity limit
+		// and could not be used), failing (its last refreshes failed) or revoked (the provider
+		// answered invalid_grant; the connection was cleared).
+		State string `json:"state"`
+		// Action is what this pass did: none, refreshed, backoff (waiting after failures),
+		// cleared (revoked) or skipped (another process held the provider's lock).
+		Action string `json:"action"`
+		// Reason says why: expiry or keepalive for a refresh, the provider's error for a failure.
+		Reason   string `json:"reason,omitempty"`
+		Failures int    `json:"failures,omitempty"`
+		// NextAt is when this connection next needs the pass (Unix ms; 0: nothing is due).
+		NextAt int64 `json:"next_at,omitempty"`
+		// Fix is the command that fixes a connection that is not healthy.
+		Fix string `json:"fix,omitempty"`
+	} `json:"connections"`
 	// NextRunAt is when the next pass is due (Unix ms), the policy's schedule.
 	NextRunAt int64 `json:"next_run_at"`
 }
@@ -848,21 +840,20 @@ func (c *Client) Test(ctx context.Context, connector string) (*TestResult, error
 	return &r, err
 }
 
-// Requirement is one connector an agent declares: the scopes it asks for, and why.
-type Requirement struct {
-	Connector string   `json:"connector"`
-	Scopes    []string `json:"scopes"`
-	Reason    string   `json:"reason,omitempty"`
-}
-
 // Agent is one agent of the registry.
 type Agent struct {
-	ID                 string        `json:"id"`
-	Name               string        `json:"name,omitempty"`
-	Description        string        `json:"description,omitempty"`
-	RequiredConnectors []Requirement `json:"required_connectors"`
-	ConsumesMCPServers bool          `json:"consumes_mcp_servers"`
-	Origin             string        `json:"origin"` // builtin or file
+	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	// RequiredConnectors are the connectors the agent declares: the scopes it asks for,
+	// and why.
+	RequiredConnectors []struct {
+		Connector string   `json:"connector"`
+		Scopes    []string `json:"scopes"`
+		Reason    string   `json:"reason,omitempty"`
+	} `json:"required_connectors"`
+	ConsumesMCPServers bool   `json:"consumes_mcp_servers"`
+	Origin             string `json:"origin"` // builtin or file
 }
 
 // AgentProblem is an agent of agents.json that is not registered, and why.

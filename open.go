@@ -12,8 +12,8 @@ import (
 )
 
 // Open returns a client on the OS shell with everything wired the way the grantwire
-// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the engine
-// on it ([DefaultEngine], or the one WithEngineName, WithOPAServer or WithEngine chooses),
+// command wires it: the catalog (embedded, or WithCatalog), the engine
+// on it ([DefaultEngine], or the one WithEngineName or WithEngine chooses),
 // and the OS shell (opts: home, keyring service, browser, …), whose watcher reports
 // activations and grants other processes change through the policy. The wasm engine
 // caches compiled code in the user's cache directory (grantwire/wazero). Close the client
@@ -57,7 +57,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 	// New takes the engine built here and the catalog it decides with (an OPA server's).
 	options = append(options, func(nc *config) {
 		nc.engineName, nc.opaURL, nc.opaOpts = "", "", nil
-		nc.catalog, nc.catalogFile, nc.loaded = nil, "", cat
+		nc.catalog, nc.source = nil, cat
 	}, WithEngine(engine))
 	var client atomic.Pointer[Client]
 	if opts.ActivationChanges == nil {

@@ -41,7 +41,7 @@ func world(t *testing.T, cat *catalog.Catalog) (*grantwire.Client, *memhost.Worl
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	w := memhost.New(time.Unix(1_790_000_000, 0), 3)
 	memshell.Serve(w, cat)
-	c, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithLoadedCatalog(cat),
+	c, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithCatalog(cat),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	if err == nil {
 		t.Cleanup(func() { _ = c.Close(ctx) })
@@ -180,7 +180,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 		wasmengine.WithCompilationCache(compiled()))
 	require.NoError(t, err)
 	defer e.Close(ctx)
-	cl, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithLoadedCatalog(c),
+	cl, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithCatalog(c),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	require.NoError(t, err)
 	defer cl.Close(ctx)
@@ -365,7 +365,7 @@ func TestPolicyRefusesIncompleteFiles(t *testing.T) {
 	}, problems)
 
 	// WithCatalogFile loads and judges the file in one step.
-	_, err = grantwire.New(context.Background(), grantwire.WithCatalogFile(p),
+	_, err = grantwire.New(context.Background(), grantwire.WithCatalog(catalog.File(p)),
 		grantwire.WithCapabilities(memhost.New(time.Unix(1_790_000_000, 0), 1).Capabilities("")))
 	require.ErrorIs(t, err, grantwire.ErrConfiguration)
 	require.ErrorContains(t, err, `connector "a": display_name is required (and 2 more)`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/grantwire/grantwire"
 	"net/url"
 	"time"
 
@@ -114,7 +113,7 @@ type AuthOptions struct {
 	Timeout time.Duration
 	// Flow is how the user authorizes: FlowLoopback (the default) or FlowPaste (the URL is
 	// opened anywhere and the final redirect address pasted back, as Connect's).
-	Flow grantwire.Flow
+	Flow string
 }
 
 // AuthResult is the outcome of Authorize (never a secret).
@@ -153,7 +152,7 @@ func (c *Client) Authorize(ctx context.Context, server string, o AuthOptions) (*
 		args["timeout_ms"] = o.Timeout.Milliseconds()
 	}
 	if o.Flow != "" {
-		args["flow"] = string(o.Flow)
+		args["flow"] = o.Flow
 	}
 	var r AuthResult
 	_, err := c.r.Run(ctx, "mcp_auth", args, nil, &r)

@@ -222,7 +222,7 @@ func fzAuth(t *testing.T, fw *fzWorld, o mcp.AuthOptions) (*mcp.AuthResult, erro
 	caps := w.Capabilities("")
 	caps.HTTP, caps.Loopback = fw, fzLoopback{}
 	var observed []grantwire.Decision
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithLoadedCatalog(fzCat),
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(fzCat),
 		grantwire.WithEngine(&diffEngine{t: t, engines: fzEngines}),
 		grantwire.WithObserver(func(d grantwire.Decision) { observed = append(observed, d) }))
 	if err != nil {

@@ -237,7 +237,7 @@ func (a *app) clientBuildsEngine() bool {
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
-// grantwire.ErrBundle.
+// bundle.ErrRefused.
 func (a *app) Bundle() (*bundle.Bundle, error) {
 	if a.bundlePath == "" || a.bundle != nil {
 		return a.bundle, nil
@@ -284,7 +284,7 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
-			return nil, fmt.Errorf("%w: data.catalog: %w", grantwire.ErrBundle, err)
+			return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
 		}
 	} else if a.catalogPath != "" {
 		// The policy validates the file when the client is built (validate_catalog).
@@ -447,9 +447,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	case a.bundle != nil:
 		copts = append(copts, grantwire.WithBundle(a.bundle))
 	case eng != nil:
-		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithLoadedCatalog(cat))
+		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat))
 	default:
-		copts = append(copts, grantwire.WithLoadedCatalog(cat))
+		copts = append(copts, grantwire.WithCatalog(cat))
 	}
 	if a.decisionLogPath != "" {
 		l, err := decisionlog.Open(a.decisionLogPath)
@@ -461,7 +461,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			return nil, usagef("--decision-log %s: cannot open it: %v", a.decisionLogPath, err)
 		}
 		a.dlog = l
-		copts = append(copts, grantwire.WithDecisionLog(l))
+		copts = append(copts, grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }))
 	}
 	a.client, err = grantwire.New(ctx, copts...)
 	if err != nil {
@@ -689,7 +689,7 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		}
 		return code
 	}
-	if errors.Is(inner, grantwire.ErrBundle) {
+	if errors.Is(inner, bundle.ErrRefused) {
 		exit := exitOf("BUNDLE_REFUSED", 5)
 		a.report("BUNDLE_REFUSED", strings.TrimPrefix(inner.Error(), "grantwire: "),
 			"build the bundle with grantwire policy build -o FILE, or run without --bundle", nil, exit)

@@ -27,10 +27,23 @@ type Runner interface {
 	Catalog() *catalog.Catalog
 }
 
-var of func(client any) Runner
+var (
+	of       func(client any) Runner
+	validate func(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error
+)
 
-// Register sets how Of reaches a client's runner; the root package calls it once.
-func Register(f func(client any) Runner) { of = f }
+// Register sets how Of reaches a client's runner and how ValidateCatalog judges a
+// catalog; the root package calls it once.
+func Register(f func(client any) Runner, v func(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error) {
+	of, validate = f, v
+}
+
+// ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for a
+// catalog read from a file), as grantwire.New does, for callers that only read the catalog
+// (`grantwire catalog validate`). It needs no shell: the decision asks the host nothing.
+func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
+	return validate(ctx, engine, cat)
+}
 
 // Of returns client's runner; client is a *grantwire.Client.
 func Of(client any) Runner { return of(client) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/internal/oprun"
 	"io"
 	"net/http"
@@ -194,7 +195,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 		o.caps(&caps)
 	}
 	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(caps),
-		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
+		grantwire.WithCatalog(catalog.Bytes(testCatalog(w.srv)))}, o.options...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close(ctx) })
 	w.client = client

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func childChanger() int {
 		return 1
 	}
 	defer sh.Close()
-	client, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(catalog.Bytes(testCatalogAt(os.Getenv("GW_SERVER")))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"strconv"
 	"sync"
@@ -41,7 +42,7 @@ func childRefresher() int {
 	if os.Getenv("GW_NO_LOCKS") == "1" {
 		caps.Locks = noLocks{}
 	}
-	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(catalog.Bytes(testCatalogAt(os.Getenv("GW_SERVER")))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/oprun"
 	"sort"
 	"sync"
@@ -163,7 +164,7 @@ func (s *Server) startFlow(ctx context.Context, connector, kind string, body aut
 	switch kind {
 	case kindDevice:
 		opts.Flow = grantwire.FlowDevice
-		opts.OnDeviceCode = func(d grantwire.DeviceCode) {
+		opts.OnDeviceCode = func(d hostabi.DevicePrompt) {
 			show(func() {
 				at := time.Now().UTC().Add(d.ExpiresIn).Truncate(time.Second)
 				f.VerificationURI, f.VerificationURIComplete, f.UserCode = d.VerificationURI, d.VerificationURIComplete, d.UserCode
