@@ -8,6 +8,13 @@
 // them). Errors are *[Error] values with the stable codes of docs/behaviour.md#errors; use
 // errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
 //
+// The package is the whole API in one sitting: the client, its options and its typed
+// results. The MCP surface (local MCP servers' credentials and launch gate, the tool rules,
+// remote MCP servers behind OAuth 2.1) is package mcp over this one: mcp.Of(client). Every
+// client is built by [New] ([Open] adds the OS shell). Plumbing the module's own packages
+// share (running an operation by name, the watchers' activation_changes and grant_changes)
+// is internal (internal/oprun).
+//
 // This package imports the native, Wasm and OPA-server engines, not OPA's Go packages:
 // pass a rego engine with [WithEngine] to evaluate the Rego source directly.
 package grantwire
@@ -533,7 +540,7 @@ func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectR
 
 // ConfigureInput is what Configure stores: an OAuth provider's client (ClientID,
 // ClientSecret, Tenant) or a local MCP server's environment (Env, and Given: the values of
-// Env the user gave as arguments, as ConfigureMCPGiven). Which applies is the policy's to
+// Env the user gave as arguments, the CLI's --set). Which applies is the policy's to
 // say from the catalog; the values of the other kind are refused.
 type ConfigureInput struct {
 	ClientID, ClientSecret, Tenant string
@@ -551,8 +558,8 @@ type ConfigureResult struct {
 }
 
 // Configure configures any connector (op configure, which the policy dispatches by the
-// catalog: an OAuth provider's client as ConfigureClient, else an MCP server's environment
-// as ConfigureMCPGiven). Surfaces call it without choosing by the connector's type.
+// catalog: an OAuth provider's client (configure_client), else an MCP server's environment
+// (configure_mcp). Surfaces call it without choosing by the connector's type.
 func (c *Client) Configure(ctx context.Context, connector string, in ConfigureInput) (*ConfigureResult, error) {
 	keys := make([]string, 0, len(in.Env))
 	secrets := map[string]string{}

@@ -101,7 +101,7 @@ var ErrUnauthorized = errors.New("mcpremote: the server refused the request afte
 // Authorize implements auth.OAuthHandler: what to do about the server's 401 or 403 is the
 // policy's (op mcp_challenge) from what the session knows: what the refused request carried,
 // whether a refresh was tried, how many authorizations and step-ups it made. The policy
-// answers a refresh (the refused token was the current one: MCPToken with its digest), an
+// answers a refresh (the refused token was the current one: Token with its digest), an
 // authorization with the server's challenge, a step-up (403 insufficient_scope, bounded by
 // mcp_auth), or an error: a fresh token refused on its first request or too many
 // authorizations after 401s (wrapped in ErrUnauthorized), a 403 asking for no scope. The
