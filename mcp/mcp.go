@@ -1,3 +1,9 @@
+// Package mcp is the Go API's MCP surface, over package grantwire: mcp.Of(client) runs
+// the policy's MCP operations on the client's shell and engine — local MCP servers
+// (configured keys, the credential an agent's server starts with, the launch gate, the
+// tool rules per agent) and remote MCP servers behind OAuth 2.1 (add, authorize, the
+// 401/403 answer, fresh tokens, logout, remove). Errors are *grantwire.Error values, as
+// the root's are (docs/behaviour.md#local-mcp-servers, #remote-mcp-servers).
 package mcp
 
 import (
