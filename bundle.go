@@ -10,15 +10,11 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
-// ErrBundle reports a bundle grantwire refuses to run on (errors.Is); it is
-// [bundle.ErrRefused].
-var ErrBundle = bundle.ErrRefused
-
 // WithBundle runs the client on a bundle read by [bundle.Read] instead of the embedded
 // policy and catalog: its policy.wasm on the wasm engine, its data.catalog and its built-in
 // agents. New refuses a module the engine does not accept (wrong ABI, missing exports,
 // host builtins), and a catalog the bundle's policy refuses (validate_catalog), with an
-// error wrapping ErrBundle. WithBundle excludes WithEngine and the catalog options.
+// error wrapping bundle.ErrRefused. WithBundle excludes WithEngine and the catalog options.
 func WithBundle(b *bundle.Bundle) Option {
 	return func(c *config) {
 		if b == nil {
@@ -34,16 +30,18 @@ func (c *config) useBundle() error {
 	if c.bundle == nil {
 		return nil
 	}
-	if c.engine != nil || c.catalog != nil || c.catalogFile != "" || c.loaded != nil {
+	if c.engine != nil || c.catalog != nil || c.source != nil {
 		return errors.New("grantwire: WithBundle carries its own policy and catalog; do not combine it with WithEngine or a catalog option")
 	}
 	cat, err := catalog.Load(c.bundle.Catalog)
 	if err != nil {
 		return bundleRefused("data.catalog: %v", err)
 	}
-	if c.loaded, err = cat.WithBuiltinAgents(c.bundle.Agents); err != nil {
+	withAgents, err := cat.WithBuiltinAgents(c.bundle.Agents)
+	if err != nil {
 		return bundleRefused("data.agents.builtin: %v", err)
 	}
+	c.source = withAgents
 	return nil
 }
 
@@ -56,7 +54,7 @@ func (c *config) newWasmEngine(ctx context.Context, cat *catalog.Catalog) (*wasm
 	}
 	e, err := wasmengine.New(ctx, append(opts, wasmengine.WithModule(c.bundle.Wasm))...)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %w", ErrBundle, c.bundle.WasmPath, err)
+		return nil, "", fmt.Errorf("%w: %s: %w", bundle.ErrRefused, c.bundle.WasmPath, err)
 	}
 	return e, c.bundle.Revision, nil
 }
@@ -67,5 +65,5 @@ func (c *config) newWasmEngine(ctx context.Context, cat *catalog.Catalog) (*wasm
 func (c *Client) Revision() string { return c.revision }
 
 func bundleRefused(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBundle}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{bundle.ErrRefused}, args...)...)
 }

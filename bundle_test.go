@@ -156,8 +156,8 @@ func TestClientRunsOnBundle(t *testing.T) {
 	_, err = c.GetAccessToken(ctx, "acme", []string{"read"}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrNotConnected), "%v", err)
 
-	for _, opt := range []grantwire.Option{grantwire.WithCatalog(catalog.Defaults()), grantwire.WithCatalogFile("catalog.json"),
-		grantwire.WithLoadedCatalog(catalog.Default())} {
+	for _, opt := range []grantwire.Option{grantwire.WithCatalog(catalog.Bytes(catalog.Defaults())), grantwire.WithCatalog(catalog.File("catalog.json")),
+		grantwire.WithCatalog(catalog.Default())} {
 		_, err = grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(caps), opt)
 		require.ErrorContains(t, err, "do not combine")
 	}
@@ -175,7 +175,7 @@ func TestBundleDataJudgedByThePolicy(t *testing.T) {
 	})
 	w := memhost.New(memhostStart, 1)
 	_, err := grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(w.Capabilities("")))
-	require.ErrorIs(t, err, grantwire.ErrBundle)
+	require.ErrorIs(t, err, bundle.ErrRefused)
 	require.ErrorIs(t, err, grantwire.ErrConfiguration)
 	require.ErrorContains(t, err, `data.catalog: grantwire: configuration error: the catalog: connector "x": unknown type "teleport"`)
 
@@ -300,12 +300,12 @@ func TestBundleRefusals(t *testing.T) {
 			files := untar(t, raw)
 			tc.mutate(t, files)
 			_, err := bundle.Read(bytes.NewReader(retar(t, files)))
-			require.ErrorIs(t, err, grantwire.ErrBundle)
+			require.ErrorIs(t, err, bundle.ErrRefused)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	_, err := bundle.Read(strings.NewReader("not a tarball"))
-	require.ErrorIs(t, err, grantwire.ErrBundle)
+	require.ErrorIs(t, err, bundle.ErrRefused)
 }
 
 func dropEntrypoint(v any, ep string) []any {
@@ -335,7 +335,7 @@ func TestBundleABIRefusals(t *testing.T) {
 			b := testBundle(t, func(f map[string][]byte) { setWasm(t, f, tc.wasm) })
 			w := memhost.New(memhostStart, 1)
 			_, err := grantwire.New(ctx, grantwire.WithBundle(b), grantwire.WithCapabilities(w.Capabilities("")))
-			require.ErrorIs(t, err, grantwire.ErrBundle)
+			require.ErrorIs(t, err, bundle.ErrRefused)
 			require.ErrorIs(t, err, wasmengine.ErrNotPolicy)
 			require.ErrorContains(t, err, tc.want)
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
@@ -30,7 +31,7 @@ func TestClientGateAndMCP(t *testing.T) {
 	c, w := newMemClient(t)
 	const gmail = "https://www.googleapis.com/auth/gmail.readonly"
 
-	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "secret-1"})
 	require.NoError(t, err)
 	consent(w)
 	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
@@ -51,19 +52,20 @@ func TestClientGateAndMCP(t *testing.T) {
 	require.NotEmpty(t, tok.AccessToken)
 
 	// Rotating the client trips the tripwire on the next use.
-	_, err = c.ConfigureClient(ctx, "google", "client-2", "secret-2", "")
+	_, err = c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "secret-2"})
 	require.NoError(t, err)
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrReauthRequired), "%v", err)
 
-	require.NoError(t, c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x"}))
+	_, err = c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x"}})
+	require.NoError(t, err)
 	act, err := c.Activate(ctx, "mcp-github", "builtin:chat", []string{"use"})
 	require.NoError(t, err)
 	require.True(t, act.AutoGranted)
-	vis, err := c.VisibleServers(ctx, "builtin:chat")
+	vis, err := mcp.Of(c).VisibleServers(ctx, "builtin:chat")
 	require.NoError(t, err)
 	require.Equal(t, []string{"mcp-github"}, vis)
-	cred, err := c.Credential(ctx, "mcp-github", "builtin:chat")
+	cred, err := mcp.Of(c).Credential(ctx, "mcp-github", "builtin:chat")
 	require.NoError(t, err)
 	require.Equal(t, "ghp_x", cred.Env["GITHUB_PERSONAL_ACCESS_TOKEN"])
 
@@ -73,7 +75,7 @@ func TestClientGateAndMCP(t *testing.T) {
 	res, err := c.Disconnect(ctx, "mcp-github")
 	require.NoError(t, err)
 	require.Equal(t, []string{"builtin:chat"}, res.RevokedGrants)
-	vis, err = c.VisibleServers(ctx, "builtin:chat")
+	vis, err = mcp.Of(c).VisibleServers(ctx, "builtin:chat")
 	require.NoError(t, err)
 	require.Empty(t, vis)
 }

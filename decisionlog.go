@@ -2,25 +2,10 @@ package grantwire
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/decisionlog"
 )
-
-// WithDecisionLog records every operation's decision in l, in OPA's decision-log format
-// (see package decisionlog): the final query the core answered and its decision, redacted
-// by construction (no secret, no refresh-token digest, no version token, no secret
-// reference). It adds to any WithObserver function rather than replacing it.
-func WithDecisionLog(l *decisionlog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			c.errs = append(c.errs, errors.New("grantwire: WithDecisionLog(nil)"))
-			return
-		}
-		c.observers = append(c.observers, func(d Decision) { _ = l.Log(d.Record()) })
-	}
-}
 
 // Record converts the decision for a decision log.
 func (d Decision) Record() decisionlog.Record {
@@ -34,12 +19,9 @@ func (d Decision) Record() decisionlog.Record {
 	return r
 }
 
-// observer combines WithObserver and WithDecisionLog into one function (nil when none).
+// observer combines the WithObserver functions into one (nil when none).
 func (c *config) observer() func(Decision) {
 	fns := c.observers
-	if c.observe != nil {
-		fns = append([]func(Decision){c.observe}, fns...)
-	}
 	switch len(fns) {
 	case 0:
 		return nil

@@ -28,7 +28,7 @@ func runLogged(t *testing.T, opts ...grantwire.Option) (string, []grantwire.Deci
 	require.NoError(t, err)
 	w, caps := audittest.World()
 	var seen []grantwire.Decision
-	opts = append([]grantwire.Option{grantwire.WithCapabilities(caps), grantwire.WithDecisionLog(l),
+	opts = append([]grantwire.Option{grantwire.WithCapabilities(caps), grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }),
 		grantwire.WithObserver(func(d grantwire.Decision) { seen = append(seen, d) })}, opts...)
 	c, err := grantwire.New(ctx, opts...)
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestObserverAndDecisionLogBothCalled(t *testing.T) {
 	w, caps := audittest.World()
 	_ = w
 	n := 0
-	c, err := grantwire.New(ctx, grantwire.WithDecisionLog(l), grantwire.WithCapabilities(caps),
+	c, err := grantwire.New(ctx, grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }), grantwire.WithCapabilities(caps),
 		grantwire.WithObserver(func(grantwire.Decision) { n++ }))
 	require.NoError(t, err)
 	defer c.Close(ctx)

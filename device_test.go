@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/hostabi"
 	"testing"
 	"time"
 
@@ -21,18 +22,18 @@ import (
 func TestConnectWithADeviceCode(t *testing.T) {
 	ctx := context.Background()
 	c, w := newMemClient(t)
-	_, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", "")
+	_, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"})
 	require.NoError(t, err)
 	w.Server.ScriptAuthorize("microsoft", authserver.Authorization{Status: "ok", Polls: []string{"authorization_pending", "slow_down"}})
 	start := w.Capabilities("").Clock.Now()
 
-	var codes []grantwire.DeviceCode
+	var codes []hostabi.DevicePrompt
 	res, err := c.Connect(ctx, "microsoft", nil, nil, grantwire.ConnectOptions{
-		Flow: grantwire.FlowDevice, OnDeviceCode: func(d grantwire.DeviceCode) { codes = append(codes, d) },
+		Flow: grantwire.FlowDevice, OnDeviceCode: func(d hostabi.DevicePrompt) { codes = append(codes, d) },
 	})
 	require.NoError(t, err)
 	require.Equal(t, "microsoft", res.Connector)
-	require.Equal(t, []grantwire.DeviceCode{{
+	require.Equal(t, []hostabi.DevicePrompt{{
 		Connector: "microsoft", VerificationURI: "https://login.microsoftonline.com/device",
 		VerificationURIComplete: "https://login.microsoftonline.com/device?user_code=CODE-0001",
 		UserCode:                "CODE-0001", ExpiresIn: 5 * time.Minute, Interval: 5 * time.Second,
@@ -48,7 +49,7 @@ func TestConnectWithADeviceCode(t *testing.T) {
 	require.Equal(t, time.Minute, w.Prompts()[0].ExpiresIn)
 
 	// A provider without device authorization in the catalog is refused before any request.
-	_, err = c.ConfigureClient(ctx, "gitlab", "gl-client", "", "")
+	_, err = c.Configure(ctx, "gitlab", grantwire.ConfigureInput{ClientID: "gl-client"})
 	require.NoError(t, err)
 	_, err = c.Connect(ctx, "gitlab", nil, nil, grantwire.ConnectOptions{Flow: grantwire.FlowDevice})
 	var ge *grantwire.Error
@@ -63,11 +64,11 @@ func TestConnectWithADeviceCode(t *testing.T) {
 func ExampleClient_Connect_device() {
 	ctx := context.Background()
 	c, _ := example()
-	_, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", "")
+	_, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"})
 	must(err)
 	res, err := c.Connect(ctx, "microsoft", nil, nil, grantwire.ConnectOptions{
 		Flow: grantwire.FlowDevice,
-		OnDeviceCode: func(d grantwire.DeviceCode) {
+		OnDeviceCode: func(d hostabi.DevicePrompt) {
 			fmt.Printf("open %s and enter %s (%s left)\n", d.VerificationURI, d.UserCode, d.ExpiresIn)
 		},
 	})
@@ -107,7 +108,7 @@ func BenchmarkDeviceConnect(b *testing.B) {
 			if polls == 300 {
 				answer.Status = "timeout"
 			}
-			opts := grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: 30 * time.Minute, OnDeviceCode: func(grantwire.DeviceCode) {}}
+			opts := grantwire.ConnectOptions{Flow: grantwire.FlowDevice, Timeout: 30 * time.Minute, OnDeviceCode: func(hostabi.DevicePrompt) {}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -135,7 +136,7 @@ func newBenchClient(b *testing.B) (*grantwire.Client, *memhost.World) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close(ctx) })
-	if _, err := c.ConfigureClient(ctx, "microsoft", "ms-client-1", "", ""); err != nil {
+	if _, err := c.Configure(ctx, "microsoft", grantwire.ConfigureInput{ClientID: "ms-client-1"}); err != nil {
 		b.Fatal(err)
 	}
 	return c, w

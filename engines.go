@@ -16,7 +16,7 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
-// Engine names for [WithEngineName] and the CLI's --engine.
+// Engine names for [WithEngineName] and the CLI's --engine, and [DefaultEngine].
 const (
 	// EngineNative is Go compiled from the policy (core/nativeengine): the fastest, and
 	// only the policy grantwire was built with.
@@ -30,19 +30,21 @@ const (
 	// EngineRego is OPA's evaluator (core/regoengine). It links OPA, so this package
 	// cannot build it: pass WithEngine(regoengine.New(…)).
 	EngineRego = "rego"
-)
 
-// DefaultEngine is the engine New and Open build when none is chosen: the native engine,
-// the fastest in Go programs. The wasm engine stays the engine of bundles and of foreign
-// runtimes (and WithEngineName(EngineWasm) chooses it).
-const DefaultEngine = EngineNative
+	// DefaultEngine is the engine New and Open build when none is chosen: the native
+	// engine, the fastest in Go programs. The wasm engine stays the engine of bundles and
+	// of foreign runtimes (and WithEngineName(EngineWasm) chooses it).
+	DefaultEngine = EngineNative
+)
 
 // WithEngineName chooses the engine New and Open build: EngineNative, EngineWasm, or
 // "opa-server=URL" (an OPA server serving grantwire's bundle; the catalog is the
-// server's, so WithCatalog does not combine with it). See [DefaultEngine]. The rego engine
-// links OPA: build it yourself and pass WithEngine.
-func WithEngineName(name string) Option {
+// server's, so WithCatalog does not combine with it; see core/opaserver and
+// docs/fleet.md); opts configure that server's HTTP client. See [DefaultEngine]. The rego
+// engine links OPA: build it yourself and pass WithEngine.
+func WithEngineName(name string, opts ...opaserver.Option) Option {
 	return func(c *config) {
+		c.opaOpts = opts
 		switch {
 		case name == EngineNative || name == EngineWasm:
 			c.engineName = name
@@ -57,25 +59,16 @@ func WithEngineName(name string) Option {
 	}
 }
 
-// WithOPAServer decides with the OPA server at url, which serves grantwire's bundle (see
-// core/opaserver and docs/fleet.md); opts configure its HTTP client. The catalog is the
-// server's data.catalog.
-func WithOPAServer(url string, opts ...opaserver.Option) Option {
-	return func(c *config) {
-		c.engineName, c.opaURL, c.opaOpts = EngineOPAServer, url, opts
-	}
-}
-
 // checkEngine refuses combinations of engine options that cannot both hold.
 func (c *config) checkEngine() error {
 	switch {
 	case c.engineName == "":
 	case c.engine != nil:
-		return errors.New("grantwire: WithEngine and WithEngineName/WithOPAServer choose the engine twice")
+		return errors.New("grantwire: WithEngine and WithEngineName choose the engine twice")
 	case c.bundle != nil && c.engineName != EngineWasm:
 		return fmt.Errorf("grantwire: WithBundle runs the bundle's policy.wasm on the wasm engine, not %s", c.engineName)
-	case c.engineName == EngineOPAServer && (c.catalog != nil || c.catalogFile != "" || c.loaded != nil):
-		return errors.New("grantwire: an OPA server decides with its own data.catalog; do not combine WithOPAServer with WithCatalog")
+	case c.engineName == EngineOPAServer && c.source != nil:
+		return errors.New("grantwire: an OPA server decides with its own data.catalog; do not combine opa-server with WithCatalog")
 	}
 	return nil
 }

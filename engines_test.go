@@ -20,7 +20,7 @@ import (
 func gate(t *testing.T, c *grantwire.Client, w *memhost.World) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.ConfigureClient(ctx, "google", "client-1", "secret-1", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "secret-1"})
 	require.NoError(t, err)
 	consent(w)
 	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
@@ -70,10 +70,10 @@ func TestEngineByName(t *testing.T) {
 	}{
 		{[]grantwire.Option{grantwire.WithEngineName("rego")}, "links OPA"},
 		{[]grantwire.Option{grantwire.WithEngineName("lua")}, `unknown engine "lua"`},
-		{[]grantwire.Option{grantwire.WithEngineName("native"), grantwire.WithOPAServer("http://127.0.0.1:1")}, ""},
-		{[]grantwire.Option{grantwire.WithOPAServer("http://127.0.0.1:1"), grantwire.WithCatalog([]byte(`{"connectors":{}}`))}, "do not combine WithOPAServer with WithCatalog"},
-		{[]grantwire.Option{grantwire.WithOPAServer("ftp://x")}, "not an http(s) URL"},
-		{[]grantwire.Option{grantwire.WithOPAServer("http://127.0.0.1:1")}, "connection refused"},
+		{[]grantwire.Option{grantwire.WithEngineName("native"), grantwire.WithEngineName(grantwire.EngineOPAServer + "=" + "http://127.0.0.1:1")}, ""},
+		{[]grantwire.Option{grantwire.WithEngineName(grantwire.EngineOPAServer + "=" + "http://127.0.0.1:1"), grantwire.WithCatalog(catalog.Bytes([]byte(`{"connectors":{}}`)))}, "do not combine opa-server with WithCatalog"},
+		{[]grantwire.Option{grantwire.WithEngineName(grantwire.EngineOPAServer + "=" + "ftp://x")}, "not an http(s) URL"},
+		{[]grantwire.Option{grantwire.WithEngineName(grantwire.EngineOPAServer + "=" + "http://127.0.0.1:1")}, "connection refused"},
 	} {
 		_, err := grantwire.New(ctx, append(tc.opts, grantwire.WithCapabilities(world(nil).Capabilities("")))...)
 		if tc.want == "" {
@@ -93,7 +93,7 @@ func TestOPAServerClient(t *testing.T) {
 	require.NoError(t, err)
 	url, revision := opatest.Serve(t, cat.Data())
 	w := world(cat)
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")), grantwire.WithOPAServer(url))
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")), grantwire.WithEngineName(grantwire.EngineOPAServer+"="+url))
 	require.NoError(t, err)
 	defer c.Close(ctx)
 	require.Equal(t, "opa-server", c.Engine().Name())

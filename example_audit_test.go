@@ -22,12 +22,13 @@ import (
 
 // Every operation of a client with a decision log becomes one line in OPA's
 // decision-log format, replayable with `grantwire policy replay` or `opa eval -b`.
-func ExampleWithDecisionLog() {
+func Example_decisionLog() {
 	ctx := context.Background()
 	var log bytes.Buffer
+	dl := decisionlog.New(&log)
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")),
-		grantwire.WithDecisionLog(decisionlog.New(&log)))
+		grantwire.WithObserver(func(d grantwire.Decision) { _ = dl.Log(d.Record()) }))
 	if err != nil {
 		panic(err)
 	}

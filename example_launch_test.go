@@ -10,24 +10,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
-func ExampleClient_LaunchMCP() {
+func Example_launch() {
 	ctx := context.Background()
 	c, _ := example()
-	_, err := c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	_, err := mcp.Of(c).Launch(ctx, "mcp-github", "builtin:chat")
 	var ge *grantwire.Error
 	if errors.As(err, &ge) {
 		fmt.Println(ge.Code, "fix:", ge.Fix)
 	}
 	_, err = c.Activate(ctx, "mcp-github", "builtin:chat", []string{"use"})
 	must(err)
-	_, err = c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	_, err = mcp.Of(c).Launch(ctx, "mcp-github", "builtin:chat")
 	if errors.As(err, &ge) {
 		fmt.Println(ge.Code, "fix:", ge.Fix)
 	}
-	must(c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}))
-	l, err := c.LaunchMCP(ctx, "mcp-github", "builtin:chat")
+	_, err = c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}})
+	must(err)
+	l, err := mcp.Of(c).Launch(ctx, "mcp-github", "builtin:chat")
 	must(err)
 	fmt.Println(l.Command, l.Args, l.EnvKeys)
 	// Environ hands the values to exec.Cmd.Env; they are nowhere else.
@@ -39,12 +41,12 @@ func ExampleClient_LaunchMCP() {
 	// true
 }
 
-func ExampleClient_CheckMCPLaunch() {
+func Example_checkLaunch() {
 	ctx := context.Background()
 	c, _ := example()
 	_, err := c.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
 	must(err)
-	r, err := c.CheckMCPLaunch(ctx, "mcp-github", "builtin:chat")
+	r, err := mcp.Of(c).CheckLaunch(ctx, "mcp-github", "builtin:chat")
 	must(err)
 	fmt.Println(r.Type, r.Ready, r.Refusal.Code, r.Refusal.Fix)
 	// Output:
@@ -54,7 +56,7 @@ func ExampleClient_CheckMCPLaunch() {
 // Environ replaces a variable of the same name and keeps the rest; String and GoString
 // name the keys, never a value.
 func TestMCPLaunchEnvironAndPrinting(t *testing.T) {
-	l := &grantwire.MCPLaunch{Connector: "mcp-x", Agent: "builtin:chat", Type: "mcp_server", Command: "srv",
+	l := &mcp.Launch{Connector: "mcp-x", Agent: "builtin:chat", Type: "mcp_server", Command: "srv",
 		Args: []string{"--stdio"}, EnvKeys: []string{"A_KEY", "B_KEY"}, Env: map[string]string{"B_KEY": "sk-b-secret", "A_KEY": "sk-a-secret"}}
 	require.Equal(t, []string{"PATH=/bin", "HOME=/h", "A_KEY=sk-a-secret", "B_KEY=sk-b-secret"},
 		l.Environ([]string{"PATH=/bin", "A_KEY=old", "HOME=/h", "B_KEY="}))
@@ -62,6 +64,6 @@ func TestMCPLaunchEnvironAndPrinting(t *testing.T) {
 		require.NotContains(t, s, "sk-")
 		require.True(t, strings.Contains(s, "A_KEY, B_KEY"), s)
 	}
-	r := &grantwire.MCPLaunch{Connector: "mcp-r", Agent: "builtin:chat", Type: "mcp_remote", URL: "https://r.example/mcp"}
+	r := &mcp.Launch{Connector: "mcp-r", Agent: "builtin:chat", Type: "mcp_remote", URL: "https://r.example/mcp"}
 	require.Equal(t, "mcp_remote mcp-r for builtin:chat at https://r.example/mcp", r.String())
 }

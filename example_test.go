@@ -2,7 +2,6 @@ package grantwire_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -67,7 +67,7 @@ func consent(w *memhost.World) {
 func connected() (*grantwire.Client, *memhost.World) {
 	ctx := context.Background()
 	c, w := example()
-	_, err := c.ConfigureClient(ctx, "google", "client-1", "client-secret-1", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "client-secret-1"})
 	must(err)
 	consent(w)
 	_, err = c.Connect(ctx, "google", nil, []string{"installed:mail"})
@@ -134,7 +134,7 @@ func ExampleWithCatalog() {
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 	mine := `{"connectors": {"mcp-mine": {"type": "mcp_server", "command": "mine",
 	  "env": [{"key": "MINE_KEY", "required": true, "secret": true}]}}}`
-	c, err := grantwire.New(ctx, grantwire.WithCatalog([]byte(mine)), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(catalog.Bytes([]byte(mine))), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	rows, err := c.Status(ctx)
@@ -142,7 +142,7 @@ func ExampleWithCatalog() {
 	fmt.Println(len(rows), rows[0].ID, rows[0].MissingKeys)
 
 	// What a catalog holds must be right, even when it is not a user's file.
-	_, err = grantwire.New(ctx, grantwire.WithCatalog([]byte(`{"connectors": {"x": {"type": "ftp"}}}`)),
+	_, err = grantwire.New(ctx, grantwire.WithCatalog(catalog.Bytes([]byte(`{"connectors": {"x": {"type": "ftp"}}}`))),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	fmt.Println(err)
 	// Output:
@@ -151,7 +151,7 @@ func ExampleWithCatalog() {
 }
 
 // A user's catalog file replaces the embedded catalog; the policy judges it strictly.
-func ExampleWithCatalogFile() {
+func ExampleWithCatalog_file() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "grantwire-example-")
 	must(err)
@@ -160,13 +160,13 @@ func ExampleWithCatalogFile() {
 	must(os.WriteFile(path, []byte(`{"connectors": {"mcp-mine": {"type": "mcp_server", "display_name": "Mine",
 	  "tier": "community", "command": "mine", "evn": []}}}`), 0o600))
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	_, err = grantwire.New(ctx, grantwire.WithCatalogFile(path), grantwire.WithCapabilities(w.Capabilities("")))
+	_, err = grantwire.New(ctx, grantwire.WithCatalog(catalog.File(path)), grantwire.WithCapabilities(w.Capabilities("")))
 	fmt.Println(errors.Is(err, grantwire.ErrConfiguration))
 	fmt.Println(strings.ReplaceAll(err.Error(), dir, "$DIR"))
 
 	must(os.WriteFile(path, []byte(`{"connectors": {"mcp-mine": {"type": "mcp_server", "display_name": "Mine",
 	  "tier": "community", "command": "mine"}}}`), 0o600))
-	c, err := grantwire.New(ctx, grantwire.WithCatalogFile(path), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(catalog.File(path)), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	fmt.Println(c.Catalog().IDs())
@@ -178,11 +178,11 @@ func ExampleWithCatalogFile() {
 
 // A catalog loaded once (to list it, say) is handed to the client as it is; a file's is
 // judged strictly by the policy, the embedded one is used as shipped.
-func ExampleWithLoadedCatalog() {
+func ExampleWithCatalog_loaded() {
 	ctx := context.Background()
 	cat := catalog.Default()
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
-	c, err := grantwire.New(ctx, grantwire.WithLoadedCatalog(cat), grantwire.WithCapabilities(w.Capabilities("")))
+	c, err := grantwire.New(ctx, grantwire.WithCatalog(cat), grantwire.WithCapabilities(w.Capabilities("")))
 	must(err)
 	defer c.Close(ctx)
 	e, _ := c.Catalog().Entry("google")
@@ -203,16 +203,16 @@ func ExampleWithObserver() {
 		}))
 	must(err)
 	_, _ = c.Grant(ctx, "mcp-memory", "builtin:chat", []string{"use"})
-	_, _ = c.Credential(ctx, "mcp-memory", "builtin:email")
+	_, _ = mcp.Of(c).Credential(ctx, "mcp-memory", "builtin:email")
 	// Output:
 	// grant {"agent":"builtin:chat","connector":"mcp-memory","scopes":["use"]} ok wasm
 	// credential {"agent":"builtin:email","connector":"mcp-memory"} AGENT_NOT_GRANTED wasm
 }
 
-func ExampleClient_ConfigureClient() {
+func ExampleClient_Configure() {
 	ctx := context.Background()
 	c, w := example()
-	r, err := c.ConfigureClient(ctx, "google", "client-1", "client-secret-1", "")
+	r, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "client-secret-1"})
 	must(err)
 	fmt.Println(r.Connector, r.ClientIDHash, r.HasSecret)
 	fmt.Println(w.Events()[0].Type, string(w.Events()[0].Payload))
@@ -224,7 +224,7 @@ func ExampleClient_ConfigureClient() {
 func ExampleClient_Connect() {
 	ctx := context.Background()
 	c, w := example()
-	_, err := c.ConfigureClient(ctx, "google", "client-1", "client-secret-1", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "client-secret-1"})
 	must(err)
 	consent(w)
 	// No scopes: what the listed agents declare, plus the catalog's defaults. The user has
@@ -281,7 +281,7 @@ func ExampleError() {
 	}
 
 	w.Hold("google", "another process")
-	_, err = c.ConfigureClient(ctx, "google", "client-2", "client-secret-2", "")
+	_, err = c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "client-secret-2"})
 	if errors.Is(err, grantwire.ErrBusy) && errors.As(err, &ge) {
 		fmt.Println(ge.Code, ge.Status, ge.Exit, ge.RetryAfter, ge.Fix == "")
 		fmt.Println(err)
@@ -398,23 +398,24 @@ func ExampleClient_ListActivations() {
 	// Output: map[mcp-memory:map[builtin:chat:true]]
 }
 
-func ExampleClient_VisibleServers() {
+func Example_visibleServers() {
 	ctx := context.Background()
 	c, _ := example()
 	_, err := c.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"}) // granted, not active
 	must(err)
 	_, err = c.Activate(ctx, "mcp-memory", "builtin:chat", nil) // granted and active
 	must(err)
-	servers, err := c.VisibleServers(ctx, "builtin:chat")
+	servers, err := mcp.Of(c).VisibleServers(ctx, "builtin:chat")
 	must(err)
 	fmt.Println(servers)
 	// Output: [mcp-memory]
 }
 
-func ExampleClient_ConfigureMCP() {
+func ExampleClient_Configure_mcp() {
 	ctx := context.Background()
 	c, w := example()
-	must(c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}))
+	_, err := c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}})
+	must(err)
 	// mcp_servers.json holds a keyring reference, never the value.
 	fmt.Print(string(w.File("mcp_servers.json")))
 	// Output:
@@ -436,15 +437,16 @@ func ExampleClient_ConfigureMCP() {
 	// }
 }
 
-func ExampleClient_Credential() {
+func Example_credential() {
 	ctx := context.Background()
 	c, _ := example()
-	must(c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}))
-	_, err := c.Credential(ctx, "mcp-github", "builtin:chat")
+	_, err := c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}})
+	must(err)
+	_, err = mcp.Of(c).Credential(ctx, "mcp-github", "builtin:chat")
 	fmt.Println(errors.Is(err, grantwire.ErrAgentNotGranted))
 	_, err = c.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
 	must(err)
-	cred, err := c.Credential(ctx, "mcp-github", "builtin:chat")
+	cred, err := mcp.Of(c).Credential(ctx, "mcp-github", "builtin:chat")
 	must(err)
 	fmt.Println(cred.Command, cred.Args, cred.Env["GITHUB_PERSONAL_ACCESS_TOKEN"])
 	// Output:
@@ -499,7 +501,7 @@ func ExampleClient_Status() {
 	ctx := context.Background()
 	c, _ := connected()
 	// Rotating the client makes the stored connection stale; status reports it, read-only.
-	_, err := c.ConfigureClient(ctx, "google", "client-2", "client-secret-2", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "client-secret-2"})
 	must(err)
 	rows, err := c.Status(ctx)
 	must(err)
@@ -515,7 +517,7 @@ func ExampleClient_Status() {
 func ExampleClient_Connections() {
 	ctx := context.Background()
 	c, _ := connected()
-	_, err := c.ConfigureClient(ctx, "google", "client-2", "client-secret-2", "")
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "client-secret-2"})
 	must(err)
 	// The listing enforces the tripwire: the stale connection is cleared under the lock.
 	rows, cleared, err := c.Connections(ctx)
@@ -544,19 +546,20 @@ func ExampleClient_Test() {
 	// grantwire configure mcp-github --from-stdin
 }
 
-func ExampleClient_MCPServers() {
+func Example_mcpServers() {
 	ctx := context.Background()
 	c, _ := example()
-	must(c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}))
-	_, err := c.Activate(ctx, "mcp-github", "builtin:chat", nil)
+	_, err := c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example"}})
 	must(err)
-	all, err := c.MCPServers(ctx, "")
+	_, err = c.Activate(ctx, "mcp-github", "builtin:chat", nil)
+	must(err)
+	all, err := mcp.Of(c).Servers(ctx, "")
 	must(err)
 	for _, s := range all {
 		fmt.Println(s.ID, s.Command, s.Configured, s.EnvKeys, s.Grants, s.ActiveFor)
 	}
 	// With an agent: the servers it sees.
-	seen, err := c.MCPServers(ctx, "builtin:email")
+	seen, err := mcp.Of(c).Servers(ctx, "builtin:email")
 	must(err)
 	fmt.Println(len(seen))
 	// Output:
@@ -597,53 +600,4 @@ func ExampleClient_AgentID() {
 	// Output:
 	// custom:57ec40d4c02706e6:reviewer
 	// custom:9848e4b763c14a3b:rev
-}
-
-// A shell that watches activations.json hands what another process changed to
-// ActivationChanges, which emits one event per pair that changed (grantwire.Open wires
-// this for the OS shell).
-func ExampleClient_ActivationChanges() {
-	ctx := context.Background()
-	c, w := example()
-	before := json.RawMessage(`{"mcp-memory": {"builtin:chat": true}}`)
-	after := json.RawMessage(`{"mcp-github": {"builtin:chat": true}}`)
-	must(c.ActivationChanges(ctx, before, after))
-	for _, e := range w.Events() {
-		fmt.Println(e.Type, string(e.Payload))
-	}
-	// Output:
-	// connector.activation.changed {"active":true,"agent_id":"builtin:chat","connector_id":"mcp-github"}
-	// connector.activation.changed {"active":false,"agent_id":"builtin:chat","connector_id":"mcp-memory"}
-}
-
-// A shell that watches grants.json hands what another process changed to GrantChanges,
-// which emits one event per pair whose scopes changed, with the scopes held now ([] when
-// revoked; grantwire.Open wires this for the OS shell).
-func ExampleClient_GrantChanges() {
-	ctx := context.Background()
-	c, w := example()
-	before := json.RawMessage(`{"google": {"builtin:chat": ["openid"], "builtin:email": ["gmail.readonly"]}}`)
-	after := json.RawMessage(`{"google": {"builtin:chat": ["email", "openid"]}, "mcp-github": {"builtin:chat": ["use"]}}`)
-	must(c.GrantChanges(ctx, before, after))
-	for _, e := range w.Events() {
-		fmt.Println(e.Type, string(e.Payload))
-	}
-	// Output:
-	// connector.grant.changed {"agent_id":"builtin:chat","connector_id":"google","scopes":["email","openid"]}
-	// connector.grant.changed {"agent_id":"builtin:email","connector_id":"google","scopes":[]}
-	// connector.grant.changed {"agent_id":"builtin:chat","connector_id":"mcp-github","scopes":["use"]}
-}
-
-func ExampleClient_Do() {
-	ctx := context.Background()
-	c, _ := example()
-	out, err := c.Do(ctx, "grant", map[string]any{"connector": "mcp-memory", "agent": "builtin:chat", "scopes": []string{"use"}}, nil)
-	must(err)
-	fmt.Println(string(out.Result))
-	// An operation's error is also in the outcome, as the core decided it.
-	out, err = c.Do(ctx, "credential", map[string]any{"connector": "mcp-memory", "agent": "builtin:email"}, nil)
-	fmt.Println(out.Error.Code, errors.Is(err, grantwire.ErrAgentNotGranted), errors.Is(c.AsError(out.Error), grantwire.ErrAgentNotGranted))
-	// Output:
-	// {"agent":"builtin:chat","changed":true,"connector":"mcp-memory","scopes":["use"],"warnings":[]}
-	// AGENT_NOT_GRANTED true true
 }

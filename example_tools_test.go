@@ -6,32 +6,33 @@ import (
 	"fmt"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
-func ExampleTools() {
+func Example_tools() {
 	ctx := context.Background()
 	c, _ := example()
 	// Activate mcp-github for the chat agent with two of its tools only.
-	a, err := c.Tools().Allow(ctx, "mcp-github", "builtin:chat", []string{"search_code", "get_file_contents"}, []string{"use"})
+	a, err := mcp.Of(c).Tools().Allow(ctx, "mcp-github", "builtin:chat", []string{"search_code", "get_file_contents"}, []string{"use"})
 	must(err)
 	fmt.Println(a.Tools)
 	// What a relay asks: which tools of the server's list the agent sees, in its order...
-	v, err := c.Tools().Filter(ctx, "mcp-github", "builtin:chat", []string{"create_issue", "search_code", "get_file_contents"})
+	v, err := mcp.Of(c).Tools().Filter(ctx, "mcp-github", "builtin:chat", []string{"create_issue", "search_code", "get_file_contents"})
 	must(err)
 	fmt.Println(v.Rule, v.Names, v.Refused)
 	// ...and, before each call, whether it may call that tool.
-	_, err = c.Tools().Check(ctx, "mcp-github", "builtin:chat", "create_issue")
+	_, err = mcp.Of(c).Tools().Check(ctx, "mcp-github", "builtin:chat", "create_issue")
 	var ge *grantwire.Error
 	if errors.As(err, &ge) && errors.Is(err, grantwire.ErrToolNotAllowed) {
 		fmt.Println(ge.Code, "fix:", ge.Fix)
 	}
-	rules, err := c.Tools().Rules(ctx, "mcp-github")
+	rules, err := mcp.Of(c).Tools().Rules(ctx, "mcp-github")
 	must(err)
 	fmt.Println(rules)
 	// Every tool again.
-	_, err = c.Tools().AllowAll(ctx, "mcp-github", "builtin:chat", nil)
+	_, err = mcp.Of(c).Tools().AllowAll(ctx, "mcp-github", "builtin:chat", nil)
 	must(err)
-	_, err = c.Tools().Check(ctx, "mcp-github", "builtin:chat", "create_issue")
+	_, err = mcp.Of(c).Tools().Check(ctx, "mcp-github", "builtin:chat", "create_issue")
 	fmt.Println(err == nil)
 	// Output:
 	// [get_file_contents search_code]

@@ -8,6 +8,13 @@
 // them). Errors are *[Error] values with the stable codes of docs/behaviour.md#errors; use
 // errors.Is with the sentinels (ErrAgentNotGranted, ErrBusy, ...).
 //
+// The package is the whole API in one sitting: the client, its options and its typed
+// results. The MCP surface (local MCP servers' credentials and launch gate, the tool rules,
+// remote MCP servers behind OAuth 2.1) is package mcp over this one: mcp.Of(client). Every
+// client is built by [New] ([Open] adds the OS shell). Plumbing the module's own packages
+// share (running an operation by name, the watchers' activation_changes and grant_changes)
+// is internal (internal/oprun).
+//
 // This package imports the native, Wasm and OPA-server engines, not OPA's Go packages:
 // pass a rego engine with [WithEngine] to evaluate the Rego source directly.
 package grantwire
@@ -28,18 +35,17 @@ import (
 	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 
 type config struct {
-	engine      core.Engine
-	caps        *hostabi.Capabilities
-	catalog     []byte
-	catalogFile string
-	loaded      *catalog.Catalog
-	trace       func(string)
-	observe     func(Decision)
-	errs        []error
+	engine  core.Engine
+	caps    *hostabi.Capabilities
+	catalog []byte // an OPA server's data.catalog
+	source  catalog.Source
+	trace   func(string)
+	errs    []error
 	// bundle.go and decisionlog.go
 	bundle    *bundle.Bundle
 	observers []func(Decision)
@@ -66,25 +72,17 @@ func WithCapabilities(caps hostabi.Capabilities) Option {
 	return func(c *config) { c.caps = &caps }
 }
 
-// WithCatalog replaces the embedded catalog with catalog JSON ({"connectors": {...}}),
-// checked as the policy checks any catalog; the built-in agents are not loaded with it.
-func WithCatalog(raw []byte) Option { return func(c *config) { c.catalog = raw } }
-
-// WithCatalogFile replaces the embedded catalog with a user's catalog file, validated
-// strictly by the policy (unknown fields refused, what a working connector needs
-// required); the built-in agents stay.
-func WithCatalogFile(path string) Option { return func(c *config) { c.catalogFile = path } }
-
-// WithLoadedCatalog uses a catalog already loaded (catalog.Default, Load or LoadFile); a
-// file's catalog is validated strictly by the policy, as WithCatalogFile does.
-func WithLoadedCatalog(cat *catalog.Catalog) Option { return func(c *config) { c.loaded = cat } }
+// WithCatalog replaces the embedded catalog with src: catalog JSON (catalog.Bytes,
+// {"connectors": {...}}, checked as the policy checks any catalog, without the built-in
+// agents), a user's catalog file (catalog.File: validated strictly by the policy, unknown
+// fields refused and what a working connector needs required; the built-in agents stay),
+// or a catalog already loaded (*catalog.Catalog: catalog.Default, Load or LoadFile; a
+// file's catalog is validated strictly, as catalog.File is). The last WithCatalog wins.
+func WithCatalog(src catalog.Source) Option { return func(c *config) { c.source = src } }
 
 func (c *config) loadCatalog() (*catalog.Catalog, error) {
-	if c.loaded != nil {
-		return c.loaded, nil
-	}
-	if c.catalogFile != "" {
-		return catalog.LoadFile(c.catalogFile)
+	if c.source != nil {
+		return c.source.Catalog()
 	}
 	return catalog.Load(c.catalog)
 }
@@ -119,8 +117,17 @@ type Decision struct {
 // carry descriptions, never a secret, so a transcript is safe to print or log).
 func WithTrace(fn func(line string)) Option { return func(c *config) { c.trace = fn } }
 
-// WithObserver calls fn after every operation (decision logs, metrics).
-func WithObserver(fn func(Decision)) Option { return func(c *config) { c.observe = fn } }
+// WithObserver calls fn after every operation (decision logs, metrics); each WithObserver
+// adds one. A decision log is one: WithObserver(func(d Decision) { _ = l.Log(d.Record()) })
+// records every decision in OPA's decision-log format (package decisionlog), redacted by
+// construction (no secret, no refresh-token digest, no version token, no secret reference).
+func WithObserver(fn func(Decision)) Option {
+	return func(c *config) {
+		if fn != nil {
+			c.observers = append(c.observers, fn)
+		}
+	}
+}
 
 // Client runs grantwire's operations. It is safe for concurrent use.
 type Client struct {
@@ -202,7 +209,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 		if _, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
 			_ = cl.Close(ctx)
 			if c.bundle != nil {
-				return nil, fmt.Errorf("%w: data.catalog: %w", ErrBundle, err)
+				return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
 			}
 			return nil, err
 		}
@@ -210,10 +217,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	return cl, nil
 }
 
-// ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for
-// a catalog read from a file), as New does, for callers that only read the catalog. It
-// needs no shell: the decision asks the host nothing.
-func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
+// validateCatalog has the policy judge a catalog (operation validate_catalog, strict for
+// a catalog read from a file), as New does, for callers that only read the catalog
+// (oprun.ValidateCatalog). It needs no shell: the decision asks the host nothing.
+func validateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
 	h := host.New(hostabi.Capabilities{})
 	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
 	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
@@ -245,9 +252,10 @@ func (c *Client) Engine() core.Engine { return c.engine }
 // Catalog returns the client's catalog.
 func (c *Client) Catalog() *catalog.Catalog { return c.catalog }
 
-// Do runs any operation by name and returns its raw result (which may hold secret
-// references resolved by Outcome.Secret). The typed methods below are built on it.
-func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+// do runs any operation by name and returns its raw result (which may hold secret
+// references resolved by Outcome.Secret). The typed methods below are built on it; the
+// module's own packages reach it through internal/oprun.
+func (c *Client) do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
 	start := time.Now()
 	out, err := c.driver.Run(ctx, op, args, secrets)
 	if err != nil {
@@ -269,8 +277,8 @@ func (c *Client) Do(ctx context.Context, op string, args any, secrets map[string
 	return out, nil
 }
 
-// AsError converts an operation's core error to *Error (nil stays nil).
-func (c *Client) AsError(ce *core.Error) *Error {
+// asError converts an operation's core error to *Error (nil stays nil).
+func (c *Client) asError(ce *core.Error) *Error {
 	if ce == nil {
 		return nil
 	}
@@ -278,7 +286,7 @@ func (c *Client) AsError(ce *core.Error) *Error {
 }
 
 func (c *Client) run(ctx context.Context, op string, args any, secrets map[string]string, result any) (*hostabi.Outcome, error) {
-	out, err := c.Do(ctx, op, args, secrets)
+	out, err := c.do(ctx, op, args, secrets)
 	if err != nil {
 		return out, err
 	}
@@ -289,6 +297,30 @@ func (c *Client) run(ctx context.Context, op string, args any, secrets map[strin
 	}
 	return out, nil
 }
+
+// runner is the client as internal/oprun sees it.
+type runner struct{ c *Client }
+
+func init() {
+	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog)
+}
+
+func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
+	return r.c.do(ctx, op, args, secrets)
+}
+
+func (r runner) Run(ctx context.Context, op string, args any, secrets map[string]string, result any) (*hostabi.Outcome, error) {
+	return r.c.run(ctx, op, args, secrets, result)
+}
+
+func (r runner) AsError(ce *core.Error) error {
+	if e := r.c.asError(ce); e != nil {
+		return e
+	}
+	return nil
+}
+
+func (r runner) Catalog() *catalog.Catalog { return r.c.catalog }
 
 type secretRef struct {
 	Ref string `json:"$ref"`
@@ -484,15 +516,6 @@ func (c *Client) ListActivations(ctx context.Context, connector string) (map[str
 	return out, json.Unmarshal(r.Activations, &out)
 }
 
-// VisibleServers lists the MCP connectors whose tools agent sees (granted and active).
-func (c *Client) VisibleServers(ctx context.Context, agent string) ([]string, error) {
-	var r struct {
-		Servers []string `json:"servers"`
-	}
-	_, err := c.run(ctx, "visible_servers", map[string]any{"agent": agent}, nil, &r)
-	return r.Servers, err
-}
-
 // DisconnectResult says what Disconnect removed.
 type DisconnectResult struct {
 	Connector     string   `json:"connector"`
@@ -515,34 +538,9 @@ func (c *Client) Disconnect(ctx context.Context, connector string) (*DisconnectR
 	return &r, err
 }
 
-// ClientResult is the outcome of ConfigureClient (never a secret).
-type ClientResult struct {
-	Connector    string `json:"connector"`
-	ClientIDHash string `json:"client_id_hash"`
-	HasSecret    bool   `json:"has_secret"`
-	Tenant       string `json:"tenant"`
-}
-
-// ConfigureClient stores a provider's OAuth client in the credential store.
-func (c *Client) ConfigureClient(ctx context.Context, provider, clientID, clientSecret, tenant string) (*ClientResult, error) {
-	args := map[string]any{"connector": provider}
-	if tenant != "" {
-		args["tenant"] = tenant
-	}
-	var r struct {
-		ClientResult
-		Tenant *string `json:"tenant"`
-	}
-	_, err := c.run(ctx, "configure_client", args, map[string]string{"client_id": clientID, "client_secret": clientSecret}, &r)
-	if r.Tenant != nil {
-		r.ClientResult.Tenant = *r.Tenant
-	}
-	return &r.ClientResult, err
-}
-
 // ConfigureInput is what Configure stores: an OAuth provider's client (ClientID,
 // ClientSecret, Tenant) or a local MCP server's environment (Env, and Given: the values of
-// Env the user gave as arguments, as ConfigureMCPGiven). Which applies is the policy's to
+// Env the user gave as arguments, the CLI's --set). Which applies is the policy's to
 // say from the catalog; the values of the other kind are refused.
 type ConfigureInput struct {
 	ClientID, ClientSecret, Tenant string
@@ -560,8 +558,8 @@ type ConfigureResult struct {
 }
 
 // Configure configures any connector (op configure, which the policy dispatches by the
-// catalog: an OAuth provider's client as ConfigureClient, else an MCP server's environment
-// as ConfigureMCPGiven). Surfaces call it without choosing by the connector's type.
+// catalog: an OAuth provider's client (configure_client), else an MCP server's environment
+// (configure_mcp). Surfaces call it without choosing by the connector's type.
 func (c *Client) Configure(ctx context.Context, connector string, in ConfigureInput) (*ConfigureResult, error) {
 	keys := make([]string, 0, len(in.Env))
 	secrets := map[string]string{}
@@ -603,23 +601,20 @@ type ConnectResult struct {
 	Warnings   []string `json:"warnings"`
 }
 
-// Flow is how the user authorizes a connection.
-type Flow string
-
-// Flows of Connect.
+// Flows of Connect: how the user authorizes a connection (ConnectOptions.Flow).
 const (
 	// FlowLoopback (the default): the browser opens the authorization URL and comes back
 	// to a one-shot listener on 127.0.0.1.
-	FlowLoopback Flow = "loopback"
+	FlowLoopback = "loopback"
 	// FlowPaste: the user opens the URL on any machine and pastes back the address the
 	// browser was redirected to (the shell's paste input, the CLI's standard input); it is
 	// checked as a callback is.
-	FlowPaste Flow = "paste"
+	FlowPaste = "paste"
 	// FlowDevice: the device authorization grant (RFC 8628). The user enters a code shown
 	// here on another device while the token endpoint is polled; for providers whose
 	// catalog entry has a device_authorization_url (and, when it lists device_scopes, for
 	// those scopes only).
-	FlowDevice Flow = "device"
+	FlowDevice = "device"
 )
 
 // ConnectOptions tune Connect.
@@ -628,22 +623,20 @@ type ConnectOptions struct {
 	// device code that expires sooner ends the wait sooner.
 	Timeout time.Duration
 	// Flow is how the user authorizes (default FlowLoopback).
-	Flow Flow
+	Flow string
 	// OnDeviceCode, with FlowDevice, receives the code to show the user instead of the
 	// shell's prompt (a web server hands it to the page that asked, then lets Connect poll
 	// on). It is called once, before the polling starts, and must not block. The device
 	// code itself (a secret) never leaves the host.
-	OnDeviceCode func(DeviceCode)
+	// The prompt is what a user needs to authorize on another device (RFC 8628 §3.3):
+	// where to go, the code to enter there, how long it lasts and how often it is polled;
+	// it holds no secret.
+	OnDeviceCode func(hostabi.DevicePrompt)
 	// Browser, when set, is given the authorization URL instead of the shell's browser (a
 	// server hands it to the page that asked; see hostabi.WithBrowser). It returns an
 	// error when it cannot show the URL.
 	Browser func(url string) error
 }
-
-// DeviceCode is what a user needs to authorize a connection on another device (RFC 8628
-// §3.3): where to go, the code to enter there, how long it lasts and how often it is
-// polled. It holds no secret. It is the host ABI's device prompt, handed over as it is.
-type DeviceCode = hostabi.DevicePrompt
 
 // Connect authorizes a provider and stores the connection; grantAgents are granted their
 // declared scopes (or scopes, when given). The user authorizes in a browser that comes
@@ -664,7 +657,7 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 			args["timeout_ms"] = o.Timeout.Milliseconds()
 		}
 		if o.Flow != "" {
-			args["flow"] = string(o.Flow)
+			args["flow"] = o.Flow
 		}
 		if f := o.OnDeviceCode; f != nil {
 			ctx = hostabi.WithPrompter(ctx, hostabi.PrompterFunc(func(_ context.Context, p hostabi.DevicePrompt) error {
@@ -719,61 +712,6 @@ func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSu
 	var r ForwardedSummary
 	_, err := c.run(ctx, "import_forwarded", args, secrets, &r)
 	return &r, err
-}
-
-// ConfigureMCP stores an MCP server's environment values in the credential store.
-func (c *Client) ConfigureMCP(ctx context.Context, connector string, env map[string]string) error {
-	return c.ConfigureMCPGiven(ctx, connector, env, nil)
-}
-
-// ConfigureMCPGiven is ConfigureMCP where given names the values of env that the user gave
-// as arguments (the CLI's --set: keys the catalog does not mark secret, which the policy
-// refuses otherwise). The fix of a missing key repeats them, so that running it asks only
-// for what is still missing.
-func (c *Client) ConfigureMCPGiven(ctx context.Context, connector string, env, given map[string]string) error {
-	keys := make([]string, 0, len(env))
-	secrets := map[string]string{}
-	for k, v := range env {
-		keys = append(keys, k)
-		secrets["env."+k] = v
-	}
-	sort.Strings(keys)
-	args := map[string]any{"connector": connector, "env_keys": keys}
-	if len(given) > 0 {
-		args["set"] = given
-	}
-	_, err := c.run(ctx, "configure_mcp", args, secrets, nil)
-	return err
-}
-
-// MCPCredential is what an MCP server needs to start for a granted agent.
-type MCPCredential struct {
-	Connector string
-	Command   string
-	Args      []string
-	Env       map[string]string
-}
-
-// Credential returns an MCP server's command and environment for a granted agent.
-func (c *Client) Credential(ctx context.Context, connector, agent string) (*MCPCredential, error) {
-	var r struct {
-		Command string               `json:"command"`
-		Args    []string             `json:"args"`
-		Env     map[string]secretRef `json:"env"`
-	}
-	out, err := c.run(ctx, "credential", map[string]any{"connector": connector, "agent": agent}, nil, &r)
-	if err != nil {
-		return nil, err
-	}
-	cred := &MCPCredential{Connector: connector, Command: r.Command, Args: r.Args, Env: map[string]string{}}
-	for k, ref := range r.Env {
-		v, ok := out.Secret(ref.Ref)
-		if !ok {
-			return nil, fmt.Errorf("grantwire: credential reference %q unresolved", ref.Ref)
-		}
-		cred.Env[k] = v
-	}
-	return cred, nil
 }
 
 // ConnectorStatus is one row of Status.
@@ -853,28 +791,26 @@ func (c *Client) Connections(ctx context.Context) ([]Connection, []Cleared, erro
 	return r.Connections, r.Cleared, err
 }
 
-// Health is one connection's state after a health pass (see Maintain).
-type Health struct {
-	Connector string `json:"connector"`
-	// State is healthy, expiring (its refresh token nears the provider's inactivity limit
-	// and could not be used), failing (its last refreshes failed) or revoked (the provider
-	// answered invalid_grant; the connection was cleared).
-	State string `json:"state"`
-	// Action is what this pass did: none, refreshed, backoff (waiting after failures),
-	// cleared (revoked) or skipped (another process held the provider's lock).
-	Action string `json:"action"`
-	// Reason says why: expiry or keepalive for a refresh, the provider's error for a failure.
-	Reason   string `json:"reason,omitempty"`
-	Failures int    `json:"failures,omitempty"`
-	// NextAt is when this connection next needs the pass (Unix ms; 0: nothing is due).
-	NextAt int64 `json:"next_at,omitempty"`
-	// Fix is the command that fixes a connection that is not healthy.
-	Fix string `json:"fix,omitempty"`
-}
-
 // HealthPass is the outcome of one health pass (see Maintain).
 type HealthPass struct {
-	Connections []Health `json:"connections"`
+	// Connections are each connection's state after the pass.
+	Connections []struct {
+		Connector string `json:"connector"`
+		// State is healthy, expiring (its refresh token nears the provider's inactivity limit
+		// and could not be used), failing (its last refreshes failed) or revoked (the provider
+		// answered invalid_grant; the connection was cleared).
+		State string `json:"state"`
+		// Action is what this pass did: none, refreshed, backoff (waiting after failures),
+		// cleared (revoked) or skipped (another process held the provider's lock).
+		Action string `json:"action"`
+		// Reason says why: expiry or keepalive for a refresh, the provider's error for a failure.
+		Reason   string `json:"reason,omitempty"`
+		Failures int    `json:"failures,omitempty"`
+		// NextAt is when this connection next needs the pass (Unix ms; 0: nothing is due).
+		NextAt int64 `json:"next_at,omitempty"`
+		// Fix is the command that fixes a connection that is not healthy.
+		Fix string `json:"fix,omitempty"`
+	} `json:"connections"`
 	// NextRunAt is when the next pass is due (Unix ms), the policy's schedule.
 	NextRunAt int64 `json:"next_run_at"`
 }
@@ -911,49 +847,20 @@ func (c *Client) Test(ctx context.Context, connector string) (*TestResult, error
 	return &r, err
 }
 
-// MCPServer is one row of MCPServers.
-type MCPServer struct {
-	ID          string              `json:"id"`
-	Name        string              `json:"name"`
-	InCatalog   bool                `json:"in_catalog"`
-	Command     string              `json:"command"`
-	Args        []string            `json:"args"`
-	Configured  bool                `json:"configured"`
-	EnvKeys     []string            `json:"env_keys"`
-	MissingKeys []string            `json:"missing_keys"`
-	Grants      map[string][]string `json:"grants"`
-	ActiveFor   []string            `json:"active_for"`
-}
-
-// MCPServers lists the MCP servers of mcp_servers.json (with the names of their keys, never
-// the values), or with an agent, the servers that agent sees (granted and active).
-func (c *Client) MCPServers(ctx context.Context, agent string) ([]MCPServer, error) {
-	args := map[string]any{}
-	if agent != "" {
-		args["agent"] = agent
-	}
-	var r struct {
-		Servers []MCPServer `json:"servers"`
-	}
-	_, err := c.run(ctx, "mcp_list", args, nil, &r)
-	return r.Servers, err
-}
-
-// Requirement is one connector an agent declares: the scopes it asks for, and why.
-type Requirement struct {
-	Connector string   `json:"connector"`
-	Scopes    []string `json:"scopes"`
-	Reason    string   `json:"reason,omitempty"`
-}
-
 // Agent is one agent of the registry.
 type Agent struct {
-	ID                 string        `json:"id"`
-	Name               string        `json:"name,omitempty"`
-	Description        string        `json:"description,omitempty"`
-	RequiredConnectors []Requirement `json:"required_connectors"`
-	ConsumesMCPServers bool          `json:"consumes_mcp_servers"`
-	Origin             string        `json:"origin"` // builtin or file
+	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	// RequiredConnectors are the connectors the agent declares: the scopes it asks for,
+	// and why.
+	RequiredConnectors []struct {
+		Connector string   `json:"connector"`
+		Scopes    []string `json:"scopes"`
+		Reason    string   `json:"reason,omitempty"`
+	} `json:"required_connectors"`
+	ConsumesMCPServers bool   `json:"consumes_mcp_servers"`
+	Origin             string `json:"origin"` // builtin or file
 }
 
 // AgentProblem is an agent of agents.json that is not registered, and why.
@@ -985,22 +892,4 @@ func (c *Client) AgentID(ctx context.Context, path, name string) (string, error)
 	}
 	_, err := c.run(ctx, "agent_id", args, nil, &r)
 	return r.ID, err
-}
-
-// ActivationChanges turns a change of activations.json made by another process into
-// connector.activation.changed events, emitted through the shell's event capability: before
-// and after are the "activations" member of the ledger as it was and as it is
-// ({connector: {agent: true}}).
-func (c *Client) ActivationChanges(ctx context.Context, before, after json.RawMessage) error {
-	_, err := c.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
-	return err
-}
-
-// GrantChanges turns a change of grants.json made by another process into
-// connector.grant.changed events (one per pair whose scopes changed, with the scopes it
-// holds now, [] when revoked), emitted through the shell's event capability: before and
-// after are the grants ledger as it was and as it is ({connector: {agent: [scopes]}}).
-func (c *Client) GrantChanges(ctx context.Context, before, after json.RawMessage) error {
-	_, err := c.run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
-	return err
 }

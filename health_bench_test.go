@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func healthWorld(b *testing.B, engine string, n int) *grantwire.Client {
 		b.Fatal(err)
 	}
 	w.SetFile("connectors/state.json", doc)
-	c, err := grantwire.New(ctx, grantwire.WithEngineName(engine), grantwire.WithCatalog(cat),
+	c, err := grantwire.New(ctx, grantwire.WithEngineName(engine), grantwire.WithCatalog(catalog.Bytes(cat)),
 		grantwire.WithCapabilities(w.Capabilities("bench")))
 	if err != nil {
 		b.Fatal(err)

@@ -3,6 +3,7 @@ package grantwire_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/grantwire/grantwire/catalog"
 	"io"
 	"net/http"
 	"os"
@@ -67,12 +68,12 @@ func hotClient(b testing.TB, srv *authserver.Server, engine string, noCache bool
 	c, err := grantwire.Open(ctx, native.Options{Home: home, Service: svc, NoWatch: true, NoCache: noCache,
 		LockDir: filepath.Join(home, "locks"), Browser: followRedirect, Prompt: io.Discard,
 		Getenv: func(string) string { return "" }},
-		append([]grantwire.Option{grantwire.WithEngineName(engine), grantwire.WithCatalog(hotCatalog(b, srv.URL()))}, options...)...)
+		append([]grantwire.Option{grantwire.WithEngineName(engine), grantwire.WithCatalog(catalog.Bytes(hotCatalog(b, srv.URL())))}, options...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close(ctx) })
-	if _, err := c.ConfigureClient(ctx, "local", "cid", "cs", ""); err != nil {
+	if _, err := c.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := c.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"}); err != nil {

@@ -33,18 +33,22 @@ var layers = map[string]int{
 	"hostabi": 3, "decisionlog": 3,
 	// The Go host.
 	"host": 4,
+	// The plumbing the root registers and package mcp, the surfaces, the command and the
+	// test worlds share: running an operation by name (internal/oprun).
+	"internal/oprun": 4,
 	// Shells, the bundle file, the conformance runner.
 	"shells/": 5, "bundle": 5, "conformance": 5,
-	// The Go API (the root package: grantwire.Open runs the OS shell).
-	"": 6,
+	// The Go API (the root package: grantwire.Open runs the OS shell), then its MCP
+	// surface (package mcp, over the root).
+	"": 6, "mcp": 7,
 	// Surfaces and tools over the Go API, then the command.
-	"surfaces/": 7, "audit": 7, "cmd/": 8,
+	"surfaces/": 8, "audit": 8, "cmd/": 9,
 	// The test worlds (internal/testworld): above the product, in their own order.
-	"internal/testworld/": 9, "internal/testworld/memhost": 10, "internal/testworld/nodiff": 10,
-	"internal/testworld/opatest": 10, "internal/testworld/memshell": 11, "internal/testworld/nativeshell": 12,
-	"internal/testworld/audittest": 12, "internal/testworld/foreign": 12,
+	"internal/testworld/": 10, "internal/testworld/memhost": 11, "internal/testworld/nodiff": 11,
+	"internal/testworld/opatest": 11, "internal/testworld/memshell": 12, "internal/testworld/nativeshell": 13,
+	"internal/testworld/audittest": 13, "internal/testworld/foreign": 13,
 	// Development commands and generators: above everything they use.
-	"internal/cmd/": 20, "internal/tools/": 20,
+	"internal/cmd/": 21, "internal/tools/": 21,
 }
 
 // rank is the rank of a package or a folder (relative to the module; "" is the root).

@@ -137,7 +137,7 @@ func listingClient(b *testing.B, engine string, connectors, agents int) *grantwi
 	b.Cleanup(func() { _ = sh.Close() })
 	caps := sh.Capabilities()
 	caps.Keyring = w.Capabilities("").Keyring
-	options := []grantwire.Option{grantwire.WithCapabilities(caps), grantwire.WithLoadedCatalog(cat)}
+	options := []grantwire.Option{grantwire.WithCapabilities(caps), grantwire.WithCatalog(cat)}
 	if engine == "wasm" {
 		options = append(options, grantwire.WithEngineName(grantwire.EngineWasm))
 	} else {

@@ -12,8 +12,8 @@ import (
 )
 
 // Open returns a client on the OS shell with everything wired the way the grantwire
-// command wires it: the catalog (embedded, or WithCatalog / WithCatalogFile), the engine
-// on it ([DefaultEngine], or the one WithEngineName, WithOPAServer or WithEngine chooses),
+// command wires it: the catalog (embedded, or WithCatalog), the engine
+// on it ([DefaultEngine], or the one WithEngineName or WithEngine chooses),
 // and the OS shell (opts: home, keyring service, browser, …), whose watcher reports
 // activations and grants other processes change through the policy. The wasm engine
 // caches compiled code in the user's cache directory (grantwire/wazero). Close the client
@@ -57,7 +57,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 	// New takes the engine built here and the catalog it decides with (an OPA server's).
 	options = append(options, func(nc *config) {
 		nc.engineName, nc.opaURL, nc.opaOpts = "", "", nil
-		nc.catalog, nc.catalogFile, nc.loaded = nil, "", cat
+		nc.catalog, nc.source = nil, cat
 	}, WithEngine(engine))
 	var client atomic.Pointer[Client]
 	if opts.ActivationChanges == nil {
@@ -65,7 +65,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			if cl := client.Load(); cl != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = cl.ActivationChanges(ctx, before, after)
+				_, _ = cl.run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 	}
@@ -74,7 +74,7 @@ func Open(ctx context.Context, opts native.Options, options ...Option) (*Client,
 			if cl := client.Load(); cl != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = cl.GrantChanges(ctx, before, after)
+				_, _ = cl.run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 	}

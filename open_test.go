@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -28,11 +29,12 @@ func TestOpenOnTheOSShell(t *testing.T) {
 	require.Equal(t, "native", c.Engine().Name())
 
 	// The registry of the home feeds one-click activation: "use" for an MCP consumer.
-	require.NoError(t, c.ConfigureMCP(ctx, "mcp-memory", map[string]string{}))
+	_, err = c.Configure(ctx, "mcp-memory", grantwire.ConfigureInput{Env: map[string]string{}})
+	require.NoError(t, err)
 	act, err := c.Activate(ctx, "mcp-memory", "installed:triage", nil)
 	require.NoError(t, err)
 	require.Equal(t, "consumes_mcp_servers", act.GrantSource)
-	servers, err := c.VisibleServers(ctx, "installed:triage")
+	servers, err := mcp.Of(c).VisibleServers(ctx, "installed:triage")
 	require.NoError(t, err)
 	require.Equal(t, []string{"mcp-memory"}, servers)
 	_, err = os.Stat(filepath.Join(home, "connectors", "activations.json"))

@@ -33,7 +33,7 @@ func TestResidentFactsFollowLedgerChanges(t *testing.T) {
 	require.NoError(t, err)
 	engine, err := nativeengine.New(ctx, nativeengine.WithData(cat.Data()))
 	require.NoError(t, err)
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithEngine(engine), grantwire.WithLoadedCatalog(cat))
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithEngine(engine), grantwire.WithCatalog(cat))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close(ctx) })
 

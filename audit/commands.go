@@ -14,7 +14,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
@@ -70,7 +69,7 @@ func ReplayEngine(ctx context.Context, bundleFile, dir, catalogFile string) (cor
 		}
 		e, err := wasmengine.New(ctx, wasmengine.WithModule(b.Wasm), wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(1))
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", grantwire.ErrBundle, err)
+			return nil, "", fmt.Errorf("%w: %w", bundle.ErrRefused, err)
 		}
 		return e, fmt.Sprintf("bundle %s (revision %s)", bundleFile, b.Revision), nil
 	}

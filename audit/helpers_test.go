@@ -61,7 +61,7 @@ func scenarioLog(t *testing.T) string {
 			return "", err
 		}
 		w, caps := audittest.World()
-		c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithDecisionLog(l))
+		c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }))
 		if err != nil {
 			return "", err
 		}

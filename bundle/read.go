@@ -29,8 +29,8 @@ import (
 	"github.com/grantwire/grantwire/policy"
 )
 
-// ErrRefused reports a bundle grantwire refuses to run on (errors.Is; grantwire.ErrBundle
-// is the same value).
+// ErrRefused reports a bundle grantwire refuses to run on (errors.Is); grantwire.New wraps
+// it for a bundle it refuses.
 var ErrRefused = errors.New("grantwire: bundle refused")
 
 // Conventions of a grantwire bundle.

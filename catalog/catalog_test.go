@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // compiled shares the compiled policy between the engines of this package's tests (each
@@ -39,7 +41,7 @@ func world(t *testing.T, cat *catalog.Catalog) (*grantwire.Client, *memhost.Worl
 	t.Cleanup(func() { _ = e.Close(ctx) })
 	w := memhost.New(time.Unix(1_790_000_000, 0), 3)
 	memshell.Serve(w, cat)
-	c, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithLoadedCatalog(cat),
+	c, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithCatalog(cat),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	if err == nil {
 		t.Cleanup(func() { _ = c.Close(ctx) })
@@ -50,7 +52,7 @@ func world(t *testing.T, cat *catalog.Catalog) (*grantwire.Client, *memhost.Worl
 // validate runs the policy's validate_catalog operation on a client.
 func validate(t *testing.T, c *grantwire.Client, strict bool) ([]string, error) {
 	t.Helper()
-	out, err := c.Do(context.Background(), "validate_catalog", map[string]any{"strict": strict}, nil)
+	out, err := oprun.Of(c).Do(context.Background(), "validate_catalog", map[string]any{"strict": strict}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +180,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 		wasmengine.WithCompilationCache(compiled()))
 	require.NoError(t, err)
 	defer e.Close(ctx)
-	cl, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithLoadedCatalog(c),
+	cl, err := grantwire.New(ctx, grantwire.WithEngine(e), grantwire.WithCatalog(c),
 		grantwire.WithCapabilities(w.Capabilities("")))
 	require.NoError(t, err)
 	defer cl.Close(ctx)
@@ -194,7 +196,7 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 			if entry.ClientSecretRequired {
 				secret = "client-secret"
 			}
-			res, err := cl.ConfigureClient(ctx, entry.ID, "client-"+entry.ID, secret, tenants[entry.ID])
+			res, err := cl.Configure(ctx, entry.ID, grantwire.ConfigureInput{ClientID: "client-" + entry.ID, ClientSecret: secret, Tenant: tenants[entry.ID]})
 			require.NoError(t, err, entry.ID)
 			require.Equal(t, secret != "", res.HasSecret, entry.ID)
 			wantTenant := entry.Tenant // a client without a tenant of its own uses the catalog's
@@ -221,11 +223,12 @@ func TestPolicyAcceptsEveryEntry(t *testing.T) {
 					env[k.Key] = "value-of-" + k.Key
 				}
 			}
-			require.NoError(t, cl.ConfigureMCP(ctx, entry.ID, env), entry.ID)
+			_, err := cl.Configure(ctx, entry.ID, grantwire.ConfigureInput{Env: env})
+			require.NoError(t, err, entry.ID)
 			act, err := cl.Activate(ctx, entry.ID, "builtin:test", []string{"use"})
 			require.NoError(t, err, entry.ID)
 			require.True(t, act.AutoGranted)
-			cred, err := cl.Credential(ctx, entry.ID, "builtin:test")
+			cred, err := mcp.Of(cl).Credential(ctx, entry.ID, "builtin:test")
 			require.NoError(t, err, entry.ID)
 			require.Equal(t, entry.Command, cred.Command)
 			require.Equal(t, entry.Args, cred.Args)
@@ -362,7 +365,7 @@ func TestPolicyRefusesIncompleteFiles(t *testing.T) {
 	}, problems)
 
 	// WithCatalogFile loads and judges the file in one step.
-	_, err = grantwire.New(context.Background(), grantwire.WithCatalogFile(p),
+	_, err = grantwire.New(context.Background(), grantwire.WithCatalog(catalog.File(p)),
 		grantwire.WithCapabilities(memhost.New(time.Unix(1_790_000_000, 0), 1).Capabilities("")))
 	require.ErrorIs(t, err, grantwire.ErrConfiguration)
 	require.ErrorContains(t, err, `connector "a": display_name is required (and 2 more)`)

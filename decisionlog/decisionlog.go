@@ -12,7 +12,7 @@
 // (see [Redact] for the exact rule).
 //
 // This package imports core and internal/jsonx only: no OPA, no grantwire root package (the
-// root package's WithDecisionLog adapts a Client to it).
+// root package's WithObserver with Decision.Record feeds it).
 package decisionlog
 
 import (

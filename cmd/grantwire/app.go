@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"io"
 	"os"
 	"os/exec"
@@ -236,7 +237,7 @@ func (a *app) clientBuildsEngine() bool {
 
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
-// grantwire.ErrBundle.
+// bundle.ErrRefused.
 func (a *app) Bundle() (*bundle.Bundle, error) {
 	if a.bundlePath == "" || a.bundle != nil {
 		return a.bundle, nil
@@ -283,7 +284,7 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 	}
 	if b != nil {
 		if a.cat, err = catalog.Load(b.Catalog); err != nil {
-			return nil, fmt.Errorf("%w: data.catalog: %w", grantwire.ErrBundle, err)
+			return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
 		}
 	} else if a.catalogPath != "" {
 		// The policy validates the file when the client is built (validate_catalog).
@@ -405,14 +406,14 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			if c := a.watched.Load(); c != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = c.ActivationChanges(ctx, before, after)
+				_, _ = oprun.Of(c).Run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 		opts.GrantChanges = func(before, after json.RawMessage) {
 			if c := a.watched.Load(); c != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_ = c.GrantChanges(ctx, before, after)
+				_, _ = oprun.Of(c).Run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 		if a.prompt != nil {
@@ -446,9 +447,9 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	case a.bundle != nil:
 		copts = append(copts, grantwire.WithBundle(a.bundle))
 	case eng != nil:
-		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithLoadedCatalog(cat))
+		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat))
 	default:
-		copts = append(copts, grantwire.WithLoadedCatalog(cat))
+		copts = append(copts, grantwire.WithCatalog(cat))
 	}
 	if a.decisionLogPath != "" {
 		l, err := decisionlog.Open(a.decisionLogPath)
@@ -460,7 +461,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			return nil, usagef("--decision-log %s: cannot open it: %v", a.decisionLogPath, err)
 		}
 		a.dlog = l
-		copts = append(copts, grantwire.WithDecisionLog(l))
+		copts = append(copts, grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }))
 	}
 	a.client, err = grantwire.New(ctx, copts...)
 	if err != nil {
@@ -688,7 +689,7 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		}
 		return code
 	}
-	if errors.Is(inner, grantwire.ErrBundle) {
+	if errors.Is(inner, bundle.ErrRefused) {
 		exit := exitOf("BUNDLE_REFUSED", 5)
 		a.report("BUNDLE_REFUSED", strings.TrimPrefix(inner.Error(), "grantwire: "),
 			"build the bundle with grantwire policy build -o FILE, or run without --bundle", nil, exit)

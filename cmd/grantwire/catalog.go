@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"net/url"
 	"slices"
 	"sort"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/internal/safetext"
 )
@@ -43,7 +43,7 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 				if err != nil {
 					return err
 				}
-				if err := grantwire.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
+				if err := oprun.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
 					return err
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -127,7 +128,7 @@ func (a *app) replaceCatalog(cmd *cobra.Command, path string, body []byte, mode 
 		return fmt.Errorf("policy engine %s: %w", a.engineName, err)
 	}
 	defer func() { _ = engine.Close(context.WithoutCancel(cmd.Context())) }()
-	if err := grantwire.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
+	if err := oprun.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
 		var ge *grantwire.Error
 		if errors.As(err, &ge) {
 			ge.Summary = strings.ReplaceAll(ge.Summary, tmp.Name(), path) + "; nothing was written"

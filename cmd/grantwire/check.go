@@ -9,6 +9,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // testResult is what `grantwire test` reports.
@@ -113,7 +114,7 @@ func (a *app) test(ctx context.Context, c *grantwire.Client, id, agent string, s
 		return detail + "; pass --agent to also fetch a token", nil
 	}
 	if r.Type == catalog.TypeMCPServer {
-		cred, err := c.Credential(ctx, id, agent)
+		cred, err := mcp.Of(c).Credential(ctx, id, agent)
 		if err != nil {
 			return "", err
 		}

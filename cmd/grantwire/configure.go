@@ -118,7 +118,12 @@ func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (gra
 		}
 		return in, func(res *grantwire.ConfigureResult) error {
 			if a.jsonOut {
-				return a.printJSON(grantwire.ClientResult{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
+				return a.printJSON(struct {
+					Connector    string `json:"connector"`
+					ClientIDHash string `json:"client_id_hash"`
+					HasSecret    bool   `json:"has_secret"`
+					Tenant       string `json:"tenant"`
+				}{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
 			}
 			what := "client id"
 			if in.ClientSecret != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/hostabi"
 	"maps"
 	"slices"
 	"strings"
@@ -106,9 +107,9 @@ cancels and stores nothing (exit 130).`,
 // printDeviceCode writes the device code to show the user as one JSON line on stderr
 // (connect --device --json): {"device": {connector, verification_uri,
 // verification_uri_complete?, user_code, expires_in (seconds)}}.
-func (a *app) printDeviceCode(d grantwire.DeviceCode) {
+func (a *app) printDeviceCode(d hostabi.DevicePrompt) {
 	b, _ := json.Marshal(map[string]any{"device": struct {
-		grantwire.DeviceCode
+		hostabi.DevicePrompt
 		ExpiresIn int64 `json:"expires_in"`
 	}{d, int64(d.ExpiresIn.Seconds())}})
 	fmt.Fprintf(a.Stderr, "%s\n", b)

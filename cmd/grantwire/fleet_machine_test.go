@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"io"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ type fleetLine struct {
 func fleetMachine() int {
 	mode := os.Getenv(fleetMachineEnv)
 	ctx := context.Background()
-	opts := []grantwire.Option{grantwire.WithCatalogFile(os.Getenv("GRANTWIRE_CATALOG"))}
+	opts := []grantwire.Option{grantwire.WithCatalog(catalog.File(os.Getenv("GRANTWIRE_CATALOG")))}
 	if url := os.Getenv("GRANTWIRE_STORE"); url != "" {
 		opts = append(opts, grantwire.WithStore(url, postgres.Options{NoWatch: true, MaxConns: 8}))
 	}

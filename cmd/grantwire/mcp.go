@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 func (a *app) mcpCmd() *cobra.Command {
@@ -87,12 +87,12 @@ is active for.`,
 			if err != nil {
 				return err
 			}
-			remote, err := c.RemoteMCPServers(ctx, agent)
+			remote, err := mcp.Of(c).RemoteServers(ctx, agent)
 			if err != nil {
 				return err
 			}
 			if remote == nil {
-				remote = []grantwire.RemoteMCPServerInfo{}
+				remote = []mcp.RemoteServerInfo{}
 			}
 			if a.jsonOut {
 				return a.printJSON(map[string]any{"servers": servers, "remote": remote})
@@ -145,7 +145,7 @@ func (a *app) mcpServers(ctx context.Context, agent string) ([]mcpServer, error)
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.MCPServers(ctx, agent)
+	list, err := mcp.Of(c).Servers(ctx, agent)
 	if err != nil {
 		return nil, err
 	}

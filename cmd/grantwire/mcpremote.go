@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
 
@@ -129,7 +130,7 @@ arguments, written to files or printed.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{
+			res, err := mcp.Of(c).AddServer(ctx, mcp.RemoteServer{
 				ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
 				Issuer: issuer, ClientMetadataURL: metadataURL,
 				Grant: g, PrivateKey: key, Assertion: assertion, IDPTokenEndpoint: idpEndpoint, IDPClientID: idpClientID,
@@ -141,7 +142,7 @@ arguments, written to files or printed.`,
 				return a.printJSON(res)
 			}
 			a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
-			if res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode {
+			if res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode {
 				a.printf("It is authorized with the %s grant: no browser, no person.\n", strings.ReplaceAll(string(res.Grant), "_", "-"))
 			}
 			if res.Reset {
@@ -172,13 +173,13 @@ arguments, written to files or printed.`,
 }
 
 // mcpGrant reads --grant: the policy's names with - or _ ("client-credentials").
-func mcpGrant(s string) (grantwire.MCPGrant, error) {
+func mcpGrant(s string) (mcp.Grant, error) {
 	if s == "" {
 		return "", nil
 	}
-	g := grantwire.MCPGrant(strings.ReplaceAll(s, "-", "_"))
+	g := mcp.Grant(strings.ReplaceAll(s, "-", "_"))
 	switch g {
-	case grantwire.GrantAuthorizationCode, grantwire.GrantClientCredentials, grantwire.GrantJWTBearer, grantwire.GrantIDJAG:
+	case mcp.GrantAuthorizationCode, mcp.GrantClientCredentials, mcp.GrantJWTBearer, mcp.GrantIDJAG:
 		return g, nil
 	}
 	return "", usagef("--grant %q is not one of authorization-code, client-credentials, jwt-bearer, id-jag", s)
@@ -217,11 +218,11 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			if err != nil {
 				return err
 			}
-			opts := grantwire.MCPAuthOptions{Scopes: scopes, Timeout: a.timeout()}
+			opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
 			if a.noBrowser {
 				opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
 			}
-			res, err := c.AuthorizeMCP(ctx, args[0], opts)
+			res, err := mcp.Of(c).Authorize(ctx, args[0], opts)
 			a.progress.Stop()
 			if err != nil {
 				return err
@@ -233,7 +234,7 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			if len(res.NotGranted) > 0 {
 				a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
 			}
-			machine := res.Grant != "" && res.Grant != grantwire.GrantAuthorizationCode
+			machine := res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode
 			if machine {
 				a.printf("No browser was needed: the %s grant runs again with grantwire mcp auth %s when the access token expires.\n",
 					strings.ReplaceAll(string(res.Grant), "_", "-"), res.Connector)
@@ -261,11 +262,11 @@ endpoint; best effort) and delete the server's tokens and registration from the 
 store. The server stays added, with its pre-registered client; grants and activations stay.`,
 		Example: `  grantwire mcp logout notes`,
 		Args:    exactArgs(1),
-		RunE: operation[*grantwire.MCPLogoutResult]{
-			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.MCPLogoutResult, error) {
-				return c.LogoutMCP(ctx, args[0])
+		RunE: operation[*mcp.LogoutResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.LogoutResult, error) {
+				return mcp.Of(c).Logout(ctx, args[0])
 			},
-			render: func(res *grantwire.MCPLogoutResult, _ []string) error {
+			render: func(res *mcp.LogoutResult, _ []string) error {
 				switch {
 				case !res.HadTokens:
 					a.printf("%s held no tokens; its registration (if any) was deleted.\n", res.Connector)
@@ -291,11 +292,11 @@ mcp_remote.json, and every grant and activation on it. A server of the catalog c
 removed: grantwire mcp logout <name> forgets its authorization.`,
 		Example: `  grantwire mcp remove notes`,
 		Args:    exactArgs(1),
-		RunE: operation[*grantwire.MCPRemoveResult]{
-			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.MCPRemoveResult, error) {
-				return c.RemoveMCP(ctx, args[0])
+		RunE: operation[*mcp.RemoveResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.RemoveResult, error) {
+				return mcp.Of(c).Remove(ctx, args[0])
 			},
-			render: func(res *grantwire.MCPRemoveResult, _ []string) error {
+			render: func(res *mcp.RemoveResult, _ []string) error {
 				how := "it held no tokens"
 				switch {
 				case res.Revoked:
@@ -404,7 +405,7 @@ func orNone(list []string) string {
 }
 
 // printRemote prints the remote MCP servers of mcp list.
-func (a *app) printRemote(agent string, servers []grantwire.RemoteMCPServerInfo) error {
+func (a *app) printRemote(agent string, servers []mcp.RemoteServerInfo) error {
 	if len(servers) == 0 {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
@@ -118,7 +119,7 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 	if err != nil {
 		return err
 	}
-	l, err := c.LaunchMCP(ctx, name, agent)
+	l, err := mcp.Of(c).Launch(ctx, name, agent)
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) er
 
 	// A tool rule for the pair: grantwire relays the JSON-RPC stream and applies it
 	// (docs/behaviour.md#tools). Without one the server gets grantwire's stdio as it is.
-	rules, err := c.Tools().Rules(ctx, name)
+	rules, err := mcp.Of(c).Tools().Rules(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (a *app) mcpConfig(ctx context.Context, names []string, agent string, forma
 	servers := map[string]mcpEntry{}
 	var warnings []string
 	for _, name := range names {
-		r, err := c.CheckMCPLaunch(ctx, name, agent)
+		r, err := mcp.Of(c).CheckLaunch(ctx, name, agent)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 func (a *app) grantsCmd() *cobra.Command {
@@ -184,9 +185,9 @@ allows none. --all-tools removes the rule (every tool, as without one).`,
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.Activation, error) {
 				switch {
 				case toolsSet:
-					return c.Tools().Allow(ctx, args[0], args[1], tools, explicit)
+					return mcp.Of(c).Tools().Allow(ctx, args[0], args[1], tools, explicit)
 				case allTools:
-					return c.Tools().AllowAll(ctx, args[0], args[1], explicit)
+					return mcp.Of(c).Tools().AllowAll(ctx, args[0], args[1], explicit)
 				}
 				return c.Activate(ctx, args[0], args[1], explicit)
 			},
@@ -228,14 +229,14 @@ must be granted and active for the server, and the pair's tool rule, if any, mus
 tool. A refusal exits 4 with the command that allows it.`,
 		example: `  grantwire activations check mcp-github builtin:chat push_files`,
 		args:    exactArgs(3),
-		run: operation[*grantwire.ToolVerdict]{
-			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ToolVerdict, error) {
-				return c.Tools().Check(ctx, args[0], args[1], args[2])
+		run: operation[*mcp.ToolVerdict]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.ToolVerdict, error) {
+				return mcp.Of(c).Tools().Check(ctx, args[0], args[1], args[2])
 			},
-			json: func(v *grantwire.ToolVerdict, _ []string) any {
+			json: func(v *mcp.ToolVerdict, _ []string) any {
 				return map[string]any{"connector": v.Connector, "agent": v.Agent, "tool": v.Tool, "rule": v.Rule, "allowed": true}
 			},
-			render: func(v *grantwire.ToolVerdict, _ []string) error {
+			render: func(v *mcp.ToolVerdict, _ []string) error {
 				how := "its tool rule lists it"
 				if v.Rule == "all" {
 					how = "no tool rule: every tool"
@@ -297,7 +298,7 @@ func (a *app) activationsListCmd() *cobra.Command {
 				if t.acts, err = c.ListActivations(ctx, optionalArg(args)); err != nil {
 					return t, err
 				}
-				t.rules, err = c.Tools().Rules(ctx, optionalArg(args))
+				t.rules, err = mcp.Of(c).Tools().Rules(ctx, optionalArg(args))
 				return t, err
 			},
 			json: func(t activeTools, _ []string) any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"maps"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func (a *app) status(ctx context.Context, id string) ([]grantwire.ConnectorStatu
 	if id != "" {
 		args["connector"] = id
 	}
-	out, err := c.Do(ctx, "status", args, nil)
+	out, err := oprun.Of(c).Do(ctx, "status", args, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func TestFleetDecisionLogMask(t *testing.T) {
 
 	w, caps := audittest.World()
 	var seen []grantwire.Decision
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithOPAServer(url),
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithEngineName(grantwire.EngineOPAServer+"="+url),
 		grantwire.WithObserver(func(d grantwire.Decision) { seen = append(seen, d) }))
 	require.NoError(t, err)
 	defer c.Close(ctx)

@@ -3,6 +3,7 @@ package native_test
 import (
 	"context"
 	"errors"
+	"github.com/grantwire/grantwire"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestCancelledRefreshesLoseNoRotation(t *testing.T) {
 	})
 	ctx := context.Background()
 	const scope = "mail.read"
-	_, err := w.client.ConfigureClient(ctx, "local", "client-cancel", "", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "client-cancel"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{scope}, nil)
 	require.NoError(t, err)

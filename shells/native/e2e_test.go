@@ -16,6 +16,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -72,7 +73,7 @@ func TestClientEndToEnd(t *testing.T) {
 	})
 	const scope = "mail.read"
 
-	_, err := w.client.ConfigureClient(ctx, "local", "client-e2e", "secret-e2e", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "client-e2e", ClientSecret: "secret-e2e"})
 	require.NoError(t, err)
 	conn, err := w.client.Connect(ctx, "local", []string{scope}, nil)
 	require.NoError(t, err)
@@ -147,11 +148,12 @@ func TestClientEndToEnd(t *testing.T) {
 	// Reconnect, MCP configuration, activation, then disconnect wipes everything.
 	_, err = w.client.Connect(ctx, "local", []string{scope}, []string{"builtin:chat"})
 	require.NoError(t, err)
-	require.NoError(t, w.client.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_TOKEN": "ghp_e2e_value"}))
+	_, err = w.client.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_TOKEN": "ghp_e2e_value"}})
+	require.NoError(t, err)
 	act, err := w.client.Activate(ctx, "mcp-github", "builtin:mcp-user", nil)
 	require.NoError(t, err)
 	require.True(t, act.AutoGranted)
-	cred, err := w.client.Credential(ctx, "mcp-github", "builtin:mcp-user")
+	cred, err := mcp.Of(w.client).Credential(ctx, "mcp-github", "builtin:mcp-user")
 	require.NoError(t, err)
 	require.Equal(t, "ghp_e2e_value", cred.Env["GITHUB_TOKEN"])
 	mcp := readJSONFile(t, filepath.Join(w.home, "mcp_servers.json"))

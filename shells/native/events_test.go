@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,7 +54,7 @@ func newChildClient(ctx context.Context, home string) (*grantwire.Client, *nativ
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(testCatalog(nil)))
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(catalog.Bytes(testCatalog(nil))))
 	return c, sh, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/grantwire/grantwire/catalog"
 	"io"
 	"net"
 	"net/http"
@@ -42,7 +43,7 @@ func catalogWith(srv *authserver.Server, change map[string]any) []byte {
 
 func configure(t *testing.T, w *world, id, secret string) {
 	t.Helper()
-	_, err := w.client.ConfigureClient(context.Background(), "local", id, secret, "")
+	_, err := w.client.Configure(context.Background(), "local", grantwire.ConfigureInput{ClientID: id, ClientSecret: secret})
 	require.NoError(t, err)
 }
 
@@ -354,7 +355,7 @@ func TestTransportRuleBeforeEveryRequest(t *testing.T) {
 		caps := sh.Capabilities()
 		caps.HTTP = logTransport{&sent, caps.HTTP}
 		_, err = grantwire.New(ctx, grantwire.WithCapabilities(caps),
-			grantwire.WithCatalog(catalogWith(nil, map[string]any{"token_url": "http://192.0.2.1/token"})))
+			grantwire.WithCatalog(catalog.Bytes(catalogWith(nil, map[string]any{"token_url": "http://192.0.2.1/token"}))))
 		var ge *grantwire.Error
 		require.ErrorAs(t, err, &ge)
 		require.Equal(t, "CONFIGURATION", ge.Code)
@@ -370,7 +371,7 @@ func TestTransportRuleBeforeEveryRequest(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = srv.Close() })
 		w := newWorld(t, worldOpts{browser: autoBrowser, options: []grantwire.Option{
-			grantwire.WithCatalog(catalogWith(srv, map[string]any{"userinfo_url": redir.URL + "/userinfo"}))}})
+			grantwire.WithCatalog(catalog.Bytes(catalogWith(srv, map[string]any{"userinfo_url": redir.URL + "/userinfo"})))}})
 		w.srv = srv
 		configure(t, w, "cid", "")
 		res, err := w.client.Connect(ctx, "local", []string{"mail.read"}, nil)

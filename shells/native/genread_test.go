@@ -2,6 +2,7 @@ package native_test
 
 import (
 	"context"
+	"github.com/grantwire/grantwire"
 	"path/filepath"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestOneStatPerFilePerOperation(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}})
-	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)

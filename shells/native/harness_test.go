@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"io"
 	"net/http"
 	"os"
@@ -171,12 +173,12 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	if !o.noWatch {
 		opts.ActivationChanges = func(before, after json.RawMessage) {
 			if client != nil {
-				_ = client.ActivationChanges(context.Background(), before, after)
+				_, _ = oprun.Of(client).Run(context.Background(), "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 		opts.GrantChanges = func(before, after json.RawMessage) {
 			if client != nil {
-				_ = client.GrantChanges(context.Background(), before, after)
+				_, _ = oprun.Of(client).Run(context.Background(), "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
 			}
 		}
 	}
@@ -193,7 +195,7 @@ func newWorld(t testing.TB, o worldOpts) *world {
 		o.caps(&caps)
 	}
 	client, err = grantwire.New(ctx, append([]grantwire.Option{grantwire.WithCapabilities(caps),
-		grantwire.WithCatalog(testCatalog(w.srv))}, o.options...)...)
+		grantwire.WithCatalog(catalog.Bytes(testCatalog(w.srv)))}, o.options...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close(ctx) })
 	w.client = client

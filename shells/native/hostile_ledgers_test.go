@@ -168,13 +168,14 @@ func TestLedgerSymlinkIsRefused(t *testing.T) {
 
 	// A dangling link has a fix too.
 	require.NoError(t, os.Symlink(filepath.Join(home, "nowhere.json"), filepath.Join(home, "mcp_servers.json")))
-	err = w.client.ConfigureMCP(ctx, "mcp-memory", nil)
+	_, err = w.client.Configure(ctx, "mcp-memory", grantwire.ConfigureInput{Env: nil})
 	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
 	require.ErrorAs(t, err, &ge)
 	require.Contains(t, ge.Message, "(a symbolic link to no regular file)")
 	out, err = exec.Command("sh", "-c", ge.Fix).CombinedOutput()
 	require.NoError(t, err, "%s: %s", ge.Fix, out)
-	require.NoError(t, w.client.ConfigureMCP(ctx, "mcp-memory", nil))
+	_, err = w.client.Configure(ctx, "mcp-memory", grantwire.ConfigureInput{Env: nil})
+	require.NoError(t, err)
 }
 
 // Invalid UTF-8 or a duplicate key anywhere in a ledger — even in an entry the operation

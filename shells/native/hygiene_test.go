@@ -18,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -60,7 +61,7 @@ func TestSecretHygiene(t *testing.T) {
 	}
 
 	var handed []string // what the caller legitimately receives
-	_, cerr := w.client.ConfigureClient(ctx, "local", "cid", clientSecret, "")
+	_, cerr := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: clientSecret})
 	try(cerr)
 	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
@@ -90,13 +91,14 @@ func TestSecretHygiene(t *testing.T) {
 	require.NoError(t, err)
 	handed = append(handed, tok.AccessToken)
 
-	try(w.client.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_TOKEN": mcpKey}))
+	_, err = w.client.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_TOKEN": mcpKey}})
+	try(err)
 	_, err = w.client.Activate(ctx, "mcp-github", "builtin:mcp-user", nil)
 	require.NoError(t, err)
-	cred, err := w.client.Credential(ctx, "mcp-github", "builtin:mcp-user")
+	cred, err := mcp.Of(w.client).Credential(ctx, "mcp-github", "builtin:mcp-user")
 	require.NoError(t, err)
 	require.Equal(t, mcpKey, cred.Env["GITHUB_TOKEN"])
-	_, err = w.client.Credential(ctx, "mcp-github", "builtin:chat")
+	_, err = mcp.Of(w.client).Credential(ctx, "mcp-github", "builtin:chat")
 	try(err)
 	st, err := w.client.Status(ctx)
 	require.NoError(t, err)

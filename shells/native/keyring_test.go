@@ -249,7 +249,7 @@ func childKeyringNoStore() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	_, err = c.ConfigureClient(ctx, "google", "client-id", plantedSecret, "")
+	_, err = c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-id", ClientSecret: plantedSecret})
 	var ge *grantwire.Error
 	if errors.As(err, &ge) {
 		out.Client, out.ClientMsg, out.Exit, out.Status = ge.Code, ge.Message, ge.Exit, ge.Status

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/grantwire/grantwire"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -138,7 +139,7 @@ func TestConcurrentRefreshesShareOneRequest(t *testing.T) {
 	clock := &testClock{now: time.Now()}
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "c"},
 		tweak: func(o *native.Options) { o.Clock = clock }})
-	_, err := w.client.ConfigureClient(ctx, "local", "c", "", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "c"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package native_test
 import (
 	"bufio"
 	"context"
+	"github.com/grantwire/grantwire"
 	"io"
 	"net"
 	"net/http"
@@ -73,7 +74,7 @@ func TestLoopbackChecksTheHostHeaderAsSent(t *testing.T) {
 		return nil
 	}
 	w = newWorld(t, worldOpts{server: &authserver.Config{ClientID: "cid"}, browser: browser, noWatch: true})
-	_, err := w.client.ConfigureClient(ctx, "local", "cid", "", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, nil)
 	require.NoError(t, err)

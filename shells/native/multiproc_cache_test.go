@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func childChanger() int {
 		return 1
 	}
 	defer sh.Close()
-	client, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(catalog.Bytes(testCatalogAt(os.Getenv("GW_SERVER")))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -39,11 +40,11 @@ func childChanger() int {
 	case "disconnect":
 		_, err = client.Disconnect(ctx, "local")
 	case "configure":
-		_, err = client.ConfigureClient(ctx, "local", "cid2", "cs2", "")
+		_, err = client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid2", ClientSecret: "cs2"})
 	case "configure-and-clear":
 		// The client rotates, and this process's own token call trips the tripwire, which
 		// clears the connection.
-		if _, err = client.ConfigureClient(ctx, "local", "cid2", "cs2", ""); err == nil {
+		if _, err = client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid2", ClientSecret: "cs2"}); err == nil {
 			_, err = client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
 			var ge *grantwire.Error
 			if errors.As(err, &ge) {
@@ -90,7 +91,7 @@ func TestMultiProcessCacheSeesChanges(t *testing.T) {
 		t.Run(tc.action, func(t *testing.T) {
 			ctx := context.Background()
 			w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}})
-			_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+			_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
 			require.NoError(t, err)
 			_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 			require.NoError(t, err)

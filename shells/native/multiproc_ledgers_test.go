@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -135,7 +136,7 @@ func childLedgerOps() int {
 	}
 	rec := &recFiles{Files: inner}
 	caps.Files = rec
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalog(nil)))
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(catalog.Bytes(testCatalog(nil))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"strconv"
 	"sync"
@@ -41,7 +42,7 @@ func childRefresher() int {
 	if os.Getenv("GW_NO_LOCKS") == "1" {
 		caps.Locks = noLocks{}
 	}
-	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(testCatalogAt(os.Getenv("GW_SERVER"))))
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(catalog.Bytes(testCatalogAt(os.Getenv("GW_SERVER")))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -82,7 +83,7 @@ func TestMultiProcessRefresh(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30}})
-	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestMultiProcessRefreshWithoutLocksFails(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ExpiresIn: 30}})
-	_, err := w.client.ConfigureClient(ctx, "local", "cid", "", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)

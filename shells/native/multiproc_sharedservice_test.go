@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"github.com/grantwire/grantwire"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,7 @@ func TestTwoHomesOneServiceShareTheProviderLock(t *testing.T) {
 	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30},
 		tweak: func(o *native.Options) { o.LockDir = lockDir }})
 	ctx := t.Context()
-	_, err := w.client.ConfigureClient(ctx, "local", "cid", "cs", "")
+	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
 	require.NoError(t, err)
 	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,8 +40,8 @@ func newMachine(t *testing.T, db, keyFile string) *machine {
 		}
 	}
 	st := open(t, db, postgres.Options{Home: "team", KeyFile: keyFile,
-		ActivationChanges: changes((*grantwire.Client).ActivationChanges),
-		GrantChanges:      changes((*grantwire.Client).GrantChanges)})
+		ActivationChanges: changes(opChanges("activation_changes")),
+		GrantChanges:      changes(opChanges("grant_changes"))})
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(st.Capabilities(osShell.Capabilities())),
 		grantwire.WithEngineName(grantwire.EngineNative))
 	require.NoError(t, err)
@@ -88,4 +89,12 @@ func TestMachinesShareGrants(t *testing.T) {
 	grants, err = b.client.ListGrants(ctx, "google")
 	require.NoError(t, err)
 	require.Empty(t, grants["google"], "the revoke on A is seen by B's very next call")
+}
+
+// opChanges runs the policy's activation_changes or grant_changes on a client.
+func opChanges(op string) func(*grantwire.Client, context.Context, json.RawMessage, json.RawMessage) error {
+	return func(c *grantwire.Client, ctx context.Context, before, after json.RawMessage) error {
+		_, err := oprun.Of(c).Run(ctx, op, map[string]any{"before": before, "after": after}, nil, nil)
+		return err
+	}
 }

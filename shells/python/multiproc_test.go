@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grantwire/grantwire/catalog"
 	"io"
 	"os"
 	"os/exec"
@@ -200,7 +201,7 @@ func TestOneHomeTwoLanguages(t *testing.T) {
 	// Python's too, bumps the service's generation files.
 	ctx := context.Background()
 	client, err := grantwire.Open(ctx, native.Options{Home: w.home, Service: w.service, LockDir: w.lockDir, NoWatch: true, Prompt: io.Discard},
-		grantwire.WithCatalogFile(w.catalog))
+		grantwire.WithCatalog(catalog.File(w.catalog)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // DPoP (RFC 9449, SEP-1932) on the requests to the server. The MCP Go SDK sets
@@ -16,7 +16,7 @@ import (
 // fresh proof of the token's key (htm, htu, ath, the server's nonce), and answers one
 // 401 `WWW-Authenticate: DPoP error="use_dpop_nonce"` with a DPoP-Nonce by sending the
 // request again with that nonce, as many times as the policy allows
-// (grantwire.DPoPKey.NonceRetries). A bearer token passes unchanged.
+// (mcp.DPoPKey.NonceRetries). A bearer token passes unchanged.
 
 // Transport wraps next (nil: http.DefaultTransport) with the DPoP side of the Handler's
 // tokens.
@@ -43,7 +43,7 @@ type dpopTransport struct {
 }
 
 // bound is the token the request carries when it is the Handler's current DPoP-bound one.
-func (t *dpopTransport) bound(r *http.Request) (string, *grantwire.DPoPKey) {
+func (t *dpopTransport) bound(r *http.Request) (string, *mcp.DPoPKey) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
 		return "", nil

@@ -19,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
-func testDPoPKey(t *testing.T, retries int) *grantwire.DPoPKey {
+func testDPoPKey(t *testing.T, retries int) *mcp.DPoPKey {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -32,7 +32,7 @@ func testDPoPKey(t *testing.T, retries int) *grantwire.DPoPKey {
 	require.NoError(t, err)
 	enc := base64.RawURLEncoding.EncodeToString
 	jwk := map[string]any{"kty": "EC", "crv": "P-256", "x": enc(b[1:33]), "y": enc(b[33:])}
-	return grantwire.NewDPoPKey(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), jwk, retries)
+	return mcp.NewDPoPKey(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), jwk, retries)
 }
 
 func proofClaims(t *testing.T, proof string) map[string]any {
@@ -75,7 +75,7 @@ func TestDPoPTransport(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	h := &Handler{current: &grantwire.MCPBearer{AccessToken: tok, TokenType: "DPoP", DPoP: testDPoPKey(t, 1)}}
+	h := &Handler{current: &mcp.Bearer{AccessToken: tok, TokenType: "DPoP", DPoP: testDPoPKey(t, 1)}}
 	c := h.WithDPoP(srv.Client())
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp?nonce=1#frag", strings.NewReader(`{"jsonrpc":"2.0"}`))

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // Handler is the OAuth side of one agent's connection to one remote MCP server. It is safe
@@ -37,7 +38,7 @@ type Handler struct {
 
 	mu sync.Mutex
 	// current is the token last handed to the transport (to know which one a 401 refused).
-	current *grantwire.MCPBearer
+	current *mcp.Bearer
 	// authorizing: an authorization after a 401 happened and its first token (fresh) has
 	// not yet been handed out; fresh is that token's digest and freshUses how many
 	// requests carried it.
@@ -68,7 +69,7 @@ type tokenSource struct {
 // request without a token: the server's 401 then brings Authorize. Any other refusal (the
 // agent is not granted or not active) fails the request before it is sent.
 func (t tokenSource) Token() (*oauth2.Token, error) {
-	b, err := t.h.Client.MCPToken(t.ctx, t.h.Server, t.h.Agent, "")
+	b, err := mcp.Of(t.h.Client).Token(t.ctx, t.h.Server, t.h.Agent, "")
 	if err != nil {
 		if needsAuthorization(err) {
 			return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "no usable authorization stored"}
@@ -100,7 +101,7 @@ var ErrUnauthorized = errors.New("mcpremote: the server refused the request afte
 // Authorize implements auth.OAuthHandler: what to do about the server's 401 or 403 is the
 // policy's (op mcp_challenge) from what the session knows: what the refused request carried,
 // whether a refresh was tried, how many authorizations and step-ups it made. The policy
-// answers a refresh (the refused token was the current one: MCPToken with its digest), an
+// answers a refresh (the refused token was the current one: Token with its digest), an
 // authorization with the server's challenge, a step-up (403 insufficient_scope, bounded by
 // mcp_auth), or an error: a fresh token refused on its first request or too many
 // authorizations after 401s (wrapped in ErrUnauthorized), a 403 asking for no scope. The
@@ -113,11 +114,11 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := grantwire.MCPRefusal{Status: resp.StatusCode, WWWAuthenticate: challenge, Sent: h.sent(sent),
+	r := mcp.Refusal{Status: resp.StatusCode, WWWAuthenticate: challenge, Sent: h.sent(sent),
 		Uses: h.freshUses, Authorizations: h.reauthorizations, StepUps: h.stepUps}
 	// Two questions at most: a refresh that gives no new token is answered once more.
 	for range 2 {
-		a, err := h.Client.MCPChallenge(ctx, h.Server, r)
+		a, err := mcp.Of(h.Client).Challenge(ctx, h.Server, r)
 		if err != nil {
 			if resp.StatusCode == http.StatusUnauthorized && errors.Is(err, grantwire.ErrProviderError) {
 				return fmt.Errorf("%w: %w", ErrUnauthorized, err)
@@ -126,7 +127,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		switch a.Action {
 		case "refresh":
-			b, err := h.Client.MCPToken(ctx, h.Server, h.Agent, h.current.Digest)
+			b, err := mcp.Of(h.Client).Token(ctx, h.Server, h.Agent, h.current.Digest)
 			switch {
 			case err == nil && b.Digest != h.current.Digest:
 				h.current = b
@@ -137,7 +138,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			r.Refreshed = true
 		case "authorize":
 			h.reauthorizations++
-			_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+			_, err := mcp.Of(h.Client).Authorize(ctx, h.Server, mcp.AuthOptions{
 				WWWAuthenticate: challenge, Status: http.StatusUnauthorized, Rejected: h.rejected(sent), Timeout: h.Timeout,
 			})
 			if err == nil {
@@ -146,7 +147,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			return err
 		case "step_up":
 			h.stepUps = a.StepUp
-			_, err := h.Client.AuthorizeMCP(ctx, h.Server, grantwire.MCPAuthOptions{
+			_, err := mcp.Of(h.Client).Authorize(ctx, h.Server, mcp.AuthOptions{
 				WWWAuthenticate: challenge, Status: http.StatusForbidden, StepUp: a.StepUp, Rejected: h.rejected(sent), Timeout: h.Timeout,
 			})
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // authorize hands h the server's answer status with its challenge, to a request that
@@ -70,7 +71,7 @@ func TestSentIsWhatTheRefusedRequestCarried(t *testing.T) {
 	if got := h.sent("x"); got != "other" {
 		t.Fatalf("no current token: %q", got)
 	}
-	h.current = &grantwire.MCPBearer{AccessToken: "tok", Digest: "sha256:1"}
+	h.current = &mcp.Bearer{AccessToken: "tok", Digest: "sha256:1"}
 	if got := h.sent("x"); got != "other" {
 		t.Fatalf("another token: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/grantwire/grantwire"
+	gwmcp "github.com/grantwire/grantwire/mcp"
 )
 
 // ProxyOptions configure Proxy.
@@ -45,7 +46,7 @@ var ErrGate = errors.New("mcpremote: the agent may not use this server")
 func Proxy(ctx context.Context, c *grantwire.Client, o ProxyOptions) error {
 	// The policy first: it names the command for a server that is not remote (mcp run
 	// for a local one, mcp add for an unknown one).
-	if _, err := c.MCPToken(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
+	if _, err := gwmcp.Of(c).Token(ctx, o.Server, o.Agent, ""); err != nil && !needsAuthorization(err) {
 		return fmt.Errorf("%w: %w", ErrGate, err)
 	}
 	url, err := serverURL(ctx, c, o.Server)
@@ -269,7 +270,7 @@ func serverError(err error) *jsonrpc.Error {
 
 // serverURL is the remote server's URL as the policy lists it.
 func serverURL(ctx context.Context, c *grantwire.Client, id string) (string, error) {
-	list, err := c.RemoteMCPServers(ctx, "")
+	list, err := gwmcp.Of(c).RemoteServers(ctx, "")
 	if err != nil {
 		return "", err
 	}

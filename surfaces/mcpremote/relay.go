@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // CodeToolRefused is the JSON-RPC error code of a tools/call the agent may not make (a
@@ -42,12 +43,12 @@ type toolRules interface {
 }
 
 func (g *ToolGate) allow(ctx context.Context, tool string) error {
-	_, err := g.Client.Tools().Check(ctx, g.Server, g.Agent, tool)
+	_, err := mcp.Of(g.Client).Tools().Check(ctx, g.Server, g.Agent, tool)
 	return err
 }
 
 func (g *ToolGate) visible(ctx context.Context, names []string) (map[string]bool, bool, error) {
-	v, err := g.Client.Tools().Filter(ctx, g.Server, g.Agent, names)
+	v, err := mcp.Of(g.Client).Tools().Filter(ctx, g.Server, g.Agent, names)
 	if err != nil {
 		return nil, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/grantwire/grantwire"
+	gwmcp "github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
@@ -63,7 +64,7 @@ func benchSession(b *testing.B, relayed bool) *mcp.ClientSession {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = c.Close(ctx) })
-		if _, err := c.Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
+		if _, err := gwmcp.Of(c).Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
 			b.Fatal(err)
 		}
 		// client <-> (relay) <-> server
@@ -153,7 +154,7 @@ func BenchmarkRelayLines(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = c.Close(ctx) })
-				if _, err := c.Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
+				if _, err := gwmcp.Of(c).Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
 					b.Fatal(err)
 				}
 				cIn, relayOut := pipe(b)

@@ -2,6 +2,7 @@ package rest_test
 
 import (
 	"context"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -60,7 +61,7 @@ func BenchmarkListConnectors(b *testing.B) {
 	b.Run("operation", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			_, err := c.Do(ctx, "connector_view", map[string]any{}, nil)
+			_, err := oprun.Of(c).Do(ctx, "connector_view", map[string]any{}, nil)
 			require.NoError(b, err)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"sort"
 	"sync"
 	"time"
@@ -137,7 +139,7 @@ var errFlowEnded = errors.New("rest: the authorization ended before it reached t
 // for this provider, …).
 func (s *Server) startFlow(ctx context.Context, connector, kind string, body authorizeBody) (*flow, error) {
 	s.flows.mu.Lock()
-	if _, err := s.client.Do(ctx, "start_flow", map[string]any{"connector": connector, "kind": kind, "pending": s.flows.pending()}, nil); err != nil {
+	if _, err := oprun.Of(s.client).Do(ctx, "start_flow", map[string]any{"connector": connector, "kind": kind, "pending": s.flows.pending()}, nil); err != nil {
 		s.flows.mu.Unlock()
 		return nil, err
 	}
@@ -162,7 +164,7 @@ func (s *Server) startFlow(ctx context.Context, connector, kind string, body aut
 	switch kind {
 	case kindDevice:
 		opts.Flow = grantwire.FlowDevice
-		opts.OnDeviceCode = func(d grantwire.DeviceCode) {
+		opts.OnDeviceCode = func(d hostabi.DevicePrompt) {
 			show(func() {
 				at := time.Now().UTC().Add(d.ExpiresIn).Truncate(time.Second)
 				f.VerificationURI, f.VerificationURIComplete, f.UserCode = d.VerificationURI, d.VerificationURIComplete, d.UserCode

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // route is one route: method and path as ServeMux patterns take them.
@@ -198,7 +200,7 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 	if id != "" {
 		args["connector"] = id
 	}
-	out, err := s.client.Do(r.Context(), "connector_view", args, nil)
+	out, err := oprun.Of(s.client).Do(r.Context(), "connector_view", args, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,7 +208,7 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 	if err := json.Unmarshal(out.Result, &v); err != nil {
 		return nil, nil, fmt.Errorf("connector_view: %w", err)
 	}
-	rules, err := s.client.Tools().Rules(r.Context(), id)
+	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -502,7 +504,7 @@ func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		m = map[string]bool{}
 	}
-	rules, err := s.client.Tools().Rules(r.Context(), id)
+	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -521,7 +523,7 @@ func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rules, err := s.client.Tools().Rules(r.Context(), id)
+	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -550,14 +552,14 @@ func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case body.Tools != nil && body.AllTools:
 		// both at once: the policy refuses them (USAGE) in its own words, writing nothing
-		_, err = s.client.Do(r.Context(), "activate", map[string]any{"connector": id, "agent": agent, "tools": *body.Tools, "all_tools": true}, nil)
+		_, err = oprun.Of(s.client).Do(r.Context(), "activate", map[string]any{"connector": id, "agent": agent, "tools": *body.Tools, "all_tools": true}, nil)
 		if err == nil {
 			err = fmt.Errorf("activate accepted tools and all_tools together")
 		}
 	case body.Tools != nil:
-		res, err = s.client.Tools().Allow(r.Context(), id, agent, *body.Tools, body.Scopes)
+		res, err = mcp.Of(s.client).Tools().Allow(r.Context(), id, agent, *body.Tools, body.Scopes)
 	case body.AllTools:
-		res, err = s.client.Tools().AllowAll(r.Context(), id, agent, body.Scopes)
+		res, err = mcp.Of(s.client).Tools().AllowAll(r.Context(), id, agent, body.Scopes)
 	default:
 		res, err = s.client.Activate(r.Context(), id, agent, body.Scopes)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	gwmcp "github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
@@ -100,25 +101,25 @@ func run(ctx context.Context, serverURL, rawContext string) error {
 	defer c.Close(context.Background())
 	userClient.Store(mcpremote.HTTPClient(c))
 
-	add := grantwire.RemoteMCPServer{
+	add := gwmcp.RemoteServer{
 		ID: serverID, URL: serverURL, ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, Issuer: cc.Issuer,
 		ClientMetadataURL: metadataURL,
 	}
 	// The machine grants: what a user gives `grantwire mcp add --grant ...`.
 	switch {
 	case cc.IDPIDToken != "":
-		add.Grant, add.Assertion = grantwire.GrantIDJAG, cc.IDPIDToken
+		add.Grant, add.Assertion = gwmcp.GrantIDJAG, cc.IDPIDToken
 		add.IDPTokenEndpoint, add.IDPClientID = cc.IDPTokenEndpoint, cc.IDPClientID
 	case cc.ValidJWT != "":
-		add.Grant, add.Assertion = grantwire.GrantJWTBearer, cc.ValidJWT
+		add.Grant, add.Assertion = gwmcp.GrantJWTBearer, cc.ValidJWT
 	case cc.PrivateKeyPEM != "":
-		add.Grant, add.PrivateKey = grantwire.GrantClientCredentials, cc.PrivateKeyPEM
+		add.Grant, add.PrivateKey = gwmcp.GrantClientCredentials, cc.PrivateKeyPEM
 	case strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials"):
 		// the context is a pre-registered client's, as auth/pre-registration's: the
 		// scenario is what says the client is a machine (SEP-1046)
-		add.Grant = grantwire.GrantClientCredentials
+		add.Grant = gwmcp.GrantClientCredentials
 	}
-	if _, err := c.AddMCPServer(ctx, add); err != nil {
+	if _, err := gwmcp.Of(c).AddServer(ctx, add); err != nil {
 		return fmt.Errorf("mcp add: %w", err)
 	}
 	if _, err := c.Activate(ctx, serverID, agent, nil); err != nil {

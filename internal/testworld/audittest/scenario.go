@@ -18,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // Start is the simulated clock's start.
@@ -98,7 +99,7 @@ func Steps() []Step {
 	}
 	return []Step{
 		{"configure google client", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
-			_, err := c.ConfigureClient(ctx, "google", ClientID, ClientSecret, "")
+			_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: ClientID, ClientSecret: ClientSecret})
 			return err
 		}},
 		{"connect google", "ok", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
@@ -135,21 +136,22 @@ func Steps() []Step {
 			return err
 		}},
 		{"configure mcp-github", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			return c.ConfigureMCP(ctx, "mcp-github", map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": GitHubToken})
+			_, err := c.Configure(ctx, "mcp-github", grantwire.ConfigureInput{Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": GitHubToken}})
+			return err
 		}},
 		{"activate mcp-github", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
 			_, err := c.Activate(ctx, "mcp-github", Agent, nil)
 			return err
 		}},
 		{"mcp credential", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			cred, err := c.Credential(ctx, "mcp-github", Agent)
+			cred, err := mcp.Of(c).Credential(ctx, "mcp-github", Agent)
 			if err == nil && cred.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != GitHubToken {
 				return fmt.Errorf("credential returned the wrong value")
 			}
 			return err
 		}},
 		{"visible servers", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			_, err := c.VisibleServers(ctx, Agent)
+			_, err := mcp.Of(c).VisibleServers(ctx, Agent)
 			return err
 		}},
 		{"list grants", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
@@ -167,11 +169,11 @@ func Steps() []Step {
 		{"rotate client while another process holds the lock", "BUSY", func(ctx context.Context, c *grantwire.Client, w *memhost.World) error {
 			w.Hold("google", "another process")
 			defer w.Release("google")
-			_, err := c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: ClientID2, ClientSecret: ClientSecret2})
 			return err
 		}},
 		{"rotate client", "ok", func(ctx context.Context, c *grantwire.Client, _ *memhost.World) error {
-			_, err := c.ConfigureClient(ctx, "google", ClientID2, ClientSecret2, "")
+			_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: ClientID2, ClientSecret: ClientSecret2})
 			return err
 		}},
 		{"token after the rotation: tripwire", "REAUTH_REQUIRED", tok("google", Gmail)},

@@ -1,8 +1,9 @@
-package grantwire
+package mcp
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/grantwire/grantwire"
 )
 
 // Tools is the handle on the tool rules per agent (docs/behaviour.md#tools): which of an
@@ -15,7 +16,7 @@ func (c *Client) Tools() *Tools { return &Tools{c: c} }
 
 // Allow activates connector for agent (granting scopes first when the pair holds no grant,
 // as Activate does) and sets its tool rule to exactly names (an empty list allows no tool).
-func (t *Tools) Allow(ctx context.Context, connector, agent string, names, scopes []string) (*Activation, error) {
+func (t *Tools) Allow(ctx context.Context, connector, agent string, names, scopes []string) (*grantwire.Activation, error) {
 	if names == nil {
 		names = []string{}
 	}
@@ -24,7 +25,7 @@ func (t *Tools) Allow(ctx context.Context, connector, agent string, names, scope
 
 // AllowAll activates connector for agent (as Activate does) and removes its tool rule:
 // the agent may use every tool of the server again.
-func (t *Tools) AllowAll(ctx context.Context, connector, agent string, scopes []string) (*Activation, error) {
+func (t *Tools) AllowAll(ctx context.Context, connector, agent string, scopes []string) (*grantwire.Activation, error) {
 	return t.c.activate(ctx, connector, agent, scopes, map[string]any{"all_tools": true})
 }
 
@@ -47,7 +48,7 @@ type ToolVerdict struct {
 // record in the decision log: who asked for which tool, and the verdict).
 func (t *Tools) Check(ctx context.Context, connector, agent, tool string) (*ToolVerdict, error) {
 	var r ToolVerdict
-	if _, err := t.c.run(ctx, "mcp_tool", map[string]any{"connector": connector, "agent": agent, "tool": tool}, nil, &r); err != nil {
+	if _, err := t.c.r.Run(ctx, "mcp_tool", map[string]any{"connector": connector, "agent": agent, "tool": tool}, nil, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -62,7 +63,7 @@ func (t *Tools) Filter(ctx context.Context, connector, agent string, names []str
 		ToolVerdict
 		Allowed []string `json:"allowed"`
 	}
-	if _, err := t.c.run(ctx, "mcp_tool", map[string]any{"connector": connector, "agent": agent, "tools": names}, nil, &r); err != nil {
+	if _, err := t.c.r.Run(ctx, "mcp_tool", map[string]any{"connector": connector, "agent": agent, "tools": names}, nil, &r); err != nil {
 		return nil, err
 	}
 	v := r.ToolVerdict
@@ -80,7 +81,7 @@ func (t *Tools) Rules(ctx context.Context, connector string) (map[string]map[str
 	var r struct {
 		Tools json.RawMessage `json:"tools"`
 	}
-	if _, err := t.c.run(ctx, "list_activations", args, nil, &r); err != nil {
+	if _, err := t.c.r.Run(ctx, "list_activations", args, nil, &r); err != nil {
 		return nil, err
 	}
 	out := map[string]map[string][]string{}

@@ -1,4 +1,4 @@
-package grantwire_test
+package mcp_test
 
 // Hostile remote MCP servers under fuzzing (issue 14, "Hostile servers"): the four inputs a
 // remote MCP server or its authorization server controls — the WWW-Authenticate challenge,
@@ -36,6 +36,7 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 const (
@@ -214,25 +215,25 @@ func fzSetup(tb testing.TB) {
 
 // fzAuth adds the server and authorizes it against fw, then checks the properties above.
 // args are the mcp_auth options (a challenge given by the caller, a step-up).
-func fzAuth(t *testing.T, fw *fzWorld, o grantwire.MCPAuthOptions) (*grantwire.MCPAuthResult, error) {
+func fzAuth(t *testing.T, fw *fzWorld, o mcp.AuthOptions) (*mcp.AuthResult, error) {
 	t.Helper()
 	ctx := context.Background()
 	w := memhost.New(time.Unix(1_790_000_000, 0), 1)
 	caps := w.Capabilities("")
 	caps.HTTP, caps.Loopback = fw, fzLoopback{}
 	var observed []grantwire.Decision
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithLoadedCatalog(fzCat),
+	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(fzCat),
 		grantwire.WithEngine(&diffEngine{t: t, engines: fzEngines}),
 		grantwire.WithObserver(func(d grantwire.Decision) { observed = append(observed, d) }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if _, err := c.AddMCPServer(ctx, grantwire.RemoteMCPServer{ID: "notes", URL: fzServer}); err != nil {
+	if _, err := mcp.Of(c).AddServer(ctx, mcp.RemoteServer{ID: "notes", URL: fzServer}); err != nil {
 		t.Fatalf("mcp add: %v", err)
 	}
 	before := w.File("mcp_remote.json")
-	res, err := c.AuthorizeMCP(ctx, "notes", o)
+	res, err := mcp.Of(c).Authorize(ctx, "notes", o)
 	var texts []string
 	if err != nil {
 		var ge *grantwire.Error
@@ -278,7 +279,7 @@ func fzAuth(t *testing.T, fw *fzWorld, o grantwire.MCPAuthOptions) (*grantwire.M
 // targets reach every step), and refuses a registration answer with a javascript: URI.
 func TestRemoteFuzzWorld(t *testing.T) {
 	fzSetup(t)
-	res, err := fzAuth(t, fzGood(), grantwire.MCPAuthOptions{})
+	res, err := fzAuth(t, fzGood(), mcp.AuthOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestRemoteFuzzWorld(t *testing.T) {
 	}
 	fw := fzGood()
 	fw.dcr = fzPlant([]byte(`{"client_id":"c","redirect_uris":["` + fzRedirect + `"],"logo_uri":"javascript:alert(1)"}`))
-	_, err = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+	_, err = fzAuth(t, fw, mcp.AuthOptions{})
 	var ge *grantwire.Error
 	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "logo_uri is refused") {
 		t.Fatalf("a javascript: logo_uri gave %v", err)
@@ -296,7 +297,7 @@ func TestRemoteFuzzWorld(t *testing.T) {
 	// 10 MB of metadata: refused, and read no further than the cap (memory stays bounded).
 	fw = fzGood()
 	fw.huge = 10 << 20
-	_, err = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+	_, err = fzAuth(t, fw, mcp.AuthOptions{})
 	if !errors.As(err, &ge) || !strings.Contains(ge.Message, "answered with more than 1 MiB") {
 		t.Fatalf("10 MB of metadata gave %v", err)
 	}
@@ -344,9 +345,9 @@ func FuzzRemoteChallenge(f *testing.F) {
 	f.Fuzz(func(t *testing.T, h string) {
 		fw := fzGood()
 		fw.challenge = h
-		_, _ = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 		if len(h) <= 16384 && h != "" {
-			_, _ = fzAuth(t, fzGood(), grantwire.MCPAuthOptions{WWWAuthenticate: h, Status: http.StatusForbidden, StepUp: 1})
+			_, _ = fzAuth(t, fzGood(), mcp.AuthOptions{WWWAuthenticate: h, Status: http.StatusForbidden, StepUp: 1})
 		}
 	})
 }
@@ -370,7 +371,7 @@ func FuzzRemotePRM(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		fw := fzGood()
 		fw.prm = doc
-		_, _ = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }
 
@@ -413,7 +414,7 @@ func FuzzRemoteASMetadata(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		fw := fzGood()
 		fw.as = doc
-		_, _ = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }
 
@@ -438,6 +439,6 @@ func FuzzRemoteDCR(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		fw := fzGood()
 		fw.dcr = fzPlant(doc)
-		_, _ = fzAuth(t, fw, grantwire.MCPAuthOptions{})
+		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }

@@ -1,4 +1,4 @@
-package grantwire
+package mcp
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // these methods only run its operations. Package mcpremote puts them behind the MCP Go
 // SDK's OAuthHandler and runs `grantwire mcp proxy`.
 
-// RemoteMCPServer is what AddMCPServer records.
-type RemoteMCPServer struct {
+// RemoteServer is what AddServer records.
+type RemoteServer struct {
 	// ID names the server (the connector-id grammar; not a catalog id).
 	ID string
 	// URL is the server's streamable-HTTP endpoint (https; http only to loopback).
@@ -32,7 +32,7 @@ type RemoteMCPServer struct {
 	// Grant is how the server is authorized: "" or GrantAuthorizationCode (a person in the
 	// browser), or a machine grant with no person (GrantClientCredentials, GrantJWTBearer,
 	// GrantIDJAG), which needs ClientID.
-	Grant MCPGrant
+	Grant Grant
 	// PrivateKey is the client's private key (PEM, PKCS #8 or SEC 1 EC, or RSA): the client
 	// then authenticates with a JWT it signs (private_key_jwt) instead of a secret.
 	PrivateKey string
@@ -44,32 +44,32 @@ type RemoteMCPServer struct {
 	IDPTokenEndpoint, IDPClientID string
 }
 
-// MCPGrant names how a remote MCP server is authorized (docs/behaviour.md#machine-grants).
-type MCPGrant string
+// Grant names how a remote MCP server is authorized (docs/behaviour.md#machine-grants).
+type Grant string
 
-// The grants of RemoteMCPServer.Grant.
+// The grants of RemoteServer.Grant.
 const (
-	GrantAuthorizationCode MCPGrant = "authorization_code" // a person, in the browser (the default)
-	GrantClientCredentials MCPGrant = "client_credentials" // SEP-1046: the client's own credentials
-	GrantJWTBearer         MCPGrant = "jwt_bearer"         // SEP-1933, RFC 7523: a workload's JWT
-	GrantIDJAG             MCPGrant = "id_jag"             // SEP-990: an ID token exchanged for an ID-JAG
+	GrantAuthorizationCode Grant = "authorization_code" // a person, in the browser (the default)
+	GrantClientCredentials Grant = "client_credentials" // SEP-1046: the client's own credentials
+	GrantJWTBearer         Grant = "jwt_bearer"         // SEP-1933, RFC 7523: a workload's JWT
+	GrantIDJAG             Grant = "id_jag"             // SEP-990: an ID token exchanged for an ID-JAG
 )
 
-// AddMCPResult is the outcome of AddMCPServer.
-type AddMCPResult struct {
+// AddResult is the outcome of AddServer.
+type AddResult struct {
 	Connector     string   `json:"connector"`
 	URL           string   `json:"url"`
 	Scopes        []string `json:"scopes"`
 	Preregistered bool     `json:"preregistered"`
 	// Grant is the grant the server is authorized with.
-	Grant MCPGrant `json:"grant"`
+	Grant Grant `json:"grant"`
 	// Reset: the URL changed, so the tokens and registration of the old one were deleted.
 	Reset bool `json:"reset"`
 }
 
-// AddMCPServer records a remote MCP server (mcp_remote.json; a client secret goes to the
+// AddServer records a remote MCP server (mcp_remote.json; a client secret goes to the
 // credential store).
-func (c *Client) AddMCPServer(ctx context.Context, s RemoteMCPServer) (*AddMCPResult, error) {
+func (c *Client) AddServer(ctx context.Context, s RemoteServer) (*AddResult, error) {
 	args := map[string]any{"connector": s.ID, "url": s.URL, "scopes": nonNil(s.Scopes)}
 	for k, v := range map[string]string{
 		"client_id": s.ClientID, "issuer": s.Issuer, "client_metadata_url": s.ClientMetadataURL,
@@ -88,13 +88,13 @@ func (c *Client) AddMCPServer(ctx context.Context, s RemoteMCPServer) (*AddMCPRe
 			secrets[k] = v
 		}
 	}
-	var r AddMCPResult
-	_, err := c.run(ctx, "mcp_add", args, secrets, &r)
+	var r AddResult
+	_, err := c.r.Run(ctx, "mcp_add", args, secrets, &r)
 	return &r, err
 }
 
-// MCPAuthOptions tune AuthorizeMCP.
-type MCPAuthOptions struct {
+// AuthOptions tune Authorize.
+type AuthOptions struct {
 	// Scopes are asked for besides the server's configured ones.
 	Scopes []string
 	// WWWAuthenticate is the challenge the server answered with (401 or 403), when the
@@ -113,11 +113,11 @@ type MCPAuthOptions struct {
 	Timeout time.Duration
 	// Flow is how the user authorizes: FlowLoopback (the default) or FlowPaste (the URL is
 	// opened anywhere and the final redirect address pasted back, as Connect's).
-	Flow Flow
+	Flow string
 }
 
-// MCPAuthResult is the outcome of AuthorizeMCP (never a secret).
-type MCPAuthResult struct {
+// AuthResult is the outcome of Authorize (never a secret).
+type AuthResult struct {
 	Connector    string   `json:"connector"`
 	Issuer       string   `json:"issuer"`
 	Resource     string   `json:"resource"`
@@ -128,13 +128,13 @@ type MCPAuthResult struct {
 	RefreshToken bool     `json:"refresh_token"`
 	// Grant is the grant the server was authorized with (GrantAuthorizationCode, or a
 	// machine grant, which a refresh token is not needed for: mcp auth runs it again).
-	Grant MCPGrant `json:"grant"`
+	Grant Grant `json:"grant"`
 }
 
-// AuthorizeMCP authorizes a remote MCP server (discovery, registration, PKCE through the
+// Authorize authorizes a remote MCP server (discovery, registration, PKCE through the
 // loopback, code exchange) and stores its tokens, bound to the authorization server's
 // issuer.
-func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptions) (*MCPAuthResult, error) {
+func (c *Client) Authorize(ctx context.Context, server string, o AuthOptions) (*AuthResult, error) {
 	args := map[string]any{"connector": server, "scopes": nonNil(o.Scopes)}
 	if o.WWWAuthenticate != "" {
 		args["www_authenticate"] = base64.RawURLEncoding.EncodeToString([]byte(o.WWWAuthenticate))
@@ -152,16 +152,16 @@ func (c *Client) AuthorizeMCP(ctx context.Context, server string, o MCPAuthOptio
 		args["timeout_ms"] = o.Timeout.Milliseconds()
 	}
 	if o.Flow != "" {
-		args["flow"] = string(o.Flow)
+		args["flow"] = o.Flow
 	}
-	var r MCPAuthResult
-	_, err := c.run(ctx, "mcp_auth", args, nil, &r)
+	var r AuthResult
+	_, err := c.r.Run(ctx, "mcp_auth", args, nil, &r)
 	return &r, err
 }
 
-// MCPRefusal is what a remote MCP session knows when the server refused a request with 401
-// or 403: the policy decides what to do about it (MCPChallenge).
-type MCPRefusal struct {
+// Refusal is what a remote MCP session knows when the server refused a request with 401
+// or 403: the policy decides what to do about it (Challenge).
+type Refusal struct {
 	// Status is the HTTP status of the refusal; WWWAuthenticate its challenge.
 	Status          int
 	WWWAuthenticate string
@@ -178,31 +178,31 @@ type MCPRefusal struct {
 	Authorizations, StepUps int
 }
 
-// MCPAnswer is the policy's answer to a refused request: Action "refresh" (MCPToken with
-// the refused token's digest), "authorize" (AuthorizeMCP with the challenge) or "step_up"
-// (AuthorizeMCP with the challenge and StepUp); Scopes are those the challenge names.
-type MCPAnswer struct {
+// Answer is the policy's answer to a refused request: Action "refresh" (Token with
+// the refused token's digest), "authorize" (Authorize with the challenge) or "step_up"
+// (Authorize with the challenge and StepUp); Scopes are those the challenge names.
+type Answer struct {
 	Action string   `json:"action"`
 	Scopes []string `json:"scopes"`
 	StepUp int      `json:"step_up"`
 }
 
-// MCPChallenge asks the policy what a remote MCP session does about a refused request
+// Challenge asks the policy what a remote MCP session does about a refused request
 // (op mcp_challenge, a pure decision): refresh, authorize or step up, or an error when
 // asking again would loop or not help.
-func (c *Client) MCPChallenge(ctx context.Context, server string, r MCPRefusal) (*MCPAnswer, error) {
+func (c *Client) Challenge(ctx context.Context, server string, r Refusal) (*Answer, error) {
 	args := map[string]any{"connector": server, "status": r.Status, "sent": r.Sent, "uses": r.Uses,
 		"refreshed": r.Refreshed, "authorizations": r.Authorizations, "step_ups": r.StepUps}
 	if r.WWWAuthenticate != "" {
 		args["www_authenticate"] = base64.RawURLEncoding.EncodeToString([]byte(r.WWWAuthenticate))
 	}
-	var a MCPAnswer
-	_, err := c.run(ctx, "mcp_challenge", args, nil, &a)
+	var a Answer
+	_, err := c.r.Run(ctx, "mcp_challenge", args, nil, &a)
 	return &a, err
 }
 
-// MCPBearer is the bearer token of an agent's connection to a remote MCP server.
-type MCPBearer struct {
+// Bearer is the bearer token of an agent's connection to a remote MCP server.
+type Bearer struct {
 	Connector   string
 	AccessToken string
 	// Digest identifies the token without revealing it (pass it back as rejected when the
@@ -254,10 +254,10 @@ func (k *DPoPKey) Proof(method, requestURL, accessToken, nonce string) (string, 
 func (k DPoPKey) String() string   { return "DPoPKey(" + k.Thumbprint + ")" }
 func (k DPoPKey) GoString() string { return k.String() }
 
-// MCPToken returns the bearer token for agent on a remote MCP server, after the gate
+// Token returns the bearer token for agent on a remote MCP server, after the gate
 // (granted and active), refreshing under the server's lock when it is about to expire or
 // is the one the server refused (rejected: the Digest of that token).
-func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (*MCPBearer, error) {
+func (c *Client) Token(ctx context.Context, server, agent, rejected string) (*Bearer, error) {
 	args := map[string]any{"connector": server, "agent": agent}
 	if rejected != "" {
 		args["rejected"] = rejected
@@ -274,7 +274,7 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 		DPoPJWK     map[string]any `json:"dpop_jwk"`
 		DPoPRetries int            `json:"dpop_nonce_retries"`
 	}
-	out, err := c.run(ctx, "mcp_token", args, nil, &r)
+	out, err := c.r.Run(ctx, "mcp_token", args, nil, &r)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 	if !ok {
 		return nil, fmt.Errorf("grantwire: access token reference %q unresolved", r.AccessToken.Ref)
 	}
-	b := &MCPBearer{Connector: server, AccessToken: tok, Digest: r.Digest, ExpiresAt: time.UnixMilli(r.ExpiresAt),
+	b := &Bearer{Connector: server, AccessToken: tok, Digest: r.Digest, ExpiresAt: time.UnixMilli(r.ExpiresAt),
 		Scopes: r.Scopes, Issuer: r.Issuer, Resource: r.Resource, TokenType: r.TokenType}
 	if r.TokenType == "DPoP" {
 		key, ok := out.Secret(r.DPoPKey.Ref)
@@ -297,23 +297,23 @@ func (c *Client) MCPToken(ctx context.Context, server, agent, rejected string) (
 	return b, nil
 }
 
-// MCPLogoutResult is the outcome of LogoutMCP.
-type MCPLogoutResult struct {
+// LogoutResult is the outcome of Logout.
+type LogoutResult struct {
 	Connector string `json:"connector"`
 	HadTokens bool   `json:"had_tokens"`
 	Revoked   bool   `json:"revoked"`
 }
 
-// LogoutMCP revokes a remote MCP server's refresh token at its authorization server (best
+// Logout revokes a remote MCP server's refresh token at its authorization server (best
 // effort) and deletes its tokens and registration.
-func (c *Client) LogoutMCP(ctx context.Context, server string) (*MCPLogoutResult, error) {
-	var r MCPLogoutResult
-	_, err := c.run(ctx, "mcp_logout", map[string]any{"connector": server}, nil, &r)
+func (c *Client) Logout(ctx context.Context, server string) (*LogoutResult, error) {
+	var r LogoutResult
+	_, err := c.r.Run(ctx, "mcp_logout", map[string]any{"connector": server}, nil, &r)
 	return &r, err
 }
 
-// MCPRemoveResult is the outcome of RemoveMCP.
-type MCPRemoveResult struct {
+// RemoveResult is the outcome of Remove.
+type RemoveResult struct {
 	Connector string `json:"connector"`
 	HadTokens bool   `json:"had_tokens"`
 	Revoked   bool   `json:"revoked"`
@@ -323,18 +323,18 @@ type MCPRemoveResult struct {
 	Deactivated   []string `json:"deactivated"`
 }
 
-// RemoveMCP removes a remote MCP server added with AddMCPServer: its refresh token is
+// Remove removes a remote MCP server added with AddServer: its refresh token is
 // revoked at the authorization server (best effort), its tokens, registration and
 // pre-registered client are deleted, its entry leaves mcp_remote.json, and every grant and
-// activation on it is removed. A catalog server cannot be removed (LogoutMCP it).
-func (c *Client) RemoveMCP(ctx context.Context, server string) (*MCPRemoveResult, error) {
-	var r MCPRemoveResult
-	_, err := c.run(ctx, "mcp_remove", map[string]any{"connector": server}, nil, &r)
+// activation on it is removed. A catalog server cannot be removed (Logout it).
+func (c *Client) Remove(ctx context.Context, server string) (*RemoveResult, error) {
+	var r RemoveResult
+	_, err := c.r.Run(ctx, "mcp_remove", map[string]any{"connector": server}, nil, &r)
 	return &r, err
 }
 
-// RemoteMCPServerInfo is one row of RemoteMCPServers (never a secret).
-type RemoteMCPServerInfo struct {
+// RemoteServerInfo is one row of RemoteServers (never a secret).
+type RemoteServerInfo struct {
 	ID            string              `json:"id"`
 	URL           string              `json:"url"`
 	InCatalog     bool                `json:"in_catalog"`
@@ -348,15 +348,15 @@ type RemoteMCPServerInfo struct {
 	ActiveFor     []string            `json:"active_for"`
 }
 
-// RemoteMCPServers lists the remote MCP servers, or with agent those it sees.
-func (c *Client) RemoteMCPServers(ctx context.Context, agent string) ([]RemoteMCPServerInfo, error) {
+// RemoteServers lists the remote MCP servers, or with agent those it sees.
+func (c *Client) RemoteServers(ctx context.Context, agent string) ([]RemoteServerInfo, error) {
 	args := map[string]any{}
 	if agent != "" {
 		args["agent"] = agent
 	}
 	var r struct {
-		Servers []RemoteMCPServerInfo `json:"servers"`
+		Servers []RemoteServerInfo `json:"servers"`
 	}
-	_, err := c.run(ctx, "mcp_remote_list", args, nil, &r)
+	_, err := c.r.Run(ctx, "mcp_remote_list", args, nil, &r)
 	return r.Servers, err
 }

@@ -1,18 +1,19 @@
-package grantwire
+package mcp
 
 import (
 	"context"
 	"fmt"
+	"github.com/grantwire/grantwire"
 	"sort"
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
 )
 
-// MCPLaunch is what using an MCP server takes for an agent the launch gate allowed
+// Launch is what using an MCP server takes for an agent the launch gate allowed
 // (docs/behaviour.md#local-mcp-servers): a local server's command, arguments and
 // environment, or a remote server's URL.
-type MCPLaunch struct {
+type Launch struct {
 	Connector string
 	Agent     string
 	Type      string   // "mcp_server" (local) or "mcp_remote"
@@ -32,7 +33,7 @@ type MCPLaunch struct {
 
 // Environ returns base (in os.Environ's form, "KEY=value") with every value of Env set,
 // replacing a variable of the same name, for exec.Cmd.Env.
-func (l MCPLaunch) Environ(base []string) []string {
+func (l Launch) Environ(base []string) []string {
 	out := make([]string, 0, len(base)+len(l.Env))
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
@@ -52,7 +53,7 @@ func (l MCPLaunch) Environ(base []string) []string {
 }
 
 // String describes the launch by the names of its values, never the values.
-func (l MCPLaunch) String() string {
+func (l Launch) String() string {
 	if l.Type == "mcp_remote" {
 		return fmt.Sprintf("%s %s for %s at %s", l.Type, l.Connector, l.Agent, l.URL)
 	}
@@ -61,7 +62,7 @@ func (l MCPLaunch) String() string {
 }
 
 // GoString is String, so that %#v never prints a value either.
-func (l MCPLaunch) GoString() string { return l.String() }
+func (l Launch) GoString() string { return l.String() }
 
 // launchResult is the launch operation's result (policy/grantwire/launch).
 type launchResult struct {
@@ -78,18 +79,18 @@ type launchResult struct {
 	URL       string               `json:"url"`
 }
 
-// LaunchMCP asks the launch gate whether agent may use the MCP server connector now: the
+// Launch asks the launch gate whether agent may use the MCP server connector now: the
 // agent must hold a grant for it and be active for it, and a local server must be
 // configured with every required key. Only then are the server's values read from the
-// credential store, into MCPLaunch.Env. A refusal is an *Error with the fixing command
+// credential store, into Launch.Env. A refusal is an *grantwire.Error with the fixing command
 // (AGENT_NOT_GRANTED, AGENT_NOT_ACTIVE, NOT_CONNECTED, CONFIGURATION).
-func (c *Client) LaunchMCP(ctx context.Context, connector, agent string) (*MCPLaunch, error) {
+func (c *Client) Launch(ctx context.Context, connector, agent string) (*Launch, error) {
 	var r launchResult
-	out, err := c.run(ctx, "launch", map[string]any{"connector": connector, "agent": agent}, nil, &r)
+	out, err := c.r.Run(ctx, "launch", map[string]any{"connector": connector, "agent": agent}, nil, &r)
 	if err != nil {
 		return nil, err
 	}
-	l := &MCPLaunch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: nonNil(r.Scopes),
+	l := &Launch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: nonNil(r.Scopes),
 		Command: r.Command, Args: nonNil(r.Args), EnvKeys: nonNil(r.EnvKeys), Env: map[string]string{}, URL: r.URL}
 	for k, ref := range r.Env {
 		v, ok := out.Secret(ref.Ref)
@@ -101,28 +102,28 @@ func (c *Client) LaunchMCP(ctx context.Context, connector, agent string) (*MCPLa
 	return l, nil
 }
 
-// MCPReadiness is the launch gate's answer without any secret read (CheckMCPLaunch).
-type MCPReadiness struct {
+// Readiness is the launch gate's answer without any secret read (CheckLaunch).
+type Readiness struct {
 	Connector string
 	Agent     string
 	Type      string // "mcp_server" (local) or "mcp_remote"
 	Ready     bool
 	// Refusal says why the agent may not use the server yet, with the fixing command
 	// (nil when Ready).
-	Refusal *Error
+	Refusal *grantwire.Error
 	Scopes  []string
 	EnvKeys []string
 	URL     string
 }
 
-// CheckMCPLaunch asks the launch gate whether agent may use the MCP server connector,
+// CheckLaunch asks the launch gate whether agent may use the MCP server connector,
 // reading no secret: a refusal of the gate is Ready false with the Refusal; an unknown
 // connector or one that is not an MCP server is an error.
-func (c *Client) CheckMCPLaunch(ctx context.Context, connector, agent string) (*MCPReadiness, error) {
+func (c *Client) CheckLaunch(ctx context.Context, connector, agent string) (*Readiness, error) {
 	var r launchResult
-	if _, err := c.run(ctx, "launch", map[string]any{"connector": connector, "agent": agent, "check": true}, nil, &r); err != nil {
+	if _, err := c.r.Run(ctx, "launch", map[string]any{"connector": connector, "agent": agent, "check": true}, nil, &r); err != nil {
 		return nil, err
 	}
-	return &MCPReadiness{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Ready: r.Ready,
-		Refusal: c.AsError(r.Refusal), Scopes: nonNil(r.Scopes), EnvKeys: nonNil(r.EnvKeys), URL: r.URL}, nil
+	return &Readiness{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Ready: r.Ready,
+		Refusal: c.asError(r.Refusal), Scopes: nonNil(r.Scopes), EnvKeys: nonNil(r.EnvKeys), URL: r.URL}, nil
 }
