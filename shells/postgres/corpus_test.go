@@ -82,7 +82,7 @@ func (s *pgShell) NewWorld(ctx context.Context, t testing.TB, setup conformance.
 	}
 	nonce := pgtest.RandHex(6)
 	w := &pgWorld{World: iw.(*nativeshell.World), ctx: ctx, sh: s, home: "conformance-" + nonce,
-		service: hostabi.DefaultService + ".conformance." + nonce, procs: map[string]hostabi.Capabilities{}}
+		service: hostabi.DefaultService + ".conformance." + nonce}
 	w.outside, err = w.open(ctx)
 	if err != nil {
 		_ = w.World.Close()
@@ -108,7 +108,7 @@ type pgWorld struct {
 	stores  []*postgres.Store
 	outside *postgres.Store
 	caps    hostabi.Capabilities
-	procs   map[string]hostabi.Capabilities
+	procs   testenv.Processes
 }
 
 var (
@@ -142,25 +142,17 @@ func (w *pgWorld) overlay(base hostabi.Capabilities, st *postgres.Store) hostabi
 func (w *pgWorld) Capabilities() hostabi.Capabilities { return w.caps }
 
 func (w *pgWorld) ProcessCapabilities(name string) (hostabi.Capabilities, error) {
-	w.mu.Lock()
-	c, ok := w.procs[name]
-	w.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	base, err := w.World.ProcessCapabilities(name)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	st, err := w.open(w.ctx)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	c = w.overlay(base, st)
-	w.mu.Lock()
-	w.procs[name] = c
-	w.mu.Unlock()
-	return c, nil
+	return w.procs.Get(name, func() (hostabi.Capabilities, error) {
+		base, err := w.World.ProcessCapabilities(name)
+		if err != nil {
+			return hostabi.Capabilities{}, err
+		}
+		st, err := w.open(w.ctx)
+		if err != nil {
+			return hostabi.Capabilities{}, err
+		}
+		return w.overlay(base, st), nil
+	})
 }
 
 // realService is where the core's service grantwire.connections (or another) of this

@@ -64,7 +64,7 @@ type World struct {
 	services map[string]bool // real keyring services used
 	shells   []*native.Shell
 	pastes   []*io.PipeWriter // each process's standard input in paste mode
-	procs    map[string]hostabi.Capabilities
+	procs    testenv.Processes
 	problems []string // what went wrong off the runner's path (browser fetches)
 
 	outside *native.Shell
@@ -94,7 +94,7 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &testenv.Buffer{},
-		env: map[string]string{}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
+		env: map[string]string{}, services: map[string]bool{},
 	}
 	// One server per world, every provider under its own path (the patched catalog's
 	// URLs), each naming itself and checking its clients as the catalog says.
@@ -168,20 +168,10 @@ func (w *World) Capabilities() hostabi.Capabilities { return w.caps }
 
 // ProcessCapabilities implements conformance.Processes: each process its own native.Shell.
 func (w *World) ProcessCapabilities(name string) (hostabi.Capabilities, error) {
-	w.mu.Lock()
-	c, ok := w.procs[name]
-	w.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	_, c, err := w.newShell(true)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	w.mu.Lock()
-	w.procs[name] = c
-	w.mu.Unlock()
-	return c, nil
+	return w.procs.Get(name, func() (hostabi.Capabilities, error) {
+		_, c, err := w.newShell(true)
+		return c, err
+	})
 }
 
 // Home is the world's grantwire home.

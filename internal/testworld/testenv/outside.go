@@ -165,3 +165,31 @@ func (l shortLocks) TryLock(ctx context.Context, name string, wait time.Duration
 	}
 	return l.inner.TryLock(ctx, name, wait)
 }
+
+// Processes keeps a world's processes' capabilities by name (conformance.Processes): each
+// opened the first time it is asked for. The zero value is ready.
+type Processes struct {
+	mu    sync.Mutex
+	procs map[string]hostabi.Capabilities
+}
+
+// Get returns process name's capabilities, opening them with open the first time.
+func (p *Processes) Get(name string, open func() (hostabi.Capabilities, error)) (hostabi.Capabilities, error) {
+	p.mu.Lock()
+	c, ok := p.procs[name]
+	p.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := open()
+	if err != nil {
+		return hostabi.Capabilities{}, err
+	}
+	p.mu.Lock()
+	if p.procs == nil {
+		p.procs = map[string]hostabi.Capabilities{}
+	}
+	p.procs[name] = c
+	p.mu.Unlock()
+	return c, nil
+}
