@@ -16,7 +16,6 @@ import (
 	"github.com/grantwire/grantwire/shells/native"
 )
 
-
 // Paste mode: every line that is not this authorization's redirect is refused with why,
 // never echoed, and the wait goes on; the redirect itself is the callback, once.
 func TestPasteModeChecksWhatIsPasted(t *testing.T) {

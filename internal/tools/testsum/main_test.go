@@ -187,4 +187,3 @@ func TestCorporaNameRealTests(t *testing.T) {
 	}
 	require.Len(t, shells, 5, "memory host, OS, Node, Python, PostgreSQL")
 }
-
