@@ -140,18 +140,7 @@ func (s *Server) catalogEndpoint(w http.ResponseWriter, r *http.Request) {
 	host, path, _ := strings.Cut(rest, "/")
 	origin := scheme + "://" + host
 	provider, endpoint := s.route(origin + "/" + path)
-	switch endpoint {
-	case "authorize":
-		s.authorize(w, r, provider)
-	case "token":
-		s.tokenEndpoint(w, r, provider)
-	case "userinfo":
-		s.userinfo(w, r, provider)
-	case "revoke":
-		s.revoke(w, r, provider)
-	case "devicecode":
-		s.deviceAuthorization(w, r, provider, origin+"/device")
-	default:
+	if !s.serveEndpoint(w, r, provider, endpoint, origin+"/device") {
 		drop(w)
 	}
 }
