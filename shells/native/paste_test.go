@@ -6,39 +6,21 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
-
-// lockedBuffer collects what the shell prints for the user.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Paste mode: every line that is not this authorization's redirect is refused with why,
 // never echoed, and the wait goes on; the redirect itself is the callback, once.
 func TestPasteModeChecksWhatIsPasted(t *testing.T) {
 	in, feed := io.Pipe()
-	var prompt lockedBuffer
+	var prompt testenv.Buffer // what the shell prints for the user
 	sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: &prompt, Paste: in})
 	require.NoError(t, err)
 	defer sh.Close()
@@ -106,7 +88,7 @@ func TestPasteModeWithoutInput(t *testing.T) {
 	_, err = sh.Capabilities().Loopback.Open(context.Background(), "local", hostabi.ModePaste)
 	require.ErrorIs(t, err, hostabi.ErrUnavailable)
 
-	var prompt lockedBuffer
+	var prompt testenv.Buffer // what the shell prints for the user
 	sh2, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: &prompt, Paste: strings.NewReader("")})
 	require.NoError(t, err)
 	defer sh2.Close()
@@ -121,7 +103,7 @@ func TestPasteModeWithoutInput(t *testing.T) {
 // The device prompt: where to go, the code, the complete URI, how long it lasts; nobody at
 // a terminal cannot be shown it.
 func TestDevicePrompt(t *testing.T) {
-	var prompt lockedBuffer
+	var prompt testenv.Buffer // what the shell prints for the user
 	sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: &prompt, Interactive: true})
 	require.NoError(t, err)
 	defer sh.Close()

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
 	"github.com/grantwire/grantwire/internal/testworld/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 
@@ -82,12 +82,13 @@ func (s *pgShell) NewWorld(ctx context.Context, t testing.TB, setup conformance.
 	}
 	nonce := pgtest.RandHex(6)
 	w := &pgWorld{World: iw.(*nativeshell.World), ctx: ctx, sh: s, home: "conformance-" + nonce,
-		service: hostabi.DefaultService + ".conformance." + nonce, holds: map[string]func(){}, procs: map[string]hostabi.Capabilities{}}
+		service: hostabi.DefaultService + ".conformance." + nonce}
 	w.outside, err = w.open(ctx)
 	if err != nil {
 		_ = w.World.Close()
 		return nil, err
 	}
+	w.Outside.Locks, w.Outside.Ctx = w.outside.Capabilities(hostabi.Capabilities{}).Locks, ctx
 	w.caps = w.overlay(w.World.Capabilities(), w.outside)
 	return w, nil
 }
@@ -99,13 +100,15 @@ type pgWorld struct {
 	sh            *pgShell
 	home, service string
 
-	mu       sync.Mutex
-	stores   []*postgres.Store
-	outside  *postgres.Store
-	caps     hostabi.Capabilities
-	procs    map[string]hostabi.Capabilities
-	holds    map[string]func()
-	failures []keyringFailure
+	// Outside (this world's, over the OS shell world's): the outside locks as real
+	// advisory locks on the outside Store's session, and the keyring failures.
+	testenv.Outside
+
+	mu      sync.Mutex
+	stores  []*postgres.Store
+	outside *postgres.Store
+	caps    hostabi.Capabilities
+	procs   testenv.Processes
 }
 
 var (
@@ -130,8 +133,8 @@ func (w *pgWorld) open(ctx context.Context) (*postgres.Store, error) {
 // core the service grantwire.connections.
 func (w *pgWorld) overlay(base hostabi.Capabilities, st *postgres.Store) hostabi.Capabilities {
 	c := st.Capabilities(base)
-	c.Keyring = failingKeyring{w: w, inner: c.Keyring}
-	c.Locks = shortLocks{w: w, inner: c.Locks}
+	c.Keyring = w.Outside.Keyring(c.Keyring, w.realService)
+	c.Locks = w.Outside.ShortLocks(c.Locks, knownBusyWait)
 	c.Service = hostabi.DefaultService
 	return c
 }
@@ -139,144 +142,26 @@ func (w *pgWorld) overlay(base hostabi.Capabilities, st *postgres.Store) hostabi
 func (w *pgWorld) Capabilities() hostabi.Capabilities { return w.caps }
 
 func (w *pgWorld) ProcessCapabilities(name string) (hostabi.Capabilities, error) {
-	w.mu.Lock()
-	c, ok := w.procs[name]
-	w.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	base, err := w.World.ProcessCapabilities(name)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	st, err := w.open(w.ctx)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	c = w.overlay(base, st)
-	w.mu.Lock()
-	w.procs[name] = c
-	w.mu.Unlock()
-	return c, nil
-}
-
-// Hold takes the lock as the outside process: a real advisory lock on its own session.
-func (w *pgWorld) Hold(lock, holder string) error {
-	w.mu.Lock()
-	_, held := w.holds[lock]
-	w.mu.Unlock()
-	if held {
-		return nil
-	}
-	release, err := w.outside.Capabilities(hostabi.Capabilities{}).Locks.TryLock(w.ctx, lock, 0)
-	if err != nil {
-		return fmt.Errorf("%s cannot hold %s: %w", holder, lock, err)
-	}
-	w.mu.Lock()
-	w.holds[lock] = release
-	w.mu.Unlock()
-	return nil
-}
-
-func (w *pgWorld) Release(lock string) error {
-	w.mu.Lock()
-	release, ok := w.holds[lock]
-	delete(w.holds, lock)
-	w.mu.Unlock()
-	if ok {
-		release()
-	}
-	return nil
-}
-
-func (w *pgWorld) heldOutside(lock string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.holds[lock]
-	return ok
-}
-
-func (w *pgWorld) FailKeyring(op, user string, count int, insecure bool) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.failures = append(w.failures, keyringFailure{op: op, user: user, count: count, insecure: insecure})
-	return nil
-}
-
-type keyringFailure struct {
-	op, user string
-	count    int
-	insecure bool
-}
-
-var errInjected = errors.New("postgres world: injected failure")
-
-func (w *pgWorld) failure(op, user string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, f := range w.failures {
-		if f.op != op || f.user != user {
-			continue
+	return w.procs.Get(name, func() (hostabi.Capabilities, error) {
+		base, err := w.World.ProcessCapabilities(name)
+		if err != nil {
+			return hostabi.Capabilities{}, err
 		}
-		if w.failures[i].count--; w.failures[i].count <= 0 {
-			w.failures = append(w.failures[:i], w.failures[i+1:]...)
+		st, err := w.open(w.ctx)
+		if err != nil {
+			return hostabi.Capabilities{}, err
 		}
-		if f.insecure {
-			return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "postgres world: injected",
-				Fix: "install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring), KeePassXC or KWallet"}
-		}
-		return errInjected
-	}
-	return nil
+		return w.overlay(base, st), nil
+	})
 }
 
-// failingKeyring injects the corpus's keyring failures and stores the service the core
-// sees under the world's own.
-type failingKeyring struct {
-	w     *pgWorld
-	inner hostabi.Keyring
-}
-
-func (k failingKeyring) real(service string) string {
+// realService is where the core's service grantwire.connections (or another) of this
+// world is stored.
+func (w *pgWorld) realService(service string) string {
 	if service == hostabi.DefaultService {
-		return k.w.service
+		return w.service
 	}
-	return service + ".conformance." + k.w.home
-}
-
-func (k failingKeyring) Get(ctx context.Context, service, user string) (string, error) {
-	if err := k.w.failure("get", user); err != nil {
-		return "", err
-	}
-	return k.inner.Get(ctx, k.real(service), user)
-}
-
-func (k failingKeyring) Set(ctx context.Context, service, user, value string) error {
-	if err := k.w.failure("set", user); err != nil {
-		return err
-	}
-	return k.inner.Set(ctx, k.real(service), user, value)
-}
-
-func (k failingKeyring) Delete(ctx context.Context, service, user string) error {
-	if err := k.w.failure("delete", user); err != nil {
-		return err
-	}
-	return k.inner.Delete(ctx, k.real(service), user)
-}
-
-// shortLocks shortens a wait whose answer is known: the lock is held by the outside
-// process, which releases only between steps.
-type shortLocks struct {
-	w     *pgWorld
-	inner hostabi.Locks
-}
-
-func (l shortLocks) TryLock(ctx context.Context, name string, wait time.Duration) (func(), error) {
-	if wait > knownBusyWait && l.w.heldOutside(name) {
-		wait = knownBusyWait
-	}
-	return l.inner.TryLock(ctx, name, wait)
+	return service + ".conformance." + w.home
 }
 
 // KeyringUsers lists the world's secrets from the table itself.
@@ -284,7 +169,7 @@ func (w *pgWorld) KeyringUsers(service string) []string {
 	var users []string
 	err := w.query(func(conn *pgx.Conn) error {
 		rows, err := conn.Query(w.ctx, `select "user" from grantwire.secrets where service = $1 order by "user"`,
-			failingKeyring{w: w}.real(service))
+			w.realService(service))
 		if err != nil {
 			return err
 		}
@@ -338,15 +223,11 @@ func (w *pgWorld) query(f func(*pgx.Conn) error) error {
 // Close releases the outside locks, closes the OS shell's world and every Store, and
 // deletes the world's rows.
 func (w *pgWorld) Close() error {
+	w.ReleaseAll()
 	w.mu.Lock()
-	holds := w.holds
-	w.holds = map[string]func(){}
 	stores := w.stores
 	w.stores = nil
 	w.mu.Unlock()
-	for _, release := range holds {
-		release()
-	}
 	err := w.World.Close()
 	for _, st := range stores {
 		_ = st.Close()

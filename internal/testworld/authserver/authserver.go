@@ -472,7 +472,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, provider stri
 	if cq := s.consents[provider]; len(cq) > 0 {
 		consent, s.consents[provider] = &cq[0], cq[1:]
 	} else if a, ok := s.nextAuthorization(provider); ok {
-		c := a.consent()
+		c := consentOf(a)
 		consent = &c
 	}
 	if consent != nil && consent.Abandon {

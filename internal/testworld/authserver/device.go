@@ -166,7 +166,7 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, pro
 	if q := s.deviceUsers[provider]; len(q) > 0 {
 		user, s.deviceUsers[provider], scripted = q[0], q[1:], true
 	} else if a, ok := s.nextAuthorization(provider); ok {
-		user, scripted, away = a.deviceUser(), true, a.Status == "interactive_required"
+		user, scripted, away = deviceUserOf(a), true, a.Status == "interactive_required"
 	} else if s.cfg.DeviceApprove {
 		user, scripted = DeviceUser{Decision: DeviceApprove}, true
 	}

@@ -27,12 +27,8 @@ type deviceAnswer struct {
 
 func deviceCode(t *testing.T, endpoint string, form url.Values) deviceAnswer {
 	t.Helper()
-	resp, err := noRedirect.PostForm(endpoint, form)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var a deviceAnswer
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&a))
-	a.Status = resp.StatusCode
+	a, status := postFor[deviceAnswer](t, endpoint, form)
+	a.Status = status
 	return a
 }
 

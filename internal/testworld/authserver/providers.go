@@ -24,8 +24,19 @@ func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	provider := parts[0]
-	switch parts[len(parts)-1] {
+	switch endpoint := parts[len(parts)-1]; {
+	case endpoint == "device":
+		s.verification(w, r)
+	case !s.serveEndpoint(w, r, parts[0], endpoint, ""):
+		http.NotFound(w, r)
+	}
+}
+
+// serveEndpoint answers a provider's endpoint (authorize, token, userinfo, revoke,
+// devicecode, whose verification URI is verification, or the server's own when ""); it
+// reports false, answering nothing, for another endpoint.
+func (s *Server) serveEndpoint(w http.ResponseWriter, r *http.Request, provider, endpoint, verification string) bool {
+	switch endpoint {
 	case "authorize":
 		s.authorize(w, r, provider)
 	case "token":
@@ -35,12 +46,11 @@ func (s *Server) providerEndpoint(w http.ResponseWriter, r *http.Request) {
 	case "revoke":
 		s.revoke(w, r, provider)
 	case "devicecode":
-		s.deviceAuthorization(w, r, provider, "")
-	case "device":
-		s.verification(w, r)
+		s.deviceAuthorization(w, r, provider, verification)
 	default:
-		http.NotFound(w, r)
+		return false
 	}
+	return true
 }
 
 // IssueToken makes refreshToken a live refresh token of provider ("" for the root

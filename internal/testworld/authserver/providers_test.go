@@ -13,13 +13,20 @@ import (
 
 func post(t *testing.T, endpoint string, form url.Values) answer {
 	t.Helper()
+	a, status := postFor[answer](t, endpoint, form)
+	a.Status = status
+	return a
+}
+
+// postFor posts form to endpoint and reads the JSON answer into a T, with its status.
+func postFor[T any](t *testing.T, endpoint string, form url.Values) (T, int) {
+	t.Helper()
 	resp, err := noRedirect.PostForm(endpoint, form)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var a answer
+	var a T
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&a))
-	a.Status = resp.StatusCode
-	return a
+	return a, resp.StatusCode
 }
 
 func refreshAt(t *testing.T, s *authserver.Server, provider, rt string) answer {

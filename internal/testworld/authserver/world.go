@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/grantwire/grantwire/conformance"
 )
 
 // Provider is a catalog connector as the server plays it: the members of a catalog entry
@@ -138,18 +140,7 @@ func (s *Server) catalogEndpoint(w http.ResponseWriter, r *http.Request) {
 	host, path, _ := strings.Cut(rest, "/")
 	origin := scheme + "://" + host
 	provider, endpoint := s.route(origin + "/" + path)
-	switch endpoint {
-	case "authorize":
-		s.authorize(w, r, provider)
-	case "token":
-		s.tokenEndpoint(w, r, provider)
-	case "userinfo":
-		s.userinfo(w, r, provider)
-	case "revoke":
-		s.revoke(w, r, provider)
-	case "devicecode":
-		s.deviceAuthorization(w, r, provider, origin+"/device")
-	default:
+	if !s.serveEndpoint(w, r, provider, endpoint, origin+"/device") {
 		drop(w)
 	}
 }
@@ -176,39 +167,22 @@ func drop(w http.ResponseWriter) {
 // answers the exchange with a page that is not JSON. Polls answer a device code's first
 // polls, before the outcome: authorization_pending, slow_down, or timeout (no answer in
 // time); Device shapes the device authorization answer.
-type Authorization struct {
-	Status       string        `json:"status"`
-	Error        string        `json:"error,omitempty"`
-	HTTPStatus   int           `json:"http_status,omitempty"`
-	AccessToken  string        `json:"access_token,omitempty"`
-	RefreshToken string        `json:"refresh_token,omitempty"`
-	ExpiresIn    int64         `json:"expires_in,omitempty"`
-	Scopes       []string      `json:"scopes,omitempty"`
-	Account      string        `json:"account,omitempty"`
-	Iss          *string       `json:"iss,omitempty"`
-	NoIss        bool          `json:"no_iss,omitempty"`
-	NoRefresh    bool          `json:"no_refresh,omitempty"`
-	NotJSON      bool          `json:"not_json,omitempty"`
-	Polls        []string      `json:"polls,omitempty"`
-	Device       *DeviceAnswer `json:"device,omitempty"`
-}
+//
+// It is the corpus's own type (conformance.AuthorizeResult, the token_server.authorize
+// entries), so that a scenario's script reaches the server as it is written.
+type Authorization = conformance.AuthorizeResult
 
-// DeviceAnswer shapes a device authorization answer: the code's lifetime and polling
-// interval in seconds (the configuration's when zero), or a refusal (Error, with
-// HTTPStatus, default 400).
-type DeviceAnswer struct {
-	ExpiresIn  int64  `json:"expires_in,omitempty"`
-	Interval   int64  `json:"interval,omitempty"`
-	Error      string `json:"error,omitempty"`
-	HTTPStatus int    `json:"http_status,omitempty"`
-}
+// DeviceAnswer shapes a device authorization answer (conformance.DeviceSpec): the code's
+// lifetime and polling interval in seconds (the configuration's when zero), or a refusal
+// (Error, with HTTPStatus, default 400).
+type DeviceAnswer = conformance.DeviceSpec
 
 // ScriptAuthorize queues outcomes for a provider's next authorizations, in order (it
 // panics on a Status not listed at Authorization). A consent (ScriptConsent) or a device
 // user (ScriptDevice) queued for the same provider goes first.
 func (s *Server) ScriptAuthorize(provider string, a ...Authorization) {
 	for _, x := range a {
-		if err := x.check(); err != nil {
+		if err := checkAuthorization(x); err != nil {
 			panic(err)
 		}
 	}
@@ -220,7 +194,7 @@ func (s *Server) ScriptAuthorize(provider string, a ...Authorization) {
 	}
 }
 
-func (a Authorization) check() error {
+func checkAuthorization(a Authorization) error {
 	if !slices.Contains([]string{"ok", "denied", "error", "timeout", "interactive_required"}, a.Status) {
 		return fmt.Errorf("authserver: an authorization's status is ok, denied, error, timeout or interactive_required, not %q", a.Status)
 	}
@@ -259,8 +233,8 @@ func (s *Server) Unattended(provider string) bool {
 	return s.away[provider]
 }
 
-// consent is what the user at the authorization endpoint does.
-func (a Authorization) consent() Consent {
+// consentOf is what the user at the authorization endpoint does.
+func consentOf(a Authorization) Consent {
 	switch a.Status {
 	case "ok":
 		return Consent{Scopes: a.Scopes, AccessToken: a.AccessToken, RefreshToken: a.RefreshToken, ExpiresIn: a.ExpiresIn,
@@ -284,8 +258,8 @@ func (a Authorization) consent() Consent {
 	return Consent{Abandon: true}
 }
 
-// deviceUser is what the user of a device code does.
-func (a Authorization) deviceUser() DeviceUser {
+// deviceUserOf is what the user of a device code does.
+func deviceUserOf(a Authorization) DeviceUser {
 	u := DeviceUser{Decision: DeviceApprove, Polls: a.Polls, Consent: Consent{Scopes: a.Scopes, AccessToken: a.AccessToken,
 		RefreshToken: a.RefreshToken, ExpiresIn: a.ExpiresIn, Account: a.Account, NoRefresh: a.NoRefresh}}
 	switch a.Status {
@@ -362,7 +336,7 @@ type Script struct {
 func (s *Server) Load(sc Script) error {
 	for _, q := range sc.Authorize {
 		for _, a := range q {
-			if err := a.check(); err != nil {
+			if err := checkAuthorization(a); err != nil {
 				return err
 			}
 		}

@@ -217,7 +217,7 @@ func (t tokenServer) ScriptRefresh(p string, r conformance.TokenResponse, during
 }
 
 func (t tokenServer) ScriptAuthorize(p string, r conformance.AuthorizeResult) {
-	t.load(authserver.Script{Authorize: map[string][]authserver.Authorization{p: {Authorization(r)}}})
+	t.load(authserver.Script{Authorize: map[string][]authserver.Authorization{p: {r}}})
 }
 
 func (t tokenServer) ScriptRevoke(p string, r conformance.TokenResponse) {
@@ -238,16 +238,4 @@ func (t tokenServer) ClientAuth() []string { return authserver.CountersOf(t.s).C
 func Reply(r conformance.TokenResponse) authserver.Reply {
 	return authserver.Reply{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
 		ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON}
-}
-
-// Authorization converts a scripted authorization outcome of the corpus to the
-// authorization server's.
-func Authorization(r conformance.AuthorizeResult) authserver.Authorization {
-	a := authserver.Authorization{Status: r.Status, Error: r.Error, HTTPStatus: r.HTTPStatus,
-		AccessToken: r.AccessToken, RefreshToken: r.RefreshToken, ExpiresIn: r.ExpiresIn, Scopes: r.Scopes,
-		Account: r.Account, Iss: r.Iss, NoIss: r.NoIss, NoRefresh: r.NoRefresh, NotJSON: r.NotJSON, Polls: r.Polls}
-	if d := r.Device; d != nil {
-		a.Device = &authserver.DeviceAnswer{ExpiresIn: d.ExpiresIn, Interval: d.Interval, Error: d.Error, HTTPStatus: d.HTTPStatus}
-	}
-	return a
 }

@@ -54,20 +54,21 @@ type World struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// Outside holds the corpus's locks as the outside instance and injects its keyring
+	// failures (Hold, Release, FailKeyring).
+	testenv.Outside
+
 	mu       sync.Mutex
 	env      map[string]string
-	failures []failure
 	events   []hostabi.Event
-	holds    map[string]func() // lock → release, held by the outside instance
-	services map[string]bool   // real keyring services used
+	services map[string]bool // real keyring services used
 	shells   []*native.Shell
 	pastes   []*io.PipeWriter // each process's standard input in paste mode
-	procs    map[string]hostabi.Capabilities
+	procs    testenv.Processes
 	problems []string // what went wrong off the runner's path (browser fetches)
 
-	outside      *native.Shell
-	outsideLocks hostabi.Locks // unwrapped: the outside holder's own locks
-	caps         hostabi.Capabilities
+	outside *native.Shell
+	caps    hostabi.Capabilities
 }
 
 var (
@@ -93,7 +94,7 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	w := &World{
 		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &testenv.Buffer{},
-		env: map[string]string{}, holds: map[string]func(){}, services: map[string]bool{}, procs: map[string]hostabi.Capabilities{},
+		env: map[string]string{}, services: map[string]bool{},
 	}
 	// One server per world, every provider under its own path (the patched catalog's
 	// URLs), each naming itself and checking its clients as the catalog says.
@@ -113,7 +114,7 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 		_ = w.Close()
 		return nil, err
 	}
-	w.outsideLocks = w.outside.Capabilities().Locks
+	w.Outside.Locks, w.Outside.Ctx = w.outside.Capabilities().Locks, ctx // unwrapped: the outside holder's own
 	return w, nil
 }
 
@@ -149,8 +150,10 @@ func (w *World) newShell(browser bool) (*native.Shell, hostabi.Capabilities, err
 	w.pastes = append(w.pastes, pw)
 	w.mu.Unlock()
 	c := sh.Capabilities()
-	c.Keyring = keyring{w: w, inner: c.Keyring}
-	c.Locks = locks{w: w, inner: c.Locks}
+	c.Keyring = w.Outside.Keyring(c.Keyring, w.realService)
+	if !w.sh.policyWaits {
+		c.Locks = w.Outside.ShortLocks(c.Locks, KnownBusyWait)
+	}
 	c.Events = events{w: w, bus: c.Events}
 	c.HTTP = transport{w: w, inner: c.HTTP}
 	c.Loopback = loopback{w: w, inner: c.Loopback, paste: pw}
@@ -165,20 +168,10 @@ func (w *World) Capabilities() hostabi.Capabilities { return w.caps }
 
 // ProcessCapabilities implements conformance.Processes: each process its own native.Shell.
 func (w *World) ProcessCapabilities(name string) (hostabi.Capabilities, error) {
-	w.mu.Lock()
-	c, ok := w.procs[name]
-	w.mu.Unlock()
-	if ok {
-		return c, nil
-	}
-	_, c, err := w.newShell(true)
-	if err != nil {
-		return hostabi.Capabilities{}, err
-	}
-	w.mu.Lock()
-	w.procs[name] = c
-	w.mu.Unlock()
-	return c, nil
+	return w.procs.Get(name, func() (hostabi.Capabilities, error) {
+		_, c, err := w.newShell(true)
+		return c, err
+	})
 }
 
 // Home is the world's grantwire home.
@@ -198,51 +191,6 @@ func (w *World) getenv(k string) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.env[k]
-}
-
-// Hold implements conformance.World: the outside instance takes the lock's file lock.
-func (w *World) Hold(lock, holder string) error {
-	w.mu.Lock()
-	_, held := w.holds[lock]
-	w.mu.Unlock()
-	if held {
-		return nil
-	}
-	release, err := w.outsideLocks.TryLock(w.ctx, lock, 0)
-	if err != nil {
-		return fmt.Errorf("nativeshell: %s cannot hold %s: %w", holder, lock, err)
-	}
-	w.mu.Lock()
-	w.holds[lock] = release
-	w.mu.Unlock()
-	return nil
-}
-
-// Release implements conformance.World.
-func (w *World) Release(lock string) error {
-	w.mu.Lock()
-	release, ok := w.holds[lock]
-	delete(w.holds, lock)
-	w.mu.Unlock()
-	if ok {
-		release()
-	}
-	return nil
-}
-
-func (w *World) heldOutside(lock string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, ok := w.holds[lock]
-	return ok
-}
-
-// FailKeyring implements conformance.World.
-func (w *World) FailKeyring(op, user string, count int, insecure bool) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.failures = append(w.failures, failure{op: op, user: user, count: count, insecure: insecure})
-	return nil
 }
 
 // TokenServer implements conformance.World.
@@ -275,17 +223,13 @@ func (w *World) Close() error {
 func (w *World) close() error {
 	w.browsers.Wait()
 	w.mu.Lock()
-	holds := w.holds
-	w.holds = map[string]func(){}
 	shells := w.shells
 	services := slices.Sorted(maps.Keys(w.services))
 	for _, pw := range w.pastes {
 		_ = pw.Close()
 	}
 	w.mu.Unlock()
-	for _, release := range holds {
-		release()
-	}
+	w.ReleaseAll()
 	var errs []error
 	for _, sh := range shells {
 		errs = append(errs, sh.Close())
@@ -406,77 +350,6 @@ func (w *World) Surfaces() ([]conformance.Surface, error) {
 }
 
 // --- capabilities as the world wraps them --------------------------------------------
-
-// failure is an injected keyring failure (the corpus's keyring_failures).
-type failure struct {
-	op, user string
-	count    int
-	insecure bool
-}
-
-// ErrInjected is the plain injected keyring failure.
-var ErrInjected = errors.New("nativeshell: injected failure")
-
-func (w *World) failure(op, user string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, f := range w.failures {
-		if f.op != op || f.user != user {
-			continue
-		}
-		w.failures[i].count--
-		if w.failures[i].count <= 0 {
-			w.failures = append(w.failures[:i], w.failures[i+1:]...)
-		}
-		if f.insecure {
-			return &hostabi.HostError{Code: hostabi.HostErrInsecureStore, Detail: "nativeshell: injected",
-				Fix: "install and start a Secret Service such as gnome-keyring (Debian/Ubuntu: apt-get install gnome-keyring), KeePassXC or KWallet"}
-		}
-		return ErrInjected
-	}
-	return nil
-}
-
-// keyring stores the world's services under their real names and injects failures.
-type keyring struct {
-	w     *World
-	inner hostabi.Keyring
-}
-
-func (k keyring) Get(ctx context.Context, service, user string) (string, error) {
-	if err := k.w.failure("get", user); err != nil {
-		return "", err
-	}
-	return k.inner.Get(ctx, k.w.realService(service), user)
-}
-
-func (k keyring) Set(ctx context.Context, service, user, value string) error {
-	if err := k.w.failure("set", user); err != nil {
-		return err
-	}
-	return k.inner.Set(ctx, k.w.realService(service), user, value)
-}
-
-func (k keyring) Delete(ctx context.Context, service, user string) error {
-	if err := k.w.failure("delete", user); err != nil {
-		return err
-	}
-	return k.inner.Delete(ctx, k.w.realService(service), user)
-}
-
-// locks shortens a wait whose answer is known: the lock is held by the outside instance,
-// which releases only between steps.
-type locks struct {
-	w     *World
-	inner hostabi.Locks
-}
-
-func (l locks) TryLock(ctx context.Context, name string, wait time.Duration) (func(), error) {
-	if !l.w.sh.policyWaits && wait > KnownBusyWait && l.w.heldOutside(name) {
-		wait = KnownBusyWait
-	}
-	return l.inner.TryLock(ctx, name, wait)
-}
 
 // events records every event in the world's log, in order, and delivers it on the
 // process's bus.

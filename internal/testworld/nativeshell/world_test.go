@@ -19,6 +19,7 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // childEnv makes the test binary a child process that tries a lock file and exits 0
@@ -128,7 +129,7 @@ func TestTheWorldKeepsItsKeyringToItself(t *testing.T) {
 	require.NoError(t, caps.Keyring.Set(ctx, caps.Service, "p:default", "v"))
 	require.NoError(t, w.FailKeyring("get", "p:default", 1, false))
 	_, err = caps.Keyring.Get(ctx, caps.Service, "p:default")
-	require.ErrorIs(t, err, nativeshell.ErrInjected)
+	require.ErrorIs(t, err, testenv.ErrInjected)
 	require.NoError(t, w.FailKeyring("set", "p:default", 1, true))
 	err = b.Keyring.Set(ctx, b.Service, "p:default", "w")
 	var ce *hostabi.HostError

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // A module in a temporary directory named like grantwire's, so its conformance package's
@@ -145,7 +146,7 @@ func TestAStreamCutShortFailsAndShowsWhatRan(t *testing.T) {
 
 func TestHeartbeatNamesThePackagesStillRunning(t *testing.T) {
 	r, w := io.Pipe()
-	var out syncBuffer
+	var out testenv.Buffer
 	done := make(chan *Summary)
 	go func() {
 		sum, _ := Run(r, &out, nil, 0, 20*time.Millisecond)
@@ -185,21 +186,4 @@ func TestCorporaNameRealTests(t *testing.T) {
 		require.Regexp(t, `conformance\.Run\(|foreign\.Conformance\(`, body, "%s %s runs the corpus", c.Package, top)
 	}
 	require.Len(t, shells, 5, "memory host, OS, Node, Python, PostgreSQL")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
