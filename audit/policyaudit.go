@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -154,11 +155,7 @@ func ParseModules(fsys fs.FS, root string, tests bool) (map[string]*ast.Module, 
 }
 
 func sortedModules(mods map[string]*ast.Module) []*ast.Module {
-	names := make([]string, 0, len(mods))
-	for n := range mods {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	out := make([]*ast.Module, 0, len(names))
 	for _, n := range names {
 		out = append(out, mods[n])
