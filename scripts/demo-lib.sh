@@ -10,8 +10,17 @@
 #                           print "$ COMMAND", run it, print its output, check its exit code,
 #                           that each TEXT appears and that no secret does
 #   build_progress          reads `go build -v` and shows its progress
+#   rand                    prints 24 random hex digits (for planted secrets)
+#   start_json NAME FIELD TRIES COMMAND...
+#                           runs COMMAND in the background (stdout $DEMO_TMP/NAME.json,
+#                           stderr NAME.log), waits up to TRIES×50 ms for its first line and
+#                           sets STARTED_PID and STARTED (the string FIELD of that line)
+#   stop_pid PID            kills and reaps PID if it is set (for the cleanup)
+#   no_leaks WHERE... / PROBLEM
+#                           fails with "N PROBLEM" if a line of secrets() is in the transcript
+#                           or under a WHERE (the last argument is PROBLEM)
 #   start_authserver ARGS   starts internal/cmd/authserver ($DEMO_TMP/bin/authserver) with
-#                           ARGS; sets AUTH_PID and ISSUER (kill AUTH_PID in the cleanup)
+#                           ARGS; sets AUTH_PID and ISSUER (stop_pid AUTH_PID in the cleanup)
 #   local_catalog           writes $GRANTWIRE_CATALOG: the embedded catalog with its google
 #                           entry pointed at $ISSUER (nothing leaves the machine)
 
@@ -73,14 +82,40 @@ build_progress() {
 	fi
 }
 
-start_authserver() {
-	"$DEMO_TMP/bin/authserver" "$@" >"$DEMO_TMP/authserver.json" 2>"$DEMO_TMP/authserver.log" &
-	AUTH_PID=$!
-	for _ in $(seq 100); do
-		[ -s "$DEMO_TMP/authserver.json" ] && break
+rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
+
+start_json() {
+	local name=$1 field=$2 tries=$3
+	shift 3
+	"$@" >"$DEMO_TMP/$name.json" 2>"$DEMO_TMP/$name.log" &
+	STARTED_PID=$!
+	for _ in $(seq "$tries"); do
+		[ -s "$DEMO_TMP/$name.json" ] && break
 		sleep 0.05
 	done
-	ISSUER=$(sed -nE 's/.*"issuer":"([^"]+)".*/\1/p' "$DEMO_TMP/authserver.json")
+	STARTED=$(sed -nE "s/.*\"$field\":\"([^\"]+)\".*/\1/p" "$DEMO_TMP/$name.json")
+}
+
+stop_pid() {
+	if [ -n "$1" ]; then
+		kill "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+	fi
+}
+
+no_leaks() {
+	local problem=${!#} leaks=0 s
+	while read -r s; do
+		if grep -rqF -- "$s" "${@:1:$#-1}" "$TRANSCRIPT"; then
+			leaks=$((leaks + 1))
+		fi
+	done < <(secrets)
+	[ "$leaks" = 0 ] || fail "$leaks $problem"
+}
+
+start_authserver() {
+	start_json authserver issuer 100 "$DEMO_TMP/bin/authserver" "$@"
+	AUTH_PID=$STARTED_PID ISSUER=$STARTED
 	[ -n "$ISSUER" ] || fail "the local authorization server did not start: $(cat "$DEMO_TMP/authserver.log")"
 }
 

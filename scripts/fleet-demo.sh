@@ -17,10 +17,7 @@ DEMO_NAME=fleet-demo
 . scripts/demo-lib.sh
 AUTH_PID=''
 cleanup() {
-	if [ -n "$AUTH_PID" ]; then
-		kill "$AUTH_PID" 2>/dev/null
-		wait "$AUTH_PID" 2>/dev/null
-	fi
+	stop_pid "$AUTH_PID"
 	pg_stop
 	rm -rf "$DEMO_TMP"
 }
@@ -28,7 +25,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 TOKEN_PREFIX=fleettok
-rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 CLIENT_SECRET="client-secret-$(rand)"
 PG_PASSWORD=''
 TOKEN=''
@@ -112,13 +108,7 @@ run 4 "B grantwire --store \"\$STORE\" token google --agent builtin:email --scop
 	"fix: grantwire grants grant google builtin:email --scopes $GMAIL"
 out "machine B refused the revoked grant at once"
 
-leaks=0
-while read -r s; do
-	if grep -rqF -- "$s" "$DEMO_TMP/machines" "$TRANSCRIPT"; then
-		leaks=$((leaks + 1))
-	fi
-done < <(secrets)
-[ "$leaks" = 0 ] || fail "$leaks secrets or issued tokens were found in the transcript or under the machines' directories"
+no_leaks "$DEMO_TMP/machines" "secrets or issued tokens were found in the transcript or under the machines' directories"
 say "No client secret, database password, refresh or access token appears in this transcript or in"
 out "# a file of either machine."
 out ""
