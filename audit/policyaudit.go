@@ -379,11 +379,7 @@ func EntrypointProblems(mods map[string]*ast.Module, decide string, wanted []str
 		return []string{err.Error()}, nil
 	}
 	var problems []string
-	routed := make([]string, 0, len(ops))
-	for op := range ops {
-		routed = append(routed, op)
-	}
-	sort.Strings(routed)
+	routed := slices.Sorted(maps.Keys(ops))
 	if !slices.Equal(routed, listed) {
 		problems = append(problems, fmt.Sprintf("decide routes %v but the manifest lists %v", routed, listed))
 	}
@@ -394,11 +390,7 @@ func EntrypointProblems(mods map[string]*ast.Module, decide string, wanted []str
 	for _, w := range wanted {
 		paths["data."+strings.ReplaceAll(w, "/", ".")] = "an entrypoint of policy.wasm"
 	}
-	names := make([]string, 0, len(paths))
-	for p := range paths {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(paths))
 	for _, p := range names {
 		ref, err := ast.ParseRef(p)
 		if err != nil {
@@ -540,11 +532,7 @@ func Audit(ctx context.Context, fsys fs.FS, root string, o AuditOptions) (*Audit
 			fmt.Sprintf("%d of %d Rego tests failed", rep.Failed, rep.Tests))
 
 		var uncovered []string
-		files := make([]string, 0, len(cov.Files))
-		for f := range cov.Files {
-			files = append(files, f)
-		}
-		sort.Strings(files)
+		files := slices.Sorted(maps.Keys(cov.Files))
 		for _, f := range files {
 			if isTest(f) {
 				continue

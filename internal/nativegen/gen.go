@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -319,11 +321,7 @@ func (g *gen) emit() ([]byte, error) {
 	}
 	g.p("}\n\n")
 	g.p("// %[1]s is the number of the policy's functions.\nconst %[1]s = %[2]d\n\n", g.id("genFuncCount"), len(g.pol.Funcs.Funcs))
-	names := make([]string, 0, len(g.builtins))
-	for n := range g.builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(g.builtins))
 	g.p("// %[1]s lists the built-in functions the policy calls.\nvar %[1]s = []string{", g.id("genBuiltins"))
 	for _, n := range names {
 		g.p("%q,", n)
@@ -331,11 +329,7 @@ func (g *gen) emit() ([]byte, error) {
 	g.p("}\n\n")
 	used := map[string]bool{}
 	g.walkAll(func(s ir.Stmt) { used[strings.TrimPrefix(fmt.Sprintf("%T", s), "*ir.")] = true })
-	stmts := make([]string, 0, len(used))
-	for n := range used {
-		stmts = append(stmts, n)
-	}
-	sort.Strings(stmts)
+	stmts := slices.Sorted(maps.Keys(used))
 	g.p("// %[1]s lists the IR statement types of the plan.\nvar %[1]s = []string{", g.id("genStatements"))
 	for _, n := range stmts {
 		g.p("%q,", n)
