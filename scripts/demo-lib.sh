@@ -9,7 +9,10 @@
 #   run EXIT COMMAND [TEXT...]
 #                           print "$ COMMAND", run it, print its output, check its exit code,
 #                           that each TEXT appears and that no secret does
+#   check_output COMMAND OUTPUT [TEXT...]
+#                           the checks of run on an output already captured
 #   build_progress          reads `go build -v` and shows its progress
+#   build_binaries          builds grantwire, authserver and browser into $DEMO_TMP/bin
 #   rand                    prints 24 random hex digits (for planted secrets)
 #   start_json NAME FIELD TRIES COMMAND...
 #                           runs COMMAND in the background (stdout $DEMO_TMP/NAME.json,
@@ -46,13 +49,30 @@ run() {
 	rc=$?
 	[ -z "$output" ] || out "$output"
 	[ "$rc" = "$want" ] || fail "\`$line\` exited $rc, expected $want"
+	check_output "$line" "$output" "$@"
+	[ "$want" = 0 ] || out "(exit code $rc)"
+}
+
+# check_output COMMAND OUTPUT [TEXT...]: fail unless each TEXT appears in OUTPUT, and if a
+# secret does (COMMAND names the command in the failure).
+check_output() {
+	local line=$1 output=$2 text
+	shift 2
 	for text in "$@"; do
 		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
 	done
 	while read -r text; do
 		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
 	done < <(secrets)
-	[ "$want" = 0 ] || out "(exit code $rc)"
+}
+
+# build_binaries builds grantwire, the local authorization server and the stand-in browser
+# into $DEMO_TMP/bin, showing the progress and the time it took.
+build_binaries() {
+	local start=$SECONDS
+	go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
+	[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
+	out "  built in $((SECONDS - start)) s"
 }
 
 

@@ -60,12 +60,7 @@ device_connect() {
 	output=$(cat "$log")
 	out "$output"
 	[ "$rc" = 0 ] || fail "\`$line\` exited $rc, expected 0"
-	for text in "$@"; do
-		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
-	done
-	while read -r text; do
-		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
-	done < <(secrets)
+	check_output "$line" "$output" "$@"
 }
 
 say "grantwire demo: which AI agent may use which connection, with every secret in the OS credential store."
@@ -74,10 +69,7 @@ say "Downloading the Go modules grantwire needs (go mod download; nothing when t
 go mod download || fail "go mod download failed (is the Go module proxy reachable?)"
 say "Building grantwire, the local OAuth server and the stand-in browser. The first build compiles"
 out "#    every dependency (a few minutes on 2 cores); later builds take seconds."
-start=$SECONDS
-go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
-[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
-out "  built in $((SECONDS - start)) s"
+build_binaries
 
 say "Starting a private Secret Service (its own dbus-daemon and gnome-keyring-daemon, a fresh login keyring)..."
 keyring_ensure_installed || fail "no Secret Service: install gnome-keyring as explained above, then run make demo again"

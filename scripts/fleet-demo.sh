@@ -35,10 +35,7 @@ secrets() {
 say "grantwire fleet demo: two machines share one PostgreSQL store; a connection made on one serves the other."
 command -v go >/dev/null || fail "Go 1.26 or later is required (https://go.dev/dl/)"
 say "Building grantwire, the local OAuth server and the stand-in browser..."
-start=$SECONDS
-go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
-[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
-out "  built in $((SECONDS - start)) s"
+build_binaries
 
 say "Starting a private PostgreSQL (initdb in a temporary directory, 127.0.0.1 only, a random password)..."
 pg_ensure_installed || fail "no PostgreSQL: install it as explained above, then run make fleet-demo again"
