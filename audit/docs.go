@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -124,16 +125,8 @@ func loadPolicy(fsys fs.FS, root string) (*policyModel, error) {
 	if len(parsed) == 0 {
 		return nil, fmt.Errorf("audit: no Rego modules under %s", root)
 	}
-	files := make([]string, 0, len(parsed))
-	for f := range parsed {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	mods := make([]*ast.Module, 0, len(files))
-	for _, f := range files {
-		mods = append(mods, parsed[f])
-	}
-	as, errs := ast.BuildAnnotationSet(mods)
+	files := slices.Sorted(maps.Keys(parsed))
+	as, errs := ast.BuildAnnotationSet(sortedModules(parsed))
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("audit: annotations: %w", errs)
 	}

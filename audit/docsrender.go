@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,12 +12,7 @@ import (
 )
 
 func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 func codeList(xs []string) string {
@@ -101,11 +98,7 @@ func (pm *policyModel) render() []byte {
 			byCode[c] = append(byCode[c], op.name)
 		}
 	}
-	codes := make([]string, 0, len(pm.table))
-	for c := range pm.table {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
+	codes := slices.Sorted(maps.Keys(pm.table))
 	for _, c := range codes {
 		meaning := pm.meaning(c)
 		by := codeList(byCode[c])
@@ -139,11 +132,7 @@ func (pm *policyModel) render() []byte {
 
 	// Packages and public rules.
 	w("## Packages and public rules\n\n")
-	pkgs := make([]string, 0, len(pm.pkgFiles))
-	for p := range pm.pkgFiles {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
+	pkgs := slices.Sorted(maps.Keys(pm.pkgFiles))
 	for _, pkg := range pkgs {
 		a := pm.pkgs[pkg]
 		w("### `%s`", short(pkg))
@@ -271,12 +260,7 @@ func (pm *policyModel) hostCodes() []string {
 }
 
 func (pm *policyModel) sortedRules() []string {
-	out := make([]string, 0, len(pm.rules))
-	for p := range pm.rules {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(pm.rules))
 }
 
 func anchor(s string) string { return strings.ReplaceAll(strings.ToLower(s), " ", "-") }

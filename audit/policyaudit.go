@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -154,11 +155,7 @@ func ParseModules(fsys fs.FS, root string, tests bool) (map[string]*ast.Module, 
 }
 
 func sortedModules(mods map[string]*ast.Module) []*ast.Module {
-	names := make([]string, 0, len(mods))
-	for n := range mods {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	out := make([]*ast.Module, 0, len(names))
 	for _, n := range names {
 		out = append(out, mods[n])
@@ -382,11 +379,7 @@ func EntrypointProblems(mods map[string]*ast.Module, decide string, wanted []str
 		return []string{err.Error()}, nil
 	}
 	var problems []string
-	routed := make([]string, 0, len(ops))
-	for op := range ops {
-		routed = append(routed, op)
-	}
-	sort.Strings(routed)
+	routed := slices.Sorted(maps.Keys(ops))
 	if !slices.Equal(routed, listed) {
 		problems = append(problems, fmt.Sprintf("decide routes %v but the manifest lists %v", routed, listed))
 	}
@@ -397,11 +390,7 @@ func EntrypointProblems(mods map[string]*ast.Module, decide string, wanted []str
 	for _, w := range wanted {
 		paths["data."+strings.ReplaceAll(w, "/", ".")] = "an entrypoint of policy.wasm"
 	}
-	names := make([]string, 0, len(paths))
-	for p := range paths {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(paths))
 	for _, p := range names {
 		ref, err := ast.ParseRef(p)
 		if err != nil {
@@ -543,11 +532,7 @@ func Audit(ctx context.Context, fsys fs.FS, root string, o AuditOptions) (*Audit
 			fmt.Sprintf("%d of %d Rego tests failed", rep.Failed, rep.Tests))
 
 		var uncovered []string
-		files := make([]string, 0, len(cov.Files))
-		for f := range cov.Files {
-			files = append(files, f)
-		}
-		sort.Strings(files)
+		files := slices.Sorted(maps.Keys(cov.Files))
 		for _, f := range files {
 			if isTest(f) {
 				continue

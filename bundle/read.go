@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -257,11 +258,7 @@ func readTarGz(r io.Reader) (map[string][]byte, error) {
 // mergedData merges every data.json of the bundle at its directory's path, as OPA does.
 func mergedData(files map[string][]byte) (map[string]any, error) {
 	root := map[string]any{}
-	names := make([]string, 0, len(files))
-	for p := range files {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, p := range names {
 		base := path.Base(p)
 		if base == "data.yaml" || base == "data.yml" {

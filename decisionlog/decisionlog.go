@@ -325,17 +325,23 @@ func (r *Reader) Next() (*Event, int, error) {
 
 // ReadAll reads every event of a log.
 func ReadAll(r io.Reader) ([]*Event, error) {
-	rd := NewReader(r)
 	var out []*Event
+	err := NewReader(r).Each(func(e *Event, _ int) { out = append(out, e) })
+	return out, err
+}
+
+// Each calls fn with every further event and its ordinal until the log ends (nil) or an
+// event cannot be read (that error).
+func (r *Reader) Each(fn func(e *Event, n int)) error {
 	for {
-		e, _, err := rd.Next()
+		e, n, err := r.Next()
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
-		out = append(out, e)
+		fn(e, n)
 	}
 }
 

@@ -52,15 +52,7 @@ type Report struct {
 // with their reason.
 func Replay(ctx context.Context, log io.Reader, engine core.Engine) (*Report, error) {
 	rep := &Report{Changes: []Change{}, Skipped: []Skip{}, Revisions: map[string]int{}}
-	rd := NewReader(log)
-	for {
-		e, n, err := rd.Next()
-		if err == io.EOF {
-			return rep, nil
-		}
-		if err != nil {
-			return rep, err
-		}
+	err := NewReader(log).Each(func(e *Event, n int) {
 		rep.Entries++
 		rep.Revisions[e.Revision]++
 		skip := func(reason string) {
@@ -69,27 +61,28 @@ func Replay(ctx context.Context, log io.Reader, engine core.Engine) (*Report, er
 		switch {
 		case strings.Trim(e.Path, "/") != Path:
 			skip(fmt.Sprintf("path %q is not %s", e.Path, Path))
-			continue
+			return
 		case e.Result == nil || bytes.Equal(e.Result, []byte("null")):
 			skip("no result: the operation ended on a host failure before the core decided")
-			continue
+			return
 		case e.Input == nil:
 			skip("no input")
-			continue
+			return
 		}
 		ch, err := replayOne(ctx, engine, e)
 		if err != nil {
 			skip(err.Error())
-			continue
+			return
 		}
 		rep.Replayed++
 		if ch == nil {
 			rep.Unchanged++
-			continue
+			return
 		}
 		ch.Entry = n
 		rep.Changes = append(rep.Changes, *ch)
-	}
+	})
+	return rep, err
 }
 
 func replayOne(ctx context.Context, engine core.Engine, e *Event) (*Change, error) {

@@ -9,9 +9,21 @@
 #   run EXIT COMMAND [TEXT...]
 #                           print "$ COMMAND", run it, print its output, check its exit code,
 #                           that each TEXT appears and that no secret does
+#   check_output COMMAND OUTPUT [TEXT...]
+#                           the checks of run on an output already captured
 #   build_progress          reads `go build -v` and shows its progress
+#   build_binaries          builds grantwire, authserver and browser into $DEMO_TMP/bin
+#   rand                    prints 24 random hex digits (for planted secrets)
+#   start_json NAME FIELD TRIES COMMAND...
+#                           runs COMMAND in the background (stdout $DEMO_TMP/NAME.json,
+#                           stderr NAME.log), waits up to TRIES×50 ms for its first line and
+#                           sets STARTED_PID and STARTED (the string FIELD of that line)
+#   stop_pid PID            kills and reaps PID if it is set (for the cleanup)
+#   no_leaks WHERE... / PROBLEM
+#                           fails with "N PROBLEM" if a line of secrets() is in the transcript
+#                           or under a WHERE (the last argument is PROBLEM)
 #   start_authserver ARGS   starts internal/cmd/authserver ($DEMO_TMP/bin/authserver) with
-#                           ARGS; sets AUTH_PID and ISSUER (kill AUTH_PID in the cleanup)
+#                           ARGS; sets AUTH_PID and ISSUER (stop_pid AUTH_PID in the cleanup)
 #   local_catalog           writes $GRANTWIRE_CATALOG: the embedded catalog with its google
 #                           entry pointed at $ISSUER (nothing leaves the machine)
 
@@ -37,13 +49,30 @@ run() {
 	rc=$?
 	[ -z "$output" ] || out "$output"
 	[ "$rc" = "$want" ] || fail "\`$line\` exited $rc, expected $want"
+	check_output "$line" "$output" "$@"
+	[ "$want" = 0 ] || out "(exit code $rc)"
+}
+
+# check_output COMMAND OUTPUT [TEXT...]: fail unless each TEXT appears in OUTPUT, and if a
+# secret does (COMMAND names the command in the failure).
+check_output() {
+	local line=$1 output=$2 text
+	shift 2
 	for text in "$@"; do
 		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
 	done
 	while read -r text; do
 		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
 	done < <(secrets)
-	[ "$want" = 0 ] || out "(exit code $rc)"
+}
+
+# build_binaries builds grantwire, the local authorization server and the stand-in browser
+# into $DEMO_TMP/bin, showing the progress and the time it took.
+build_binaries() {
+	local start=$SECONDS
+	go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
+	[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
+	out "  built in $((SECONDS - start)) s"
 }
 
 
@@ -73,14 +102,40 @@ build_progress() {
 	fi
 }
 
-start_authserver() {
-	"$DEMO_TMP/bin/authserver" "$@" >"$DEMO_TMP/authserver.json" 2>"$DEMO_TMP/authserver.log" &
-	AUTH_PID=$!
-	for _ in $(seq 100); do
-		[ -s "$DEMO_TMP/authserver.json" ] && break
+rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
+
+start_json() {
+	local name=$1 field=$2 tries=$3
+	shift 3
+	"$@" >"$DEMO_TMP/$name.json" 2>"$DEMO_TMP/$name.log" &
+	STARTED_PID=$!
+	for _ in $(seq "$tries"); do
+		[ -s "$DEMO_TMP/$name.json" ] && break
 		sleep 0.05
 	done
-	ISSUER=$(sed -nE 's/.*"issuer":"([^"]+)".*/\1/p' "$DEMO_TMP/authserver.json")
+	STARTED=$(sed -nE "s/.*\"$field\":\"([^\"]+)\".*/\1/p" "$DEMO_TMP/$name.json")
+}
+
+stop_pid() {
+	if [ -n "$1" ]; then
+		kill "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+	fi
+}
+
+no_leaks() {
+	local problem=${!#} leaks=0 s
+	while read -r s; do
+		if grep -rqF -- "$s" "${@:1:$#-1}" "$TRANSCRIPT"; then
+			leaks=$((leaks + 1))
+		fi
+	done < <(secrets)
+	[ "$leaks" = 0 ] || fail "$leaks $problem"
+}
+
+start_authserver() {
+	start_json authserver issuer 100 "$DEMO_TMP/bin/authserver" "$@"
+	AUTH_PID=$STARTED_PID ISSUER=$STARTED
 	[ -n "$ISSUER" ] || fail "the local authorization server did not start: $(cat "$DEMO_TMP/authserver.log")"
 }
 

@@ -21,14 +21,8 @@ DEMO_NAME=demo
 AUTH_PID=''
 SERVE_PID=''
 cleanup() {
-	if [ -n "$SERVE_PID" ]; then
-		kill "$SERVE_PID" 2>/dev/null
-		wait "$SERVE_PID" 2>/dev/null
-	fi
-	if [ -n "$AUTH_PID" ]; then
-		kill "$AUTH_PID" 2>/dev/null
-		wait "$AUTH_PID" 2>/dev/null
-	fi
+	stop_pid "$SERVE_PID"
+	stop_pid "$AUTH_PID"
 	keyring_stop
 	rm -rf "$DEMO_TMP"
 }
@@ -38,7 +32,6 @@ trap 'exit 130' INT TERM
 # Secrets the demo plants or receives; none may ever appear in the transcript or a file.
 # Tokens the local server issues all start with $TOKEN_PREFIX.
 TOKEN_PREFIX=demotok
-rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 CLIENT_SECRET="client-secret-$(rand)"
 NEW_CLIENT_SECRET="client-secret-$(rand)"
 BRAVE_API_KEY="brave-api-key-$(rand)"
@@ -67,12 +60,7 @@ device_connect() {
 	output=$(cat "$log")
 	out "$output"
 	[ "$rc" = 0 ] || fail "\`$line\` exited $rc, expected 0"
-	for text in "$@"; do
-		grep -qF -- "$text" <<<"$output" || fail "\`$line\` did not print \"$text\""
-	done
-	while read -r text; do
-		! grep -qF -- "$text" <<<"$output" || fail "\`$line\` printed a secret"
-	done < <(secrets)
+	check_output "$line" "$output" "$@"
 }
 
 say "grantwire demo: which AI agent may use which connection, with every secret in the OS credential store."
@@ -81,10 +69,7 @@ say "Downloading the Go modules grantwire needs (go mod download; nothing when t
 go mod download || fail "go mod download failed (is the Go module proxy reachable?)"
 say "Building grantwire, the local OAuth server and the stand-in browser. The first build compiles"
 out "#    every dependency (a few minutes on 2 cores); later builds take seconds."
-start=$SECONDS
-go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
-[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
-out "  built in $((SECONDS - start)) s"
+build_binaries
 
 say "Starting a private Secret Service (its own dbus-daemon and gnome-keyring-daemon, a fresh login keyring)..."
 keyring_ensure_installed || fail "no Secret Service: install gnome-keyring as explained above, then run make demo again"
@@ -194,13 +179,8 @@ say "13. The same operations over HTTP: grantwire serve prints its URL (open it 
 out "#     every change made there or by the CLI shows live). It binds 127.0.0.1 only, and every POST, PUT"
 out "#     and DELETE needs the header X-Grantwire-UI: 1, so another web site cannot act through it."
 out "\$ grantwire serve &"
-"$DEMO_TMP/bin/grantwire" serve >"$DEMO_TMP/serve.json" 2>"$DEMO_TMP/serve.log" &
-SERVE_PID=$!
-for _ in $(seq 200); do
-	[ -s "$DEMO_TMP/serve.json" ] && break
-	sleep 0.05
-done
-SERVE_URL=$(sed -nE 's/.*"url":"([^"]+)".*/\1/p' "$DEMO_TMP/serve.json")
+start_json serve url 200 "$DEMO_TMP/bin/grantwire" serve
+SERVE_PID=$STARTED_PID SERVE_URL=$STARTED
 [ -n "$SERVE_URL" ] || fail "grantwire serve did not start: $(cat "$DEMO_TMP/serve.log")"
 out "$(cat "$DEMO_TMP/serve.json")"
 out "Settings → Connectors: $SERVE_URL"
@@ -216,12 +196,6 @@ out "(stopped with SIGTERM)"
 say "14. What grantwire wrote: metadata only, files 0600 in a 0700 directory; every secret is in the keyring."
 run 0 "cd \"\$GRANTWIRE_HOME\" && stat -c '%A  %n' . * connectors/*" "drwx------  connectors" "-rw-------  mcp_servers.json" \
 	"-rw-------  connectors/grants.json" "-rw-------  connectors/state.json"
-leaks=0
-while read -r s; do
-	if grep -rqF -- "$s" "$GRANTWIRE_HOME" "$TRANSCRIPT"; then
-		leaks=$((leaks + 1))
-	fi
-done < <(secrets)
-[ "$leaks" = 0 ] || fail "$leaks planted secrets or issued tokens were found in the transcript or under GRANTWIRE_HOME"
+no_leaks "$GRANTWIRE_HOME" "planted secrets or issued tokens were found in the transcript or under GRANTWIRE_HOME"
 say "No client secret, API key, refresh token or access token appears in this transcript or in any file"
 out "# under GRANTWIRE_HOME. demo: ok"

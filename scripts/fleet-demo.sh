@@ -17,10 +17,7 @@ DEMO_NAME=fleet-demo
 . scripts/demo-lib.sh
 AUTH_PID=''
 cleanup() {
-	if [ -n "$AUTH_PID" ]; then
-		kill "$AUTH_PID" 2>/dev/null
-		wait "$AUTH_PID" 2>/dev/null
-	fi
+	stop_pid "$AUTH_PID"
 	pg_stop
 	rm -rf "$DEMO_TMP"
 }
@@ -28,7 +25,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 TOKEN_PREFIX=fleettok
-rand() { od -An -N12 -tx1 /dev/urandom | tr -d ' \n'; }
 CLIENT_SECRET="client-secret-$(rand)"
 PG_PASSWORD=''
 TOKEN=''
@@ -39,10 +35,7 @@ secrets() {
 say "grantwire fleet demo: two machines share one PostgreSQL store; a connection made on one serves the other."
 command -v go >/dev/null || fail "Go 1.26 or later is required (https://go.dev/dl/)"
 say "Building grantwire, the local OAuth server and the stand-in browser..."
-start=$SECONDS
-go build -v -o "$DEMO_TMP/bin/" ./cmd/grantwire ./internal/cmd/authserver ./internal/cmd/browser 2>&1 | build_progress
-[ "${PIPESTATUS[0]}" = 0 ] || fail "go build failed (Go 1.26 or later is required)"
-out "  built in $((SECONDS - start)) s"
+build_binaries
 
 say "Starting a private PostgreSQL (initdb in a temporary directory, 127.0.0.1 only, a random password)..."
 pg_ensure_installed || fail "no PostgreSQL: install it as explained above, then run make fleet-demo again"
@@ -112,13 +105,7 @@ run 4 "B grantwire --store \"\$STORE\" token google --agent builtin:email --scop
 	"fix: grantwire grants grant google builtin:email --scopes $GMAIL"
 out "machine B refused the revoked grant at once"
 
-leaks=0
-while read -r s; do
-	if grep -rqF -- "$s" "$DEMO_TMP/machines" "$TRANSCRIPT"; then
-		leaks=$((leaks + 1))
-	fi
-done < <(secrets)
-[ "$leaks" = 0 ] || fail "$leaks secrets or issued tokens were found in the transcript or under the machines' directories"
+no_leaks "$DEMO_TMP/machines" "secrets or issued tokens were found in the transcript or under the machines' directories"
 say "No client secret, database password, refresh or access token appears in this transcript or in"
 out "# a file of either machine."
 out ""

@@ -326,32 +326,9 @@ func (e *Encoder) Append(dst []byte, v any) ([]byte, error) {
 			return x.Append(dst, 10), nil
 		}
 	case []any:
-		if x == nil && e.Marshal {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, el := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = e.Append(dst, el); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(e, dst, x, e.Append)
 	case []string:
-		if x == nil && e.Marshal {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, el := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = e.Escape(dst, el)
-		}
-		return append(dst, ']'), nil
+		return appendArray(e, dst, x, func(dst []byte, s string) ([]byte, error) { return e.Escape(dst, s), nil })
 	case map[string]any:
 		if x == nil && e.Marshal {
 			return append(dst, "null"...), nil
@@ -462,4 +439,23 @@ func AppendGoString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendArray writes xs as a JSON array, each element by el (a nil slice as null when
+// e.Marshal).
+func appendArray[T any](e *Encoder, dst []byte, xs []T, el func([]byte, T) ([]byte, error)) ([]byte, error) {
+	if xs == nil && e.Marshal {
+		return append(dst, "null"...), nil
+	}
+	dst = append(dst, '[')
+	for i, x := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = el(dst, x); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
 }

@@ -211,20 +211,13 @@ func (s *scanner) value(i, depth int) int {
 		if i < len(b) && b[i] == ']' {
 			return i + 1
 		}
-		for {
+		for done := false; ; {
 			if i = SkipSpace(b, s.value(i, depth+1)); s.failed() {
 				return i
 			}
-			if i >= len(b) {
-				return s.fail(i, s.g.End)
+			if i, done = s.next(b, i, ']', s.g.ArraySep); done {
+				return i
 			}
-			if b[i] == ']' {
-				return i + 1
-			}
-			if b[i] != ',' {
-				return s.fail(i, s.g.ArraySep)
-			}
-			i = SkipSpace(b, i+1)
 		}
 	case '"':
 		return s.skip(i)
@@ -320,17 +313,26 @@ func (s *scanner) members(i, depth int, names [][]byte) int {
 		if i = SkipSpace(b, s.value(SkipSpace(b, i+1), depth+1)); s.failed() {
 			return i
 		}
-		if i >= len(b) {
-			return s.fail(i, s.g.End)
+		var done bool
+		if i, done = s.next(b, i, '}', s.g.ObjectSep); done {
+			return i
 		}
-		if b[i] == '}' {
-			return i + 1
-		}
-		if b[i] != ',' {
-			return s.fail(i, s.g.ObjectSep)
-		}
-		i = SkipSpace(b, i+1)
 	}
+}
+
+// next reads what follows a member of an array or object at i: the closing byte end
+// (done, i past it), a ',' (i at the next member), or anything else (done, failed with
+// sep; input ending there fails with End).
+func (s *scanner) next(b []byte, i int, end byte, sep string) (int, bool) {
+	switch {
+	case i >= len(b):
+		return s.fail(i, s.g.End), true
+	case b[i] == end:
+		return i + 1, true
+	case b[i] != ',':
+		return s.fail(i, sep), true
+	}
+	return SkipSpace(b, i+1), false
 }
 
 // plain marks the bytes a string may hold without a closer look: printable ASCII other

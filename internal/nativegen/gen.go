@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -319,11 +321,7 @@ func (g *gen) emit() ([]byte, error) {
 	}
 	g.p("}\n\n")
 	g.p("// %[1]s is the number of the policy's functions.\nconst %[1]s = %[2]d\n\n", g.id("genFuncCount"), len(g.pol.Funcs.Funcs))
-	names := make([]string, 0, len(g.builtins))
-	for n := range g.builtins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(g.builtins))
 	g.p("// %[1]s lists the built-in functions the policy calls.\nvar %[1]s = []string{", g.id("genBuiltins"))
 	for _, n := range names {
 		g.p("%q,", n)
@@ -331,11 +329,7 @@ func (g *gen) emit() ([]byte, error) {
 	g.p("}\n\n")
 	used := map[string]bool{}
 	g.walkAll(func(s ir.Stmt) { used[strings.TrimPrefix(fmt.Sprintf("%T", s), "*ir.")] = true })
-	stmts := make([]string, 0, len(used))
-	for n := range used {
-		stmts = append(stmts, n)
-	}
-	sort.Strings(stmts)
+	stmts := slices.Sorted(maps.Keys(used))
 	g.p("// %[1]s lists the IR statement types of the plan.\nvar %[1]s = []string{", g.id("genStatements"))
 	for _, n := range stmts {
 		g.p("%q,", n)
@@ -544,6 +538,14 @@ func (f *fn) collectReads(blocks []*ir.Block) {
 func (f *fn) local(l ir.Local) string { return "l" + strconv.Itoa(int(l)) }
 
 // target names a local written by a statement ("" when nothing reads it).
+// assign writes "t = rhs" (rhs formatted from args) for the statement's target t, unless
+// nothing reads t.
+func (f *fn) assign(target ir.Local, rhs string, args ...any) {
+	if t := f.target(target); t != "" {
+		f.line("%s = "+rhs, append([]any{t}, args...)...)
+	}
+}
+
 func (f *fn) target(l ir.Local) string {
 	if !f.reads[l] {
 		return ""
@@ -795,38 +797,24 @@ func (f *fn) stmt(s ir.Stmt) {
 		t := f.local(s.Target)
 		f.line("%s = rt.AssignOnce(%s, %s, %s, %q)", t, t, f.op(s.Source), f.at(s.Location), f.rule)
 	case *ir.AssignIntStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = ev.Int(%d)", t, s.Value)
-		}
+		f.assign(s.Target, "ev.Int(%d)", s.Value)
 	case *ir.ResetLocalStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = nil", t)
-		}
+		f.assign(s.Target, "nil")
 	case *ir.MakeNullStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = rt.Null", t)
-		}
+		f.assign(s.Target, "rt.Null")
 	case *ir.MakeNumberIntStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = ev.Int(%d)", t, s.Value)
-		}
+		f.assign(s.Target, "ev.Int(%d)", s.Value)
 	case *ir.MakeNumberRefStmt:
 		if t := f.target(s.Target); t != "" {
 			f.g.nums[s.Index] = true
 			f.line("%s = %s%d", t, f.g.id("nc"), s.Index)
 		}
 	case *ir.MakeArrayStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = ev.Array(%d)", t, max(s.Capacity, 0))
-		}
+		f.assign(s.Target, "ev.Array(%d)", max(s.Capacity, 0))
 	case *ir.MakeObjectStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = ev.Object(0)", t)
-		}
+		f.assign(s.Target, "ev.Object(0)")
 	case *ir.MakeSetStmt:
-		if t := f.target(s.Target); t != "" {
-			f.line("%s = ev.Set(0)", t)
-		}
+		f.assign(s.Target, "ev.Set(0)")
 	case *ir.ArrayAppendStmt:
 		f.line("rt.ArrayAppend(%s, %s)", f.local(s.Array), f.op(s.Value))
 	case *ir.ObjectInsertStmt:

@@ -140,16 +140,5 @@ func (k *secrets) Delete(ctx context.Context, service, user string) error {
 // Users lists the users of a service that hold a value (a store copy lists them; the core
 // never needs to).
 func (k *secrets) Users(ctx context.Context, service string) ([]string, error) {
-	s := k.s
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, `select "user" from grantwire.secrets where service = $1 order by "user"`, service)
-	if err != nil {
-		return nil, s.fail("list the secrets", err)
-	}
-	users, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, s.fail("list the secrets", err)
-	}
-	return users, nil
+	return k.s.column(ctx, "list the secrets", `select "user" from grantwire.secrets where service = $1 order by "user"`, service)
 }

@@ -191,18 +191,7 @@ func (l *ledgers) compareAndSet(ctx context.Context, name string, doc []byte, v 
 // Names lists the home's ledgers (a store copy lists them; the core names the ones it
 // reads).
 func (l *ledgers) names(ctx context.Context) ([]string, error) {
-	s := l.s
-	ctx, cancel := s.bounded(ctx)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, `select name from grantwire.ledgers where home = $1 order by name`, s.opts.Home)
-	if err != nil {
-		return nil, s.fail("list the ledgers", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, s.fail("list the ledgers", err)
-	}
-	return names, nil
+	return l.s.column(ctx, "list the ledgers", `select name from grantwire.ledgers where home = $1 order by name`, l.s.opts.Home)
 }
 
 // MoveAside renames a ledger of the home to name + ".corrupt" (replacing an older one), so

@@ -55,6 +55,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/grantwire/grantwire/hostabi"
@@ -305,6 +306,22 @@ func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFun
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, s.opts.Timeout)
+}
+
+// column runs query, bounded like every statement, and returns its one text column; a
+// failure is reported as what failed.
+func (s *Store) column(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, s.fail(what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.fail(what, err)
+	}
+	return out, nil
 }
 
 func (s *Store) warn(msg string) {

@@ -373,14 +373,24 @@ func disconnectBody(res *grantwire.DisconnectResult) map[string]any {
 
 // --- authorizations ------------------------------------------------------------------------
 
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+// start decodes an authorization's body and starts its flow of kind for the connector in
+// the path; nil once it answered a failure.
+func (s *Server) start(w http.ResponseWriter, r *http.Request, kind string) *flow {
 	var body authorizeBody
 	if !s.decode(w, r, &body, true) {
-		return
+		return nil
 	}
-	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindPKCE, body)
+	f, err := s.startFlow(r.Context(), r.PathValue("id"), kind, body)
 	if err != nil {
 		s.fail(w, r, err)
+		return nil
+	}
+	return f
+}
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	f := s.start(w, r, kindPKCE)
+	if f == nil {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"flow_id": f.ID, "authorization_url": f.AuthorizationURL, "connector_id": f.Connector, "kind": f.Kind})
@@ -391,13 +401,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // verification_uri_complete?, user_code, expires_in, interval} (seconds). It never answers
 // the device code: that secret stays in the operation's host, which polls with it.
 func (s *Server) authorizeDevice(w http.ResponseWriter, r *http.Request) {
-	var body authorizeBody
-	if !s.decode(w, r, &body, true) {
-		return
-	}
-	f, err := s.startFlow(r.Context(), r.PathValue("id"), kindDevice, body)
-	if err != nil {
-		s.fail(w, r, err)
+	f := s.start(w, r, kindDevice)
+	if f == nil {
 		return
 	}
 	s.flows.mu.Lock()

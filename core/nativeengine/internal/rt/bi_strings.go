@@ -52,32 +52,23 @@ func strs2(a, b *V) (string, string, bool) {
 	return x, y, ok1 && ok2
 }
 
-//rego:builtin contains
-func (ev *Eval) BiContains(a, b *V) *V {
+// strTest is test(a, b) for two strings, else nil (undefined).
+func strTest(a, b *V, test func(x, y string) bool) *V {
 	x, y, ok := strs2(a, b)
 	if !ok {
 		return nil
 	}
-	return Bool(strings.Contains(x, y))
+	return Bool(test(x, y))
 }
+
+//rego:builtin contains
+func (ev *Eval) BiContains(a, b *V) *V { return strTest(a, b, strings.Contains) }
 
 //rego:builtin startswith
-func (ev *Eval) BiStartsWith(a, b *V) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
-	return Bool(strings.HasPrefix(x, y))
-}
+func (ev *Eval) BiStartsWith(a, b *V) *V { return strTest(a, b, strings.HasPrefix) }
 
 //rego:builtin endswith
-func (ev *Eval) BiEndsWith(a, b *V) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
-	return Bool(strings.HasSuffix(x, y))
-}
+func (ev *Eval) BiEndsWith(a, b *V) *V { return strTest(a, b, strings.HasSuffix) }
 
 //rego:builtin strings.count
 func (ev *Eval) BiStringsCount(a, b *V) *V {

@@ -158,14 +158,7 @@ func (ev *Eval) String(s string) *V {
 }
 
 // Array is MakeArrayStmt.
-func (ev *Eval) Array(capacity int) *V {
-	v := ev.node()
-	v.k = KArr
-	if ev.heap && capacity > 0 {
-		v.a = make([]*V, 0, capacity)
-	}
-	return v
-}
+func (ev *Eval) Array(capacity int) *V { return ev.list(KArr, capacity) }
 
 // Object is MakeObjectStmt.
 func (ev *Eval) Object(capacity int) *V {
@@ -177,15 +170,18 @@ func (ev *Eval) Object(capacity int) *V {
 	return v
 }
 
-// Set is MakeSetStmt.
-func (ev *Eval) Set(capacity int) *V {
+// list is an empty array or set (kind), with room for capacity members on the heap.
+func (ev *Eval) list(kind Kind, capacity int) *V {
 	v := ev.node()
-	v.k = KSet
+	v.k = kind
 	if ev.heap && capacity > 0 {
 		v.a = make([]*V, 0, capacity)
 	}
 	return v
 }
+
+// Set is MakeSetStmt.
+func (ev *Eval) Set(capacity int) *V { return ev.list(KSet, capacity) }
 
 // Memo returns the memoised result of function fn in this evaluation (memoised are the
 // functions of input and data only, as OPA's Wasm runtime memoises them).

@@ -138,19 +138,9 @@ func (p *parser) value(depth int) *V {
 				return nil
 			}
 			ObjectInsert(obj, k, v)
-			p.ws()
-			if p.i >= len(p.s) {
-				return p.fail("unexpected end of input")
+			if p.next('}', "expected ',' or '}'") {
+				return p.done(obj)
 			}
-			if p.s[p.i] == '}' {
-				p.i++
-				return obj
-			}
-			if p.s[p.i] != ',' {
-				return p.fail("expected ',' or '}'")
-			}
-			p.i++
-			p.ws()
 		}
 	case '[':
 		p.i++
@@ -166,19 +156,9 @@ func (p *parser) value(depth int) *V {
 				return nil
 			}
 			arr.a = append(arr.a, v)
-			p.ws()
-			if p.i >= len(p.s) {
-				return p.fail("unexpected end of input")
+			if p.next(']', "expected ',' or ']'") {
+				return p.done(arr)
 			}
-			if p.s[p.i] == ']' {
-				p.i++
-				return arr
-			}
-			if p.s[p.i] != ',' {
-				return p.fail("expected ',' or ']'")
-			}
-			p.i++
-			p.ws()
 		}
 	case '"':
 		return p.str()
@@ -191,6 +171,34 @@ func (p *parser) value(depth int) *V {
 	default:
 		return p.num()
 	}
+}
+
+// next reads what follows a member of an array or object: true at the closing byte end
+// (p.i past it) or at a failure (p.err set, with sep when the byte is neither end nor ','),
+// false after a ',' and the space after it.
+func (p *parser) next(end byte, sep string) bool {
+	p.ws()
+	switch {
+	case p.i >= len(p.s):
+		p.fail("unexpected end of input")
+	case p.s[p.i] == end:
+		p.i++
+	case p.s[p.i] != ',':
+		p.fail(sep)
+	default:
+		p.i++
+		p.ws()
+		return false
+	}
+	return true
+}
+
+// done is v, or nil once the parse failed.
+func (p *parser) done(v *V) *V {
+	if p.err != nil {
+		return nil
+	}
+	return v
 }
 
 func (p *parser) lit(word string, v *V) *V {
