@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/grantwire/grantwire/internal/jsonx"
 )
@@ -26,13 +27,30 @@ type FileStamps interface {
 
 // KeyringGenerations is implemented by a Keyring capability that can tell whether any
 // value of a service may have changed in the store: Generation returns a token that
-// differs after any such change by any process (ok false: unknown). The host then answers
-// keyring.get with fresh:false from its memory of a slot only while the generation is the
-// one it saw when it remembered the slot, so another process's change is seen by the next
-// read instead of lasting as long as the process.
+// differs after any such change by any process (ok false: unknown). shells/native
+// implements it with generation files that every grantwire write bumps.
+//
+// The keyring cache. A process has one cache of keyring values, and its owner is the Host:
+// its memory of slots (Host.memory). The capability keeps none. The one rule:
+//
+//	A remembered slot answers keyring.get only while the keyring's generation, as the
+//	operation first looked at it (again after a lock is acquired), is the generation it
+//	was remembered at. A fresh:true read is answered only by a slot read from the store
+//	at that generation less than storedMaxAge ago; a slot this process wrote, or staged
+//	(Remember), answers fresh:false only. When the capability cannot tell a generation,
+//	nothing answers a fresh read and the memory answers fresh:false for the process's life.
+//
+// The generation is taken before the store is read, so a change made by another process
+// during the read moves it and the next operation reads again: a second process's write
+// is seen by the next operation. storedMaxAge bounds the one case the generation cannot
+// see: a writer killed between its write and its second bump of the generation.
 type KeyringGenerations interface {
 	Generation(service string) (gen string, ok bool)
 }
+
+// storedMaxAge bounds how long a slot read from the store answers fresh reads without
+// another read, whatever the generation says.
+const storedMaxAge = 30 * time.Second
 
 // parsedLedger is a ledger as last read: its stamp, and what a read and a parse gave. An
 // entry is never changed once cached but for its facts, the memo of the ledger.read

@@ -7,35 +7,30 @@ import (
 	"github.com/grantwire/grantwire/hostabi"
 )
 
-// KeyringGenerationReads is implemented by a Keyring capability that keeps a cache of its
-// own behind the generation of KeyringGenerations (shells/native). GetAt is Get for a
-// caller that has taken the generation gen before the read: the capability answers from
-// its cache a value it read at gen, and otherwise reads the store and keeps the value
-// under gen. The host and the capability then share one look at the generation per
-// operation (at most one stat per generation file) instead of taking one each per read.
-type KeyringGenerationReads interface {
-	GetAt(ctx context.Context, service, user, gen string) (string, error)
-}
-
-// readStore reads a slot from the store (through the capability's cache at gen when it
-// has one and the generation is known) and remembers it under gen, which the caller took
-// before the read.
+// readStore reads a slot from the store and remembers it under gen, which the caller took
+// before the read (known: the capability vouches for gen, so the slot may answer fresh
+// reads while gen is current: cache.go).
 func (o *Op) readStore(ctx context.Context, user, gen string, known bool) (string, bool, error) {
 	c := o.h.caps
-	var v string
-	var err error
-	if r, ok := c.Keyring.(KeyringGenerationReads); ok && known {
-		v, err = r.GetAt(ctx, c.Service, user, gen)
-	} else {
-		v, err = c.Keyring.Get(ctx, c.Service, user)
-	}
+	v, err := c.Keyring.Get(ctx, c.Service, user)
 	if errors.Is(err, hostabi.ErrNotFound) {
-		o.h.remember(user, "", false, gen)
+		o.h.remember(user, "", false, gen, known)
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, err
 	}
-	o.h.remember(user, v, true, gen)
+	o.h.remember(user, v, true, gen, known)
 	return v, true, nil
+}
+
+// readNow is a fresh read judged at gen, a look at the generation taken now (an effect's
+// precondition): answered by a slot read from the store at gen, else read.
+func (o *Op) readNow(ctx context.Context, user, gen string, known bool) (string, bool, error) {
+	if known {
+		if s, ok := o.h.recall(user, true, func() (string, bool) { return gen, true }); ok {
+			return s.value, s.found, nil
+		}
+	}
+	return o.readStore(ctx, user, gen, known)
 }

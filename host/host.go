@@ -7,9 +7,9 @@
 // same in JavaScript.
 //
 // Capabilities that can stamp files or tell a keyring generation (FileStamps,
-// KeyringGenerations in cache.go, KeyringGenerationReads in genread.go, implemented by
-// shells/native) let it keep parsed ledgers and its memory of keyring slots only while
-// they are current; the facts are those a read would give (encoded without reflection,
+// KeyringGenerations in cache.go, implemented by shells/native) let it keep parsed
+// ledgers, and answer fresh keyring reads from its memory of slots (the process's one
+// keyring cache, whose rule cache.go states), only while they are current; the facts are those a read would give (encoded without reflection,
 // keyring facts remembered: factjson.go, factmemo.go).
 //
 // It imports hostabi, core and the standard library (plus x/oauth2 for the PKCE
@@ -24,6 +24,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/hostabi"
@@ -57,6 +58,10 @@ type slot struct {
 	// gen is the keyring's generation when the slot was remembered ("" when the
 	// capability cannot tell: the memory then lasts, as for every shell without one).
 	gen string
+	// stored: the value is the store's, read at gen (not written or staged by this
+	// process); at is when it was read. Only such a slot answers a fresh read.
+	stored bool
+	at     time.Time
 }
 
 var _ hostabi.Host = (*Host)(nil)
@@ -80,7 +85,7 @@ func (h *Host) Capabilities() hostabi.Capabilities { return h.caps }
 // that the slot holds anything.
 func (h *Host) Remember(user, value string, found bool) {
 	gen, _ := h.generation()
-	h.remember(user, value, found, gen)
+	h.remember(user, value, found, gen, false)
 }
 
 // Forget drops the process's memory of every keyring slot.
@@ -90,25 +95,37 @@ func (h *Host) Forget() {
 	clear(h.memory)
 }
 
-func (h *Host) remember(user, value string, found bool, gen string) {
+func (h *Host) remember(user, value string, found bool, gen string, stored bool) {
+	s := slot{value: value, found: found, gen: gen, stored: stored && gen != ""}
+	if s.stored {
+		s.at = time.Now()
+	}
 	h.mu.Lock()
-	h.memory[user] = slot{value, found, gen}
+	h.memory[user] = s
 	h.mu.Unlock()
 }
 
-// recall returns the memory of a slot, unless the keyring's generation (as the operation
-// first saw it, current()) has moved since it was remembered: another process, or this
-// one through another Host, changed the store.
-func (h *Host) recall(user string, current func() (string, bool)) (slot, bool) {
+// recall returns the memory of a slot by the rule of cache.go (storedMaxAge): the
+// keyring's generation (as the operation first saw it, current()) must not have moved
+// since the slot was remembered; a fresh read is moreover answered only by a slot read
+// from the store less than storedMaxAge ago.
+func (h *Host) recall(user string, fresh bool, current func() (string, bool)) (slot, bool) {
 	h.mu.Lock()
 	s, ok := h.memory[user]
 	h.mu.Unlock()
-	if ok && s.gen != "" {
-		if gen, known := current(); !known || gen != s.gen {
-			return slot{}, false
-		}
+	if !ok {
+		return slot{}, false
 	}
-	return s, ok
+	if s.gen == "" {
+		return s, !fresh
+	}
+	if gen, known := current(); !known || gen != s.gen {
+		return slot{}, false
+	}
+	if fresh && (!s.stored || time.Since(s.at) > storedMaxAge) {
+		return slot{}, false
+	}
+	return s, true
 }
 
 // Begin starts an operation.

@@ -12,14 +12,13 @@ import (
 	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
-// readSlot reads a keyring slot for a need, through the process's memory unless fresh.
-// A fresh read is judged by the operation's look at the generation (taken at its first
-// keyring read, again after a lock is acquired: genread.go), as its memory reads are.
+// readSlot reads a keyring slot for a need through the host's keyring cache (the memory
+// of slots, cache.go): a fresh read is answered from it only by a slot read from the
+// store at the operation's look at the generation (taken at its first keyring read,
+// again after a lock is acquired).
 func (o *Op) readSlot(ctx context.Context, user string, fresh bool) (string, bool, error) {
-	if !fresh {
-		if s, ok := o.h.recall(user, o.generation); ok {
-			return s.value, s.found, nil
-		}
+	if s, ok := o.h.recall(user, fresh, o.generation); ok {
+		return s.value, s.found, nil
 	}
 	gen, known := o.generation() // before the read: a change during it moves the generation
 	return o.readStore(ctx, user, gen, known)
@@ -94,7 +93,7 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 		}
 		// A precondition is judged on the store as it is now, not as the operation saw it.
 		gen, known := o.h.generation()
-		cur, found, err := o.readStore(ctx, user, gen, known)
+		cur, found, err := o.readNow(ctx, user, gen, known)
 		if err != nil {
 			return err
 		}
@@ -112,7 +111,7 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 			return err
 		}
 		gen, _ := o.h.generation()
-		o.h.remember(user, "", false, gen)
+		o.h.remember(user, "", false, gen, false)
 		return nil
 	}
 	v, err := o.resolve(e.Params["value"])
@@ -136,7 +135,7 @@ func (o *Op) keyringEffect(ctx context.Context, e core.Effect) error {
 		return err
 	}
 	gen, _ := o.h.generation()
-	o.h.remember(user, value, true, gen)
+	o.h.remember(user, value, true, gen, false)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package native
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -31,20 +30,16 @@ import (
 //     before and after it writes (a new file renamed over the old one, its mtime set to
 //     the clock's nanoseconds, so no two bumps look alike): one in the service's lock
 //     directory, shared by every home of the service, and one in the home, shared by every
-//     process of the home whatever its lock directory. A cached value is answered only
-//     while both files' stamps are those seen before the value was read from the store.
-//     A value written by another program (GAIA, secret-tool) bumps nothing, so the keyring
-//     cache is on only for grantwire's own services ("grantwire.*": hostabi.DefaultService
-//     and the per-home services); Options.NoCache or GRANTWIRE_NO_CACHE=1 turn every cache off.
-//   - A writer killed between its keyring write and its second bump leaves a cached value
-//     stale: cacheMaxAge bounds that case (and any other writer that bumps nothing).
+//     process of the home whatever its lock directory. Generation is their stamps. The
+//     cache of keyring values is not here: it is package host's memory of slots, whose
+//     rule (host/cache.go) answers a value only while the generation is the one it was
+//     read at. A value written by another program (GAIA, secret-tool) bumps nothing, so
+//     a generation is told only for grantwire's own services ("grantwire.*":
+//     hostabi.DefaultService and the per-home services); Options.NoCache or
+//     GRANTWIRE_NO_CACHE=1 turn every cache off.
 //
 // The caches only save reads; the facts they answer are those a read of the store would
 // give at the stamp checked, so the policy cannot tell them apart.
-
-// cacheMaxAge bounds how long a cached keyring value is answered without a read of the
-// store, whatever the generation files say.
-const cacheMaxAge = 30 * time.Second
 
 // generationFile is the name of a generation file (in the service's lock directory and in
 // the home).
@@ -159,92 +154,8 @@ func bumpFile(p string) error {
 	return nil
 }
 
-// keyringCache holds the values this process read from the store, each with the
-// generation stamp seen before it was read.
-type keyringCache struct {
-	gen *generations
-	mu  sync.Mutex
-	m   map[[2]string]cachedValue // {service, user}
-}
-
-type cachedValue struct {
-	gen   string
-	found bool
-	value string
-	at    time.Time
-}
-
-func newKeyringCache(gen *generations) *keyringCache {
-	return &keyringCache{gen: gen, m: map[[2]string]cachedValue{}}
-}
-
-// get answers from the cache when the entry's stamp is the current one; otherwise it
-// returns the current stamp for put (ok false when it cannot be known).
-func (c *keyringCache) get(service, user string) (v cachedValue, hit bool, stamp string, ok bool) {
-	if !ownService(service) {
-		return cachedValue{}, false, "", false
-	}
-	stamp, ok = c.gen.stamp(service)
-	if !ok {
-		return cachedValue{}, false, "", false
-	}
-	c.mu.Lock()
-	v, hit = c.m[[2]string{service, user}]
-	c.mu.Unlock()
-	if hit && (v.gen != stamp || time.Since(v.at) > cacheMaxAge) {
-		hit = false
-	}
-	return v, hit, stamp, true
-}
-
-func (c *keyringCache) put(service, user, stamp string, value string, found bool) {
-	c.mu.Lock()
-	c.m[[2]string{service, user}] = cachedValue{gen: stamp, found: found, value: value, at: time.Now()}
-	c.mu.Unlock()
-}
-
-// forget drops every cached value of service (this process writes it).
-func (c *keyringCache) forget(service string) {
-	c.mu.Lock()
-	for k := range c.m {
-		if k[0] == service {
-			delete(c.m, k)
-		}
-	}
-	c.mu.Unlock()
-}
-
-// cachedGet reads a keyring value through the cache.
-func (k *keyringStore) cachedGet(ctx context.Context, service, user string) (string, error) {
-	if k.cache == nil {
-		return k.get(ctx, service, user)
-	}
-	v, hit, stamp, ok := k.cache.get(service, user)
-	if hit {
-		if !v.found {
-			return "", notFound(service, user)
-		}
-		return v.value, nil
-	}
-	value, err := k.get(ctx, service, user)
-	if ok {
-		switch {
-		case err == nil:
-			k.cache.put(service, user, stamp, value, true)
-		case errors.Is(err, hostabi.ErrNotFound):
-			k.cache.put(service, user, stamp, "", false)
-		}
-	}
-	return value, err
-}
-
-func notFound(service, user string) error {
-	return fmt.Errorf("native: keyring %s/%s: %w", service, user, hostabi.ErrNotFound)
-}
-
 // changing brackets a write of service: the generation is bumped before the write (so
-// that readers of the old value re-read) and after it, and this process's cached values
-// of the service are dropped.
+// that readers of the old value re-read) and after it.
 func (k *keyringStore) changing(service string, write func() error) error {
 	if k.gen == nil {
 		return write()
@@ -253,17 +164,15 @@ func (k *keyringStore) changing(service string, write func() error) error {
 		return err
 	}
 	werr := write()
-	if k.cache != nil {
-		k.cache.forget(service)
-	}
 	return errors.Join(werr, k.gen.bump(service))
 }
 
 // Generation reports a token that changes whenever a grantwire process may have changed
-// a value of service in the store (package host keeps its memory of keyring slots only
-// while it is unchanged); ok is false when the cache is off or the token unknown.
+// a value of service in the store (package host, which owns the process's keyring cache,
+// answers from it only while it is unchanged); ok is false when the cache is off or the
+// token unknown.
 func (k *keyringStore) Generation(service string) (string, bool) {
-	if k.cache == nil || !ownService(service) {
+	if k.noCache || !ownService(service) {
 		return "", false
 	}
 	return k.gen.stamp(service)
@@ -303,3 +212,7 @@ var (
 	errNotRegular = errors.New("not a regular file")
 	errNoStamp    = errors.New("no file stamps on this system")
 )
+
+func notFound(service, user string) error {
+	return fmt.Errorf("native: keyring %s/%s: %w", service, user, hostabi.ErrNotFound)
+}

@@ -140,15 +140,19 @@ func TestKeyringCacheSeesOtherProcesses(t *testing.T) {
 	b := cacheShell(t, filepath.Join(root, "home"), svc, nil)
 	other := cacheShell(t, filepath.Join(root, "other-home"), svc, nil) // shares the service and the lock directory
 	store := native.CountKeyringReads(a)
+	ha := host.New(a.Capabilities()) // the process's one keyring cache is its host's
 	ka, kb, ko := a.Capabilities().Keyring, b.Capabilities().Keyring, other.Capabilities().Keyring
 
 	get := func() string {
 		t.Helper()
-		v, err := ka.Get(ctx, svc, "local:default")
-		if err != nil {
-			require.ErrorIs(t, err, hostabi.ErrNotFound)
+		f := fetch(t, ha, hostabi.NeedKeyringGet, "k", map[string]any{"user": "local:default", "fresh": true})
+		if strings.Contains(f, `"found":false`) {
 			return "<absent>"
 		}
+		require.Contains(t, f, `"found":true`)
+		v, err := ka.Get(ctx, svc, "local:default") // what the fact describes
+		require.NoError(t, err)
+		require.Contains(t, f, host.Digest(v))
 		return v
 	}
 	require.Equal(t, "<absent>", get())
@@ -156,7 +160,7 @@ func TestKeyringCacheSeesOtherProcesses(t *testing.T) {
 	require.Equal(t, "v1", get(), "a set by another process of the home is seen")
 	n := store.Load()
 	for range 5 {
-		require.Equal(t, "v1", get())
+		fetch(t, ha, hostabi.NeedKeyringGet, "k", map[string]any{"user": "local:default", "fresh": true})
 	}
 	require.Equal(t, n, store.Load(), "an unchanged service is answered without a round trip")
 
@@ -192,10 +196,10 @@ func TestKeyringCacheOnlyForGrantwireServices(t *testing.T) {
 	a := cacheShell(t, filepath.Join(t.TempDir(), "home"), svc, nil)
 	store := native.CountKeyringReads(a)
 	require.NoError(t, a.Capabilities().Keyring.Set(ctx, svc, "local:default", "v1"))
+	ha := host.New(a.Capabilities())
 	for range 3 {
-		v, err := a.Capabilities().Keyring.Get(ctx, svc, "local:default")
-		require.NoError(t, err)
-		require.Equal(t, "v1", v)
+		f := fetch(t, ha, hostabi.NeedKeyringGet, "k", map[string]any{"user": "local:default", "fresh": true})
+		require.Contains(t, f, host.Digest("v1"))
 	}
 	require.GreaterOrEqual(t, store.Load(), int64(3), "every read of a foreign service goes to the store")
 }
@@ -259,11 +263,18 @@ func BenchmarkCacheCheck(b *testing.B) {
 	}
 	require.NoError(b, kr.Set(ctx, svc, "bench:default", strings.Repeat("7", 100)))
 	b.Run("keyring-get-cached", func(b *testing.B) {
+		// A fresh read answered by the host's keyring cache: the generation check and a
+		// map lookup (one operation each).
+		h := host.New(sh.Capabilities())
+		n := core.Need{Key: "k", Kind: hostabi.NeedKeyringGet, Params: map[string]json.RawMessage{
+			"user": json.RawMessage(`"bench:default"`), "fresh": json.RawMessage(`true`)}}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := kr.Get(ctx, svc, "bench:default"); err != nil {
+			op := h.Begin("bench")
+			if _, err := op.Fetch(ctx, n); err != nil {
 				b.Fatal(err)
 			}
+			op.End()
 		}
 	})
 }

@@ -15,8 +15,7 @@ import (
 
 // A token hand-out with nothing changed stats each file it depends on (the grants ledger,
 // the keyring generation files) at most once: the host's look at the keyring generation
-// serves its memory, its fresh reads and the shell's keyring cache alike
-// (host.KeyringGenerationReads).
+// serves its memory of slots, the one keyring cache, for fresh reads and others alike.
 func TestOneStatPerFilePerOperation(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
@@ -30,8 +29,8 @@ func TestOneStatPerFilePerOperation(t *testing.T) {
 		require.NoError(t, err)
 	}
 	get()
-	_, ok := w.shell.Capabilities().Keyring.(host.KeyringGenerationReads)
-	require.True(t, ok, "the shell's keyring reads at a generation")
+	_, ok := w.shell.Capabilities().Keyring.(host.KeyringGenerations)
+	require.True(t, ok, "the shell's keyring tells a generation")
 	store := native.CountKeyringReads(w.shell)
 	stop := native.CountStats(w.shell)
 	get()

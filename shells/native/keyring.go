@@ -55,17 +55,17 @@ type keyringStore struct {
 	getenv  func(string) string
 	// setenv sets the D-Bus address read from a keyring session file (nil: never).
 	setenv func(key, value string) error
-	// gen bumps the service's generation on every write (nil: never); cache answers reads
-	// while it is unchanged (nil: off). cache.go.
-	gen   *generations
-	cache *keyringCache
+	// gen bumps the service's generation on every write (nil: never); noCache: Generation
+	// tells none (cache.go).
+	gen     *generations
+	noCache bool
 }
 
 var _ hostabi.Keyring = (*keyringStore)(nil)
 
-// Get implements hostabi.Keyring, through the cache when it is on.
+// Get implements hostabi.Keyring: a read of the store (the cache is package host's).
 func (k *keyringStore) Get(ctx context.Context, service, user string) (string, error) {
-	return k.cachedGet(ctx, service, user)
+	return k.get(ctx, service, user)
 }
 
 // get reads the store.

@@ -220,10 +220,8 @@ func New(opts Options) (*Shell, error) {
 		s.locks.dir = serviceLockDir(opts.LockDir, opts.Service)
 	}
 	s.keyring.gen = newGenerations(home, opts.LockDir, opts.Service)
-	if cacheEnabled(opts) {
-		s.keyring.cache = newKeyringCache(s.keyring.gen)
-	} else {
-		s.ledgers.noCache = true
+	if !cacheEnabled(opts) {
+		s.keyring.noCache, s.ledgers.noCache = true, true
 	}
 	if !opts.NoWatch {
 		var watched []*watchedLedger
