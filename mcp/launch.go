@@ -90,16 +90,12 @@ func (c *Client) Launch(ctx context.Context, connector, agent string) (*Launch, 
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: nonNil(r.Scopes),
-		Command: r.Command, Args: nonNil(r.Args), EnvKeys: nonNil(r.EnvKeys), Env: map[string]string{}, URL: r.URL}
-	for k, ref := range r.Env {
-		v, ok := out.Secret(ref.Ref)
-		if !ok {
-			return nil, fmt.Errorf("grantwire: launch reference %q unresolved", ref.Ref)
-		}
-		l.Env[k] = v
+	env, err := resolved(out, r.Env, "launch")
+	if err != nil {
+		return nil, err
 	}
-	return l, nil
+	return &Launch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: nonNil(r.Scopes),
+		Command: r.Command, Args: nonNil(r.Args), EnvKeys: nonNil(r.EnvKeys), Env: env, URL: r.URL}, nil
 }
 
 // Readiness is the launch gate's answer without any secret read (CheckLaunch).

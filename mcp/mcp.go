@@ -12,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/oprun"
 )
 
@@ -84,15 +85,25 @@ func (c *Client) Credential(ctx context.Context, connector, agent string) (*Cred
 	if err != nil {
 		return nil, err
 	}
-	cred := &Credential{Connector: connector, Command: r.Command, Args: r.Args, Env: map[string]string{}}
-	for k, ref := range r.Env {
+	env, err := resolved(out, r.Env, "credential")
+	if err != nil {
+		return nil, err
+	}
+	return &Credential{Connector: connector, Command: r.Command, Args: r.Args, Env: env}, nil
+}
+
+// resolved reads the values behind an operation's secret references (an environment of
+// keys from the credential store); what names the operation in the error.
+func resolved(out *hostabi.Outcome, refs map[string]secretRef, what string) (map[string]string, error) {
+	env := make(map[string]string, len(refs))
+	for k, ref := range refs {
 		v, ok := out.Secret(ref.Ref)
 		if !ok {
-			return nil, fmt.Errorf("grantwire: credential reference %q unresolved", ref.Ref)
+			return nil, fmt.Errorf("grantwire: %s reference %q unresolved", what, ref.Ref)
 		}
-		cred.Env[k] = v
+		env[k] = v
 	}
-	return cred, nil
+	return env, nil
 }
 
 // Server is one row of Servers.
