@@ -58,21 +58,7 @@ func benchSession(b *testing.B, relayed bool) *mcp.ClientSession {
 	benchServer(b, toServerR, fromServerW)
 	clientIn, clientOut := fromServerR, toServerW
 	if relayed {
-		home := b.TempDir()
-		c, err := grantwire.Open(ctx, native.Options{Home: home, Service: "grantwire.bench." + time.Now().Format("150405.000000"), NoWatch: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Close(ctx) })
-		if _, err := gwmcp.Of(c).Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
-			b.Fatal(err)
-		}
-		// client <-> (relay) <-> server
-		cIn, relayOut := pipe(b)
-		relayIn, cOut := pipe(b)
-		gate := &mcpremote.ToolGate{Client: c, Server: "mcp-memory", Agent: "builtin:chat"}
-		go func() { _ = mcpremote.RelayStdio(ctx, gate, relayIn, relayOut, toServerW, fromServerR) }()
-		clientIn, clientOut = cIn, cOut
+		clientIn, clientOut = benchRelay(ctx, b, toServerW, fromServerR)
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
@@ -149,19 +135,7 @@ func BenchmarkRelayLines(b *testing.B) {
 			}()
 			clientIn, clientOut := fromServerR, toServerW
 			if via == "relay" {
-				c, err := grantwire.Open(ctx, native.Options{Home: b.TempDir(), Service: "grantwire.bench." + time.Now().Format("150405.000000"), NoWatch: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = c.Close(ctx) })
-				if _, err := gwmcp.Of(c).Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
-					b.Fatal(err)
-				}
-				cIn, relayOut := pipe(b)
-				relayIn, cOut := pipe(b)
-				gate := &mcpremote.ToolGate{Client: c, Server: "mcp-memory", Agent: "builtin:chat"}
-				go func() { _ = mcpremote.RelayStdio(ctx, gate, relayIn, relayOut, toServerW, fromServerR) }()
-				clientIn, clientOut = cIn, cOut
+				clientIn, clientOut = benchRelay(ctx, b, toServerW, fromServerR)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -182,4 +156,23 @@ func BenchmarkRelayLines(b *testing.B) {
 			b.ReportMetric(2*float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 		})
 	}
+}
+
+// benchRelay puts the tool relay (mcp run's and mcp proxy's) between a client and the
+// server at toServer/fromServer, on a fresh home whose rule lets builtin:chat call echo
+// only; it returns the client's ends: client <-> (relay) <-> server.
+func benchRelay(ctx context.Context, b *testing.B, toServer, fromServer *os.File) (*os.File, *os.File) {
+	c, err := grantwire.Open(ctx, native.Options{Home: b.TempDir(), Service: "grantwire.bench." + time.Now().Format("150405.000000"), NoWatch: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(ctx) })
+	if _, err := gwmcp.Of(c).Tools().Allow(ctx, "mcp-memory", "builtin:chat", []string{"echo"}, []string{"use"}); err != nil {
+		b.Fatal(err)
+	}
+	cIn, relayOut := pipe(b)
+	relayIn, cOut := pipe(b)
+	gate := &mcpremote.ToolGate{Client: c, Server: "mcp-memory", Agent: "builtin:chat"}
+	go func() { _ = mcpremote.RelayStdio(ctx, gate, relayIn, relayOut, toServer, fromServer) }()
+	return cIn, cOut
 }
