@@ -123,13 +123,19 @@ type Server struct {
 // Servers lists the MCP servers of mcp_servers.json (with the names of their keys, never
 // the values), or with an agent, the servers that agent sees (granted and active).
 func (c *Client) Servers(ctx context.Context, agent string) ([]Server, error) {
+	return listServers[Server](ctx, c, "mcp_list", agent)
+}
+
+// listServers runs a listing operation (mcp_list, mcp_remote_list), of every server or of
+// those agent sees, and returns its "servers".
+func listServers[T any](ctx context.Context, c *Client, op, agent string) ([]T, error) {
 	args := map[string]any{}
 	if agent != "" {
 		args["agent"] = agent
 	}
 	var r struct {
-		Servers []Server `json:"servers"`
+		Servers []T `json:"servers"`
 	}
-	_, err := c.r.Run(ctx, "mcp_list", args, nil, &r)
+	_, err := c.r.Run(ctx, op, args, nil, &r)
 	return r.Servers, err
 }

@@ -350,13 +350,5 @@ type RemoteServerInfo struct {
 
 // RemoteServers lists the remote MCP servers, or with agent those it sees.
 func (c *Client) RemoteServers(ctx context.Context, agent string) ([]RemoteServerInfo, error) {
-	args := map[string]any{}
-	if agent != "" {
-		args["agent"] = agent
-	}
-	var r struct {
-		Servers []RemoteServerInfo `json:"servers"`
-	}
-	_, err := c.r.Run(ctx, "mcp_remote_list", args, nil, &r)
-	return r.Servers, err
+	return listServers[RemoteServerInfo](ctx, c, "mcp_remote_list", agent)
 }

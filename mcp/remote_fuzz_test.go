@@ -354,8 +354,7 @@ func FuzzRemoteChallenge(f *testing.F) {
 
 // FuzzRemotePRM fuzzes the protected-resource metadata document (RFC 9728).
 func FuzzRemotePRM(f *testing.F) {
-	fzSetup(f)
-	for _, s := range []string{
+	fzDocument(f, func(fw *fzWorld, doc []byte) { fw.prm = doc }, []string{
 		fzPRM, ``, `null`, `[]`, `{}`, `{"resource":"` + fzServer + `"}`,
 		`{"resource":"https://other.example.com/mcp","authorization_servers":["` + fzIssuer + `"]}`,
 		`{"resource":"` + fzServer + `","authorization_servers":["http://auth.example.com"]}`,
@@ -365,19 +364,25 @@ func FuzzRemotePRM(f *testing.F) {
 		`{"resource":"` + fzServer + `","authorization_servers":["` + fzIssuer + `/tenant"],"scopes_supported":[1,2]}`,
 		`{"resource":"` + fzServer + `","resource":"https://x","authorization_servers":["` + fzIssuer + `"]}`,
 		"{\"resource\":\"" + fzServer + "\xff\",\"authorization_servers\":[\"" + fzIssuer + "\"]}",
-	} {
+	})
+}
+
+// fzDocument fuzzes one document the world serves: put places the fuzzed bytes (the seeds
+// first) in a good world, which is then authorized against.
+func fzDocument(f *testing.F, put func(fw *fzWorld, doc []byte), seeds []string) {
+	fzSetup(f)
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		fw := fzGood()
-		fw.prm = doc
+		put(fw, doc)
 		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }
 
 // FuzzRemoteASMetadata fuzzes the authorization-server metadata document (RFC 8414).
 func FuzzRemoteASMetadata(f *testing.F) {
-	fzSetup(f)
 	var good map[string]any
 	if err := json.Unmarshal([]byte(fzAS), &good); err != nil {
 		f.Fatal(err)
@@ -395,7 +400,7 @@ func FuzzRemoteASMetadata(f *testing.F) {
 		b, _ := json.Marshal(m)
 		return string(b)
 	}
-	for _, s := range []string{
+	fzDocument(f, func(fw *fzWorld, doc []byte) { fw.as = doc }, []string{
 		fzAS, ``, `null`, `{}`, `[1]`,
 		variant("issuer", "https://evil.example.com"), variant("issuer", fzIssuer+"/"),
 		variant("code_challenge_methods_supported", []string{"plain"}),
@@ -408,20 +413,13 @@ func FuzzRemoteASMetadata(f *testing.F) {
 		variant("token_endpoint_auth_methods_supported", []string{"private_key_jwt"}),
 		variant("scopes_supported", "offline_access"),
 		variant("client_id_metadata_document_supported", true),
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		fw := fzGood()
-		fw.as = doc
-		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }
 
 // FuzzRemoteDCR fuzzes the dynamic client registration answer (RFC 7591). An answer that is
 // a JSON object gets the planted client secret and registration access token.
 func FuzzRemoteDCR(f *testing.F) {
-	for _, s := range []string{
+	fzDocument(f, func(fw *fzWorld, doc []byte) { fw.dcr = fzPlant(doc) }, []string{
 		fzDCR, ``, `null`, `{}`, `[]`, `{"client_id":7}`, `{"client_id":""}`,
 		`{"client_id":"c","redirect_uris":["javascript:alert(1)"]}`,
 		`{"client_id":"c","redirect_uris":["http://127.0.0.1:1/other"]}`,
@@ -432,13 +430,5 @@ func FuzzRemoteDCR(f *testing.F) {
 		`{"client_id":"c","token_endpoint_auth_method":"client_secret_post","redirect_uris":null}`,
 		`{"client_id":"c","client_id":"d"}`, "{\"client_id\":\"c\xff\"}",
 		`{"error":"invalid_redirect_uri"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	fzSetup(f)
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		fw := fzGood()
-		fw.dcr = fzPlant(doc)
-		_, _ = fzAuth(t, fw, mcp.AuthOptions{})
 	})
 }

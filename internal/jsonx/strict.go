@@ -14,6 +14,9 @@ package jsonx
 // (no duplicate check, safe integers only, its own wording).
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -51,6 +54,21 @@ const (
 	ReasonBadEscape      = "an invalid escape sequence"
 	ReasonUnexpectedChar = "unexpected character"
 )
+
+// UnmarshalKnown decodes body into v as encoding/json does, but refuses a member v has no
+// field for and anything after the first JSON value. It is a request body's reader (REST,
+// a control API), not a ledger's: it does not apply [Check]'s rules.
+func UnmarshalKnown(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
 
 // Check reports whether doc is exactly one JSON value (RFC 8259) that is also an I-JSON
 // message (RFC 7493 §2.1–2.3): UTF-8 throughout, no string holding a surrogate (escaped

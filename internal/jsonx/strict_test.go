@@ -266,3 +266,19 @@ func duplicate(doc []byte) string {
 		}
 	}
 }
+
+// TestUnmarshalKnown: a request body decodes into its struct; an unknown member or a
+// second value is refused.
+func TestUnmarshalKnown(t *testing.T) {
+	var v struct {
+		Name string `json:"name"`
+	}
+	if err := jsonx.UnmarshalKnown([]byte(`{"name":"a"}`), &v); err != nil || v.Name != "a" {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	for _, body := range []string{`{"nam":"a"}`, `{"name":"a"} {}`, ``, `[1]`} {
+		if err := jsonx.UnmarshalKnown([]byte(body), &v); err == nil {
+			t.Errorf("%q: no error", body)
+		}
+	}
+}

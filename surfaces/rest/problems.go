@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // maxBody bounds a request body.
@@ -94,21 +94,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, emptyOK b
 	if len(body) == 0 && emptyOK {
 		body = []byte("{}")
 	}
-	if err := strictJSON(body, v); err != nil {
+	if err := jsonx.UnmarshalKnown(body, v); err != nil {
 		s.problem(w, "USAGE", "usage: the body must be a JSON object: "+err.Error(), "")
 		return false
 	}
 	return true
-}
-
-func strictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("more than one JSON value")
-	}
-	return nil
 }

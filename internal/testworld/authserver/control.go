@@ -1,8 +1,6 @@
 package authserver
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Worlds is the control API through which a runner in another language (the Node shell's
@@ -87,7 +87,7 @@ func NewWorlds() *Worlds {
 	})
 	ws.control("POST /worlds/{id}/control/script", func(c *controlled, body []byte) (any, error) {
 		var sc Script
-		if err := strictJSON(body, &sc); err != nil {
+		if err := jsonx.UnmarshalKnown(body, &sc); err != nil {
 			return nil, fmt.Errorf("the script: %w", err)
 		}
 		return nil, c.srv.Load(sc)
@@ -96,7 +96,7 @@ func NewWorlds() *Worlds {
 		var v struct {
 			NowMS *int64 `json:"now_ms"`
 		}
-		if err := strictJSON(body, &v); err != nil || v.NowMS == nil {
+		if err := jsonx.UnmarshalKnown(body, &v); err != nil || v.NowMS == nil {
 			return nil, errors.New(`the clock: send {"now_ms": <Unix milliseconds>}`)
 		}
 		c.nowMS.Store(*v.NowMS)
@@ -130,7 +130,7 @@ func (ws *Worlds) create(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err == nil && len(body) > 0 {
-		err = strictJSON(body, &v)
+		err = jsonx.UnmarshalKnown(body, &v)
 	}
 	if err != nil {
 		controlError(w, http.StatusBadRequest, `a world: send {"now_ms": <Unix milliseconds>} or nothing`)
@@ -185,23 +185,10 @@ func providerOf(body []byte) (string, error) {
 	var v struct {
 		Provider string `json:"provider"`
 	}
-	if err := strictJSON(body, &v); err != nil || v.Provider == "" {
+	if err := jsonx.UnmarshalKnown(body, &v); err != nil || v.Provider == "" {
 		return "", errors.New(`send {"provider": "<catalog id>"}`)
 	}
 	return v.Provider, nil
-}
-
-// strictJSON decodes one JSON value, refusing members v does not have.
-func strictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("more than one JSON value")
-	}
-	return nil
 }
 
 func controlError(w http.ResponseWriter, status int, msg string) {
