@@ -162,8 +162,7 @@ func Read(r io.Reader) (*Bundle, error) {
 	if err := json.Unmarshal(meta[WasmSHA256Key], &b.WasmSHA256); err != nil || b.WasmSHA256 == "" {
 		return nil, refused("the manifest has no metadata.%s.%s", MetadataKey, WasmSHA256Key)
 	}
-	sum := sha256.Sum256(b.Wasm)
-	if got := hex.EncodeToString(sum[:]); got != strings.ToLower(b.WasmSHA256) {
+	if got := WasmSHA256(b.Wasm); got != strings.ToLower(b.WasmSHA256) {
 		return nil, refused("%s has sha256 %s but the manifest records %s", b.WasmPath, got, b.WasmSHA256)
 	}
 
@@ -325,9 +324,13 @@ func mergeData(into map[string]any, at []string, v any, file string) error {
 // RevisionOf names a policy.wasm in bundles and decision logs: "sha256:" and the first 16
 // hex digits of its sha256. A bundle built from a git checkout appends "@" and
 // `git describe` (see package audit).
-func RevisionOf(wasm []byte) string {
+func RevisionOf(wasm []byte) string { return "sha256:" + WasmSHA256(wasm)[:16] }
+
+// WasmSHA256 is the hex sha256 of a policy.wasm, as a bundle's manifest records it
+// (metadata.grantwire.wasm_sha256).
+func WasmSHA256(wasm []byte) string {
 	sum := sha256.Sum256(wasm)
-	return "sha256:" + hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:])
 }
 
 // EmbeddedRevision is the revision of the embedded policy.wasm.

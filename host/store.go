@@ -384,15 +384,11 @@ func remove(doc any, path []string, prune bool) (any, error) {
 }
 
 func typeName(v any) string {
-	switch v.(type) {
-	case []any:
+	switch t := jsonx.Type(v); t {
+	case "array":
 		return "list"
-	case string:
-		return "string"
-	case json.Number:
-		return "number"
-	case bool:
-		return "boolean"
+	case "string", "number", "boolean":
+		return t
 	}
 	return strconv.Quote(fmt.Sprint(v))
 }
