@@ -13,6 +13,8 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +125,8 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err := validateCatalog(ctx, wasm, cat.Data()); err != nil {
 		return nil, err
 	}
-	out := &Built{WasmSHA256: bundle.WasmSHA256(wasm), Revision: o.Revision}
+	sum := sha256.Sum256(wasm)
+	out := &Built{WasmSHA256: hex.EncodeToString(sum[:]), Revision: o.Revision}
 	if out.Revision == "" {
 		out.Revision = bundle.RevisionOf(wasm)
 		if o.Describe != "" {

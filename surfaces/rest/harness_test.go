@@ -213,16 +213,42 @@ func (w *world) checkNoSecrets() {
 	for i, s := range w.secrets {
 		require.NotContains(w.t, text, s, "planted secret %d appeared in a response, an event, CLI output or the log", i)
 	}
-	_ = filepath.Walk(w.home, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
+	for p, b := range w.files("") {
 		for i, s := range w.secrets {
-			require.NotContains(w.t, string(b), s, "planted secret %d is in %s", i, p)
+			require.NotContains(w.t, b, s, "planted secret %d is in %s", i, p)
+		}
+	}
+}
+
+// files is every file of the world's home by path, but those whose name ends in except
+// (when it is not empty).
+func (w *world) files(except string) map[string]string {
+	out := map[string]string{}
+	_ = filepath.Walk(w.home, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && (except == "" || !strings.HasSuffix(p, except)) {
+			b, _ := os.ReadFile(p)
+			out[p] = string(b)
 		}
 		return nil
 	})
+	return out
+}
+
+// ledger is the path of one of the world's ledgers (grants.json, activations.json).
+func (w *world) ledger(name string) string {
+	return filepath.Join(w.home, ".grantwire", "connectors", name)
+}
+
+// browse plays the user's browser: it follows the authorization URL (the local server
+// consents and redirects) to the loopback callback.
+func browse(t *testing.T, authURL string) {
+	t.Helper()
+	resp, err := http.Get(authURL)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, "%s", b)
+	require.Contains(t, string(b), "Authorization complete")
 }
 
 // response is one answer of the server.

@@ -309,7 +309,7 @@ func TestPageInARealBrowser(t *testing.T) {
 
 	// 9. A revoke that could not clean a ledger says so, with the command that moves the
 	// ledger aside (the activations ledger is unreadable; the grant is revoked all the same).
-	ledger := filepath.Join(w.home, ".grantwire", "connectors", "activations.json")
+	ledger := w.ledger("activations.json")
 	require.NoError(t, os.WriteFile(ledger, []byte(`{"activations": {`), 0o600))
 	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector(`+jsString(tile("google")+` details[data-panel="grants"]`)+`)||{}).open = true`))
 	require.NoError(t, err)

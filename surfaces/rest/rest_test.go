@@ -2,9 +2,6 @@ package rest_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -199,7 +196,7 @@ func TestRESTEveryRoute(t *testing.T) {
 
 	// the request checks on every mutating route: the UI header first (before the body's
 	// type, the connector and the Host), and nothing written
-	before := homeFiles(t, w)
+	before := w.files(".lock")
 	for _, route := range rest.Routes() {
 		method, path, _ := strings.Cut(route, " ")
 		if method == "GET" {
@@ -215,7 +212,7 @@ func TestRESTEveryRoute(t *testing.T) {
 		r = w.do(req{method: method, path: path, body: `{"scopes": 7}`, header: map[string]string{"X-Grantwire-UI": "true"}})
 		require.Equal(t, 403, r.status, "%s %s with a wrong UI header", method, path)
 	}
-	require.Equal(t, before, homeFiles(t, w), "a refused request wrote something")
+	require.Equal(t, before, w.files(".lock"), "a refused request wrote something")
 
 	checkEveryOperationCalled(t)
 	require.NoError(t, w.stop(w.srv))
@@ -224,31 +221,6 @@ func TestRESTEveryRoute(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the event stream did not close when the server stopped")
 	}
-}
-
-// browse plays the user's browser: it follows the authorization URL (the local server
-// consents and redirects) to the loopback callback.
-func browse(t *testing.T, authURL string) {
-	t.Helper()
-	resp, err := http.Get(authURL)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.Equal(t, 200, resp.StatusCode, "%s", b)
-	require.Contains(t, string(b), "Authorization complete")
-}
-
-func homeFiles(t *testing.T, w *world) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	_ = filepath.Walk(w.home, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && !strings.HasSuffix(p, ".lock") {
-			b, _ := os.ReadFile(p)
-			out[p] = string(b)
-		}
-		return nil
-	})
-	return out
 }
 
 // The Host header must be the server's address (DNS rebinding); a browser's Origin must be
@@ -338,5 +310,4 @@ func TestRESTStopsCleanly(t *testing.T) {
 	u, _ := url.Parse(r.json(t)["authorization_url"].(string))
 	require.NotEmpty(t, u.Query().Get("state"))
 	require.NotContains(t, s.stderr.String(), u.Query().Get("state"), "the log never holds the authorization's state")
-	_ = fmt.Sprint
 }

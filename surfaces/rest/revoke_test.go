@@ -2,7 +2,6 @@ package rest_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +16,7 @@ func TestRESTRevokeWarnings(t *testing.T) {
 	r := w.do(req{method: "PUT", path: "/api/connectors/google/grants/builtin:calendar", ui: true, body: map[string]any{"scopes": []string{gmail}}})
 	require.Equal(t, 200, r.status, "%s", r.body)
 
-	ledger := filepath.Join(w.home, ".grantwire", "connectors", "activations.json")
+	ledger := w.ledger("activations.json")
 	broken := []byte(`{"activations": {`)
 	require.NoError(t, os.WriteFile(ledger, broken, 0o600))
 

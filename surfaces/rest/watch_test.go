@@ -3,7 +3,6 @@ package rest_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestCLIGrantsReachEveryOpenStream(t *testing.T) {
 	w := newWorld(t)
 	w.serve()
 	pages := []*sse{w.subscribe(), w.subscribe()}
-	ledger := filepath.Join(w.home, ".grantwire", "connectors", "grants.json")
+	ledger := w.ledger("grants.json")
 
 	steps := []struct {
 		args   []string
