@@ -86,11 +86,7 @@ type launchResult struct {
 // (AGENT_NOT_GRANTED, AGENT_NOT_ACTIVE, NOT_CONNECTED, CONFIGURATION).
 func (c *Client) Launch(ctx context.Context, connector, agent string) (*Launch, error) {
 	var r launchResult
-	out, err := c.r.Run(ctx, "launch", map[string]any{"connector": connector, "agent": agent}, nil, &r)
-	if err != nil {
-		return nil, err
-	}
-	env, err := resolved(out, r.Env, "launch")
+	env, err := c.runResolved(ctx, "launch", connector, agent, &r, &r.Env)
 	if err != nil {
 		return nil, err
 	}

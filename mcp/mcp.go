@@ -12,7 +12,6 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/oprun"
 )
 
@@ -81,25 +80,26 @@ func (c *Client) Credential(ctx context.Context, connector, agent string) (*Cred
 		Args    []string             `json:"args"`
 		Env     map[string]secretRef `json:"env"`
 	}
-	out, err := c.r.Run(ctx, "credential", map[string]any{"connector": connector, "agent": agent}, nil, &r)
-	if err != nil {
-		return nil, err
-	}
-	env, err := resolved(out, r.Env, "credential")
+	env, err := c.runResolved(ctx, "credential", connector, agent, &r, &r.Env)
 	if err != nil {
 		return nil, err
 	}
 	return &Credential{Connector: connector, Command: r.Command, Args: r.Args, Env: env}, nil
 }
 
-// resolved reads the values behind an operation's secret references (an environment of
-// keys from the credential store); what names the operation in the error.
-func resolved(out *hostabi.Outcome, refs map[string]secretRef, what string) (map[string]string, error) {
-	env := make(map[string]string, len(refs))
-	for k, ref := range refs {
+// runResolved runs op (credential, launch) for connector and agent into r, then reads the
+// values behind the secret references *refs that r holds (an environment of keys from the
+// credential store).
+func (c *Client) runResolved(ctx context.Context, op, connector, agent string, r any, refs *map[string]secretRef) (map[string]string, error) {
+	out, err := c.r.Run(ctx, op, map[string]any{"connector": connector, "agent": agent}, nil, r)
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(*refs))
+	for k, ref := range *refs {
 		v, ok := out.Secret(ref.Ref)
 		if !ok {
-			return nil, fmt.Errorf("grantwire: %s reference %q unresolved", what, ref.Ref)
+			return nil, fmt.Errorf("grantwire: %s reference %q unresolved", op, ref.Ref)
 		}
 		env[k] = v
 	}
