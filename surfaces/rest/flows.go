@@ -235,3 +235,11 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// orEmpty is m, or an empty map when m is nil (JSON {} rather than null).
+func orEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}

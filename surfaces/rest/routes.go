@@ -223,14 +223,8 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 			DefaultScopes: nonNil(e.DefaultScopes), AvailableScopes: nonNil(e.AvailableScopes),
 			SupportsDeviceCode: e.DeviceAuthorizationURL != "", SetupFields: []setupField{},
 			MCPEnvKeys: nonNil(c.EnvKeys), MissingKeys: nonNil(c.MissingKeys), Command: e.Command,
-			Grants: c.Grants, Activations: map[string]bool{}, Agents: c.Agents, Health: c.Health,
-		}
-		if sum.Grants == nil {
-			sum.Grants = map[string][]string{}
-		}
-		sum.Tools = rules[c.ID]
-		if sum.Tools == nil {
-			sum.Tools = map[string][]string{}
+			Grants: orEmpty(c.Grants), Activations: map[string]bool{}, Agents: c.Agents, Health: c.Health,
+			Tools: orEmpty(rules[c.ID]),
 		}
 		for _, a := range c.Activations {
 			sum.Activations[a] = true
@@ -447,11 +441,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	m := g[id]
-	if m == nil {
-		m = map[string][]string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"grants": m})
+	writeJSON(w, http.StatusOK, map[string]any{"grants": orEmpty(g[id])})
 }
 
 func (s *Server) getGrant(w http.ResponseWriter, r *http.Request) {
@@ -505,20 +495,12 @@ func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	m := a[id]
-	if m == nil {
-		m = map[string]bool{}
-	}
 	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	t := rules[id]
-	if t == nil {
-		t = map[string][]string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"activations": m, "tools": t})
+	writeJSON(w, http.StatusOK, map[string]any{"activations": orEmpty(a[id]), "tools": orEmpty(rules[id])})
 }
 
 func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
