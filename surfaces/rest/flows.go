@@ -229,9 +229,10 @@ func (s *Server) emitOutcome(f *flow, res *grantwire.ConnectResult, err error) {
 	s.emit("connector.oauth.error", map[string]any{"connector_id": f.Connector, "flow_id": f.ID, "error": body})
 }
 
-func nonNil(s []string) []string {
+// nonNil is s, or an empty slice when s is nil (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -265,10 +265,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if problems == nil {
-		problems = []grantwire.AgentProblem{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": problems})
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": nonNil(problems)})
 }
 
 // configureBody is POST /api/connectors/{id}/configure: {"config": {...}}. A provider
@@ -488,38 +485,38 @@ func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "changed": res.Changed, "warnings": nonNil(res.Warnings)})
 }
 
-func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+// activationsOf reads connector id's activations and tool rules (agent → tool names); on
+// an error it answers the problem and returns false.
+func (s *Server) activationsOf(w http.ResponseWriter, r *http.Request, id string) (map[string]bool, map[string][]string, bool) {
 	a, err := s.client.ListActivations(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if err == nil {
+		var rules map[string]map[string][]string
+		if rules, err = mcp.Of(s.client).Tools().Rules(r.Context(), id); err == nil {
+			return a[id], rules[id], true
+		}
 	}
-	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	s.fail(w, r, err)
+	return nil, nil, false
+}
+
+func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
+	active, rules, ok := s.activationsOf(w, r, r.PathValue("id"))
+	if ok {
+		writeJSON(w, http.StatusOK, map[string]any{"activations": orEmpty(active), "tools": orEmpty(rules)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"activations": orEmpty(a[id]), "tools": orEmpty(rules[id])})
 }
 
 func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
 	id, agent := r.PathValue("id"), r.PathValue("agent")
-	a, err := s.client.ListActivations(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rules, err := mcp.Of(s.client).Tools().Rules(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
+	active, rules, ok := s.activationsOf(w, r, id)
+	if !ok {
 		return
 	}
 	var tools any // null: no rule, every tool
-	if t, ok := rules[id][agent]; ok {
+	if t, ok := rules[agent]; ok {
 		tools = nonNil(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": a[id][agent], "tools": tools})
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": active[agent], "tools": tools})
 }
 
 type activationBody struct {
@@ -581,13 +578,7 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if conns == nil {
-		conns = []grantwire.Connection{}
-	}
-	if cleared == nil {
-		cleared = []grantwire.Cleared{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"connections": conns, "cleared": cleared})
+	writeJSON(w, http.StatusOK, map[string]any{"connections": nonNil(conns), "cleared": nonNil(cleared)})
 }
 
 func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
