@@ -16,6 +16,7 @@ import (
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
@@ -491,7 +492,7 @@ func errCode(o *hostabi.Outcome) string {
 
 func TestInterleavings(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmEngine(ctx, raceCatalog.Data())
+	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +608,7 @@ func TestInterleavings(t *testing.T) {
 // interleaving of two refreshers sends one refresh token twice, and the explorer finds it.
 func TestExplorerFindsALostLock(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmEngine(ctx, raceCatalog.Data())
+	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
