@@ -6,6 +6,9 @@ package engines
 
 import (
 	"context"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine"
@@ -26,4 +29,17 @@ func Rego(ctx context.Context, data []byte) (core.Engine, error) {
 // Native is the native engine on data.
 func Native(ctx context.Context, data []byte) (core.Engine, error) {
 	return nativeengine.New(ctx, nativeengine.WithData(data))
+}
+
+// Factory builds an engine for policy data (memshell.EngineFactory's shape).
+type Factory = func(ctx context.Context, data []byte) (core.Engine, error)
+
+// WasmCompiledOnce returns Wasm's factory with one compilation cache: the policy is compiled
+// once for every catalog it is built for, until tb ends (the foreign shells' replays).
+func WasmCompiledOnce(tb testing.TB) Factory {
+	cache := wazero.NewCompilationCache()
+	tb.Cleanup(func() { _ = cache.Close(context.Background()) })
+	return func(ctx context.Context, data []byte) (core.Engine, error) {
+		return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1), wasmengine.WithCompilationCache(cache))
+	}
 }

@@ -16,13 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
-	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/regoengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/foreign"
 )
 
@@ -185,13 +180,7 @@ func TestNodeDecisionsMatchGoEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := wazero.NewCompilationCache() // the policy compiled once for every catalog
-	defer cache.Close(context.Background())
-	foreign.Decisions(t, "Node", run, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1), wasmengine.WithCompilationCache(cache))
-	}, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return regoengine.New(ctx, regoengine.WithData(data))
-	})
+	foreign.Decisions(t, "Node", run, engines.WasmCompiledOnce(t), engines.Rego)
 }
 
 // TestNodeAsksWhatGoAsks runs the corpus on the Go memhost shell too (native engine), recording every
@@ -203,9 +192,7 @@ func TestNodeAsksWhatGoAsks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goAsked, err := foreign.GoQuestions(t, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return nativeengine.New(ctx, nativeengine.WithData(data)) // the questions are the host's: any engine asks them
-	})
+	goAsked, err := foreign.GoQuestions(t, engines.Native) // the questions are the host's: any engine asks them
 	if err != nil {
 		t.Fatal(err)
 	}
