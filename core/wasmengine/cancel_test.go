@@ -86,24 +86,19 @@ func TestCancellationStopsASlowDecision(t *testing.T) {
 func TestConcurrentCancellation(t *testing.T) {
 	ctx := context.Background()
 	e, queries, want := drawnAnswers(t, 11, 1)
-	inParallel(t, 12, func(w int) error {
-		var buf []byte
-		for i := range 60 {
-			k := (w*17 + i) % len(queries)
-			c, cancel := context.WithCancel(ctx)
-			if (w+i)%3 == 0 {
-				cancel() // cancelled before or while deciding
-			}
-			var err error
-			buf, err = e.DecideJSON(c, buf[:0], queries[k])
-			cancel()
-			switch {
-			case err == nil && !bytes.Equal(buf, want[k]):
-				return fmt.Errorf("decision differs for %s", queries[k])
-			case err != nil && !errors.Is(err, context.Canceled):
-				return fmt.Errorf("%s: %v", queries[k], err)
-			}
+	inParallel(t, 12, 60, 17, len(queries), func(w, i, k int, buf []byte) ([]byte, error) {
+		c, cancel := context.WithCancel(ctx)
+		if (w+i)%3 == 0 {
+			cancel() // cancelled before or while deciding
 		}
-		return nil
+		buf, err := e.DecideJSON(c, buf[:0], queries[k])
+		cancel()
+		switch {
+		case err == nil && !bytes.Equal(buf, want[k]):
+			return buf, fmt.Errorf("decision differs for %s", queries[k])
+		case err != nil && !errors.Is(err, context.Canceled):
+			return buf, fmt.Errorf("%s: %v", queries[k], err)
+		}
+		return buf, nil
 	})
 }

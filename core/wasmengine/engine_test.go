@@ -142,9 +142,10 @@ func drawnAnswers(t *testing.T, seed uint64, perOp int) (e *wasmengine.Engine, q
 	return e, queries, want
 }
 
-// inParallel runs work(w) for every w below workers at once, and fails t on the first
-// error any of them returns.
-func inParallel(t *testing.T, workers int, work func(w int) error) {
+// inParallel runs workers goroutines at once; worker w makes rounds calls decide(w, i, k,
+// buf), the i-th for query k = (w*stride+i) mod n, each handed the buffer the call before
+// returned. It fails t on the first error any worker returns.
+func inParallel(t *testing.T, workers, rounds, stride, n int, decide func(w, i, k int, buf []byte) ([]byte, error)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -152,8 +153,13 @@ func inParallel(t *testing.T, workers int, work func(w int) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := work(w); err != nil {
-				errs <- err
+			var buf []byte
+			for i := range rounds {
+				var err error
+				if buf, err = decide(w, i, (w*stride+i)%n, buf); err != nil {
+					errs <- err
+					return
+				}
 			}
 		}()
 	}
@@ -169,16 +175,12 @@ func inParallel(t *testing.T, workers int, work func(w int) error) {
 func TestConcurrent(t *testing.T) {
 	ctx := context.Background()
 	e, queries, want := drawnAnswers(t, 7, 3)
-	inParallel(t, 16, func(w int) error {
-		var buf []byte
-		for i := range 200 {
-			k := (w*31 + i) % len(queries)
-			var err error
-			if buf, err = e.DecideJSON(ctx, buf[:0], queries[k]); err != nil || !bytes.Equal(buf, want[k]) {
-				return errors.New("concurrent decision differs for " + string(queries[k]))
-			}
+	inParallel(t, 16, 200, 31, len(queries), func(_, _, k int, buf []byte) ([]byte, error) {
+		buf, err := e.DecideJSON(ctx, buf[:0], queries[k])
+		if err != nil || !bytes.Equal(buf, want[k]) {
+			return buf, errors.New("concurrent decision differs for " + string(queries[k]))
 		}
-		return nil
+		return buf, nil
 	})
 }
 
