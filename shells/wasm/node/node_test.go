@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,13 +46,13 @@ type nodeRun struct {
 var (
 	cached   *nodeRun
 	tempDirs []string
-	servers  []*http.Server
+	stops    []func() // the control APIs startWorlds serves
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, s := range servers {
-		_ = s.Close()
+	for _, stop := range stops {
+		stop()
 	}
 	for _, d := range tempDirs {
 		_ = os.RemoveAll(d)
@@ -65,14 +63,12 @@ func TestMain(m *testing.M) {
 // startWorlds serves the control API of the test worlds' authorization server on
 // 127.0.0.1 for the Node runner (its world per scenario, over real HTTP).
 func startWorlds(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := authserver.ServeWorlds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: authserver.NewWorlds(), ReadHeaderTimeout: 10 * time.Second}
-	servers = append(servers, srv)
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String()
+	stops = append(stops, stop)
+	return url
 }
 
 func runNode(t *testing.T) *nodeRun {
