@@ -29,7 +29,14 @@ var noRedirect = &http.Client{Timeout: 5 * time.Second,
 // authorize asks for a code and returns the redirect's query.
 func authorize(t *testing.T, s *authserver.Server, q url.Values) (int, url.Values) {
 	t.Helper()
-	resp, err := noRedirect.Get(s.AuthorizationURL() + "?" + q.Encode())
+	return authorizeAt(t, s.AuthorizationURL()+"?"+q.Encode())
+}
+
+// authorizeAt asks the authorization endpoint at u (with its query) for a code and returns
+// the status and, on a redirect, the redirect's query.
+func authorizeAt(t *testing.T, u string) (int, url.Values) {
+	t.Helper()
+	resp, err := noRedirect.Get(u)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {

@@ -157,13 +157,9 @@ func TestScriptedAuthorizations(t *testing.T) {
 
 	q := authQuery("http://127.0.0.1:49152/callback")
 	authz := func() url.Values {
-		resp, err := noRedirect.Get(at(w, providers["google"].AuthorizationURL) + "?" + q.Encode())
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
-		return loc.Query()
+		status, got := authorizeAt(t, at(w, providers["google"].AuthorizationURL)+"?"+q.Encode())
+		require.Equal(t, http.StatusFound, status)
+		return got
 	}
 	got := authz()
 	require.Equal(t, "code-google-0001", got.Get("code"))
