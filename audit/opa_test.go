@@ -35,6 +35,18 @@ func redacted(t *testing.T, input, decision []byte) string {
 	return string(r.Result)
 }
 
+// logged is the i-th logged event's input and decision, in canonical JSON; every entry has
+// a result.
+func logged(t *testing.T, i int, e *decisionlog.Event) (input, want []byte) {
+	t.Helper()
+	require.NotNil(t, e.Result, "entry %d", i+1)
+	want, err := decisionlog.Canonical(e.Result)
+	require.NoError(t, err)
+	input, err = decisionlog.Canonical(e.Input)
+	require.NoError(t, err)
+	return input, want
+}
+
 // opaEval evaluates data.grantwire.decide on input with `opa eval -b bundle --stdin-input`.
 func opaEval(t *testing.T, opa, bundle string, input []byte) []byte {
 	t.Helper()
@@ -77,11 +89,7 @@ func TestLoggedDecisionsUnderOPA(t *testing.T) {
 	for i, e := range events {
 		// Every entry has a result: a host failure is a fact the policy decides on (the
 		// keyring failure of the scenario too).
-		require.NotNil(t, e.Result, "entry %d", i+1)
-		want, err := decisionlog.Canonical(e.Result)
-		require.NoError(t, err)
-		input, err := decisionlog.Canonical(e.Input)
-		require.NoError(t, err)
+		input, want := logged(t, i, e)
 		name := fmt.Sprintf("entry %d (%s)", i+1, audittest.Steps()[i].Name)
 		for _, eng := range []core.Engine{we, re} {
 			got, err := eng.DecideJSON(ctx, nil, input)
@@ -188,11 +196,7 @@ decision_logs:
 
 	n := 0
 	for i, e := range events {
-		require.NotNil(t, e.Result, "entry %d", i+1)
-		want, err := decisionlog.Canonical(e.Result)
-		require.NoError(t, err)
-		input, err := decisionlog.Canonical(e.Input)
-		require.NoError(t, err)
+		input, want := logged(t, i, e)
 		require.Equal(t, string(want), redacted(t, input, postDecide(t, direct, input)), "entry %d: opa run -b", i+1)
 		require.Equal(t, string(want), redacted(t, input, postDecide(t, served, input)), "entry %d: bundle service", i+1)
 		n++
