@@ -1,18 +1,14 @@
 package grantwire_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +23,7 @@ import (
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/bundletar"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/policy"
 )
@@ -57,44 +54,6 @@ func builtBundle(t *testing.T) []byte {
 	return built.Bytes
 }
 
-func untar(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	require.NoError(t, err)
-	tr := tar.NewReader(zr)
-	files := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		require.NoError(t, err)
-		body, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		files[h.Name] = body
-	}
-}
-
-func retar(t *testing.T, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o600, Size: int64(len(files[n])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(files[n])
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
 // editManifest applies fn to the decoded .manifest.
 func editManifest(t *testing.T, files map[string][]byte, fn func(m map[string]any)) {
 	t.Helper()
@@ -111,9 +70,9 @@ func testBundle(t *testing.T, mutate func(files map[string][]byte)) *bundle.Bund
 	t.Helper()
 	raw := builtBundle(t)
 	if mutate != nil {
-		files := untar(t, raw)
+		files := bundletar.Files(t, raw, "")
 		mutate(files)
-		raw = retar(t, files)
+		raw = bundletar.Write(t, files, "")
 	}
 	b, err := bundle.Read(bytes.NewReader(raw))
 	require.NoError(t, err)
@@ -297,9 +256,9 @@ func TestBundleRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			files := untar(t, raw)
+			files := bundletar.Files(t, raw, "")
 			tc.mutate(t, files)
-			_, err := bundle.Read(bytes.NewReader(retar(t, files)))
+			_, err := bundle.Read(bytes.NewReader(bundletar.Write(t, files, "")))
 			require.ErrorIs(t, err, bundle.ErrRefused)
 			require.ErrorContains(t, err, tc.want)
 		})

@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
-	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
-	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/mcp"
 )
 
 func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
 	t.Helper()
 	ctx := context.Background()
-	w := memhost.New(time.Unix(1_790_000_000, 0), 7)
-	memshell.Serve(w, catalog.Default())
+	w := world(nil)
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(w.Capabilities("")))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close(ctx) })
@@ -29,30 +25,10 @@ func newMemClient(t *testing.T) (*grantwire.Client, *memhost.World) {
 func TestClientGateAndMCP(t *testing.T) {
 	ctx := context.Background()
 	c, w := newMemClient(t)
-	const gmail = "https://www.googleapis.com/auth/gmail.readonly"
-
-	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-1", ClientSecret: "secret-1"})
-	require.NoError(t, err)
-	consent(w)
-	_, err = c.Connect(ctx, "google", []string{gmail}, nil)
-	require.NoError(t, err)
-
-	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
-	require.True(t, errors.Is(err, grantwire.ErrAgentNotGranted), "%v", err)
-	var ge *grantwire.Error
-	require.True(t, errors.As(err, &ge))
-	require.Equal(t, []string{gmail}, ge.MissingScopes)
-	require.Equal(t, 403, ge.Status)
-	require.Equal(t, 4, ge.Exit)
-
-	_, err = c.Grant(ctx, "google", "builtin:chat", []string{gmail})
-	require.NoError(t, err)
-	tok, err := c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
-	require.NoError(t, err)
-	require.NotEmpty(t, tok.AccessToken)
+	gate(t, c, w) // not granted (403, exit 4, the missing scopes), granted, a token
 
 	// Rotating the client trips the tripwire on the next use.
-	_, err = c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "secret-2"})
+	_, err := c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-2", ClientSecret: "secret-2"})
 	require.NoError(t, err)
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrReauthRequired), "%v", err)

@@ -27,6 +27,11 @@ func gate(t *testing.T, c *grantwire.Client, w *memhost.World) {
 	require.NoError(t, err)
 	_, err = c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")
 	require.True(t, errors.Is(err, grantwire.ErrAgentNotGranted), "%v", err)
+	var ge *grantwire.Error
+	require.True(t, errors.As(err, &ge))
+	require.Equal(t, []string{gmail}, ge.MissingScopes)
+	require.Equal(t, 403, ge.Status)
+	require.Equal(t, 4, ge.Exit)
 	_, err = c.Grant(ctx, "google", "builtin:chat", []string{gmail})
 	require.NoError(t, err)
 	tok, err := c.GetAccessToken(ctx, "google", []string{gmail}, "builtin:chat")

@@ -1,12 +1,9 @@
 package audit_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +16,7 @@ import (
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/regoengine"
+	"github.com/grantwire/grantwire/internal/testworld/bundletar"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -134,45 +132,6 @@ func TestDocsFollowAPolicyChange(t *testing.T) {
 	require.Contains(t, section(t, doc, "credential"), "| `NOT_CONNECTED` |", "credential still uses not_connected_mcp")
 }
 
-func tarFiles(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	require.NoError(t, err)
-	tr := tar.NewReader(zr)
-	out := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		require.NoError(t, err)
-		body, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		out[strings.TrimPrefix(h.Name, "/")] = body
-	}
-}
-
-// retarFiles writes files (names without the leading "/") as a bundle.
-func retarFiles(t *testing.T, files map[string][]byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: "/" + n, Mode: 0o600, Size: int64(len(files[n])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(files[n])
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
-
 func TestBuildEmbedded(t *testing.T) {
 	ctx := context.Background()
 	a, err := audit.Build(ctx, audit.BuildOptions{})
@@ -183,7 +142,7 @@ func TestBuildEmbedded(t *testing.T) {
 	require.Equal(t, bundle.EmbeddedRevision(), a.Revision)
 	require.Equal(t, strings.Fields(policy.WasmSHA256)[0], a.WasmSHA256)
 
-	files := tarFiles(t, a.Bytes)
+	files := bundletar.Files(t, a.Bytes, "/")
 	require.Equal(t, policy.Wasm, files["policy.wasm"], "the bundle carries the committed policy.wasm")
 	var m struct {
 		Revision string   `json:"revision"`
@@ -233,12 +192,12 @@ func TestBuildFromDirectory(t *testing.T) {
 	b, err := audit.Build(ctx, audit.BuildOptions{PolicyDir: dir, Describe: "v1.2.3-4-gabcdef0"})
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(b.Revision, "@v1.2.3-4-gabcdef0"), b.Revision)
-	for name := range tarFiles(t, b.Bytes) {
+	for name := range bundletar.Files(t, b.Bytes, "/") {
 		require.NotContains(t, name, "_test.rego")
 	}
 	r, err := audit.Build(ctx, audit.BuildOptions{PolicyDir: dir, RegoOnly: true, Revision: "r1"})
 	require.NoError(t, err)
-	files := tarFiles(t, r.Bytes)
+	files := bundletar.Files(t, r.Bytes, "/")
 	require.NotContains(t, files, "policy.wasm")
 	require.NotContains(t, string(files[".manifest"]), `"wasm"`)
 	require.Contains(t, string(files[".manifest"]), `"revision":"r1"`)

@@ -17,6 +17,7 @@ import (
 	"github.com/grantwire/grantwire/audit"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/testworld/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/bundletar"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -137,14 +138,14 @@ func wasmOnlyBundle(t *testing.T, path string) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	files := tarFiles(t, raw)
+	files := bundletar.Files(t, raw, "/")
 	for name := range files {
 		if strings.HasSuffix(name, ".rego") {
 			delete(files, name)
 		}
 	}
 	out := filepath.Join(t.TempDir(), "wasm-only-"+filepath.Base(path))
-	require.NoError(t, os.WriteFile(out, retarFiles(t, files), 0o600))
+	require.NoError(t, os.WriteFile(out, bundletar.Write(t, files, "/"), 0o600))
 	return out
 }
 

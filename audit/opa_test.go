@@ -1,12 +1,10 @@
 package audit_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/testworld/audittest"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
 // redacted returns what a decision log would record for decision, next to its input.
@@ -34,6 +33,18 @@ func redacted(t *testing.T, input, decision []byte) string {
 	r, err := decisionlog.Redact(input, decision)
 	require.NoError(t, err)
 	return string(r.Result)
+}
+
+// logged is the i-th logged event's input and decision, in canonical JSON; every entry has
+// a result.
+func logged(t *testing.T, i int, e *decisionlog.Event) (input, want []byte) {
+	t.Helper()
+	require.NotNil(t, e.Result, "entry %d", i+1)
+	want, err := decisionlog.Canonical(e.Result)
+	require.NoError(t, err)
+	input, err = decisionlog.Canonical(e.Input)
+	require.NoError(t, err)
+	return input, want
 }
 
 // opaEval evaluates data.grantwire.decide on input with `opa eval -b bundle --stdin-input`.
@@ -78,11 +89,7 @@ func TestLoggedDecisionsUnderOPA(t *testing.T) {
 	for i, e := range events {
 		// Every entry has a result: a host failure is a fact the policy decides on (the
 		// keyring failure of the scenario too).
-		require.NotNil(t, e.Result, "entry %d", i+1)
-		want, err := decisionlog.Canonical(e.Result)
-		require.NoError(t, err)
-		input, err := decisionlog.Canonical(e.Input)
-		require.NoError(t, err)
+		input, want := logged(t, i, e)
 		name := fmt.Sprintf("entry %d (%s)", i+1, audittest.Steps()[i].Name)
 		for _, eng := range []core.Engine{we, re} {
 			got, err := eng.DecideJSON(ctx, nil, input)
@@ -112,67 +119,15 @@ func TestStockOPARefusesWasmBundle(t *testing.T) {
 	require.Contains(t, string(out), "engine not found")
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
-// opaServer runs `opa run --server` on 127.0.0.1 with args and waits until its bundles
-// are active. Its standard output (the console decision log) is returned by logs().
+// opaServer runs the pinned OPA built with WebAssembly (opaWithWasm) as `opa run --server`
+// on 127.0.0.1 with args, until t ends, once its bundles are active (opatest.StartArgs);
+// logs returns what it wrote so far (its console decision log).
 func opaServer(t *testing.T, args ...string) (url string, logs func() []byte) {
 	t.Helper()
-	addr := freePort(t)
-	cmd := exec.Command(opaWithWasm(t), append([]string{"run", "--server", "--addr", addr, "--log-format", "json"}, args...)...)
-	var mu sync.Mutex
-	var out bytes.Buffer
-	pr, pw, err := os.Pipe()
+	url, logs, stop, err := opatest.StartArgs(opaWithWasm(t), args...)
 	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	require.NoError(t, cmd.Start())
-	pw.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			mu.Lock()
-			out.Write(sc.Bytes())
-			out.WriteByte('\n')
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		<-done
-	})
-	url = "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/health?bundles")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("opa did not become healthy: %s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return url, func() []byte {
-		mu.Lock()
-		defer mu.Unlock()
-		return bytes.Clone(out.Bytes())
-	}
+	t.Cleanup(stop)
+	return url, logs
 }
 
 func postDecide(t *testing.T, url string, input []byte) []byte {
@@ -241,11 +196,7 @@ decision_logs:
 
 	n := 0
 	for i, e := range events {
-		require.NotNil(t, e.Result, "entry %d", i+1)
-		want, err := decisionlog.Canonical(e.Result)
-		require.NoError(t, err)
-		input, err := decisionlog.Canonical(e.Input)
-		require.NoError(t, err)
+		input, want := logged(t, i, e)
 		require.Equal(t, string(want), redacted(t, input, postDecide(t, direct, input)), "entry %d: opa run -b", i+1)
 		require.Equal(t, string(want), redacted(t, input, postDecide(t, served, input)), "entry %d: bundle service", i+1)
 		n++

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 )
 
 // behaviourPath is the behaviour specification, relative to this package.
@@ -66,10 +67,10 @@ func TestBehaviourErrorTable(t *testing.T) {
 
 	cat, err := catalog.Load(nil)
 	require.NoError(t, err)
-	re, err := regoEngine(ctx, cat.Data())
+	re, err := engines.Rego(ctx, cat.Data())
 	require.NoError(t, err)
 	defer re.Close(ctx)
-	we, err := wasmEngine(ctx, cat.Data())
+	we, err := engines.Wasm(ctx, cat.Data())
 	require.NoError(t, err)
 	defer we.Close(ctx)
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/internal/fixes"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
@@ -19,7 +20,7 @@ func TestEveryCorpusFixIsKnown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := memshell.New("wasm", wasmEngine)
+	sh := memshell.New("wasm", engines.Wasm)
 	defer sh.Close(context.Background())
 	seen := map[string]string{} // fix → scenario
 	for _, s := range c.Scenarios() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
 
@@ -66,7 +67,7 @@ func TestGoldenTranscripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shells := []conformance.Shell{memshell.New("wasm", wasmEngine), memshell.New("rego", regoEngine)}
+	shells := []conformance.Shell{memshell.New("wasm", engines.Wasm), memshell.New("rego", engines.Rego)}
 	for _, id := range goldens {
 		s := c.Find(id)
 		if s == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 )
@@ -489,9 +490,36 @@ func errCode(o *hostabi.Outcome) string {
 	return o.Error.Code
 }
 
+// failure is the first of outs that failed, said as who's, or "" when none did.
+func failure(who string, outs []*hostabi.Outcome) string {
+	for i, o := range outs {
+		if o.Error != nil {
+			return fmt.Sprintf("%s %d failed: %s", who, i, o.Error.Message)
+		}
+	}
+	return ""
+}
+
+// reconnectionLost says how the reconnection's connection was lost, or "" when it is stored.
+func reconnectionLost(w *memhost.World) string {
+	c, ok := storedConn(w)
+	if !ok || c.ConnectedAt != 1790000000 {
+		return fmt.Sprintf("the reconnection was lost or overwritten by a stale write: %+v", c)
+	}
+	return ""
+}
+
+// refreshedOnce says how many token requests were sent when that was not one (why one).
+func refreshedOnce(w *memhost.World, why string) string {
+	if n := w.Server.Stats().RefreshRequests; n != 1 {
+		return fmt.Sprintf("%d token requests, want 1 (%s)", n, why)
+	}
+	return ""
+}
+
 func TestInterleavings(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmEngine(ctx, raceCatalog.Data())
+	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,15 +531,13 @@ func TestInterleavings(t *testing.T) {
 			drivers: []opSpec{in("A", getToken), in("B", getToken)},
 			setup:   refreshWorld,
 			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				for i, o := range outs {
-					if o.Error != nil {
-						return fmt.Sprintf("refresher %d failed: %s", i, o.Error.Message)
-					}
+				if f := failure("refresher", outs); f != "" {
+					return f
 				}
 				// The access token is stored in the keyring: whichever process refreshes
 				// second finds the first one's token under the lock and sends nothing.
-				if n := w.Server.Stats().RefreshRequests; n != 1 {
-					return fmt.Sprintf("%d token requests, want 1 (the second process uses the first one's token)", n)
+				if f := refreshedOnce(w, "the second process uses the first one's token"); f != "" {
+					return f
 				}
 				return commonChecks(e, w, host)
 			},
@@ -521,13 +547,11 @@ func TestInterleavings(t *testing.T) {
 			drivers: []opSpec{in("A", getToken), in("A", getToken)},
 			setup:   refreshWorld,
 			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				for i, o := range outs {
-					if o.Error != nil {
-						return fmt.Sprintf("refresher %d failed: %s", i, o.Error.Message)
-					}
+				if f := failure("refresher", outs); f != "" {
+					return f
 				}
-				if n := w.Server.Stats().RefreshRequests; n != 1 {
-					return fmt.Sprintf("%d token requests, want 1 (single flight)", n)
+				if f := refreshedOnce(w, "single flight"); f != "" {
+					return f
 				}
 				return commonChecks(e, w, host)
 			},
@@ -540,9 +564,8 @@ func TestInterleavings(t *testing.T) {
 				if outs[0].Error != nil || outs[1].Error != nil {
 					return fmt.Sprintf("refresh %q, reconnect %q: both must succeed", errCode(outs[0]), errCode(outs[1]))
 				}
-				c, ok := storedConn(w)
-				if !ok || c.ConnectedAt != 1790000000 {
-					return fmt.Sprintf("the reconnection was lost or overwritten by a stale write: %+v", c)
+				if f := reconnectionLost(w); f != "" {
+					return f
 				}
 				return commonChecks(e, w, host)
 			},
@@ -579,14 +602,11 @@ func TestInterleavings(t *testing.T) {
 			setup:   refreshWorld,
 			maxRuns: 500,
 			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				for i, o := range outs {
-					if o.Error != nil {
-						return fmt.Sprintf("driver %d failed: %s", i, o.Error.Message)
-					}
+				if f := failure("driver", outs); f != "" {
+					return f
 				}
-				c, ok := storedConn(w)
-				if !ok || c.ConnectedAt != 1790000000 {
-					return fmt.Sprintf("the reconnection was lost or overwritten by a stale write: %+v", c)
+				if f := reconnectionLost(w); f != "" {
+					return f
 				}
 				return commonChecks(e, w, host)
 			},
@@ -607,7 +627,7 @@ func TestInterleavings(t *testing.T) {
 // interleaving of two refreshers sends one refresh token twice, and the explorer finds it.
 func TestExplorerFindsALostLock(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmEngine(ctx, raceCatalog.Data())
+	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,10 +134,11 @@ type TokenServerSpec struct {
 	ClientAuth map[string]string `json:"client_auth,omitempty"`
 }
 
-// TokenResponse is a scripted answer of the token endpoint to a refresh. Status 0 is no
-// answer at all (Error "timeout" or "refused"); not_json answers an HTML page; scope, when
-// given, is the response's scope member.
-type TokenResponse struct {
+// TokenAnswer is what the token endpoint answers a refresh or a revocation. Status 0 is
+// no answer at all (Error "timeout" or "refused"); not_json answers an HTML page; scope,
+// when given, is the response's scope member. The test worlds' authorization server plays
+// it (authserver.Reply embeds it).
+type TokenAnswer struct {
 	Status       int     `json:"status"`
 	Error        string  `json:"error,omitempty"`
 	AccessToken  string  `json:"access_token,omitempty"`
@@ -145,6 +146,12 @@ type TokenResponse struct {
 	ExpiresIn    int64   `json:"expires_in,omitempty"`
 	Scope        *string `json:"scope,omitempty"`
 	NotJSON      bool    `json:"not_json,omitempty"`
+}
+
+// TokenResponse is a scripted answer of the token endpoint to a refresh (its members are
+// TokenAnswer's, flattened in JSON).
+type TokenResponse struct {
+	TokenAnswer
 	// During is what another process does while this request is in flight.
 	During *Action `json:"during,omitempty"`
 }

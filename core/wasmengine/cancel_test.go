@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core/wasmengine"
-	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // slowQuery is a query of testdata/slow whose decision takes about 10 s on wazero's
@@ -88,54 +85,20 @@ func TestCancellationStopsASlowDecision(t *testing.T) {
 // cancelled one reports its context's error.
 func TestConcurrentCancellation(t *testing.T) {
 	ctx := context.Background()
-	cat, err := catalog.Load(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), 11, 0)
-	var queries, want [][]byte
-	for _, op := range nodiff.Ops {
-		q := g.Episode(op).Query()
-		out, err := e.DecideJSON(ctx, nil, q)
-		if err == nil {
-			queries, want = append(queries, q), append(want, out)
+	e, queries, want := drawnAnswers(t, 11, 1)
+	inParallel(t, 12, 60, 17, len(queries), func(w, i, k int, buf []byte) ([]byte, error) {
+		c, cancel := context.WithCancel(ctx)
+		if (w+i)%3 == 0 {
+			cancel() // cancelled before or while deciding
 		}
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for i := range 60 {
-				k := (w*17 + i) % len(queries)
-				c, cancel := context.WithCancel(ctx)
-				if (w+i)%3 == 0 {
-					cancel() // cancelled before or while deciding
-				}
-				var err error
-				buf, err = e.DecideJSON(c, buf[:0], queries[k])
-				cancel()
-				switch {
-				case err == nil && !bytes.Equal(buf, want[k]):
-					errs <- fmt.Errorf("decision differs for %s", queries[k])
-					return
-				case err != nil && !errors.Is(err, context.Canceled):
-					errs <- fmt.Errorf("%s: %v", queries[k], err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		buf, err := e.DecideJSON(c, buf[:0], queries[k])
+		cancel()
+		switch {
+		case err == nil && !bytes.Equal(buf, want[k]):
+			return buf, fmt.Errorf("decision differs for %s", queries[k])
+		case err != nil && !errors.Is(err, context.Canceled):
+			return buf, fmt.Errorf("%s: %v", queries[k], err)
+		}
+		return buf, nil
+	})
 }

@@ -113,23 +113,24 @@ func TestUndefined(t *testing.T) {
 	}
 }
 
-// TestConcurrent decides from many goroutines at once on a pool smaller than their number
-// (run it with -race), and every answer must equal the one given sequentially.
-func TestConcurrent(t *testing.T) {
+// drawnAnswers builds the wasm engine on the embedded catalog with a pool of three (closed
+// when t ends), draws perOp queries of every operation from the generator seeded with seed,
+// and keeps those the engine answers, with its answers given one at a time.
+func drawnAnswers(t *testing.T, seed uint64, perOp int) (e *wasmengine.Engine, queries, want [][]byte) {
+	t.Helper()
 	ctx := context.Background()
 	cat, err := catalog.Load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
+	e, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close(ctx)
-	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), 7, 0)
-	var queries, want [][]byte
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), seed, 0)
 	for _, op := range nodiff.Ops {
-		for range 3 {
+		for range perOp {
 			q := g.Episode(op).Query()
 			out, err := e.DecideJSON(ctx, nil, q)
 			if err != nil {
@@ -138,18 +139,25 @@ func TestConcurrent(t *testing.T) {
 			queries, want = append(queries, q), append(want, out)
 		}
 	}
+	return e, queries, want
+}
+
+// inParallel runs workers goroutines at once; worker w makes rounds calls decide(w, i, k,
+// buf), the i-th for query k = (w*stride+i) mod n, each handed the buffer the call before
+// returned. It fails t on the first error any worker returns.
+func inParallel(t *testing.T, workers, rounds, stride, n int, decide func(w, i, k int, buf []byte) ([]byte, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 16 {
+	errs := make(chan error, workers)
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var buf []byte
-			for i := range 200 {
-				k := (w*31 + i) % len(queries)
+			for i := range rounds {
 				var err error
-				if buf, err = e.DecideJSON(ctx, buf[:0], queries[k]); err != nil || !bytes.Equal(buf, want[k]) {
-					errs <- errors.New("concurrent decision differs for " + string(queries[k]))
+				if buf, err = decide(w, i, (w*stride+i)%n, buf); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -160,6 +168,20 @@ func TestConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// TestConcurrent decides from many goroutines at once on a pool smaller than their number
+// (run it with -race), and every answer must equal the one given sequentially.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	e, queries, want := drawnAnswers(t, 7, 3)
+	inParallel(t, 16, 200, 31, len(queries), func(_, _, k int, buf []byte) ([]byte, error) {
+		buf, err := e.DecideJSON(ctx, buf[:0], queries[k])
+		if err != nil || !bytes.Equal(buf, want[k]) {
+			return buf, errors.New("concurrent decision differs for " + string(queries[k]))
+		}
+		return buf, nil
+	})
 }
 
 // TestCompilationCacheDir: a second engine on the same cache directory starts from the

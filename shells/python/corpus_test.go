@@ -1,7 +1,6 @@
 package python_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,11 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-
-	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/foreign"
 )
 
@@ -48,9 +43,7 @@ func (r *pytestRun) readCorpus(dir string) string {
 
 // goQuestions are the Go memory host's questions on the whole corpus (native engine).
 func goQuestions(t testing.TB) (map[string][]string, error) {
-	return foreign.GoQuestions(t, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return nativeengine.New(ctx, nativeengine.WithData(data))
-	})
+	return foreign.GoQuestions(t, engines.Native)
 }
 
 // TestPythonConformance runs the whole conformance corpus on the Python shell (pytest's
@@ -103,13 +96,7 @@ func TestPythonAsksWhatGoAsks(t *testing.T) {
 // what wasmtime returned.
 func TestPythonDecisionsMatchGoEngines(t *testing.T) {
 	r := runPytest(t)
-	cache := wazero.NewCompilationCache() // the policy compiled once for every catalog
-	defer cache.Close(context.Background())
-	foreign.Decisions(t, "Python", r.run, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return nativeengine.New(ctx, nativeengine.WithData(data))
-	}, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1), wasmengine.WithCompilationCache(cache))
-	})
+	foreign.Decisions(t, "Python", r.run, engines.Native, engines.WasmCompiledOnce(t))
 }
 
 func seenLine(seen map[string]int) string {

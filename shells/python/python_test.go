@@ -9,8 +9,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,18 +214,6 @@ func runPytest(t *testing.T) *pytestRun {
 	return pytestVal
 }
 
-// startWorlds serves the control API of the test worlds' authorization server on 127.0.0.1
-// for the Python corpus runner (a world per scenario, over real HTTP).
-func startWorlds(t *testing.T) (string, func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: authserver.NewWorlds(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }
-}
-
 func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 	r := &pytestRun{}
 	// The Go memory host runs the same corpus meanwhile, recording its questions.
@@ -241,7 +227,10 @@ func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 	}()
 	dir := t.TempDir()
 	report, seen := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "seen.json")
-	hub, stop := startWorlds(t)
+	hub, stop, err := authserver.ServeWorlds() // the test worlds' control API: a world per scenario
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer stop()
 	cmd := exec.Command(e.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=5", "--junitxml", report, "tests")
 	cmd.Env = append(os.Environ(), "GRANTWIRE_REPO="+e.repo, "GRANTWIRE_AUTHSERVER="+e.authserver, "GRANTWIRE_CLI="+e.cli,
@@ -250,7 +239,7 @@ func pytest(t *testing.T, e *pyenv) (*pytestRun, string) {
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	t0 := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	r.elapsed = time.Since(t0)
 	<-recorded
 	if goErr != nil {

@@ -556,14 +556,27 @@ func (s *Server) nextFailure(grant string) (Failure, bool) {
 	return Failure{}, false
 }
 
-func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider string) {
+// posted answers a request that is not a POST 405 (Allow: POST) and says whether it was one.
+func posted(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return false
+	}
+	return true
+}
+
+// readForm reads a request's form, its body bounded to 64 KiB; the caller answers its error.
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	return r.ParseForm()
+}
+
+func (s *Server) tokenEndpoint(w http.ResponseWriter, r *http.Request, provider string) {
+	if !posted(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
+	if err := readForm(w, r); err != nil {
 		s.mu.Lock()
 		s.stats.TokenRequests++
 		s.oauthError(w, http.StatusBadRequest, "invalid_request")
@@ -887,13 +900,10 @@ func (s *Server) userinfo(w http.ResponseWriter, r *http.Request, provider strin
 // revoke is the revocation endpoint (RFC 7009): a refresh token presented there is
 // revoked with its family; anything else is answered 200 as the RFC asks.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, provider string) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !posted(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
+	if err := readForm(w, r); err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}

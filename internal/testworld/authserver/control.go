@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -68,6 +69,18 @@ func CountersOf(s *Server) Counters {
 	st := s.Stats()
 	return Counters{Requests: st.RefreshRequests, Exchanges: st.ExchangeRequests, Revocations: st.Revocations,
 		Revoked: st.RevokedTokens, ClientAuth: append([]string{}, s.ClientAuthSeen()...)}
+}
+
+// ServeWorlds serves the control API (NewWorlds) on a free port of 127.0.0.1, for a
+// foreign shell's runner or a test: it returns the server's URL and stop, which closes it.
+func ServeWorlds() (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: NewWorlds(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // NewWorlds returns the control API's handler, with no world yet.

@@ -140,13 +140,10 @@ func randomUserCode() string {
 // deviceAuthorization issues a device code (RFC 8628 §3.1-3.2); its verification page is
 // verify ("": the page beside this endpoint, on the address the client used).
 func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request, provider, verify string) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !posted(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
+	if err := readForm(w, r); err != nil {
 		s.mu.Lock()
 		s.oauthError(w, http.StatusBadRequest, "invalid_request")
 		s.mu.Unlock()

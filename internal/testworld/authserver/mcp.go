@@ -112,9 +112,7 @@ func (c *registered) redirectAllowed(redirect string) bool {
 // register is the dynamic client registration endpoint (RFC 7591): a native client with
 // loopback redirect URIs gets a client id (and a secret unless it asked for none).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !posted(w, r) {
 		return
 	}
 	var req struct {

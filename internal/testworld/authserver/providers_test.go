@@ -122,35 +122,31 @@ func TestScriptedConsents(t *testing.T) {
 		return post(t, s.ProviderURL("google")+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {code},
 			"redirect_uri": {redirect}, "client_id": {"cid"}, "code_verifier": {verifier}})
 	}
-	authorizeAt := func(provider string) url.Values {
-		resp, err := noRedirect.Get(s.ProviderURL(provider) + "/authorize?" + authQuery(redirect).Encode())
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
-		return loc.Query()
+	authorizeFor := func(provider string) url.Values {
+		status, q := authorizeAt(t, s.ProviderURL(provider)+"/authorize?"+authQuery(redirect).Encode())
+		require.Equal(t, http.StatusFound, status)
+		return q
 	}
 
-	a := exchange(authorizeAt("google").Get("code"))
+	a := exchange(authorizeFor("google").Get("code"))
 	require.Equal(t, answer{Status: 200, AccessToken: "access-x", RefreshToken: "refresh-x", ExpiresIn: 600, Scope: "b",
 		TokenType: "Bearer"}, a)
 	require.True(t, s.Live("refresh-x"))
 	_, email := userinfoAt(t, s, "google", "access-x")
 	require.Equal(t, "who@example.org", email)
 
-	require.Equal(t, "access_denied", authorizeAt("google").Get("error"))
-	require.Equal(t, "server_error", authorizeAt("google").Get("error"))
-	q := authorizeAt("google")
+	require.Equal(t, "access_denied", authorizeFor("google").Get("error"))
+	require.Equal(t, "server_error", authorizeFor("google").Get("error"))
+	q := authorizeFor("google")
 	require.NotEmpty(t, q.Get("code"), "the exchange fails, not the authorization")
 	require.Equal(t, answer{Status: 400, Error: "invalid_request"}, exchange(q.Get("code")))
 
 	// Unscripted: the requested scopes, sequential names, and a code of one provider is
 	// refused by another.
-	q = authorizeAt("google")
+	q = authorizeFor("google")
 	require.Equal(t, "invalid_grant", post(t, s.ProviderURL("microsoft")+"/token", url.Values{"grant_type": {"authorization_code"},
 		"code": {q.Get("code")}, "redirect_uri": {redirect}, "client_id": {"cid"}, "code_verifier": {verifier}}).Error)
-	a = exchange(authorizeAt("google").Get("code"))
+	a = exchange(authorizeFor("google").Get("code"))
 	require.Equal(t, answer{Status: 200, AccessToken: "access-google-0001", RefreshToken: "refresh-google-0002", ExpiresIn: 3600,
 		Scope: "a b", TokenType: "Bearer"}, a)
 }

@@ -287,15 +287,9 @@ func deviceUserOf(a Authorization) DeviceUser {
 // header (DuringHeader), and the runner performs that action before it hands the answer
 // to its host. In Go, Do runs while the request is in flight instead.
 type Reply struct {
-	Status       int     `json:"status"`
-	Error        string  `json:"error,omitempty"`
-	AccessToken  string  `json:"access_token,omitempty"`
-	RefreshToken string  `json:"refresh_token,omitempty"`
-	ExpiresIn    int64   `json:"expires_in,omitempty"`
-	Scope        *string `json:"scope,omitempty"`
-	NotJSON      bool    `json:"not_json,omitempty"`
-	During       string  `json:"during,omitempty"`
-	Do           func()  `json:"-"`
+	conformance.TokenAnswer
+	During string `json:"during,omitempty"`
+	Do     func() `json:"-"`
 }
 
 // DuringHeader names the header of an answer during which the runner acts (Reply.During).

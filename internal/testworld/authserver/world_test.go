@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -32,15 +31,13 @@ var providers = map[string]authserver.Provider{
 // world's URL.
 func world(t *testing.T, nowMS int64) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stop, err := authserver.ServeWorlds()
 	require.NoError(t, err)
-	srv := &http.Server{Handler: authserver.NewWorlds(), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(stop)
 	var created struct{ ID, URL string }
-	status := call(t, http.MethodPost, "http://"+ln.Addr().String()+"/worlds", map[string]int64{"now_ms": nowMS}, &created)
+	status := call(t, http.MethodPost, base+"/worlds", map[string]int64{"now_ms": nowMS}, &created)
 	require.Equal(t, http.StatusCreated, status)
-	require.Equal(t, "http://"+ln.Addr().String()+"/worlds/"+created.ID, created.URL)
+	require.Equal(t, base+"/worlds/"+created.ID, created.URL)
 	require.Equal(t, http.StatusNoContent, call(t, http.MethodPost, created.URL+"/control/script", map[string]any{"providers": providers}, nil))
 	return created.URL
 }
@@ -160,13 +157,9 @@ func TestScriptedAuthorizations(t *testing.T) {
 
 	q := authQuery("http://127.0.0.1:49152/callback")
 	authz := func() url.Values {
-		resp, err := noRedirect.Get(at(w, providers["google"].AuthorizationURL) + "?" + q.Encode())
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusFound, resp.StatusCode)
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		require.NoError(t, err)
-		return loc.Query()
+		status, got := authorizeAt(t, at(w, providers["google"].AuthorizationURL)+"?"+q.Encode())
+		require.Equal(t, http.StatusFound, status)
+		return got
 	}
 	got := authz()
 	require.Equal(t, "code-google-0001", got.Get("code"))

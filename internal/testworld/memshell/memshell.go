@@ -236,6 +236,5 @@ func (t tokenServer) ClientAuth() []string { return authserver.CountersOf(t.s).C
 
 // Reply converts a scripted answer of the corpus to the authorization server's.
 func Reply(r conformance.TokenResponse) authserver.Reply {
-	return authserver.Reply{Status: r.Status, Error: r.Error, AccessToken: r.AccessToken, RefreshToken: r.RefreshToken,
-		ExpiresIn: r.ExpiresIn, Scope: r.Scope, NotJSON: r.NotJSON}
+	return authserver.Reply{TokenAnswer: r.TokenAnswer}
 }

@@ -6,26 +6,11 @@ import (
 	"testing"
 
 	"github.com/grantwire/grantwire/conformance"
-	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/regoengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
 	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
-
-func wasmEngine(ctx context.Context, data []byte) (core.Engine, error) {
-	return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1))
-}
-
-func regoEngine(ctx context.Context, data []byte) (core.Engine, error) {
-	return regoengine.New(ctx, regoengine.WithData(data))
-}
-
-func nativeEngine(ctx context.Context, data []byte) (core.Engine, error) {
-	return nativeengine.New(ctx, nativeengine.WithData(data))
-}
 
 // policyWaitsEnv=1 runs the corpus with every lock wait the policy's (about 80 s more per
 // engine; see nativeshell.PolicyLockWaits).
@@ -47,17 +32,17 @@ func shell(t *testing.T, engine string, f memshell.EngineFactory) *nativeshell.S
 
 func TestWasmNative(t *testing.T) {
 	requireKeyring(t)
-	conformance.Run(t, shell(t, "wasm", wasmEngine))
+	conformance.Run(t, shell(t, "wasm", engines.Wasm))
 }
 
 func TestRegoNative(t *testing.T) {
 	requireKeyring(t)
-	conformance.Run(t, shell(t, "rego", regoEngine))
+	conformance.Run(t, shell(t, "rego", engines.Rego))
 }
 
 func TestNativeNative(t *testing.T) {
 	requireKeyring(t)
-	conformance.Run(t, shell(t, "native", nativeEngine))
+	conformance.Run(t, shell(t, "native", engines.Native))
 }
 
 // BenchmarkScenario measures one scenario on the OS shell end to end: a fresh home and
@@ -77,7 +62,7 @@ func BenchmarkScenario(b *testing.B) {
 			b.Fatalf("no scenario %s", id)
 		}
 		b.Run(id, func(b *testing.B) {
-			sh, err := nativeshell.New("wasm", wasmEngine)
+			sh, err := nativeshell.New("wasm", engines.Wasm)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/grantwire/grantwire/conformance"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/nativeshell"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
@@ -57,7 +58,7 @@ func probeLock(t *testing.T, p string) bool {
 func newWorld(t *testing.T) *nativeshell.World {
 	t.Helper()
 	ctx := context.Background()
-	sh := shell(t, "wasm", wasmEngine)
+	sh := shell(t, "wasm", engines.Wasm)
 	cat, err := catalog.Load(conformance.BaseCatalog)
 	require.NoError(t, err)
 	eng, err := sh.Engine(ctx, cat.Data())

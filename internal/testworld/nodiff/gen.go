@@ -530,54 +530,48 @@ func toAny(xs []string) []any {
 	return out
 }
 
-// before is an activation watcher's earlier view: {connector: {agent: true}}.
+// byConnectorAndAgent is {connector: {agent: value()}}: up to three connectors drawn of
+// kinds (any kind when none), one or two agents each.
+func (g *Gen) byConnectorAndAgent(value func() any, kinds ...string) map[string]any {
+	m := map[string]any{}
+	for range g.r.IntN(4) {
+		cs, ok := g.connector(kinds...).(string)
+		if !ok {
+			continue
+		}
+		inner, ok := m[cs].(map[string]any)
+		if !ok {
+			inner = map[string]any{}
+			m[cs] = inner
+		}
+		for range 1 + g.r.IntN(2) {
+			inner[g.agentID(0.1)] = value()
+		}
+	}
+	return m
+}
+
 // grantsView is a view of the grants ledger for grant_changes ({connector: {agent:
 // [scopes]}}), with now and then an entry that is no grant.
 func (g *Gen) grantsView() any {
 	if g.chance(0.05) {
 		return g.junk()
 	}
-	m := map[string]any{}
-	for range g.r.IntN(4) {
-		cs, ok := g.connector().(string)
-		if !ok {
-			continue
-		}
-		inner, ok := m[cs].(map[string]any)
-		if !ok {
-			inner = map[string]any{}
-			m[cs] = inner
-		}
-		for range 1 + g.r.IntN(2) {
-			inner[g.agentID(0.1)] = pick(g, []any{g.scopesArg(2), g.scopesArg(2), []any{}, "use", []any{json.Number("1")}})
-		}
-	}
+	m := g.byConnectorAndAgent(func() any {
+		return pick(g, []any{g.scopesArg(2), g.scopesArg(2), []any{}, "use", []any{json.Number("1")}})
+	})
 	if g.chance(0.05) {
 		m["version"] = json.Number("1")
 	}
 	return m
 }
 
+// before is an activation watcher's earlier view: {connector: {agent: true}}.
 func (g *Gen) before() any {
 	if g.chance(0.05) {
 		return g.junk()
 	}
-	m := map[string]any{}
-	for range g.r.IntN(4) {
-		c := g.connector("mcp_server", "mcp_remote")
-		cs, ok := c.(string)
-		if !ok {
-			continue
-		}
-		inner, ok := m[cs].(map[string]any)
-		if !ok {
-			inner = map[string]any{}
-			m[cs] = inner
-		}
-		for range 1 + g.r.IntN(2) {
-			inner[g.agentID(0.1)] = pick(g, []any{true, true, true, false, "true"})
-		}
-	}
+	m := g.byConnectorAndAgent(func() any { return pick(g, []any{true, true, true, false, "true"}) }, "mcp_server", "mcp_remote")
 	if g.chance(0.05) {
 		m["odd"] = pick(g, []any{[]any{"a"}, true})
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
-	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/regoengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/engines"
 	"github.com/grantwire/grantwire/internal/testworld/foreign"
 )
 
@@ -53,13 +46,13 @@ type nodeRun struct {
 var (
 	cached   *nodeRun
 	tempDirs []string
-	servers  []*http.Server
+	stops    []func() // the control APIs startWorlds serves
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, s := range servers {
-		_ = s.Close()
+	for _, stop := range stops {
+		stop()
 	}
 	for _, d := range tempDirs {
 		_ = os.RemoveAll(d)
@@ -70,14 +63,12 @@ func TestMain(m *testing.M) {
 // startWorlds serves the control API of the test worlds' authorization server on
 // 127.0.0.1 for the Node runner (its world per scenario, over real HTTP).
 func startWorlds(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := authserver.ServeWorlds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: authserver.NewWorlds(), ReadHeaderTimeout: 10 * time.Second}
-	servers = append(servers, srv)
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String()
+	stops = append(stops, stop)
+	return url
 }
 
 func runNode(t *testing.T) *nodeRun {
@@ -185,13 +176,7 @@ func TestNodeDecisionsMatchGoEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := wazero.NewCompilationCache() // the policy compiled once for every catalog
-	defer cache.Close(context.Background())
-	foreign.Decisions(t, "Node", run, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(1), wasmengine.WithCompilationCache(cache))
-	}, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return regoengine.New(ctx, regoengine.WithData(data))
-	})
+	foreign.Decisions(t, "Node", run, engines.WasmCompiledOnce(t), engines.Rego)
 }
 
 // TestNodeAsksWhatGoAsks runs the corpus on the Go memhost shell too (native engine), recording every
@@ -203,9 +188,7 @@ func TestNodeAsksWhatGoAsks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goAsked, err := foreign.GoQuestions(t, func(ctx context.Context, data []byte) (core.Engine, error) {
-		return nativeengine.New(ctx, nativeengine.WithData(data)) // the questions are the host's: any engine asks them
-	})
+	goAsked, err := foreign.GoQuestions(t, engines.Native) // the questions are the host's: any engine asks them
 	if err != nil {
 		t.Fatal(err)
 	}
