@@ -6,7 +6,6 @@ package native_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
@@ -82,9 +80,8 @@ func TestLoopbackChecksTheHostHeaderAsSent(t *testing.T) {
 		return nil
 	}
 	w = newWorld(t, worldOpts{server: &authserver.Config{ClientID: "cid"}, browser: browser, noWatch: true})
-	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid"})
-	require.NoError(t, err)
-	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, nil)
+	configure(t, w, "cid", "")
+	_, err := w.client.Connect(ctx, "local", []string{"mail.read"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, w.srv.Stats().CodeExchanges)
 	require.Len(t, answers, 6)
@@ -141,11 +138,10 @@ func TestTheCallbackPageSurvivesTheEndOfTheAuthorization(t *testing.T) {
 // page) replaces the shell's, and makes the loopback usable in a session that has no
 // browser and nobody at a terminal; without it that session is refused at once.
 func TestAnOperationsOwnBrowserIsUsedInsteadOfTheShells(t *testing.T) {
-	shellBrowser := func(string) error { return errors.New("the shell's browser must not be used") }
 	for _, tc := range []struct {
 		name    string
 		browser func(string) error
-	}{{"no browser, nobody at a terminal", nil}, {"the shell's browser", shellBrowser}} {
+	}{{"no browser, nobody at a terminal", nil}, {"the shell's browser", noBrowser}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sh, err := native.New(native.Options{Home: t.TempDir(), NoWatch: true, Prompt: io.Discard, Browser: tc.browser})
 			require.NoError(t, err)
