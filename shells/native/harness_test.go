@@ -202,6 +202,23 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	return w
 }
 
+func configure(t *testing.T, w *world, id, secret string) {
+	t.Helper()
+	_, err := w.client.Configure(context.Background(), "local", grantwire.ConfigureInput{ClientID: id, ClientSecret: secret})
+	require.NoError(t, err)
+}
+
+// connected is a world whose "local" connection exists (through a real connect).
+func connected(t *testing.T, cfg authserver.Config, opts worldOpts) *world {
+	t.Helper()
+	opts.server = &cfg
+	w := newWorld(t, opts)
+	configure(t, w, cfg.ClientID, cfg.ClientSecret)
+	_, err := w.client.Connect(context.Background(), "local", []string{"mail.read"}, []string{"builtin:chat"})
+	require.NoError(t, err)
+	return w
+}
+
 // logTransport records every request before sending it.
 type logTransport struct {
 	log   *urlLog

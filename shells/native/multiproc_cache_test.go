@@ -90,11 +90,7 @@ func TestMultiProcessCacheSeesChanges(t *testing.T) {
 	} {
 		t.Run(tc.action, func(t *testing.T) {
 			ctx := context.Background()
-			w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}})
-			_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
-			require.NoError(t, err)
-			_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
-			require.NoError(t, err)
+			w := connected(t, authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}, worldOpts{noWatch: true})
 			get := func() (*grantwire.Token, error) {
 				return w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
 			}

@@ -81,12 +81,7 @@ func TestMultiProcessRefresh(t *testing.T) {
 		t.Skip("multi-process stress test; runs without -short")
 	}
 	requireKeyring(t)
-	ctx := context.Background()
-	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30}})
-	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
-	require.NoError(t, err)
-	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
-	require.NoError(t, err)
+	w := connected(t, authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30}, worldOpts{noWatch: true})
 
 	const procs, total = 3, 1000
 	start := time.Now()
@@ -148,12 +143,7 @@ func TestMultiProcessRefreshWithoutLocksFails(t *testing.T) {
 		t.Skip("multi-process stress test; runs without -short")
 	}
 	requireKeyring(t)
-	ctx := context.Background()
-	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ExpiresIn: 30}})
-	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid"})
-	require.NoError(t, err)
-	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
-	require.NoError(t, err)
+	w := connected(t, authserver.Config{ClientID: "cid", ExpiresIn: 30}, worldOpts{noWatch: true})
 	reports := runRefreshers(t, w, 3, 90, "GW_NO_LOCKS=1")
 	failures := 0
 	for _, r := range reports {
