@@ -17,6 +17,7 @@ import (
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // The benchmarks and the allocation test ask the engine the questions a real driver asks
@@ -207,7 +208,7 @@ func scaledCatalog(t testing.TB, n int) *catalog.Catalog {
 		default:
 			conns[id] = map[string]any{"type": "oauth_pkce", "display_name": id, "default_scopes": []string{"openid"},
 				"authorization_url": "https://" + id + ".example.com/authorize", "token_url": "https://" + id + ".example.com/token",
-				"available_scopes": benchScopes}
+				"available_scopes": nodiff.BenchScopes}
 		}
 	}
 	raw, err := json.Marshal(map[string]any{"connectors": conns})
@@ -222,20 +223,6 @@ func scaledCatalog(t testing.TB, n int) *catalog.Catalog {
 		t.Fatal(err)
 	}
 	return c
-}
-
-var benchScopes = []string{"openid", "email", "s1", "s2", "s3", "s4", "s5", "s6"}
-
-// grantedScopes are the scopes agent i holds on a connector: five, every third agent
-// three, every seventh none.
-func grantedScopes(i int) []string {
-	switch {
-	case i%7 == 6:
-		return nil
-	case i%3 == 2:
-		return benchScopes[:3]
-	}
-	return benchScopes[:5]
 }
 
 // listingEpisodes are the last questions of status and list_grants (the ones that carry
@@ -253,7 +240,7 @@ func listingEpisodes(t testing.TB, connectors, agents int) (*nativeengine.Engine
 		id := fmt.Sprintf("c%03d", c)
 		g := map[string]any{}
 		for a := range agents {
-			if sc := grantedScopes(a + c); sc != nil {
+			if sc := nodiff.GrantedScopes(a + c); sc != nil {
 				g[fmt.Sprintf("installed:agent-%04d", a)] = sc
 			}
 		}
@@ -264,7 +251,7 @@ func listingEpisodes(t testing.TB, connectors, agents int) (*nativeengine.Engine
 			w.SetKeyring(svc, layout.ClientUser(id), `{"client_id":"client-`+id+`"}`)
 			w.SetKeyring(svc, layout.ConnectionUser(id), layout.Connection{AccountEmail: "user@example.com",
 				ClientIDHash: layout.ClientIDHash("client-" + id), ConnectedAt: startMs/1000 - 86400,
-				RefreshToken: "rt-" + id, Scopes: benchScopes[:5]}.Encode())
+				RefreshToken: "rt-" + id, Scopes: nodiff.BenchScopes[:5]}.Encode())
 		case catalog.TypeMCPServer:
 			r.name = "configure"
 			d := &hostabi.Driver{Engine: r, Host: host.New(w.Capabilities(""))}
@@ -336,7 +323,7 @@ func TestListingEpisodes(t *testing.T) {
 	for c, st := range status.Result.Connectors {
 		want := 0
 		for a := range agents {
-			if grantedScopes(a+c) != nil {
+			if nodiff.GrantedScopes(a+c) != nil {
 				want++
 			}
 		}

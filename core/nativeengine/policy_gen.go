@@ -2144,7 +2144,7 @@ func f3_grantwire_errors_error(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) *rt.V 
 	rt.ArrayAppend(l13, l9)
 	rt.ArrayAppend(l13, sc[8])
 	rt.ArrayAppend(l13, l10)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -2194,7 +2194,7 @@ func f4_grantwire_errors_usage(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[7])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -2384,7 +2384,9 @@ func f7_grantwire_catalog__added(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		if rt.EqBool(l18, false) {
 			goto c3
 		}
-		if l19 = ev.BiRegexMatch(sc[20], l16); l19 == nil {
+		if s1, ok := rt.Str(l16); !ok {
+			goto c3
+		} else if l19 = ev.BiRegexMatch("^[a-z0-9][a-z0-9_.-]{0,63}$", s1); l19 == nil {
 			goto c3
 		}
 		if rt.EqBool(l19, false) {
@@ -2646,7 +2648,11 @@ func f13_grantwire_scopes__special(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 			break
 		}
 		l10 = l8
-		if l11 = ev.BiContains(l5, l10); l11 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c2
+		} else if s1, ok := rt.Str(l10); !ok {
+			goto c2
+		} else if l11 = ev.BiContains(s0, s1); l11 == nil {
 			goto c2
 		}
 		if rt.EqBool(l11, false) {
@@ -2694,7 +2700,7 @@ b2:
 		goto b4
 	}
 	l5 = l3
-	if l6 = ev.BiReplace(l5, sc[29], sc[52]); l6 == nil {
+	if l6 = ev.BiReplace(l5, "'", "'\\''"); l6 == nil {
 		goto b4
 	}
 	l7 = l6
@@ -2702,7 +2708,7 @@ b2:
 	rt.ArrayAppend(l8, sc[29])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[29])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b4
 	}
 	l10 = l9
@@ -2728,7 +2734,7 @@ func f15_grantwire_errors_unknown_connector(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, sc[53])
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -2858,7 +2864,9 @@ func f20_grantwire_scopes__padding(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiEndsWith(l5, sc[66]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiEndsWith(s0, "=="); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -2871,7 +2879,9 @@ b2:
 		goto b3
 	}
 	l5 = l3
-	if l6 = ev.BiEndsWith(l5, sc[68]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b3
+	} else if l6 = ev.BiEndsWith(s0, "="); l6 == nil {
 		goto b3
 	}
 	if rt.EqBool(l6, false) {
@@ -2925,7 +2935,9 @@ func f21_grantwire_scopes__word(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	if rt.EqBool(l14, false) {
 		goto b1
 	}
-	if l15 = ev.BiContains(l6, sc[28]); l15 == nil {
+	if s0, ok := rt.Str(l6); !ok {
+		goto n2
+	} else if l15 = ev.BiContains(s0, " "); l15 == nil {
 		goto n2
 	}
 	if rt.EqBool(l15, false) {
@@ -2933,7 +2945,9 @@ func f21_grantwire_scopes__word(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	if l16 = ev.BiBase64Encode(l6); l16 == nil {
+	if s0, ok := rt.Str(l6); !ok {
+		goto b1
+	} else if l16 = ev.BiBase64Encode(s0); l16 == nil {
 		goto b1
 	}
 	l17 = l16
@@ -3015,7 +3029,11 @@ func f23_grantwire_scopes__escaped(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 			break
 		}
 		l10 = l8
-		if l11 = ev.BiContains(l5, l10); l11 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c2
+		} else if s1, ok := rt.Str(l10); !ok {
+			goto c2
+		} else if l11 = ev.BiContains(s0, s1); l11 == nil {
 			goto c2
 		}
 		if rt.EqBool(l11, false) {
@@ -3051,7 +3069,9 @@ func f24_grantwire_scopes_clean(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	if l10 = ev.BiContains(l8, sc[80]); l10 == nil {
+	if s0, ok := rt.Str(l8); !ok {
+		goto n3
+	} else if l10 = ev.BiContains(s0, "\x7f"); l10 == nil {
 		goto n3
 	}
 	if rt.EqBool(l10, false) {
@@ -3127,7 +3147,11 @@ func f26_grantwire_scopes__forbidden(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 			break
 		}
 		l10 = l8
-		if l11 = ev.BiContains(l5, l10); l11 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c2
+		} else if s1, ok := rt.Str(l10); !ok {
+			goto c2
+		} else if l11 = ev.BiContains(s0, s1); l11 == nil {
 			goto c2
 		}
 		if rt.EqBool(l11, false) {
@@ -3251,7 +3275,11 @@ func f29_grantwire_scopes_valid_agent_id(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		}
 		l9 = l7
 		l10 = l8
-		if l11 = ev.BiStartsWith(l5, l10); l11 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c2
+		} else if s1, ok := rt.Str(l10); !ok {
+			goto c2
+		} else if l11 = ev.BiStartsWith(s0, s1); l11 == nil {
 			goto c2
 		}
 		if rt.EqBool(l11, false) {
@@ -3283,7 +3311,9 @@ b1:
 b3:
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[91]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b4
+	} else if l6 = ev.BiStartsWith(s0, "custom:"); l6 == nil {
 		goto b4
 	}
 	if rt.EqBool(l6, false) {
@@ -3426,7 +3456,7 @@ func f31_grantwire_scopes_grant_cmd(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V
 		goto b1
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[87], l9); l12 == nil {
+	if l12 = ev.BiConcat(",", l9); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -3441,7 +3471,7 @@ func f31_grantwire_scopes_grant_cmd(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V
 	rt.ArrayAppend(l16, l11)
 	rt.ArrayAppend(l16, sc[108])
 	rt.ArrayAppend(l16, l15)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b1
 	}
 	l18 = l17
@@ -3517,7 +3547,7 @@ func f33_grantwire_errors_configuration(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, sc[109])
 	rt.ArrayAppend(l10, l7)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -3551,7 +3581,7 @@ n3:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, l5)
 	rt.ArrayAppend(l7, sc[6])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b2
 	}
 	l9 = l8
@@ -3576,7 +3606,7 @@ n5:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, l5)
 	rt.ArrayAppend(l7, sc[6])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b4
 	}
 	l9 = l8
@@ -3646,7 +3676,7 @@ n9:
 	rt.ArrayAppend(l15, sc[58])
 	rt.ArrayAppend(l15, l12)
 	rt.ArrayAppend(l15, sc[59])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b8
 	}
 	l17 = l16
@@ -3812,7 +3842,9 @@ func f39_grantwire_tools_valid_name(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	if l7 = ev.BiRegexMatch(sc[118], l5); l7 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l7 = ev.BiRegexMatch("^[A-Za-z0-9_./-]{1,128}$", s1); l7 == nil {
 		goto b1
 	}
 	if rt.EqBool(l7, false) {
@@ -4344,7 +4376,7 @@ func f56_grantwire_facts_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiConcat(sc[36], l5); l6 == nil {
+	if l6 = ev.BiConcat("|", l5); l6 == nil {
 		goto b1
 	}
 	l7 = l6
@@ -4393,7 +4425,9 @@ func f58_grantwire_agents__source_path(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	l5 = nil
 	l6 = l3
 	l7 = l4
-	if l8 = ev.BiStartsWith(l7, sc[138]); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b2
+	} else if l8 = ev.BiStartsWith(s0, "~/"); l8 == nil {
 		goto b2
 	}
 	if rt.EqBool(l8, false) {
@@ -4406,7 +4440,9 @@ b2:
 	}
 	l6 = l3
 	l7 = l4
-	if l8 = ev.BiStartsWith(l7, sc[88]); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b3
+	} else if l8 = ev.BiStartsWith(s0, "/"); l8 == nil {
 		goto b3
 	}
 	if rt.EqBool(l8, false) {
@@ -4434,7 +4470,7 @@ b3:
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, l7)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b4
 	}
 	l16 = l15
@@ -4874,7 +4910,7 @@ func f69_grantwire_agents__custom_candidate(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 	rt.ArrayAppend(l12, l7)
 	rt.ArrayAppend(l12, sc[89])
 	rt.ArrayAppend(l12, l11)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -4938,7 +4974,9 @@ func f71_grantwire_scopes_valid_scope(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	if l9 = ev.BiContains(l5, sc[87]); l9 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto n2
+	} else if l9 = ev.BiContains(s0, ","); l9 == nil {
 		goto n2
 	}
 	if rt.EqBool(l9, false) {
@@ -5121,7 +5159,7 @@ b2:
 		rt.ArrayAppend(l15, sc[166])
 		rt.ArrayAppend(l15, l14)
 		rt.ArrayAppend(l15, sc[167])
-		if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+		if l16 = ev.BiConcat("", l15); l16 == nil {
 			goto c6
 		}
 		l17 = l16
@@ -5176,7 +5214,7 @@ b4:
 			rt.ArrayAppend(l20, sc[168])
 			rt.ArrayAppend(l20, l19)
 			rt.ArrayAppend(l20, sc[169])
-			if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+			if l21 = ev.BiConcat("", l20); l21 == nil {
 				goto c11
 			}
 			l22 = l21
@@ -5231,7 +5269,7 @@ b8:
 		rt.ArrayAppend(l20, sc[170])
 		rt.ArrayAppend(l20, l19)
 		rt.ArrayAppend(l20, sc[171])
-		if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+		if l21 = ev.BiConcat("", l20); l21 == nil {
 			goto c14
 		}
 		l22 = l21
@@ -5284,7 +5322,7 @@ b12:
 		rt.ArrayAppend(l19, sc[170])
 		rt.ArrayAppend(l19, l18)
 		rt.ArrayAppend(l19, sc[173])
-		if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+		if l20 = ev.BiConcat("", l19); l20 == nil {
 			goto c18
 		}
 		l21 = l20
@@ -5371,14 +5409,14 @@ b2:
 			goto c5
 		}
 		l23 = l22
-		if l24 = ev.BiConcat(sc[157], l23); l24 == nil {
+		if l24 = ev.BiConcat(", ", l23); l24 == nil {
 			goto c5
 		}
 		l25 = l24
 		l26 = ev.Array(2)
 		rt.ArrayAppend(l26, sc[158])
 		rt.ArrayAppend(l26, l25)
-		if l27 = ev.BiConcat(sc[5], l26); l27 == nil {
+		if l27 = ev.BiConcat("", l26); l27 == nil {
 			goto c5
 		}
 		l28 = l27
@@ -5418,7 +5456,9 @@ b10:
 		goto b12
 	}
 	l10 = l9
-	if l11 = ev.BiStartsWith(l10, sc[91]); l11 == nil {
+	if s0, ok := rt.Str(l10); !ok {
+		goto n13
+	} else if l11 = ev.BiStartsWith(s0, "custom:"); l11 == nil {
 		goto n13
 	}
 	if rt.EqBool(l11, false) {
@@ -5428,7 +5468,7 @@ b10:
 n13:
 	l12 = ev.Array(1)
 	rt.ArrayAppend(l12, sc[160])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b12
 	}
 	l14 = l13
@@ -5475,7 +5515,7 @@ n16:
 	rt.ArrayAppend(l16, sc[162])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[41])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b14
 	}
 	l18 = l17
@@ -5518,7 +5558,7 @@ n18:
 	l16 = ev.Array(2)
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[164])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b17
 	}
 	l18 = l17
@@ -5711,7 +5751,7 @@ b3:
 	rt.ArrayAppend(l17, sc[148])
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[149])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b5
 	}
 	l19 = l18
@@ -5776,7 +5816,7 @@ b6:
 		rt.ArrayAppend(l19, l18)
 		rt.ArrayAppend(l19, sc[176])
 		rt.ArrayAppend(l19, l15)
-		if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+		if l20 = ev.BiConcat("", l19); l20 == nil {
 			goto c10
 		}
 		l21 = l20
@@ -5863,7 +5903,7 @@ b8:
 			rt.ArrayAppend(l33, l30)
 			rt.ArrayAppend(l33, sc[178])
 			rt.ArrayAppend(l33, l32)
-			if l34 = ev.BiConcat(sc[5], l33); l34 == nil {
+			if l34 = ev.BiConcat("", l33); l34 == nil {
 				goto c14
 			}
 			l35 = l34
@@ -6171,7 +6211,7 @@ b2:
 			rt.ArrayAppend(l37, l36)
 			rt.ArrayAppend(l37, sc[178])
 			rt.ArrayAppend(l37, l28)
-			if l38 = ev.BiConcat(sc[5], l37); l38 == nil {
+			if l38 = ev.BiConcat("", l37); l38 == nil {
 				goto c6
 			}
 			l39 = l38
@@ -6227,7 +6267,7 @@ b2:
 	rt.ArrayAppend(l9, sc[193])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[28])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b3
 	}
 	l11 = l10
@@ -6278,7 +6318,7 @@ func f86_grantwire_errors_move_aside(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l22, sc[194])
 	rt.ArrayAppend(l22, l16)
 	rt.ArrayAppend(l22, l21)
-	if l23 = ev.BiConcat(sc[5], l22); l23 == nil {
+	if l23 = ev.BiConcat("", l22); l23 == nil {
 		goto b2
 	}
 	l24 = l23
@@ -6295,7 +6335,7 @@ b2:
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l5)
 	rt.ArrayAppend(l8, sc[195])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b3
 	}
 	l10 = l9
@@ -6308,7 +6348,7 @@ b2:
 	rt.ArrayAppend(l13, l7)
 	rt.ArrayAppend(l13, sc[28])
 	rt.ArrayAppend(l13, l12)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b3
 	}
 	l15 = l14
@@ -6337,7 +6377,7 @@ func f87_grantwire_errors__corrupt_fix(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l6)
 	rt.ArrayAppend(l9, sc[187])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -6348,7 +6388,7 @@ func f87_grantwire_errors__corrupt_fix(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, l6)
 	rt.ArrayAppend(l14, sc[187])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b1
 	}
 	l16 = l15
@@ -6369,7 +6409,7 @@ func f87_grantwire_errors__corrupt_fix(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	rt.ArrayAppend(l21, l18)
 	rt.ArrayAppend(l21, sc[28])
 	rt.ArrayAppend(l21, l20)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b1
 	}
 	l23 = l22
@@ -6418,7 +6458,7 @@ func f88_grantwire_errors_corrupt_ledger(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) 
 	rt.ArrayAppend(l10, sc[184])
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[185])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -8159,7 +8199,7 @@ func f125_grantwire_mcp_configure_fix(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l12, sc[223])
 	rt.ArrayAppend(l12, l5)
 	rt.ArrayAppend(l12, sc[224])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -8172,7 +8212,7 @@ b2:
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[223])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b3
 	}
 	l8 = l7
@@ -8213,7 +8253,7 @@ func f126_grantwire_activations__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	if l13 = ev.BiConcat(sc[157], l12); l13 == nil {
+	if l13 = ev.BiConcat(", ", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -8235,7 +8275,7 @@ func f126_grantwire_activations__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l21, l14)
 	rt.ArrayAppend(l21, sc[226])
 	rt.ArrayAppend(l21, l18)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b2
 	}
 	l23 = l22
@@ -8492,7 +8532,7 @@ n11:
 	rt.ArrayAppend(l14, sc[203])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[204])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b9
 	}
 	l16 = l15
@@ -8514,7 +8554,7 @@ n11:
 	rt.ArrayAppend(l23, sc[28])
 	rt.ArrayAppend(l23, l20)
 	rt.ArrayAppend(l23, sc[206])
-	if l24 = ev.BiConcat(sc[5], l23); l24 == nil {
+	if l24 = ev.BiConcat("", l23); l24 == nil {
 		goto b9
 	}
 	l25 = l24
@@ -10095,7 +10135,7 @@ b2:
 		goto b3
 	}
 	l25 = l24
-	if l26 = ev.BiConcat(sc[83], l25); l26 == nil {
+	if l26 = ev.BiConcat(".", l25); l26 == nil {
 		goto b3
 	}
 	l27 = l26
@@ -10127,7 +10167,7 @@ func f153_grantwire_agents_custom_id(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[89])
 	rt.ArrayAppend(l12, l7)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -10232,7 +10272,7 @@ n7:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[244])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b6
 	}
 	l13 = l12
@@ -10288,7 +10328,7 @@ n9:
 	rt.ArrayAppend(l17, sc[245])
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[246])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b8
 	}
 	l19 = l18
@@ -10397,7 +10437,7 @@ n3:
 	rt.ArrayAppend(l27, l21)
 	rt.ArrayAppend(l27, sc[248])
 	rt.ArrayAppend(l27, l26)
-	if l28 = ev.BiConcat(sc[5], l27); l28 == nil {
+	if l28 = ev.BiConcat("", l27); l28 == nil {
 		goto b2
 	}
 	l29 = l28
@@ -10428,7 +10468,7 @@ b2:
 	rt.ArrayAppend(l18, sc[250])
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, sc[251])
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b4
 	}
 	l20 = l19
@@ -10471,7 +10511,7 @@ n3:
 	rt.ArrayAppend(l13, sc[252])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[253])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -10542,7 +10582,7 @@ b5:
 	if rt.EqBool(l30, false) {
 		goto b4
 	}
-	if l31 = ev.BiConcat(sc[28], l26); l31 == nil {
+	if l31 = ev.BiConcat(" ", l26); l31 == nil {
 		goto b4
 	}
 	l32 = l31
@@ -10556,7 +10596,7 @@ b5:
 	rt.ArrayAppend(l35, sc[256])
 	rt.ArrayAppend(l35, l34)
 	rt.ArrayAppend(l35, sc[257])
-	if l36 = ev.BiConcat(sc[5], l35); l36 == nil {
+	if l36 = ev.BiConcat("", l35); l36 == nil {
 		goto b4
 	}
 	l37 = l36
@@ -10850,7 +10890,9 @@ func f160_grantwire_catalog__id_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[20], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[a-z0-9][a-z0-9_.-]{0,63}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -10953,7 +10995,9 @@ b2:
 		if rt.EqBool(l22, false) {
 			goto b7
 		}
-		if l23 = ev.BiRegexMatch(sc[266], l13); l23 == nil {
+		if s1, ok := rt.Str(l13); !ok {
+			goto n8
+		} else if l23 = ev.BiRegexMatch("[\\s\",\\\\]", s1); l23 == nil {
 			goto n8
 		}
 		if rt.EqBool(l23, false) {
@@ -11063,7 +11107,9 @@ func f164_grantwire_catalog__env_var(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[274], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[A-Z_][A-Z0-9_]{0,127}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -11121,7 +11167,9 @@ func f166_grantwire_catalog__tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[277], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -11348,7 +11396,9 @@ func f173_grantwire_catalog__env_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[295], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[A-Za-z_][A-Za-z0-9_]{0,127}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -11819,7 +11869,11 @@ func f183_grantwire_transport__special_chars(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 			break
 		}
 		l10 = l8
-		if l11 = ev.BiContains(l5, l10); l11 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c2
+		} else if s1, ok := rt.Str(l10); !ok {
+			goto c2
+		} else if l11 = ev.BiContains(s0, s1); l11 == nil {
 			goto c2
 		}
 		if rt.EqBool(l11, false) {
@@ -11842,7 +11896,9 @@ func f184_grantwire_transport__padding(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiEndsWith(l5, sc[66]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiEndsWith(s0, "=="); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -11855,7 +11911,9 @@ b2:
 		goto b3
 	}
 	l5 = l3
-	if l6 = ev.BiEndsWith(l5, sc[68]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b3
+	} else if l6 = ev.BiEndsWith(s0, "="); l6 == nil {
 		goto b3
 	}
 	if rt.EqBool(l6, false) {
@@ -11898,7 +11956,9 @@ func f185_grantwire_transport__plain(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	if l8 = ev.BiBase64Encode(l5); l8 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l8 = ev.BiBase64Encode(s0); l8 == nil {
 		goto b1
 	}
 	l9 = l8
@@ -11947,7 +12007,9 @@ func f186_grantwire_transport__scheme(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[309]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiStartsWith(s0, "https://"); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -11959,7 +12021,9 @@ b2:
 		goto b3
 	}
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[311]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b3
+	} else if l6 = ev.BiStartsWith(s0, "http://"); l6 == nil {
 		goto b3
 	}
 	if rt.EqBool(l6, false) {
@@ -12059,13 +12123,17 @@ func f189_grantwire_transport__host(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[44]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiStartsWith(s0, "["); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
 		goto b2
 	}
-	if l7 = ev.BiContains(l5, sc[45]); l7 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l7 = ev.BiContains(s0, "]"); l7 == nil {
 		goto b2
 	}
 	if rt.EqBool(l7, false) {
@@ -12083,7 +12151,7 @@ func f189_grantwire_transport__host(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[45])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -12093,7 +12161,9 @@ b2:
 		goto b3
 	}
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[44]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b3
+	} else if l6 = ev.BiStartsWith(s0, "["); l6 == nil {
 		goto b3
 	}
 	if rt.EqBool(l6, false) {
@@ -12129,7 +12199,9 @@ func f190_grantwire_transport__port(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15, l16 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[44]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiStartsWith(s0, "["); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -12183,7 +12255,9 @@ b3:
 		goto b4
 	}
 	l5 = l3
-	if l6 = ev.BiContains(l5, sc[89]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto n5
+	} else if l6 = ev.BiContains(s0, ":"); l6 == nil {
 		goto n5
 	}
 	if rt.EqBool(l6, false) {
@@ -12223,7 +12297,9 @@ b1:
 b2:
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[4]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto n4
+	} else if l6 = ev.BiStartsWith(s0, "0"); l6 == nil {
 		goto n4
 	}
 	if rt.EqBool(l6, false) {
@@ -12444,13 +12520,17 @@ func f195_grantwire_transport__ipv6(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15, l16, l17, l18, l19 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[44]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiStartsWith(s0, "["); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
 		goto b1
 	}
-	if l7 = ev.BiEndsWith(l5, sc[45]); l7 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l7 = ev.BiEndsWith(s0, "]"); l7 == nil {
 		goto b1
 	}
 	if rt.EqBool(l7, false) {
@@ -12471,13 +12551,17 @@ func f195_grantwire_transport__ipv6(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	l15 = l14
 	l16 = l15
-	if l17 = ev.BiContains(l16, sc[89]); l17 == nil {
+	if s0, ok := rt.Str(l16); !ok {
+		goto b1
+	} else if l17 = ev.BiContains(s0, ":"); l17 == nil {
 		goto b1
 	}
 	if rt.EqBool(l17, false) {
 		goto b1
 	}
-	if l18 = ev.BiContains(l16, sc[86]); l18 == nil {
+	if s0, ok := rt.Str(l16); !ok {
+		goto n2
+	} else if l18 = ev.BiContains(s0, "%"); l18 == nil {
 		goto n2
 	}
 	if rt.EqBool(l18, false) {
@@ -12595,7 +12679,9 @@ func f197_grantwire_transport__numeric(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 	goto b1
 n2:
-	if l7 = ev.BiRegexMatch(sc[324], l5); l7 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l7 = ev.BiRegexMatch("^[0-9xX.]+$", s1); l7 == nil {
 		goto b1
 	}
 	if rt.EqBool(l7, false) {
@@ -12640,7 +12726,9 @@ n5:
 		goto b4
 	}
 	l18 = l17
-	if l19 = ev.BiRegexMatch(sc[325], l18); l19 == nil {
+	if s1, ok := rt.Str(l18); !ok {
+		goto b4
+	} else if l19 = ev.BiRegexMatch("^([0-9]+|0[xX][0-9a-fA-F]*)$", s1); l19 == nil {
 		goto b4
 	}
 	if rt.EqBool(l19, false) {
@@ -12883,7 +12971,9 @@ b7:
 		goto b9
 	}
 	l7 = l6
-	if l8 = ev.BiContains(l7, sc[84]); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b9
+	} else if l8 = ev.BiContains(s0, "@"); l8 == nil {
 		goto b9
 	}
 	if rt.EqBool(l8, false) {
@@ -12943,7 +13033,9 @@ b11:
 	}
 	l9 = l8
 	l10 = l9
-	if l11 = ev.BiContains(l10, sc[86]); l11 == nil {
+	if s0, ok := rt.Str(l10); !ok {
+		goto b13
+	} else if l11 = ev.BiContains(s0, "%"); l11 == nil {
 		goto b13
 	}
 	if rt.EqBool(l11, false) {
@@ -12964,7 +13056,9 @@ b13:
 	}
 	l9 = l8
 	l10 = l9
-	if l11 = ev.BiStartsWith(l10, sc[44]); l11 == nil {
+	if s0, ok := rt.Str(l10); !ok {
+		goto b14
+	} else if l11 = ev.BiStartsWith(s0, "["); l11 == nil {
 		goto b14
 	}
 	if rt.EqBool(l11, false) {
@@ -13131,7 +13225,7 @@ func f204_grantwire_catalog__url_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 		goto b2
 	}
 	l9 = l8
-	if l10 = ev.BiReplace(l9, sc[304], sc[276]); l10 == nil {
+	if l10 = ev.BiReplace(l9, "{tenant}", "tenant"); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -13150,7 +13244,7 @@ func f204_grantwire_catalog__url_problem(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	rt.ArrayAppend(l16, l7)
 	rt.ArrayAppend(l16, sc[339])
 	rt.ArrayAppend(l16, l15)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -13165,7 +13259,9 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	if l10 = ev.BiContains(l9, sc[304]); l10 == nil {
+	if s0, ok := rt.Str(l9); !ok {
+		goto b3
+	} else if l10 = ev.BiContains(s0, "{tenant}"); l10 == nil {
 		goto b3
 	}
 	if rt.EqBool(l10, false) {
@@ -13182,7 +13278,7 @@ n4:
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l7)
 	rt.ArrayAppend(l12, sc[340])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b3
 	}
 	l14 = l13
@@ -13213,7 +13309,7 @@ func f205_grantwire_catalog__base_problems(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *r
 n3:
 	l10 = ev.Array(1)
 	rt.ArrayAppend(l10, sc[261])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b2
 	}
 	l12 = l11
@@ -13265,7 +13361,7 @@ n7:
 	rt.ArrayAppend(l31, sc[264])
 	rt.ArrayAppend(l31, l30)
 	rt.ArrayAppend(l31, sc[265])
-	if l32 = ev.BiConcat(sc[5], l31); l32 == nil {
+	if l32 = ev.BiConcat("", l31); l32 == nil {
 		goto b6
 	}
 	l33 = l32
@@ -13385,14 +13481,14 @@ b17:
 		goto b18
 	}
 	l76 = l75
-	if l77 = ev.BiConcat(sc[157], l76); l77 == nil {
+	if l77 = ev.BiConcat(", ", l76); l77 == nil {
 		goto b18
 	}
 	l78 = l77
 	l79 = ev.Array(2)
 	rt.ArrayAppend(l79, l78)
 	rt.ArrayAppend(l79, sc[292])
-	if l80 = ev.BiConcat(sc[5], l79); l80 == nil {
+	if l80 = ev.BiConcat("", l79); l80 == nil {
 		goto b18
 	}
 	l81 = l80
@@ -13808,14 +13904,14 @@ b2:
 		goto b4
 	}
 	l15 = l14
-	if l16 = ev.BiConcat(sc[157], l15); l16 == nil {
+	if l16 = ev.BiConcat(", ", l15); l16 == nil {
 		goto b4
 	}
 	l17 = l16
 	l18 = ev.Array(2)
 	rt.ArrayAppend(l18, sc[343])
 	rt.ArrayAppend(l18, l17)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b4
 	}
 	l20 = l19
@@ -14003,7 +14099,7 @@ b2:
 			rt.ArrayAppend(l20, l19)
 			rt.ArrayAppend(l20, sc[339])
 			rt.ArrayAppend(l20, l17)
-			if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+			if l21 = ev.BiConcat("", l20); l21 == nil {
 				goto c6
 			}
 			l22 = l21
@@ -14058,7 +14154,7 @@ func f215_grantwire_catalog__file(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[28])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b2
 	}
 	l13 = l12
@@ -14129,7 +14225,7 @@ func f216_grantwire_catalog__more(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l24, sc[351])
 	rt.ArrayAppend(l24, l23)
 	rt.ArrayAppend(l24, sc[352])
-	if l25 = ev.BiConcat(sc[5], l24); l25 == nil {
+	if l25 = ev.BiConcat("", l24); l25 == nil {
 		goto b2
 	}
 	l26 = l25
@@ -14211,7 +14307,7 @@ b2:
 	rt.ArrayAppend(l15, sc[339])
 	rt.ArrayAppend(l15, l12)
 	rt.ArrayAppend(l15, l14)
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b3
 	}
 	l17 = l16
@@ -14677,7 +14773,9 @@ func f226_grantwire_challenge__header(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l10 = l9
-	if l11 = ev.BiBase64URLDecode(l10); l11 == nil {
+	if s0, ok := rt.Str(l10); !ok {
+		goto b2
+	} else if l11 = ev.BiBase64URLDecode(s0); l11 == nil {
 		goto b2
 	}
 	l12 = l11
@@ -14739,7 +14837,7 @@ func f228_grantwire_discovery__item_re(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[368])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[369])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -14955,7 +15053,9 @@ func f234_grantwire_discovery__unquote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14, l15, l16, l17, l18, l19, l20, l22, l23, l24, l25, l26, l27, l28, l29, l30, l31, l32, l33, l34, l35 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[30]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiStartsWith(s0, "\""); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -14999,7 +15099,7 @@ func f234_grantwire_discovery__unquote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		l29 = ev.Array(2)
 		rt.ArrayAppend(l29, l25)
 		rt.ArrayAppend(l29, l28)
-		if l30 = ev.BiConcat(sc[5], l29); l30 == nil {
+		if l30 = ev.BiConcat("", l29); l30 == nil {
 			goto c4
 		}
 		l31 = l30
@@ -15009,7 +15109,7 @@ func f234_grantwire_discovery__unquote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	}
 b3:
 	l33 = l7
-	if l34 = ev.BiConcat(sc[5], l33); l34 == nil {
+	if l34 = ev.BiConcat("", l33); l34 == nil {
 		goto b2
 	}
 	l35 = l34
@@ -15463,7 +15563,7 @@ func f243_grantwire_errors_provider_problem(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.
 	rt.ArrayAppend(l10, l7)
 	rt.ArrayAppend(l10, sc[339])
 	rt.ArrayAppend(l10, l8)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -15718,7 +15818,7 @@ b6:
 	rt.ArrayAppend(l16, sc[381])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[382])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b7
 	}
 	l18 = l17
@@ -15841,7 +15941,7 @@ b11:
 	rt.ArrayAppend(l9, sc[389])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[390])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b12
 	}
 	l11 = l10
@@ -15893,7 +15993,9 @@ func f250_grantwire_client_valid_tenant(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[277], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -16169,7 +16271,7 @@ func f260_grantwire_store_conn_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[400])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -16267,7 +16369,7 @@ func f264_grantwire_errors_busy(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, sc[405])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[406])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -16338,7 +16440,7 @@ func f267_grantwire_store_client_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[413])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -16418,7 +16520,7 @@ func f270_grantwire_store_token_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[415])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -16791,7 +16893,7 @@ n7:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[392])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b6
 	}
 	l11 = l10
@@ -16868,7 +16970,7 @@ n11:
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[397])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b10
 	}
 	l14 = l13
@@ -16880,7 +16982,7 @@ n11:
 	rt.ArrayAppend(l17, sc[223])
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[398])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b10
 	}
 	l19 = l18
@@ -17269,7 +17371,7 @@ func f283_grantwire_configure__not_env(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, sc[426])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b2
 	}
 	l16 = l15
@@ -17841,14 +17943,14 @@ func f295_grantwire_mcp__takes(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l17 = l16
-	if l18 = ev.BiConcat(sc[157], l17); l18 == nil {
+	if l18 = ev.BiConcat(", ", l17); l18 == nil {
 		goto b2
 	}
 	l19 = l18
 	l20 = ev.Array(2)
 	rt.ArrayAppend(l20, sc[434])
 	rt.ArrayAppend(l20, l19)
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b2
 	}
 	l22 = l21
@@ -17961,7 +18063,7 @@ func f297_grantwire_mcp_configure_fix_given(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 		l23 = ev.Array(2)
 		rt.ArrayAppend(l23, l20)
 		rt.ArrayAppend(l23, l22)
-		if l24 = ev.BiConcat(sc[68], l23); l24 == nil {
+		if l24 = ev.BiConcat("=", l23); l24 == nil {
 			goto c4
 		}
 		l25 = l24
@@ -17972,7 +18074,7 @@ func f297_grantwire_mcp_configure_fix_given(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 		l28 = ev.Array(2)
 		rt.ArrayAppend(l28, sc[439])
 		rt.ArrayAppend(l28, l27)
-		if l29 = ev.BiConcat(sc[5], l28); l29 == nil {
+		if l29 = ev.BiConcat("", l28); l29 == nil {
 			goto c4
 		}
 		l30 = l29
@@ -17981,7 +18083,7 @@ func f297_grantwire_mcp_configure_fix_given(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 	}
 b3:
 	l31 = l12
-	if l32 = ev.BiConcat(sc[5], l31); l32 == nil {
+	if l32 = ev.BiConcat("", l31); l32 == nil {
 		goto b2
 	}
 	l33 = l32
@@ -17990,7 +18092,7 @@ b3:
 	rt.ArrayAppend(l34, l6)
 	rt.ArrayAppend(l34, l33)
 	rt.ArrayAppend(l34, sc[224])
-	if l35 = ev.BiConcat(sc[5], l34); l35 == nil {
+	if l35 = ev.BiConcat("", l34); l35 == nil {
 		goto b2
 	}
 	l36 = l35
@@ -18060,7 +18162,7 @@ func f299_grantwire_mcp__no_value(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		l10 = ev.Array(2)
 		rt.ArrayAppend(l10, sc[440])
 		rt.ArrayAppend(l10, l9)
-		if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+		if l11 = ev.BiConcat("", l10); l11 == nil {
 			goto c3
 		}
 		l12 = l11
@@ -18196,7 +18298,7 @@ func f303_grantwire_store_mcp_user(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, sc[89])
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -18219,7 +18321,7 @@ func f304_grantwire_facts_ref(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[49], l8); l9 == nil {
+	if l9 = ev.BiConcat("#", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -18315,7 +18417,7 @@ func f306_grantwire_mcp__server(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		l27 = ev.Array(2)
 		rt.ArrayAppend(l27, l26)
 		rt.ArrayAppend(l27, l22)
-		if l28 = ev.BiConcat(sc[89], l27); l28 == nil {
+		if l28 = ev.BiConcat(":", l27); l28 == nil {
 			goto c3
 		}
 		l29 = l28
@@ -18368,7 +18470,7 @@ func f307_grantwire_mcp__configure_effects(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		l14 = ev.Array(2)
 		rt.ArrayAppend(l14, sc[440])
 		rt.ArrayAppend(l14, l9)
-		if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+		if l15 = ev.BiConcat("", l14); l15 == nil {
 			goto c3
 		}
 		l16 = l15
@@ -18613,7 +18715,7 @@ b6:
 	rt.ArrayAppend(l14, sc[433])
 	rt.ArrayAppend(l14, l11)
 	rt.ArrayAppend(l14, sc[41])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b8
 	}
 	l16 = l15
@@ -18656,7 +18758,7 @@ b8:
 		goto b9
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[157], l11); l12 == nil {
+	if l12 = ev.BiConcat(", ", l11); l12 == nil {
 		goto b9
 	}
 	l13 = l12
@@ -18674,7 +18776,7 @@ b8:
 	rt.ArrayAppend(l18, l13)
 	rt.ArrayAppend(l18, sc[437])
 	rt.ArrayAppend(l18, l17)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b9
 	}
 	l20 = l19
@@ -18730,7 +18832,7 @@ b9:
 		goto b10
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[157], l11); l12 == nil {
+	if l12 = ev.BiConcat(", ", l11); l12 == nil {
 		goto b10
 	}
 	l13 = l12
@@ -18742,7 +18844,7 @@ b9:
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[438])
 	rt.ArrayAppend(l16, l13)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b10
 	}
 	l18 = l17
@@ -18802,14 +18904,14 @@ b10:
 		goto b11
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[157], l11); l12 == nil {
+	if l12 = ev.BiConcat(", ", l11); l12 == nil {
 		goto b11
 	}
 	l13 = l12
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, sc[441])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b11
 	}
 	l16 = l15
@@ -19089,7 +19191,7 @@ b6:
 		goto b8
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[157], l11); l12 == nil {
+	if l12 = ev.BiConcat(", ", l11); l12 == nil {
 		goto b8
 	}
 	l13 = l12
@@ -19101,7 +19203,7 @@ b6:
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[428])
 	rt.ArrayAppend(l16, l13)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b8
 	}
 	l18 = l17
@@ -19557,11 +19659,11 @@ b2:
 	l7 = l3
 	l8 = l4
 	l9 = l5
-	if l10 = ev.BiReplace(l7, sc[82], sc[85]); l10 == nil {
+	if l10 = ev.BiReplace(l7, "-", "_"); l10 == nil {
 		goto b3
 	}
 	l11 = l10
-	if l12 = ev.BiReplace(l11, sc[83], sc[85]); l12 == nil {
+	if l12 = ev.BiReplace(l11, ".", "_"); l12 == nil {
 		goto b3
 	}
 	l13 = l12
@@ -19573,7 +19675,7 @@ b2:
 	rt.ArrayAppend(l16, sc[460])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, l9)
-	if l17 = ev.BiConcat(sc[85], l16); l17 == nil {
+	if l17 = ev.BiConcat("_", l16); l17 == nil {
 		goto b3
 	}
 	l18 = l17
@@ -19629,7 +19731,7 @@ func f319_grantwire_store_client_needs(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *r
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, l7)
 	rt.ArrayAppend(l15, sc[459])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b1
 	}
 	l17 = l16
@@ -19644,7 +19746,7 @@ func f319_grantwire_store_client_needs(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *r
 	l22 = ev.Array(2)
 	rt.ArrayAppend(l22, l7)
 	rt.ArrayAppend(l22, sc[463])
-	if l23 = ev.BiConcat(sc[5], l22); l23 == nil {
+	if l23 = ev.BiConcat("", l22); l23 == nil {
 		goto b1
 	}
 	l24 = l23
@@ -19861,7 +19963,7 @@ func f325_grantwire_errors_unknown_agents(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiConcat(sc[157], l5); l6 == nil {
+	if l6 = ev.BiConcat(", ", l5); l6 == nil {
 		goto b1
 	}
 	l7 = l6
@@ -19869,7 +19971,7 @@ func f325_grantwire_errors_unknown_agents(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[467])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[468])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -20180,7 +20282,7 @@ b2:
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, l8)
 	rt.ArrayAppend(l10, sc[459])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b3
 	}
 	l12 = l11
@@ -20207,7 +20309,7 @@ b2:
 	l19 = ev.Array(2)
 	rt.ArrayAppend(l19, l8)
 	rt.ArrayAppend(l19, sc[463])
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b3
 	}
 	l21 = l20
@@ -20242,7 +20344,7 @@ b2:
 	l36 = ev.Array(2)
 	rt.ArrayAppend(l36, sc[475])
 	rt.ArrayAppend(l36, l35)
-	if l37 = ev.BiConcat(sc[5], l36); l37 == nil {
+	if l37 = ev.BiConcat("", l36); l37 == nil {
 		goto b3
 	}
 	l38 = l37
@@ -20337,7 +20439,7 @@ func f334_grantwire_store_configure_client_cmd(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 	rt.ArrayAppend(l9, sc[223])
 	rt.ArrayAppend(l9, l5)
 	rt.ArrayAppend(l9, sc[398])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -20351,7 +20453,7 @@ b2:
 	rt.ArrayAppend(l6, sc[223])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[477])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b3
 	}
 	l8 = l7
@@ -20379,7 +20481,7 @@ func f335_grantwire_connect__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[476])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -20628,7 +20730,9 @@ b1:
 b2:
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiStartsWith(l5, sc[4]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto n4
+	} else if l6 = ev.BiStartsWith(s0, "0"); l6 == nil {
 		goto n4
 	}
 	if rt.EqBool(l6, false) {
@@ -20858,7 +20962,7 @@ b4:
 		l38 = ev.Array(2)
 		rt.ArrayAppend(l38, sc[69])
 		rt.ArrayAppend(l38, l37)
-		if l39 = ev.BiConcat(sc[5], l38); l39 == nil {
+		if l39 = ev.BiConcat("", l38); l39 == nil {
 			goto b9
 		}
 		l40 = l39
@@ -20885,7 +20989,7 @@ b4:
 		goto b3
 	}
 	l44 = l43
-	if l45 = ev.BiConcat(sc[5], l44); l45 == nil {
+	if l45 = ev.BiConcat("", l44); l45 == nil {
 		goto b3
 	}
 	l46 = l45
@@ -21314,7 +21418,7 @@ func f351_grantwire_scopes_flag(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b2
 	}
-	if l10 = ev.BiConcat(sc[87], l5); l10 == nil {
+	if l10 = ev.BiConcat(",", l5); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -21325,7 +21429,7 @@ func f351_grantwire_scopes_flag(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, sc[108])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b2
 	}
 	l16 = l15
@@ -21359,7 +21463,7 @@ func f352_grantwire_scopes_connect_cmd(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V 
 	rt.ArrayAppend(l10, sc[482])
 	rt.ArrayAppend(l10, l6)
 	rt.ArrayAppend(l10, l9)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -21822,7 +21926,7 @@ func f361_grantwire_connect__again(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		l16 = ev.Array(2)
 		rt.ArrayAppend(l16, sc[481])
 		rt.ArrayAppend(l16, l15)
-		if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+		if l17 = ev.BiConcat("", l16); l17 == nil {
 			goto c3
 		}
 		l18 = l17
@@ -21831,7 +21935,7 @@ func f361_grantwire_connect__again(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	}
 b2:
 	l19 = l8
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b1
 	}
 	l21 = l20
@@ -21844,7 +21948,7 @@ b2:
 	rt.ArrayAppend(l24, l23)
 	rt.ArrayAppend(l24, l7)
 	rt.ArrayAppend(l24, l21)
-	if l25 = ev.BiConcat(sc[5], l24); l25 == nil {
+	if l25 = ev.BiConcat("", l24); l25 == nil {
 		goto b1
 	}
 	l26 = l25
@@ -21872,7 +21976,7 @@ func f362_grantwire_connect__paste_cmd(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[498])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -21947,7 +22051,7 @@ n3:
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[496])
 	rt.ArrayAppend(l10, sc[497])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b2
 	}
 	l12 = l11
@@ -21982,7 +22086,7 @@ b2:
 		goto b4
 	}
 	l9 = l8
-	if l10 = ev.BiConcat(sc[28], l9); l10 == nil {
+	if l10 = ev.BiConcat(" ", l9); l10 == nil {
 		goto b4
 	}
 	l11 = l10
@@ -21996,7 +22100,7 @@ b2:
 	rt.ArrayAppend(l14, sc[499])
 	rt.ArrayAppend(l14, l11)
 	rt.ArrayAppend(l14, sc[500])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b4
 	}
 	l16 = l15
@@ -22098,7 +22202,9 @@ func f366_grantwire_oauth_endpoint(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.V 
 	if rt.EqBool(l16, false) {
 		goto b2
 	}
-	if l17 = ev.BiReplace(l13, sc[304], l9); l17 == nil {
+	if s2, ok := rt.Str(l9); !ok {
+		goto b2
+	} else if l17 = ev.BiReplace(l13, "{tenant}", s2); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -22130,7 +22236,9 @@ b2:
 	if rt.EqBool(l15, false) {
 		goto b3
 	}
-	if l16 = ev.BiContains(l13, sc[304]); l16 == nil {
+	if s0, ok := rt.Str(l13); !ok {
+		goto n4
+	} else if l16 = ev.BiContains(s0, "{tenant}"); l16 == nil {
 		goto n4
 	}
 	if rt.EqBool(l16, false) {
@@ -22227,7 +22335,7 @@ n3:
 	rt.ArrayAppend(l11, l7)
 	rt.ArrayAppend(l11, sc[502])
 	rt.ArrayAppend(l11, l8)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b2
 	}
 	l13 = l12
@@ -22253,7 +22361,7 @@ b2:
 	rt.ArrayAppend(l14, l8)
 	rt.ArrayAppend(l14, sc[339])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b4
 	}
 	l16 = l15
@@ -22351,7 +22459,7 @@ func f371_grantwire_errors_insecure_transport(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[503])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -22650,7 +22758,9 @@ func f378_grantwire_oauth_device_need(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V)
 		goto b1
 	}
 	l13 = l12
-	if l14 = ev.BiConcat(l13, l11); l14 == nil {
+	if s0, ok := rt.Str(l13); !ok {
+		goto b1
+	} else if l14 = ev.BiConcat(s0, l11); l14 == nil {
 		goto b1
 	}
 	l15 = l14
@@ -22812,7 +22922,9 @@ func f381_grantwire_oauth__device_ok(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l14 = l13
-	if l15 = ev.BiRegexMatch(sc[521], l14); l15 == nil {
+	if s1, ok := rt.Str(l14); !ok {
+		goto b1
+	} else if l15 = ev.BiRegexMatch("^[A-Za-z0-9 -]{1,32}$", s1); l15 == nil {
 		goto b1
 	}
 	if rt.EqBool(l15, false) {
@@ -23077,7 +23189,9 @@ func f387_grantwire_oauth_error_code(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[540], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiRegexMatch("^[A-Za-z0-9_.-]{1,64}$", s1); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -23389,7 +23503,7 @@ func f396_grantwire_oauth__granted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b3
 	}
 	l16 = l15
-	if l17 = ev.BiReplace(l16, sc[87], sc[28]); l17 == nil {
+	if l17 = ev.BiReplace(l16, ",", " "); l17 == nil {
 		goto b3
 	}
 	l18 = l17
@@ -23861,7 +23975,7 @@ func f400_grantwire_connect__device_text(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l9, sc[561])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[41])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -23904,7 +24018,7 @@ b2:
 	rt.ArrayAppend(l15, sc[28])
 	rt.ArrayAppend(l15, l14)
 	rt.ArrayAppend(l15, sc[41])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b3
 	}
 	l17 = l16
@@ -23957,7 +24071,7 @@ b5:
 	rt.ArrayAppend(l10, sc[562])
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[41])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b6
 	}
 	l12 = l11
@@ -23995,7 +24109,7 @@ func f401_grantwire_connect__device_failure(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[182])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[553])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b2
 	}
 	l10 = l9
@@ -24007,7 +24121,7 @@ func f401_grantwire_connect__device_failure(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l13, sc[223])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[477])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -24059,7 +24173,7 @@ b2:
 	rt.ArrayAppend(l14, sc[556])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[557])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b3
 	}
 	l16 = l15
@@ -24107,7 +24221,7 @@ b3:
 	rt.ArrayAppend(l8, sc[182])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[560])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b4
 	}
 	l10 = l9
@@ -24144,7 +24258,7 @@ b4:
 	rt.ArrayAppend(l8, sc[565])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[566])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b5
 	}
 	l10 = l9
@@ -24459,7 +24573,9 @@ func f409_grantwire_connect__poll_facts(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		}
 		l8 = l6
 		l9 = l7
-		if l10 = ev.BiStartsWith(l8, sc[576]); l10 == nil {
+		if s0, ok := rt.Str(l8); !ok {
+			goto c3
+		} else if l10 = ev.BiStartsWith(s0, "poll@"); l10 == nil {
 			goto c3
 		}
 		if rt.EqBool(l10, false) {
@@ -24517,7 +24633,7 @@ func f411_grantwire_connect__poll_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, sc[576])
 	rt.ArrayAppend(l9, l8)
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -24711,7 +24827,7 @@ func f416_grantwire_connect__sleep_key(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, sc[579])
 	rt.ArrayAppend(l9, l8)
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -25436,7 +25552,7 @@ func f433_grantwire_errors_duration(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l17 = ev.Array(2)
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[589])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b2
 	}
 	l19 = l18
@@ -25467,7 +25583,7 @@ b2:
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, l14)
 	rt.ArrayAppend(l15, sc[590])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b3
 	}
 	l17 = l16
@@ -25484,7 +25600,7 @@ b3:
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[582])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b4
 	}
 	l10 = l9
@@ -25522,7 +25638,7 @@ func f434_grantwire_connect__not_in_time(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[591])
 	rt.ArrayAppend(l10, l7)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -25550,7 +25666,7 @@ func f435_grantwire_connect__device_cmd(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[592])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -25574,7 +25690,7 @@ func f436_grantwire_errors_device_timeout(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V)
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, l8)
 	rt.ArrayAppend(l10, sc[566])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -25606,7 +25722,7 @@ func f437_grantwire_errors_consent_denied(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	rt.ArrayAppend(l8, sc[596])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[41])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -25773,7 +25889,7 @@ n3:
 	rt.ArrayAppend(l14, sc[603])
 	rt.ArrayAppend(l14, l6)
 	rt.ArrayAppend(l14, sc[604])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b2
 	}
 	l16 = l15
@@ -25781,7 +25897,7 @@ n3:
 	rt.ArrayAppend(l17, sc[223])
 	rt.ArrayAppend(l17, l6)
 	rt.ArrayAppend(l17, sc[398])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b2
 	}
 	l19 = l18
@@ -25812,7 +25928,7 @@ b2:
 	rt.ArrayAppend(l9, sc[607])
 	rt.ArrayAppend(l9, l6)
 	rt.ArrayAppend(l9, sc[608])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b4
 	}
 	l11 = l10
@@ -25820,7 +25936,7 @@ b2:
 	rt.ArrayAppend(l12, sc[223])
 	rt.ArrayAppend(l12, l6)
 	rt.ArrayAppend(l12, sc[477])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b4
 	}
 	l14 = l13
@@ -25848,7 +25964,7 @@ b4:
 	rt.ArrayAppend(l10, sc[610])
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[611])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b5
 	}
 	l12 = l11
@@ -25856,7 +25972,7 @@ b4:
 	rt.ArrayAppend(l13, sc[223])
 	rt.ArrayAppend(l13, l6)
 	rt.ArrayAppend(l13, sc[398])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b5
 	}
 	l15 = l14
@@ -25900,7 +26016,7 @@ func f441_grantwire_errors__failure_text(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l9, sc[561])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[41])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -25958,7 +26074,7 @@ b4:
 	rt.ArrayAppend(l13, sc[28])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[41])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b5
 	}
 	l15 = l14
@@ -25980,7 +26096,7 @@ b5:
 	rt.ArrayAppend(l10, sc[562])
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[41])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b6
 	}
 	l12 = l11
@@ -26009,7 +26125,7 @@ func f442_grantwire_errors_token_failure(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	rt.ArrayAppend(l10, l6)
 	rt.ArrayAppend(l10, sc[614])
 	rt.ArrayAppend(l10, l9)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -26228,7 +26344,7 @@ n9:
 	rt.ArrayAppend(l9, sc[182])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[574])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b8
 	}
 	l11 = l10
@@ -26420,7 +26536,7 @@ b12:
 	rt.ArrayAppend(l8, sc[182])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[599])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b13
 	}
 	l10 = l9
@@ -26655,7 +26771,7 @@ func f450_grantwire_connect__no_loopback(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l7, sc[619])
 	rt.ArrayAppend(l7, l6)
 	rt.ArrayAppend(l7, sc[620])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b2
 	}
 	l9 = l8
@@ -26684,7 +26800,7 @@ b2:
 	rt.ArrayAppend(l6, sc[621])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[622])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b3
 	}
 	l8 = l7
@@ -26802,7 +26918,9 @@ func f454_grantwire_oauth_authorization_url(ev *rt.Eval, l0, l1, l3, l4, l5, l6,
 		goto b1
 	}
 	l26 = l25
-	if l27 = ev.BiConcat(l26, l12); l27 == nil {
+	if s0, ok := rt.Str(l26); !ok {
+		goto b1
+	} else if l27 = ev.BiConcat(s0, l12); l27 == nil {
 		goto b1
 	}
 	l28 = l27
@@ -27078,7 +27196,7 @@ func f460_grantwire_connect__nothing_came(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l7, sc[641])
 	rt.ArrayAppend(l7, l6)
 	rt.ArrayAppend(l7, sc[642])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b2
 	}
 	l9 = l8
@@ -27128,7 +27246,7 @@ func f461_grantwire_errors_authorization_timeout(ev *rt.Eval, l0, l1, l3, l4, l5
 	rt.ArrayAppend(l12, sc[643])
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[566])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -27192,7 +27310,7 @@ func f463_grantwire_transport_origin(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l10, l7)
 	rt.ArrayAppend(l10, sc[645])
 	rt.ArrayAppend(l10, l9)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -27266,7 +27384,9 @@ func f465_grantwire_oauth__plain_url(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[646], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^https?://[A-Za-z0-9.:\\[\\]-]{1,253}(/[A-Za-z0-9._~/-]{0,200})?$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -27411,7 +27531,7 @@ func f468_grantwire_oauth_issuer_problem(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) 
 	rt.ArrayAppend(l25, sc[651])
 	rt.ArrayAppend(l25, l7)
 	rt.ArrayAppend(l25, sc[41])
-	if l26 = ev.BiConcat(sc[5], l25); l26 == nil {
+	if l26 = ev.BiConcat("", l25); l26 == nil {
 		goto b2
 	}
 	l27 = l26
@@ -27457,7 +27577,7 @@ b2:
 	rt.ArrayAppend(l20, sc[653])
 	rt.ArrayAppend(l20, l7)
 	rt.ArrayAppend(l20, sc[654])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b3
 	}
 	l22 = l21
@@ -27620,7 +27740,7 @@ func f470_grantwire_oauth_issuer_fix(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *rt.V) 
 	rt.ArrayAppend(l39, l8)
 	rt.ArrayAppend(l39, sc[659])
 	rt.ArrayAppend(l39, l38)
-	if l40 = ev.BiConcat(sc[5], l39); l40 == nil {
+	if l40 = ev.BiConcat("", l39); l40 == nil {
 		goto b2
 	}
 	l41 = l40
@@ -27656,7 +27776,7 @@ func f471_grantwire_errors_issuer_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 	rt.ArrayAppend(l10, sc[660])
 	rt.ArrayAppend(l10, l8)
 	rt.ArrayAppend(l10, sc[661])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -28120,7 +28240,7 @@ b12:
 	rt.ArrayAppend(l13, sc[663])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[566])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b13
 	}
 	l15 = l14
@@ -28471,7 +28591,7 @@ n3:
 	rt.ArrayAppend(l20, sc[670])
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[671])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b2
 	}
 	l22 = l21
@@ -28530,7 +28650,7 @@ b2:
 	rt.ArrayAppend(l11, l8)
 	rt.ArrayAppend(l11, sc[678])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b4
 	}
 	l13 = l12
@@ -28561,7 +28681,7 @@ b4:
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[680])
 	rt.ArrayAppend(l8, sc[681])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b5
 	}
 	l10 = l9
@@ -29005,7 +29125,7 @@ func f493_grantwire_errors__as(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l7, sc[691])
 	rt.ArrayAppend(l7, l5)
 	rt.ArrayAppend(l7, sc[41])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b2
 	}
 	l9 = l8
@@ -29041,7 +29161,7 @@ func f494_grantwire_errors_connect_superseded(ev *rt.Eval, l0, l1, l3, l4 *rt.V)
 	rt.ArrayAppend(l10, sc[693])
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[694])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -29248,7 +29368,9 @@ b2:
 		goto b3
 	}
 	l14 = l13
-	if l15 = ev.BiContains(l14, sc[84]); l15 == nil {
+	if s0, ok := rt.Str(l14); !ok {
+		goto b3
+	} else if l15 = ev.BiContains(s0, "@"); l15 == nil {
 		goto b3
 	}
 	if rt.EqBool(l15, false) {
@@ -29610,7 +29732,7 @@ b2:
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[706])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b3
 	}
 	l8 = l7
@@ -30786,7 +30908,7 @@ b4:
 	rt.ArrayAppend(l27, sc[707])
 	rt.ArrayAppend(l27, l26)
 	rt.ArrayAppend(l27, sc[708])
-	if l28 = ev.BiConcat(sc[5], l27); l28 == nil {
+	if l28 = ev.BiConcat("", l27); l28 == nil {
 		goto b3
 	}
 	l29 = l28
@@ -30859,7 +30981,7 @@ func f519_grantwire_connect__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	if l13 = ev.BiConcat(sc[28], l12); l13 == nil {
+	if l13 = ev.BiConcat(" ", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -30867,7 +30989,7 @@ func f519_grantwire_connect__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l15, sc[700])
 	rt.ArrayAppend(l15, l14)
 	rt.ArrayAppend(l15, sc[701])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b2
 	}
 	l17 = l16
@@ -30916,7 +31038,7 @@ b2:
 	rt.ArrayAppend(l34, l33)
 	rt.ArrayAppend(l34, sc[710])
 	rt.ArrayAppend(l34, l29)
-	if l35 = ev.BiConcat(sc[5], l34); l35 == nil {
+	if l35 = ev.BiConcat("", l34); l35 == nil {
 		goto b3
 	}
 	l36 = l35
@@ -30981,7 +31103,7 @@ func f521_grantwire_store__pad3(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[711])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b2
 	}
 	l13 = l12
@@ -31006,7 +31128,7 @@ b2:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[4])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b3
 	}
 	l13 = l12
@@ -31067,7 +31189,7 @@ func f522_grantwire_store_seconds(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l21, l15)
 	rt.ArrayAppend(l21, sc[83])
 	rt.ArrayAppend(l21, l20)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b1
 	}
 	l23 = l22
@@ -31616,7 +31738,7 @@ n7:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[457])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b6
 	}
 	l11 = l10
@@ -31813,7 +31935,7 @@ b11:
 		goto b13
 	}
 	l16 = l15
-	if l17 = ev.BiConcat(sc[157], l16); l17 == nil {
+	if l17 = ev.BiConcat(", ", l16); l17 == nil {
 		goto b13
 	}
 	l18 = l17
@@ -31827,7 +31949,7 @@ b11:
 	rt.ArrayAppend(l21, sc[479])
 	rt.ArrayAppend(l21, l20)
 	rt.ArrayAppend(l21, sc[480])
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b13
 	}
 	l23 = l22
@@ -31848,7 +31970,7 @@ b11:
 		l32 = ev.Array(2)
 		rt.ArrayAppend(l32, sc[481])
 		rt.ArrayAppend(l32, l31)
-		if l33 = ev.BiConcat(sc[5], l32); l33 == nil {
+		if l33 = ev.BiConcat("", l32); l33 == nil {
 			goto c15
 		}
 		l34 = l33
@@ -31857,7 +31979,7 @@ b11:
 	}
 b14:
 	l35 = l24
-	if l36 = ev.BiConcat(sc[5], l35); l36 == nil {
+	if l36 = ev.BiConcat("", l35); l36 == nil {
 		goto b13
 	}
 	l37 = l36
@@ -31870,7 +31992,7 @@ b14:
 	rt.ArrayAppend(l40, l39)
 	rt.ArrayAppend(l40, sc[483])
 	rt.ArrayAppend(l40, l37)
-	if l41 = ev.BiConcat(sc[5], l40); l41 == nil {
+	if l41 = ev.BiConcat("", l40); l41 == nil {
 		goto b13
 	}
 	l42 = l41
@@ -31967,7 +32089,7 @@ b13:
 	rt.ArrayAppend(l30, sc[494])
 	rt.ArrayAppend(l30, l27)
 	rt.ArrayAppend(l30, sc[495])
-	if l31 = ev.BiConcat(sc[5], l30); l31 == nil {
+	if l31 = ev.BiConcat("", l30); l31 == nil {
 		goto b16
 	}
 	l32 = l31
@@ -32419,7 +32541,7 @@ func f533_grantwire_errors_host_failure(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l9, sc[721])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[722])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -32470,7 +32592,7 @@ b3:
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, sc[724])
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b4
 	}
 	l10 = l9
@@ -33142,7 +33264,7 @@ func f548_grantwire_errors_busy_conflict(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[739])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[740])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -33514,7 +33636,7 @@ func f557_grantwire_gate_no_scope_error(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, sc[746])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[747])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -33773,7 +33895,7 @@ func f564_grantwire_errors__not_granted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	if rt.EqBool(l9, false) {
 		goto b2
 	}
-	if l10 = ev.BiConcat(sc[28], l5); l10 == nil {
+	if l10 = ev.BiConcat(" ", l5); l10 == nil {
 		goto b2
 	}
 	l11 = l10
@@ -33781,7 +33903,7 @@ func f564_grantwire_errors__not_granted(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l12, sc[749])
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[256])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -33826,7 +33948,7 @@ func f565_grantwire_errors_agent_not_granted(ev *rt.Eval, l0, l1, l3, l4, l5, l6
 	rt.ArrayAppend(l18, l13)
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, l8)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b1
 	}
 	l20 = l19
@@ -34011,7 +34133,7 @@ func f570_grantwire_errors_not_connected(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, sc[754])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -34050,7 +34172,7 @@ func f571_grantwire_store_client_read(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l7)
 	rt.ArrayAppend(l9, sc[459])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -34063,7 +34185,7 @@ func f571_grantwire_store_client_read(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, l7)
 	rt.ArrayAppend(l13, sc[463])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b1
 	}
 	l15 = l14
@@ -34313,7 +34435,7 @@ func f576_grantwire_errors_connection_missing_scopes(ev *rt.Eval, l0, l1, l3, l4
 		goto b1
 	}
 	l13 = l12
-	if l14 = ev.BiConcat(sc[28], l13); l14 == nil {
+	if l14 = ev.BiConcat(" ", l13); l14 == nil {
 		goto b1
 	}
 	l15 = l14
@@ -34322,7 +34444,7 @@ func f576_grantwire_errors_connection_missing_scopes(ev *rt.Eval, l0, l1, l3, l4
 	rt.ArrayAppend(l16, l8)
 	rt.ArrayAppend(l16, sc[758])
 	rt.ArrayAppend(l16, l15)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b1
 	}
 	l18 = l17
@@ -34728,7 +34850,7 @@ func f584_grantwire_errors_reauth_required(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V
 	rt.ArrayAppend(l10, sc[763])
 	rt.ArrayAppend(l10, l8)
 	rt.ArrayAppend(l10, sc[41])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -34882,7 +35004,7 @@ func f587_grantwire_gate__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[476])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -34980,7 +35102,7 @@ func f589_grantwire_errors_tenant_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5, l6 *
 	rt.ArrayAppend(l12, sc[771])
 	rt.ArrayAppend(l12, l10)
 	rt.ArrayAppend(l12, sc[772])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -35461,7 +35583,7 @@ func f599_grantwire_errors_connection_revoked(ev *rt.Eval, l0, l1, l3, l4 *rt.V)
 	rt.ArrayAppend(l8, sc[779])
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, sc[780])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -36711,7 +36833,7 @@ n7:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[745])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b6
 	}
 	l11 = l10
@@ -37281,7 +37403,7 @@ func f617_grantwire_grants__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l12 = l11
-	if l13 = ev.BiConcat(sc[28], l12); l13 == nil {
+	if l13 = ev.BiConcat(" ", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -37301,7 +37423,7 @@ func f617_grantwire_grants__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l19, sc[787])
 	rt.ArrayAppend(l19, l18)
 	rt.ArrayAppend(l19, sc[41])
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b2
 	}
 	l21 = l20
@@ -37329,7 +37451,7 @@ n4:
 	rt.ArrayAppend(l29, sc[788])
 	rt.ArrayAppend(l29, l28)
 	rt.ArrayAppend(l29, sc[789])
-	if l30 = ev.BiConcat(sc[5], l29); l30 == nil {
+	if l30 = ev.BiConcat("", l29); l30 == nil {
 		goto b3
 	}
 	l31 = l30
@@ -37923,7 +38045,7 @@ func f624_grantwire_grants__revoke_summary(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l16, sc[793])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[794])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -37961,7 +38083,7 @@ b2:
 	rt.ArrayAppend(l14, sc[793])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[83])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b3
 	}
 	l16 = l15
@@ -37999,7 +38121,7 @@ b3:
 	rt.ArrayAppend(l14, sc[796])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[797])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b4
 	}
 	l16 = l15
@@ -38021,7 +38143,7 @@ b4:
 	rt.ArrayAppend(l8, sc[798])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[799])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b5
 	}
 	l10 = l9
@@ -38138,7 +38260,7 @@ func f626_grantwire_grants__revoke_warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		rt.ArrayAppend(l33, l32)
 		rt.ArrayAppend(l33, sc[804])
 		rt.ArrayAppend(l33, l25)
-		if l34 = ev.BiConcat(sc[5], l33); l34 == nil {
+		if l34 = ev.BiConcat("", l33); l34 == nil {
 			goto c3
 		}
 		l35 = l34
@@ -40481,7 +40603,7 @@ func f664_grantwire_disconnect__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		rt.ArrayAppend(l25, sc[803])
 		rt.ArrayAppend(l25, sc[812])
 		rt.ArrayAppend(l25, l20)
-		if l26 = ev.BiConcat(sc[5], l25); l26 == nil {
+		if l26 = ev.BiConcat("", l25); l26 == nil {
 			goto c3
 		}
 		l27 = l26
@@ -43711,7 +43833,7 @@ func f720_grantwire_errors__configure_cmd(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt
 	rt.ArrayAppend(l12, sc[223])
 	rt.ArrayAppend(l12, l6)
 	rt.ArrayAppend(l12, sc[224])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -43725,7 +43847,7 @@ b2:
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, sc[223])
 	rt.ArrayAppend(l8, l6)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b3
 	}
 	l10 = l9
@@ -43748,7 +43870,7 @@ func f721_grantwire_errors_not_connected_mcp(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, sc[843])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -43911,7 +44033,7 @@ b6:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[476])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b8
 	}
 	l13 = l12
@@ -43977,7 +44099,7 @@ b8:
 	rt.ArrayAppend(l14, sc[837])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[838])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b9
 	}
 	l16 = l15
@@ -44049,7 +44171,7 @@ b9:
 	rt.ArrayAppend(l20, sc[841])
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[842])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b10
 	}
 	l22 = l21
@@ -44195,7 +44317,7 @@ b11:
 		goto b15
 	}
 	l15 = l14
-	if l16 = ev.BiConcat(sc[157], l15); l16 == nil {
+	if l16 = ev.BiConcat(", ", l15); l16 == nil {
 		goto b15
 	}
 	l17 = l16
@@ -44207,7 +44329,7 @@ b11:
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[844])
 	rt.ArrayAppend(l20, l17)
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b15
 	}
 	l22 = l21
@@ -44278,7 +44400,7 @@ b15:
 		goto b16
 	}
 	l15 = l14
-	if l16 = ev.BiConcat(sc[157], l15); l16 == nil {
+	if l16 = ev.BiConcat(", ", l15); l16 == nil {
 		goto b16
 	}
 	l17 = l16
@@ -44290,7 +44412,7 @@ b15:
 	rt.ArrayAppend(l20, sc[846])
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[41])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b16
 	}
 	l22 = l21
@@ -44336,7 +44458,7 @@ b16:
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[847])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b17
 	}
 	l8 = l7
@@ -44936,11 +45058,11 @@ func f739_grantwire_errors_scope_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V)
 	l7 = l3
 	l8 = l4
 	l9 = l5
-	if l10 = ev.BiConcat(sc[28], l8); l10 == nil {
+	if l10 = ev.BiConcat(" ", l8); l10 == nil {
 		goto b1
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[28], l9); l12 == nil {
+	if l12 = ev.BiConcat(" ", l9); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -44952,7 +45074,7 @@ func f739_grantwire_errors_scope_mismatch(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V)
 	rt.ArrayAppend(l14, sc[859])
 	rt.ArrayAppend(l14, sc[860])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b1
 	}
 	l16 = l15
@@ -45859,7 +45981,7 @@ func f753_grantwire_forwarded__warnings(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l19, l18)
 	rt.ArrayAppend(l19, sc[710])
 	rt.ArrayAppend(l19, l14)
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b2
 	}
 	l21 = l20
@@ -45953,7 +46075,7 @@ n7:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[851])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b6
 	}
 	l11 = l10
@@ -46078,7 +46200,7 @@ n14:
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[855])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b13
 	}
 	l14 = l13
@@ -46090,7 +46212,7 @@ n14:
 	rt.ArrayAppend(l17, sc[856])
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[224])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b13
 	}
 	l19 = l18
@@ -46711,7 +46833,7 @@ b4:
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[868])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b6
 	}
 	l12 = l11
@@ -48072,7 +48194,9 @@ func f778_grantwire_scopes_valid_connector_id(ev *rt.Eval, l0, l1, l3 *rt.V) *rt
 	var l2, l4, l5, l6 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiRegexMatch(sc[20], l5); l6 == nil {
+	if s1, ok := rt.Str(l5); !ok {
+		goto b1
+	} else if l6 = ev.BiRegexMatch("^[a-z0-9][a-z0-9_.-]{0,63}$", s1); l6 == nil {
 		goto b1
 	}
 	if rt.EqBool(l6, false) {
@@ -48122,7 +48246,11 @@ func f780_grantwire_discovery__as_checked(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l8 = l7
-	if l9 = ev.BiRegexMatch(l8, l5); l9 == nil {
+	if s0, ok := rt.Str(l8); !ok {
+		goto b2
+	} else if s1, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l9 = ev.BiRegexMatch(s0, s1); l9 == nil {
 		goto b2
 	}
 	if rt.EqBool(l9, false) {
@@ -48151,7 +48279,7 @@ func f780_grantwire_discovery__as_checked(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l19, sc[311])
 	rt.ArrayAppend(l19, l18)
 	rt.ArrayAppend(l19, l14)
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b2
 	}
 	l21 = l20
@@ -48199,11 +48327,13 @@ func f782_grantwire_discovery__said_for_remote(ev *rt.Eval, l0, l1, l3 *rt.V) *r
 		goto b1
 	}
 	l7 = l6
-	if l8 = ev.BiReplace(l5, sc[884], l7); l8 == nil {
+	if s2, ok := rt.Str(l7); !ok {
+		goto b1
+	} else if l8 = ev.BiReplace(l5, "a loopback IP address (127.0.0.1 or ::1)", s2); l8 == nil {
 		goto b1
 	}
 	l9 = l8
-	if l10 = ev.BiReplace(l9, sc[885], sc[886]); l10 == nil {
+	if l10 = ev.BiReplace(l9, "(plain http only to a loopback IP address)", "(plain http only to 127.0.0.1, ::1 or localhost)"); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -48489,7 +48619,11 @@ b4:
 			break
 		}
 		l11 = l9
-		if l12 = ev.BiContains(l5, l11); l12 == nil {
+		if s0, ok := rt.Str(l5); !ok {
+			goto c6
+		} else if s1, ok := rt.Str(l11); !ok {
+			goto c6
+		} else if l12 = ev.BiContains(s0, s1); l12 == nil {
 			goto c6
 		}
 		if rt.EqBool(l12, false) {
@@ -48737,7 +48871,9 @@ func f798_grantwire_remote__cimd_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l5 = l4
-	if l6 = ev.BiStartsWith(l5, sc[309]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto n3
+	} else if l6 = ev.BiStartsWith(s0, "https://"); l6 == nil {
 		goto n3
 	}
 	if rt.EqBool(l6, false) {
@@ -48799,7 +48935,9 @@ b5:
 		goto b6
 	}
 	l5 = l4
-	if l6 = ev.BiContains(l5, sc[49]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b6
+	} else if l6 = ev.BiContains(s0, "#"); l6 == nil {
 		goto b6
 	}
 	if rt.EqBool(l6, false) {
@@ -49157,7 +49295,7 @@ n3:
 	rt.ArrayAppend(l16, sc[901])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[902])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -49188,7 +49326,7 @@ n5:
 	rt.ArrayAppend(l8, sc[182])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[903])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b4
 	}
 	l10 = l9
@@ -49276,7 +49414,7 @@ n11:
 	rt.ArrayAppend(l13, sc[910])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[41])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b10
 	}
 	l15 = l14
@@ -49391,7 +49529,7 @@ b18:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[915])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b19
 	}
 	l13 = l12
@@ -49404,7 +49542,9 @@ b19:
 		goto b20
 	}
 	l5 = l4
-	if l6 = ev.BiContains(l5, sc[49]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b20
+	} else if l6 = ev.BiContains(s0, "#"); l6 == nil {
 		goto b20
 	}
 	if rt.EqBool(l6, false) {
@@ -49448,7 +49588,7 @@ func f808_grantwire_remote__add_problem(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[887])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b2
 	}
 	l13 = l12
@@ -49461,7 +49601,9 @@ b2:
 		goto b3
 	}
 	l5 = l4
-	if l6 = ev.BiContains(l5, sc[49]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b3
+	} else if l6 = ev.BiContains(s0, "#"); l6 == nil {
 		goto b3
 	}
 	if rt.EqBool(l6, false) {
@@ -49503,7 +49645,7 @@ b3:
 	rt.ArrayAppend(l16, sc[889])
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[890])
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b4
 	}
 	l18 = l17
@@ -49571,7 +49713,7 @@ b7:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[895])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b9
 	}
 	l13 = l12
@@ -49593,7 +49735,7 @@ b9:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, sc[900])
 	rt.ArrayAppend(l7, l6)
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b10
 	}
 	l9 = l8
@@ -49644,7 +49786,7 @@ func f810_grantwire_store_remote_token_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[918])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -49718,7 +49860,7 @@ func f813_grantwire_store_remote_client_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[920])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -49870,7 +50012,7 @@ func f817_grantwire_store_remote_prereg_user(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[921])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -50771,7 +50913,7 @@ b4:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[880])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b6
 	}
 	l11 = l10
@@ -51631,7 +51773,7 @@ func f849_grantwire_remote_unknown(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, sc[928])
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -51639,7 +51781,7 @@ func f849_grantwire_remote_unknown(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l11, sc[929])
 	rt.ArrayAppend(l11, l5)
 	rt.ArrayAppend(l11, sc[930])
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -51673,7 +51815,7 @@ func f850_grantwire_remote_not_remote(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[931])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[41])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -51756,7 +51898,7 @@ func f853_grantwire_remoteauth__insecure(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.
 	rt.ArrayAppend(l8, l6)
 	rt.ArrayAppend(l8, sc[339])
 	rt.ArrayAppend(l8, l7)
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -51844,7 +51986,9 @@ func f855_grantwire_remoteauth__given(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b1
 	}
 	l10 = l9
-	if l11 = ev.BiBase64URLDecode(l10); l11 == nil {
+	if s0, ok := rt.Str(l10); !ok {
+		goto b1
+	} else if l11 = ev.BiBase64URLDecode(s0); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -52705,7 +52849,7 @@ func f873_grantwire_remote_auth_cmd(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, sc[948])
 	rt.ArrayAppend(l6, l5)
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -52753,7 +52897,7 @@ func f875_grantwire_remoteauth__step_up_refused(ev *rt.Eval, l0, l1, l3 *rt.V) *
 		goto b1
 	}
 	l7 = l6
-	if l8 = ev.BiConcat(sc[28], l7); l8 == nil {
+	if l8 = ev.BiConcat(" ", l7); l8 == nil {
 		goto b1
 	}
 	l9 = l8
@@ -52768,7 +52912,7 @@ func f875_grantwire_remoteauth__step_up_refused(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	rt.ArrayAppend(l12, l9)
 	rt.ArrayAppend(l12, sc[937])
 	rt.ArrayAppend(l12, l5)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -52787,7 +52931,7 @@ func f875_grantwire_remoteauth__step_up_refused(ev *rt.Eval, l0, l1, l3 *rt.V) *
 	l21 = ev.Array(2)
 	rt.ArrayAppend(l21, l20)
 	rt.ArrayAppend(l21, l18)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b1
 	}
 	l23 = l22
@@ -53184,7 +53328,7 @@ func f887_grantwire_remoteauth__interactive(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l7, sc[619])
 	rt.ArrayAppend(l7, l6)
 	rt.ArrayAppend(l7, sc[950])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b2
 	}
 	l9 = l8
@@ -53199,7 +53343,7 @@ func f887_grantwire_remoteauth__interactive(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, l11)
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b2
 	}
 	l16 = l15
@@ -53226,7 +53370,7 @@ b2:
 	rt.ArrayAppend(l6, sc[621])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[951])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b3
 	}
 	l8 = l7
@@ -53242,7 +53386,7 @@ b2:
 	rt.ArrayAppend(l13, l10)
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[498])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b3
 	}
 	l15 = l14
@@ -53631,7 +53775,7 @@ b3:
 	rt.ArrayAppend(l12, sc[561])
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[41])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b4
 	}
 	l14 = l13
@@ -53652,7 +53796,7 @@ b4:
 	l10 = ev.Array(2)
 	rt.ArrayAppend(l10, sc[972])
 	rt.ArrayAppend(l10, l9)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b5
 	}
 	l12 = l11
@@ -53795,7 +53939,9 @@ func f899_grantwire_discovery__trim_slash(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	var l2, l4, l5, l6, l7, l8, l9, l10, l11, l12, l13, l14 *rt.V
 	l4 = nil
 	l5 = l3
-	if l6 = ev.BiEndsWith(l5, sc[88]); l6 == nil {
+	if s0, ok := rt.Str(l5); !ok {
+		goto b2
+	} else if l6 = ev.BiEndsWith(s0, "/"); l6 == nil {
 		goto b2
 	}
 	if rt.EqBool(l6, false) {
@@ -53840,7 +53986,9 @@ func f900_grantwire_discovery_query(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b2
 	}
 	l7 = l6
-	if l8 = ev.BiContains(l7, sc[43]); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b2
+	} else if l8 = ev.BiContains(s0, "?"); l8 == nil {
 		goto b2
 	}
 	if rt.EqBool(l8, false) {
@@ -53905,7 +54053,7 @@ func f901_grantwire_discovery_origin(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, l10)
 	rt.ArrayAppend(l13, l12)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b1
 	}
 	l15 = l14
@@ -53963,7 +54111,7 @@ b2:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, sc[43])
 	rt.ArrayAppend(l7, l5)
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b3
 	}
 	l9 = l8
@@ -54011,7 +54159,7 @@ func f904_grantwire_discovery_prm_urls(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l16 = ev.Array(2)
 	rt.ArrayAppend(l16, l13)
 	rt.ArrayAppend(l16, l15)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -54052,7 +54200,7 @@ b2:
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, l11)
 	rt.ArrayAppend(l18, l15)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b3
 	}
 	l20 = l19
@@ -54067,7 +54215,7 @@ b2:
 	l25 = ev.Array(2)
 	rt.ArrayAppend(l25, l22)
 	rt.ArrayAppend(l25, l24)
-	if l26 = ev.BiConcat(sc[5], l25); l26 == nil {
+	if l26 = ev.BiConcat("", l25); l26 == nil {
 		goto b3
 	}
 	l27 = l26
@@ -54200,7 +54348,7 @@ func f907_grantwire_remoteauth__key(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, l6)
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[36], l11); l12 == nil {
+	if l12 = ev.BiConcat("|", l11); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -54232,7 +54380,9 @@ func f908_grantwire_discovery__json_type(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 		goto b1
 	}
 	l12 = l11
-	if l13 = ev.BiStartsWith(l12, sc[508]); l13 == nil {
+	if s0, ok := rt.Str(l12); !ok {
+		goto b1
+	} else if l13 = ev.BiStartsWith(s0, "application/json"); l13 == nil {
 		goto b1
 	}
 	if rt.EqBool(l13, false) {
@@ -54685,11 +54835,15 @@ b4:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l6)
 	rt.ArrayAppend(l9, sc[88])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b5
 	}
 	l11 = l10
-	if l12 = ev.BiStartsWith(l7, l11); l12 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b5
+	} else if s1, ok := rt.Str(l11); !ok {
+		goto b5
+	} else if l12 = ev.BiStartsWith(s0, s1); l12 == nil {
 		goto b5
 	}
 	if rt.EqBool(l12, false) {
@@ -54736,7 +54890,9 @@ func f921_grantwire_discovery_resource_matches(ev *rt.Eval, l0, l1, l3, l4 *rt.V
 	if rt.EqBool(l8, false) {
 		goto b1
 	}
-	if l9 = ev.BiContains(l6, sc[49]); l9 == nil {
+	if s0, ok := rt.Str(l6); !ok {
+		goto n2
+	} else if l9 = ev.BiContains(s0, "#"); l9 == nil {
 		goto n2
 	}
 	if rt.EqBool(l9, false) {
@@ -54800,7 +54956,9 @@ b3:
 	if rt.EqBool(l8, false) {
 		goto b4
 	}
-	if l9 = ev.BiContains(l6, sc[49]); l9 == nil {
+	if s0, ok := rt.Str(l6); !ok {
+		goto n5
+	} else if l9 = ev.BiContains(s0, "#"); l9 == nil {
 		goto n5
 	}
 	if rt.EqBool(l9, false) {
@@ -54884,7 +55042,9 @@ n3:
 		goto b2
 	}
 	l8 = l7
-	if l9 = ev.BiContains(l8, sc[49]); l9 == nil {
+	if s0, ok := rt.Str(l8); !ok {
+		goto n4
+	} else if l9 = ev.BiContains(s0, "#"); l9 == nil {
 		goto n4
 	}
 	if rt.EqBool(l9, false) {
@@ -54909,7 +55069,7 @@ n4:
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[990])
 	rt.ArrayAppend(l16, l13)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b2
 	}
 	l18 = l17
@@ -54969,7 +55129,7 @@ func f924_grantwire_remoteauth__resource_elsewhere(ev *rt.Eval, l0, l1 *rt.V) *r
 	rt.ArrayAppend(l15, sc[988])
 	rt.ArrayAppend(l15, l14)
 	rt.ArrayAppend(l15, sc[989])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b1
 	}
 	l17 = l16
@@ -55120,7 +55280,7 @@ b9:
 	l21 = ev.Array(2)
 	rt.ArrayAppend(l21, sc[995])
 	rt.ArrayAppend(l21, l20)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b8
 	}
 	l23 = l22
@@ -55239,7 +55399,7 @@ func f928_grantwire_remoteauth__no_auth_needed(ev *rt.Eval, l0, l1 *rt.V) *rt.V 
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[999])
 	rt.ArrayAppend(l6, sc[1000])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -55356,7 +55516,7 @@ func f931_grantwire_discovery_as_urls(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[1001])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -55367,7 +55527,7 @@ func f931_grantwire_discovery_as_urls(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l17 = ev.Array(2)
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[1002])
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b2
 	}
 	l19 = l18
@@ -55396,7 +55556,7 @@ b2:
 	rt.ArrayAppend(l12, l7)
 	rt.ArrayAppend(l12, sc[1001])
 	rt.ArrayAppend(l12, l11)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b3
 	}
 	l14 = l13
@@ -55416,7 +55576,7 @@ b2:
 	rt.ArrayAppend(l21, l16)
 	rt.ArrayAppend(l21, sc[1002])
 	rt.ArrayAppend(l21, l20)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b3
 	}
 	l23 = l22
@@ -55436,7 +55596,7 @@ b2:
 	rt.ArrayAppend(l30, l25)
 	rt.ArrayAppend(l30, l29)
 	rt.ArrayAppend(l30, sc[1002])
-	if l31 = ev.BiConcat(sc[5], l30); l31 == nil {
+	if l31 = ev.BiConcat("", l30); l31 == nil {
 		goto b3
 	}
 	l32 = l31
@@ -55740,7 +55900,7 @@ func f940_grantwire_discovery__url_fields_problem(ev *rt.Eval, l0, l1, l3 *rt.V)
 		rt.ArrayAppend(l21, l11)
 		rt.ArrayAppend(l21, sc[1016])
 		rt.ArrayAppend(l21, l20)
-		if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+		if l22 = ev.BiConcat("", l21); l22 == nil {
 			goto c3
 		}
 		l23 = l22
@@ -55969,7 +56129,7 @@ b5:
 	l23 = ev.Array(2)
 	rt.ArrayAppend(l23, sc[1021])
 	rt.ArrayAppend(l23, l22)
-	if l24 = ev.BiConcat(sc[5], l23); l24 == nil {
+	if l24 = ev.BiConcat("", l23); l24 == nil {
 		goto b7
 	}
 	l25 = l24
@@ -56288,7 +56448,7 @@ b2:
 	l8 = ev.Array(2)
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[1029])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b3
 	}
 	l10 = l9
@@ -56299,7 +56459,7 @@ b2:
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[1030])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b3
 	}
 	l15 = l14
@@ -56310,7 +56470,7 @@ b2:
 	l18 = ev.Array(2)
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, sc[1031])
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b3
 	}
 	l20 = l19
@@ -56520,7 +56680,7 @@ func f951_grantwire_remoteauth__too_many_scopes(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	rt.ArrayAppend(l9, sc[1034])
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[890])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b1
 	}
 	l11 = l10
@@ -56784,7 +56944,7 @@ func f955_grantwire_remoteauth__wrong_prereg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l11, sc[1037])
 	rt.ArrayAppend(l11, l10)
 	rt.ArrayAppend(l11, sc[1038])
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -56816,7 +56976,7 @@ func f955_grantwire_remoteauth__wrong_prereg(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l24, sc[1039])
 	rt.ArrayAppend(l24, l21)
 	rt.ArrayAppend(l24, sc[1040])
-	if l25 = ev.BiConcat(sc[5], l24); l25 == nil {
+	if l25 = ev.BiConcat("", l24); l25 == nil {
 		goto b1
 	}
 	l26 = l25
@@ -57081,7 +57241,7 @@ func f960_grantwire_remoteauth__idp_client_flag(ev *rt.Eval, l0, l1 *rt.V) *rt.V
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, sc[1045])
 	rt.ArrayAppend(l15, l14)
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b2
 	}
 	l17 = l16
@@ -57135,7 +57295,7 @@ func f961_grantwire_remoteauth__idp_flags(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l13, sc[1046])
 	rt.ArrayAppend(l13, l10)
 	rt.ArrayAppend(l13, l12)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -57210,7 +57370,7 @@ func f963_grantwire_remoteauth__machine_client_missing(ev *rt.Eval, l0, l1 *rt.V
 	rt.ArrayAppend(l8, sc[1043])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[1044])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -57226,7 +57386,7 @@ func f963_grantwire_remoteauth__machine_client_missing(ev *rt.Eval, l0, l1 *rt.V
 		goto b1
 	}
 	l16 = l15
-	if l17 = ev.BiReplace(l16, sc[85], sc[82]); l17 == nil {
+	if l17 = ev.BiReplace(l16, "_", "-"); l17 == nil {
 		goto b1
 	}
 	l18 = l17
@@ -57261,7 +57421,7 @@ func f963_grantwire_remoteauth__machine_client_missing(ev *rt.Eval, l0, l1 *rt.V
 	rt.ArrayAppend(l29, l22)
 	rt.ArrayAppend(l29, l26)
 	rt.ArrayAppend(l29, l28)
-	if l30 = ev.BiConcat(sc[5], l29); l30 == nil {
+	if l30 = ev.BiConcat("", l29); l30 == nil {
 		goto b1
 	}
 	l31 = l30
@@ -57301,7 +57461,7 @@ func f964_grantwire_remoteauth__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[1049])
 	rt.ArrayAppend(l6, sc[1050])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -57333,7 +57493,7 @@ func f964_grantwire_remoteauth__no_client(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l19, sc[1039])
 	rt.ArrayAppend(l19, l16)
 	rt.ArrayAppend(l19, sc[1040])
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b1
 	}
 	l21 = l20
@@ -57498,7 +57658,7 @@ func f969_grantwire_remoteauth__auth_lock(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	l6 = ev.Array(2)
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[1052])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -58177,7 +58337,7 @@ func f983_grantwire_remoteauth__grant_unlisted_error(ev *rt.Eval, l0, l1 *rt.V) 
 		goto b1
 	}
 	l5 = l4
-	if l6 = ev.BiConcat(sc[28], l5); l6 == nil {
+	if l6 = ev.BiConcat(" ", l5); l6 == nil {
 		goto b1
 	}
 	l7 = l6
@@ -58197,7 +58357,7 @@ func f983_grantwire_remoteauth__grant_unlisted_error(ev *rt.Eval, l0, l1 *rt.V) 
 	rt.ArrayAppend(l12, sc[1061])
 	rt.ArrayAppend(l12, l7)
 	rt.ArrayAppend(l12, sc[1062])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -58411,7 +58571,7 @@ func f987_grantwire_remoteauth__scope_query(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 		goto b2
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[28], l11); l12 == nil {
+	if l12 = ev.BiConcat(" ", l11); l12 == nil {
 		goto b2
 	}
 	l13 = l12
@@ -58706,7 +58866,7 @@ b2:
 	rt.ArrayAppend(l20, sc[1075])
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[41])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b3
 	}
 	l22 = l21
@@ -58744,7 +58904,7 @@ b3:
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, sc[1076])
 	rt.ArrayAppend(l15, l14)
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b4
 	}
 	l17 = l16
@@ -59496,7 +59656,7 @@ b3:
 	rt.ArrayAppend(l18, sc[1103])
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, sc[41])
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b5
 	}
 	l20 = l19
@@ -59593,7 +59753,7 @@ b9:
 		rt.ArrayAppend(l23, l9)
 		rt.ArrayAppend(l23, sc[1016])
 		rt.ArrayAppend(l23, l22)
-		if l24 = ev.BiConcat(sc[5], l23); l24 == nil {
+		if l24 = ev.BiConcat("", l23); l24 == nil {
 			goto c13
 		}
 		l25 = l24
@@ -59658,7 +59818,7 @@ b15:
 	l23 = ev.Array(2)
 	rt.ArrayAppend(l23, sc[1116])
 	rt.ArrayAppend(l23, l22)
-	if l24 = ev.BiConcat(sc[5], l23); l24 == nil {
+	if l24 = ev.BiConcat("", l23); l24 == nil {
 		goto b14
 	}
 	l25 = l24
@@ -59881,7 +60041,7 @@ b2:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, sc[1100])
 	rt.ArrayAppend(l7, l6)
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b3
 	}
 	l9 = l8
@@ -61751,7 +61911,7 @@ b6:
 	rt.ArrayAppend(l12, sc[28])
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[566])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b8
 	}
 	l14 = l13
@@ -62054,7 +62214,7 @@ func f1044_grantwire_remoteauth__browser_gone(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, sc[621])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[1131])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -62070,7 +62230,7 @@ func f1044_grantwire_remoteauth__browser_gone(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l13, l10)
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[498])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b1
 	}
 	l15 = l14
@@ -62524,7 +62684,7 @@ func f1055_grantwire_remoteauth__dpop_header(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l6)
 	rt.ArrayAppend(l12, sc[1138])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -62760,7 +62920,9 @@ b2:
 		goto b3
 	}
 	l9 = l8
-	if l10 = ev.BiContains(l9, sc[1145]); l10 == nil {
+	if s0, ok := rt.Str(l9); !ok {
+		goto b3
+	} else if l10 = ev.BiContains(s0, "use_dpop_nonce"); l10 == nil {
 		goto b3
 	}
 	if rt.EqBool(l10, false) {
@@ -63050,7 +63212,7 @@ b5:
 	rt.ArrayAppend(l13, sc[663])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[566])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b6
 	}
 	l15 = l14
@@ -63284,7 +63446,7 @@ b2:
 	rt.ArrayAppend(l11, l8)
 	rt.ArrayAppend(l11, sc[28])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b4
 	}
 	l13 = l12
@@ -63661,7 +63823,7 @@ n6:
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, sc[28])
 	rt.ArrayAppend(l18, l12)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b5
 	}
 	l20 = l19
@@ -63770,7 +63932,7 @@ n11:
 	rt.ArrayAppend(l17, l16)
 	rt.ArrayAppend(l17, sc[998])
 	rt.ArrayAppend(l17, l11)
-	if l18 = ev.BiConcat(sc[5], l17); l18 == nil {
+	if l18 = ev.BiConcat("", l17); l18 == nil {
 		goto b10
 	}
 	l19 = l18
@@ -63919,7 +64081,7 @@ n17:
 	rt.ArrayAppend(l18, l17)
 	rt.ArrayAppend(l18, sc[28])
 	rt.ArrayAppend(l18, l12)
-	if l19 = ev.BiConcat(sc[5], l18); l19 == nil {
+	if l19 = ev.BiConcat("", l18); l19 == nil {
 		goto b16
 	}
 	l20 = l19
@@ -63965,7 +64127,7 @@ n19:
 	rt.ArrayAppend(l12, l11)
 	rt.ArrayAppend(l12, sc[998])
 	rt.ArrayAppend(l12, l6)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b18
 	}
 	l14 = l13
@@ -63999,7 +64161,7 @@ n21:
 	rt.ArrayAppend(l7, sc[1032])
 	rt.ArrayAppend(l7, l6)
 	rt.ArrayAppend(l7, sc[1033])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b20
 	}
 	l9 = l8
@@ -64301,7 +64463,7 @@ b8:
 	rt.ArrayAppend(l14, sc[933])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[934])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b9
 	}
 	l16 = l15
@@ -64480,7 +64642,7 @@ n21:
 	l11 = ev.Array(2)
 	rt.ArrayAppend(l11, sc[973])
 	rt.ArrayAppend(l11, l10)
-	if l12 = ev.BiConcat(sc[5], l11); l12 == nil {
+	if l12 = ev.BiConcat("", l11); l12 == nil {
 		goto b20
 	}
 	l13 = l12
@@ -64874,7 +65036,7 @@ func f1073_grantwire_remotetoken__not_remote(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l12, l9)
 	rt.ArrayAppend(l12, sc[1150])
 	rt.ArrayAppend(l12, l11)
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -64891,7 +65053,7 @@ func f1073_grantwire_remotetoken__not_remote(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l19, l16)
 	rt.ArrayAppend(l19, sc[1152])
 	rt.ArrayAppend(l19, l18)
-	if l20 = ev.BiConcat(sc[5], l19); l20 == nil {
+	if l20 = ev.BiConcat("", l19); l20 == nil {
 		goto b2
 	}
 	l21 = l20
@@ -64944,7 +65106,7 @@ func f1074_grantwire_errors_mcp_not_granted(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 	rt.ArrayAppend(l10, l9)
 	rt.ArrayAppend(l10, sc[203])
 	rt.ArrayAppend(l10, l6)
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -64958,7 +65120,7 @@ func f1074_grantwire_errors_mcp_not_granted(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *
 	rt.ArrayAppend(l15, sc[28])
 	rt.ArrayAppend(l15, l14)
 	rt.ArrayAppend(l15, sc[206])
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b1
 	}
 	l17 = l16
@@ -65001,7 +65163,7 @@ func f1075_grantwire_errors_agent_not_active(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	rt.ArrayAppend(l10, sc[1153])
 	rt.ArrayAppend(l10, l6)
 	rt.ArrayAppend(l10, sc[1154])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -65014,7 +65176,7 @@ func f1075_grantwire_errors_agent_not_active(ev *rt.Eval, l0, l1, l3, l4 *rt.V) 
 	rt.ArrayAppend(l15, l6)
 	rt.ArrayAppend(l15, sc[28])
 	rt.ArrayAppend(l15, l14)
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b1
 	}
 	l17 = l16
@@ -65074,7 +65236,7 @@ func f1077_grantwire_remote_not_authorized(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *r
 	rt.ArrayAppend(l8, sc[1156])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[41])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -65515,7 +65677,7 @@ func f1088_grantwire_remote_reauth(ev *rt.Eval, l0, l1, l3, l4 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[1160])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[41])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -65829,7 +65991,7 @@ func f1094_grantwire_remotetoken__dpop_header(ev *rt.Eval, l0, l1, l3, l4 *rt.V)
 	l12 = ev.Array(2)
 	rt.ArrayAppend(l12, l6)
 	rt.ArrayAppend(l12, sc[1138])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b2
 	}
 	l14 = l13
@@ -67135,7 +67297,7 @@ b10:
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, sc[1164])
 	rt.ArrayAppend(l13, l12)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b12
 	}
 	l15 = l14
@@ -68990,7 +69152,7 @@ b6:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[1176])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b7
 	}
 	l11 = l10
@@ -69001,7 +69163,7 @@ b6:
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, sc[1177])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b7
 	}
 	l16 = l15
@@ -70025,7 +70187,7 @@ func f1147_grantwire_launch__not_mcp(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l8, sc[1188])
 	rt.ArrayAppend(l8, l7)
 	rt.ArrayAppend(l8, sc[1189])
-	if l9 = ev.BiConcat(sc[5], l8); l9 == nil {
+	if l9 = ev.BiConcat("", l8); l9 == nil {
 		goto b1
 	}
 	l10 = l9
@@ -70425,7 +70587,7 @@ b2:
 		goto b6
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[157], l11); l12 == nil {
+	if l12 = ev.BiConcat(", ", l11); l12 == nil {
 		goto b6
 	}
 	l13 = l12
@@ -70437,7 +70599,7 @@ b2:
 	rt.ArrayAppend(l16, l15)
 	rt.ArrayAppend(l16, sc[844])
 	rt.ArrayAppend(l16, l13)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b6
 	}
 	l18 = l17
@@ -70482,7 +70644,7 @@ b6:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, l6)
 	rt.ArrayAppend(l7, sc[1190])
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b7
 	}
 	l9 = l8
@@ -70598,7 +70760,7 @@ func f1159_grantwire_launch__then_text(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l13, sc[1191])
 	rt.ArrayAppend(l13, l12)
 	rt.ArrayAppend(l13, sc[41])
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -70696,7 +70858,7 @@ b2:
 	rt.ArrayAppend(l21, l20)
 	rt.ArrayAppend(l21, sc[1192])
 	rt.ArrayAppend(l21, l15)
-	if l22 = ev.BiConcat(sc[5], l21); l22 == nil {
+	if l22 = ev.BiConcat("", l21); l22 == nil {
 		goto b3
 	}
 	l23 = l22
@@ -70716,7 +70878,7 @@ b2:
 	rt.ArrayAppend(l30, l24)
 	rt.ArrayAppend(l30, sc[8])
 	rt.ArrayAppend(l30, l29)
-	if l31 = ev.BiConcat(sc[5], l30); l31 == nil {
+	if l31 = ev.BiConcat("", l30); l31 == nil {
 		goto b3
 	}
 	l32 = l31
@@ -71913,7 +72075,7 @@ func f1177_grantwire_tools__not_mcp(ev *rt.Eval, l0, l1 *rt.V) *rt.V {
 	rt.ArrayAppend(l10, sc[1188])
 	rt.ArrayAppend(l10, l7)
 	rt.ArrayAppend(l10, sc[1199])
-	if l11 = ev.BiConcat(sc[5], l10); l11 == nil {
+	if l11 = ev.BiConcat("", l10); l11 == nil {
 		goto b1
 	}
 	l12 = l11
@@ -72199,7 +72361,7 @@ func f1184_grantwire_tools_allow_cmd(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.
 		goto b1
 	}
 	l11 = l10
-	if l12 = ev.BiConcat(sc[87], l9); l12 == nil {
+	if l12 = ev.BiConcat(",", l9); l12 == nil {
 		goto b1
 	}
 	l13 = l12
@@ -72214,7 +72376,7 @@ func f1184_grantwire_tools_allow_cmd(ev *rt.Eval, l0, l1, l3, l4, l5 *rt.V) *rt.
 	rt.ArrayAppend(l16, l11)
 	rt.ArrayAppend(l16, sc[1203])
 	rt.ArrayAppend(l16, l15)
-	if l17 = ev.BiConcat(sc[5], l16); l17 == nil {
+	if l17 = ev.BiConcat("", l16); l17 == nil {
 		goto b1
 	}
 	l18 = l17
@@ -72271,7 +72433,7 @@ b2:
 	rt.ArrayAppend(l14, sc[28])
 	rt.ArrayAppend(l14, l13)
 	rt.ArrayAppend(l14, sc[1204])
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b3
 	}
 	l16 = l15
@@ -72304,7 +72466,7 @@ b2:
 		goto b3
 	}
 	l5 = l3
-	if l6 = ev.BiConcat(sc[157], l5); l6 == nil {
+	if l6 = ev.BiConcat(", ", l5); l6 == nil {
 		goto b3
 	}
 	l7 = l6
@@ -72349,7 +72511,7 @@ func f1187_grantwire_errors_tool_not_allowed(ev *rt.Eval, l0, l1, l3, l4, l5, l6
 	rt.ArrayAppend(l20, sc[1208])
 	rt.ArrayAppend(l20, l19)
 	rt.ArrayAppend(l20, sc[41])
-	if l21 = ev.BiConcat(sc[5], l20); l21 == nil {
+	if l21 = ev.BiConcat("", l20); l21 == nil {
 		goto b1
 	}
 	l22 = l21
@@ -73313,7 +73475,7 @@ func f1203_grantwire_status__tenant_field(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	l13 = ev.Array(2)
 	rt.ArrayAppend(l13, sc[1219])
 	rt.ArrayAppend(l13, l11)
-	if l14 = ev.BiConcat(sc[5], l13); l14 == nil {
+	if l14 = ev.BiConcat("", l13); l14 == nil {
 		goto b2
 	}
 	l15 = l14
@@ -74532,7 +74694,7 @@ func f1223_grantwire_errors_flow_in_progress(ev *rt.Eval, l0, l1, l3, l4, l5 *rt
 	rt.ArrayAppend(l12, sc[1238])
 	rt.ArrayAppend(l12, l8)
 	rt.ArrayAppend(l12, sc[1239])
-	if l13 = ev.BiConcat(sc[5], l12); l13 == nil {
+	if l13 = ev.BiConcat("", l12); l13 == nil {
 		goto b1
 	}
 	l14 = l13
@@ -74606,14 +74768,14 @@ n5:
 		goto b4
 	}
 	l12 = l11
-	if l13 = ev.BiConcat(sc[157], l12); l13 == nil {
+	if l13 = ev.BiConcat(", ", l12); l13 == nil {
 		goto b4
 	}
 	l14 = l13
 	l15 = ev.Array(2)
 	rt.ArrayAppend(l15, sc[1233])
 	rt.ArrayAppend(l15, l14)
-	if l16 = ev.BiConcat(sc[5], l15); l16 == nil {
+	if l16 = ev.BiConcat("", l15); l16 == nil {
 		goto b4
 	}
 	l17 = l16
@@ -74680,7 +74842,7 @@ n9:
 	l9 = ev.Array(2)
 	rt.ArrayAppend(l9, l8)
 	rt.ArrayAppend(l9, sc[457])
-	if l10 = ev.BiConcat(sc[5], l9); l10 == nil {
+	if l10 = ev.BiConcat("", l9); l10 == nil {
 		goto b8
 	}
 	l11 = l10
@@ -74691,7 +74853,7 @@ n9:
 	l14 = ev.Array(2)
 	rt.ArrayAppend(l14, sc[223])
 	rt.ArrayAppend(l14, l13)
-	if l15 = ev.BiConcat(sc[5], l14); l15 == nil {
+	if l15 = ev.BiConcat("", l14); l15 == nil {
 		goto b8
 	}
 	l16 = l15
@@ -80004,7 +80166,7 @@ func f1302_grantwire_errors_internal(ev *rt.Eval, l0, l1, l3 *rt.V) *rt.V {
 	rt.ArrayAppend(l6, sc[1293])
 	rt.ArrayAppend(l6, l5)
 	rt.ArrayAppend(l6, sc[1294])
-	if l7 = ev.BiConcat(sc[5], l6); l7 == nil {
+	if l7 = ev.BiConcat("", l6); l7 == nil {
 		goto b1
 	}
 	l8 = l7
@@ -80241,7 +80403,7 @@ n12:
 	l7 = ev.Array(2)
 	rt.ArrayAppend(l7, sc[1292])
 	rt.ArrayAppend(l7, l6)
-	if l8 = ev.BiConcat(sc[5], l7); l8 == nil {
+	if l8 = ev.BiConcat("", l7); l8 == nil {
 		goto b11
 	}
 	l9 = l8

@@ -917,15 +917,35 @@ func (f *fn) call(s *ir.CallStmt) {
 		f.fail("call of built-in %s with %d arguments, it takes %d", s.Func, len(s.Args), b.Arity)
 		return
 	}
+	// The string operands: a constant is passed as its Go literal; any other is checked
+	// (undefined unless a string) in an if-else chain whose last branch makes the call
+	// with its text.
+	var checks []string
+	operands, checked := slices.Clone(args), slices.Clone(b.Strings)
+	for i, str := range b.Strings {
+		if lit, ok := f.strConst(s.Args[i]); str && ok {
+			args[i], checked[i] = lit, false
+		} else if str {
+			s := fmt.Sprintf("s%d", i)
+			checks = append(checks, fmt.Sprintf("if %s, ok := rt.Str(%s); !ok {\n%s\n} else ", s, args[i], f.undef()))
+			args[i] = s
+		}
+	}
 	call := fmt.Sprintf("rt.%s(%s)", b.GoName, strings.Join(args, ", "))
 	if b.Method {
 		call = fmt.Sprintf("ev.%s(%s)", b.GoName, strings.Join(args, ", "))
 	}
-	if b.void {
-		f.line("_ = %s", call)
+	if b.void { // a result nobody reads: an operand of another type skips the call
+		call = "_ = " + call
+		for i := len(checked) - 1; i >= 0; i-- {
+			if checked[i] {
+				call = fmt.Sprintf("if s%d, ok := rt.Str(%s); ok {\n%s\n}", i, operands[i], call)
+			}
+		}
+		f.line("%s", call)
 		return
 	}
-	f.line("if %s = %s; %s == nil {\n%s\n}", t, call, t, f.undef())
+	f.line("%sif %s = %s; %s == nil {\n%s\n}", strings.Join(checks, ""), t, call, t, f.undef())
 }
 
 // callDynamic resolves a path to a function of input and data at run time. As in OPA's

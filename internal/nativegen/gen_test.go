@@ -70,3 +70,30 @@ func TestRefusesWhatItDoesNotSupport(t *testing.T) {
 		})
 	}
 }
+
+// A built-in function's string parameters are checked by the generated call, once: a
+// local operand through rt.Str (undefined unless a string), a constant as its literal.
+func TestStringOperandsAreCheckedAtTheCall(t *testing.T) {
+	bis, err := ScanBuiltins(runtimeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bis["contains"]; len(b.Strings) != 2 || !b.Strings[0] || !b.Strings[1] || b.Arity != 2 {
+		t.Fatalf("contains: %+v, want two string parameters", b)
+	}
+	pol, err := ParsePlan([]byte(plan(`{"name":"contains","decl":{"args":[{"type":"string"},{"type":"string"}],"result":{"type":"boolean"},"type":"function"}}`,
+		`{"type":"CallStmt","stmt":{"func":"contains","args":[{"type":"local","value":0},{"type":"string_index","value":1}],"result":2}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Generate(pol, Config{Package: "x", Builtins: bis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `if s0, ok := rt.Str(l0); !ok {`; !strings.Contains(string(src), want) {
+		t.Fatalf("no %q in\n%s", want, src)
+	}
+	if want := `ev.BiContains(s0, "x")`; !strings.Contains(string(src), want) {
+		t.Fatalf("no %q in\n%s", want, src)
+	}
+}

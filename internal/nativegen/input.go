@@ -79,11 +79,15 @@ type Builtin struct {
 	GoName string // the runtime's function
 	Method bool   // a method of *rt.Eval (it allocates) rather than a function
 	Arity  int
+	// Strings marks the parameters the runtime takes as a Go string: the generated call
+	// checks the operand is a string (undefined otherwise) and passes its text, so the
+	// type check is written once, here, not at the top of each built-in.
+	Strings []bool
 }
 
 // ScanBuiltins lists the runtime's built-in functions: the functions (or methods of
-// *Eval) whose doc comment has a line `//rego:builtin NAME`, returning *V from Arity *V
-// parameters.
+// *Eval) whose doc comment has a line `//rego:builtin NAME`, returning *V from Arity
+// parameters, each a *V or a string (Builtin.Strings).
 func ScanBuiltins(dir string) (map[string]Builtin, error) {
 	fset := token.NewFileSet()
 	ents, err := os.ReadDir(dir)
@@ -113,11 +117,15 @@ func ScanBuiltins(dir string) (map[string]Builtin, error) {
 				bname := strings.TrimSpace(rest)
 				b := Builtin{Name: bname, GoName: fd.Name.Name, Method: fd.Recv != nil}
 				for _, p := range fd.Type.Params.List {
-					if !isVPtr(p.Type) {
-						return nil, fmt.Errorf("%s: builtin %s (%s): parameters must be *V", fset.Position(fd.Pos()), bname, fd.Name.Name)
+					str := isString(p.Type)
+					if !str && !isVPtr(p.Type) {
+						return nil, fmt.Errorf("%s: builtin %s (%s): parameters must be *V or string", fset.Position(fd.Pos()), bname, fd.Name.Name)
 					}
-					b.Arity += max(len(p.Names), 1)
+					for range max(len(p.Names), 1) {
+						b.Strings = append(b.Strings, str)
+					}
 				}
+				b.Arity = len(b.Strings)
 				if r := fd.Type.Results; r == nil || len(r.List) != 1 || !isVPtr(r.List[0].Type) || len(r.List[0].Names) > 1 {
 					return nil, fmt.Errorf("%s: builtin %s (%s) must return one *V", fset.Position(fd.Pos()), bname, fd.Name.Name)
 				}
@@ -141,6 +149,11 @@ func isVPtr(e ast.Expr) bool {
 	}
 	id, ok := st.X.(*ast.Ident)
 	return ok && id.Name == "V"
+}
+
+func isString(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "string"
 }
 
 // normalize replaces the pointer operands OPA's JSON decoding makes (*ir.Local,

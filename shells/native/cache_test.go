@@ -127,6 +127,14 @@ func TestLedgerCacheSeesEveryWriter(t *testing.T) {
 	require.Contains(t, read("local"), `"found":false`, "a removed ledger is seen")
 }
 
+// twoShells are two shells of one home (root/home) on a keyring service of the test's own.
+func twoShells(t *testing.T) (root, svc string, a, b *native.Shell) {
+	root, svc = t.TempDir(), testService(t)
+	a = cacheShell(t, filepath.Join(root, "home"), svc, nil)
+	b = cacheShell(t, filepath.Join(root, "home"), svc, nil)
+	return root, svc, a, b
+}
+
 // TestKeyringCacheSeesOtherProcesses: on the real Secret Service, a shell answers a read
 // it made before from its cache (no D-Bus round trip) while no grantwire process wrote
 // the service, and sees at its next read a set or delete by another shell — of the same
@@ -134,10 +142,7 @@ func TestLedgerCacheSeesEveryWriter(t *testing.T) {
 func TestKeyringCacheSeesOtherProcesses(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	svc := testService(t)
-	a := cacheShell(t, filepath.Join(root, "home"), svc, nil)
-	b := cacheShell(t, filepath.Join(root, "home"), svc, nil)
+	root, svc, a, b := twoShells(t)
 	other := cacheShell(t, filepath.Join(root, "other-home"), svc, nil) // shares the service and the lock directory
 	store := native.CountKeyringReads(a)
 	ha := host.New(a.Capabilities()) // the process's one keyring cache is its host's
@@ -210,10 +215,7 @@ func TestKeyringCacheOnlyForGrantwireServices(t *testing.T) {
 func TestHostMemoryFollowsTheGeneration(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	svc := testService(t)
-	a := cacheShell(t, filepath.Join(root, "home"), svc, nil)
-	b := cacheShell(t, filepath.Join(root, "home"), svc, nil)
+	_, svc, a, b := twoShells(t)
 	caps := a.Capabilities()
 	ha := host.New(caps)
 	require.NoError(t, b.Capabilities().Keyring.Set(ctx, svc, "provider:local", `{"client_id":"one"}`))

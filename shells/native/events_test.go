@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/grantwire/grantwire/catalog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,16 +47,6 @@ type childOp struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
-func newChildClient(ctx context.Context, home string) (*grantwire.Client, *native.Shell, error) {
-	sh, err := native.New(native.Options{Home: home, NoWatch: true, Service: "grantwire.test.children",
-		Getenv: func(string) string { return "" }})
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()), grantwire.WithCatalog(catalog.Bytes(testCatalog(nil))))
-	return c, sh, err
-}
-
 func runOp(ctx context.Context, c *grantwire.Client, o childOp) (changed bool, err error) {
 	switch o.Op {
 	case "grant":
@@ -76,7 +65,7 @@ func runOp(ctx context.Context, c *grantwire.Client, o childOp) (changed bool, e
 
 func childOps() int {
 	ctx := context.Background()
-	c, _, err := newChildClient(ctx, os.Getenv("GW_HOME"))
+	c, _, err := childClient(ctx, childOptions(), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

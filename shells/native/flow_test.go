@@ -41,12 +41,6 @@ func catalogWith(srv *authserver.Server, change map[string]any) []byte {
 	return b
 }
 
-func configure(t *testing.T, w *world, id, secret string) {
-	t.Helper()
-	_, err := w.client.Configure(context.Background(), "local", grantwire.ConfigureInput{ClientID: id, ClientSecret: secret})
-	require.NoError(t, err)
-}
-
 func TestConnectWithPKCE(t *testing.T) {
 	ctx := context.Background()
 	var seen string
@@ -286,17 +280,6 @@ func TestConnectHeadless(t *testing.T) {
 }
 
 func noBrowser(string) error { return errors.New("no browser") }
-
-// connected is a world whose "local" connection exists (through a real connect).
-func connected(t *testing.T, cfg authserver.Config, opts worldOpts) *world {
-	t.Helper()
-	opts.server = &cfg
-	w := newWorld(t, opts)
-	configure(t, w, cfg.ClientID, cfg.ClientSecret)
-	_, err := w.client.Connect(context.Background(), "local", []string{"mail.read"}, []string{"builtin:chat"})
-	require.NoError(t, err)
-	return w
-}
 
 // A provider that refuses the client's credentials is a configuration error naming the
 // secret, not a reconnect that cannot work.

@@ -2,7 +2,6 @@ package native_test
 
 import (
 	"context"
-	"github.com/grantwire/grantwire"
 	"path/filepath"
 	"testing"
 
@@ -19,11 +18,7 @@ import (
 func TestOneStatPerFilePerOperation(t *testing.T) {
 	requireKeyring(t)
 	ctx := context.Background()
-	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}})
-	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
-	require.NoError(t, err)
-	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
-	require.NoError(t, err)
+	w := connected(t, authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 3600}, worldOpts{noWatch: true})
 	get := func() {
 		_, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
 		require.NoError(t, err)

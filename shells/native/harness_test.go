@@ -202,6 +202,23 @@ func newWorld(t testing.TB, o worldOpts) *world {
 	return w
 }
 
+func configure(t *testing.T, w *world, id, secret string) {
+	t.Helper()
+	_, err := w.client.Configure(context.Background(), "local", grantwire.ConfigureInput{ClientID: id, ClientSecret: secret})
+	require.NoError(t, err)
+}
+
+// connected is a world whose "local" connection exists (through a real connect).
+func connected(t *testing.T, cfg authserver.Config, opts worldOpts) *world {
+	t.Helper()
+	opts.server = &cfg
+	w := newWorld(t, opts)
+	configure(t, w, cfg.ClientID, cfg.ClientSecret)
+	_, err := w.client.Connect(context.Background(), "local", []string{"mail.read"}, []string{"builtin:chat"})
+	require.NoError(t, err)
+	return w
+}
+
 // logTransport records every request before sending it.
 type logTransport struct {
 	log   *urlLog
@@ -226,6 +243,42 @@ func autoBrowser(authURL string) error {
 	}()
 	return nil
 }
+
+// childOptions are the shell options of a child on the parent's home (GW_HOME) that needs
+// none of the parent's secrets (a keyring service of the children's own).
+func childOptions() native.Options {
+	return native.Options{Home: os.Getenv("GW_HOME"), Service: "grantwire.test.children"}
+}
+
+// childClient opens a client in a child process: a shell with opts (not watching, no
+// environment) and a client on its capabilities, changed by caps when set, with the test
+// catalog whose authorization server is at GW_SERVER (none when unset). With
+// GW_NO_LOCKS=1 its locks are noLocks.
+func childClient(ctx context.Context, opts native.Options, caps func(*hostabi.Capabilities)) (*grantwire.Client, *native.Shell, error) {
+	opts.NoWatch, opts.Getenv = true, func(string) string { return "" }
+	sh, err := native.New(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := sh.Capabilities()
+	if os.Getenv("GW_NO_LOCKS") == "1" {
+		c.Locks = noLocks{}
+	}
+	if caps != nil {
+		caps(&c)
+	}
+	cat := testCatalog(nil)
+	if base := os.Getenv("GW_SERVER"); base != "" {
+		cat = testCatalogAt(base)
+	}
+	client, err := grantwire.New(ctx, grantwire.WithCapabilities(c), grantwire.WithCatalog(catalog.Bytes(cat)))
+	return client, sh, err
+}
+
+// noLocks grants every lock at once (a broken shell, for the negative control).
+type noLocks struct{}
+
+func (noLocks) TryLock(context.Context, string, time.Duration) (func(), error) { return func() {}, nil }
 
 // child runs this test binary again as a separate process in role, with extra env.
 func child(t testing.TB, role string, env ...string) *exec.Cmd {

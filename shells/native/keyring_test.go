@@ -23,8 +23,11 @@ import (
 
 const sentinel = "\x00gaia-chunked\x00"
 
+// newKeyringShell is the keyring of a shell on the real Secret Service (the test is
+// skipped without one) and a service of the test's own.
 func newKeyringShell(t *testing.T, tweak func(*native.Options)) (hostabi.Keyring, string) {
 	t.Helper()
+	requireKeyring(t)
 	svc := testService(t)
 	o := native.Options{Home: t.TempDir(), Service: svc, NoWatch: true}
 	if tweak != nil {
@@ -37,7 +40,6 @@ func newKeyringShell(t *testing.T, tweak func(*native.Options)) (hostabi.Keyring
 }
 
 func TestKeyringRoundTrip(t *testing.T) {
-	requireKeyring(t)
 	ctx := context.Background()
 	kr, svc := newKeyringShell(t, nil)
 
@@ -84,7 +86,6 @@ func storedParts(t *testing.T, svc, user string) []string {
 }
 
 func TestKeyringChunksLargeValues(t *testing.T) {
-	requireKeyring(t)
 	ctx := context.Background()
 	kr, svc := newKeyringShell(t, nil)
 	const user = "microsoft:default"
@@ -141,7 +142,6 @@ func TestKeyringChunksLargeValues(t *testing.T) {
 // A rewrite that crashed between parts, a missing part or a bad manifest reads as absent,
 // never as a truncated value.
 func TestKeyringTornValueReadsAbsent(t *testing.T) {
-	requireKeyring(t)
 	ctx := context.Background()
 	kr, svc := newKeyringShell(t, nil)
 	const user = "microsoft:default"
@@ -178,7 +178,6 @@ func TestKeyringTornValueReadsAbsent(t *testing.T) {
 // Values written by GAIA (parts, then a manifest with a CRC; or an older manifest without
 // one) read back whole.
 func TestKeyringReadsGAIAChunks(t *testing.T) {
-	requireKeyring(t)
 	ctx := context.Background()
 	kr, svc := newKeyringShell(t, nil)
 	const user = "google:default"
@@ -199,7 +198,6 @@ func TestKeyringReadsGAIAChunks(t *testing.T) {
 }
 
 func TestKeyringLayoutAndService(t *testing.T) {
-	requireKeyring(t)
 	ctx := context.Background()
 	kr, svc := newKeyringShell(t, func(o *native.Options) {
 		o.KeyLayout = func(u string) string { return "grantwire/" + u }

@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -210,4 +214,195 @@ func TestUnreadableLedgerIsReported(t *testing.T) {
 	fi, err := os.Stat(grants)
 	require.NoError(t, err)
 	require.True(t, fi.IsDir(), "nothing replaced it")
+}
+
+// Hostile ledgers (issue 10, items 14 and 18): whatever sits where a ledger should be, every
+// command answers at once with CORRUPT_LEDGER naming the file, and nothing is rewritten.
+
+// inTime fails the test when f does not return within 10 s (a read blocked on a FIFO).
+func inTime(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s blocked for 10 s", what)
+	}
+}
+
+// A device in place of a ledger (here a symbolic link to /dev/zero, which the ledger
+// reader refuses as a link; read through a followed path it would never end) is refused.
+func TestLedgerDeviceIsRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/zero")
+	}
+	l, home := newLedgers(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "connectors"), 0o700))
+	require.NoError(t, os.Symlink("/dev/zero", l.Path(layout.State)))
+	inTime(t, "Read", func() {
+		_, _, err := l.Read(context.Background(), layout.State)
+		requireRefused(t, err, hostabi.RefusedBrokenLink)
+	})
+}
+
+// MaxLedgerBytes caps what a read costs: a 200 MB ledger is refused before it is read.
+func TestLedgerSizeCap(t *testing.T) {
+	require.Equal(t, int64(16<<20), int64(native.MaxLedgerBytes))
+	ctx := context.Background()
+	l, home := newLedgers(t)
+	grants := l.Path(layout.Grants)
+	require.NoError(t, os.MkdirAll(filepath.Dir(grants), 0o700))
+	// A file of exactly the cap is read; one byte more is refused.
+	exact := []byte(`{"a": "` + strings.Repeat("x", native.MaxLedgerBytes-9) + `"}`)
+	require.Equal(t, native.MaxLedgerBytes, len(exact))
+	require.NoError(t, os.WriteFile(grants, exact, 0o600))
+	doc, _, err := l.Read(ctx, layout.Grants)
+	require.NoError(t, err)
+	require.Equal(t, native.MaxLedgerBytes, len(doc))
+
+	f, err := os.OpenFile(grants, os.O_WRONLY|os.O_TRUNC, 0o600)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(200<<20)) // sparse: costs no disk
+	require.NoError(t, f.Close())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err = l.Read(ctx, layout.Grants)
+	runtime.ReadMemStats(&after)
+	requireRefused(t, err, hostabi.RefusedTooLarge)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "the refused read allocated")
+	requireRefused(t, l.Update(ctx, layout.Grants, func([]byte, string) ([]byte, error) { return []byte(`{}`), nil }), hostabi.RefusedTooLarge)
+	fi, err := os.Stat(grants)
+	require.NoError(t, err)
+	require.Equal(t, int64(200<<20), fi.Size(), "not rewritten")
+
+	w := newWorld(t, worldOpts{home: home, noWatch: true})
+	runtime.ReadMemStats(&before)
+	_, err = w.client.ListGrants(ctx, "")
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+	require.ErrorContains(t, err, grants+" is unreadable (larger than 16 MiB)")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20))
+}
+
+// requireRefused requires the host's refusal of a file for reason.
+func requireRefused(t *testing.T, err error, reason string) {
+	t.Helper()
+	var fr *hostabi.FileRefused
+	require.ErrorAs(t, err, &fr)
+	require.Equal(t, reason, fr.Reason, "%v", err)
+}
+
+// homeWithGrants is a new home and the path of its grant ledger, whose folder exists.
+func homeWithGrants(t *testing.T) (home, grants string) {
+	home = t.TempDir()
+	grants = filepath.Join(home, "connectors", "grants.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(grants), 0o700))
+	return home, grants
+}
+
+// A ledger other users may read or write is used, reported once, and set to 0600.
+func TestLedgerOpenModeIsWarnedAndFixed(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no POSIX modes")
+	}
+	ctx := context.Background()
+	home, grants := homeWithGrants(t)
+	require.NoError(t, os.WriteFile(grants, []byte(`{"mcp-github": {"builtin:chat": ["use"]}}`), 0o600))
+	require.NoError(t, os.Chmod(grants, 0o666))
+	var mu sync.Mutex
+	var warnings []string
+	w := newWorld(t, worldOpts{home: home, noWatch: true, tweak: func(o *native.Options) {
+		o.Warn = func(s string) { mu.Lock(); warnings = append(warnings, s); mu.Unlock() }
+	}})
+	grants1, err := w.client.ListGrants(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"use"}, grants1["mcp-github"]["builtin:chat"])
+	require.Equal(t, os.FileMode(0o600), mode(t, grants))
+	_, err = w.client.ListGrants(ctx, "")
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, warnings, 1, "%q", warnings)
+	require.Contains(t, warnings[0], grants+" was mode 0666")
+	require.Contains(t, warnings[0], "set it to 0600")
+}
+
+// A symbolic link in place of a ledger is refused (a write would replace the link by a
+// file and leave its target stale); the printed fix works and keeps the grants.
+func TestLedgerSymlinkIsRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges")
+	}
+	ctx := context.Background()
+	home, grants := homeWithGrants(t)
+	target := filepath.Join(t.TempDir(), "dotfiles", "grants.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o700))
+	content := []byte(`{"mcp-github": {"builtin:chat": ["use"]}}`)
+	require.NoError(t, os.WriteFile(target, content, 0o600))
+	require.NoError(t, os.Symlink(target, grants))
+
+	w := newWorld(t, worldOpts{home: home, noWatch: true})
+	_, err := w.client.ListGrants(ctx, "")
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+	var ge *grantwire.Error
+	require.ErrorAs(t, err, &ge)
+	require.Contains(t, ge.Message, grants+" is unreadable (a symbolic link)")
+	_, err = w.client.Grant(ctx, "mcp-github", "builtin:code", []string{"use"})
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+	fi, err := os.Lstat(grants)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is left as it was")
+
+	// The fix is a command that works: the link becomes a copy of its target.
+	require.NotEmpty(t, ge.Fix)
+	out, err := exec.Command("sh", "-c", ge.Fix).CombinedOutput()
+	require.NoError(t, err, "%s: %s", ge.Fix, out)
+	got, err := w.client.ListGrants(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{"use"}, got["mcp-github"]["builtin:chat"])
+	_, err = w.client.Grant(ctx, "mcp-github", "builtin:code", []string{"use"})
+	require.NoError(t, err)
+	kept, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, content, kept, "the link's target is not written")
+
+	// A dangling link has a fix too.
+	require.NoError(t, os.Symlink(filepath.Join(home, "nowhere.json"), filepath.Join(home, "mcp_servers.json")))
+	_, err = w.client.Configure(ctx, "mcp-memory", grantwire.ConfigureInput{Env: nil})
+	require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+	require.ErrorAs(t, err, &ge)
+	require.Contains(t, ge.Message, "(a symbolic link to no regular file)")
+	out, err = exec.Command("sh", "-c", ge.Fix).CombinedOutput()
+	require.NoError(t, err, "%s: %s", ge.Fix, out)
+	_, err = w.client.Configure(ctx, "mcp-memory", grantwire.ConfigureInput{Env: nil})
+	require.NoError(t, err)
+}
+
+// Invalid UTF-8 or a duplicate key anywhere in a ledger — even in an entry the operation
+// does not touch — is refused, and the file is not rewritten (encoding/json would replace
+// the bytes with U+FFFD and keep only the last duplicate).
+func TestLedgerStrictJSON(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, doc, want string }{
+		{"invalid UTF-8", "{\"google\": {\"builtin:chat\": [\"caf\xe9\"]}}", "(not valid UTF-8)"},
+		{"duplicate connector", `{"google": {"builtin:chat": ["a"]}, "google": {"builtin:email": ["b"]}}`, `(duplicate member "google")`},
+		{"duplicate agent", `{"google": {"builtin:chat": ["a"], "builtin:chat": ["b"]}}`, `(duplicate member "builtin:chat")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, worldOpts{noWatch: true})
+			grants := filepath.Join(w.home, "connectors", "grants.json")
+			require.NoError(t, os.MkdirAll(filepath.Dir(grants), 0o700))
+			require.NoError(t, os.WriteFile(grants, []byte(tc.doc), 0o600))
+			_, err := w.client.Grant(ctx, "mcp-github", "builtin:chat", []string{"use"})
+			require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+			require.ErrorContains(t, err, grants)
+			require.ErrorContains(t, err, tc.want)
+			_, err = w.client.ListGrants(ctx, "")
+			require.ErrorIs(t, err, grantwire.ErrCorruptLedger)
+			got, err := os.ReadFile(grants)
+			require.NoError(t, err)
+			require.Equal(t, tc.doc, string(got), "not rewritten")
+		})
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/grantwire/grantwire/catalog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
 )
 
@@ -123,20 +121,14 @@ func childLedgerOps() int {
 	ctx := context.Background()
 	proc, _ := strconv.Atoi(os.Getenv("GW_PROC"))
 	n, _ := strconv.Atoi(os.Getenv("GW_N"))
-	c0, sh, err := newChildClient(ctx, os.Getenv("GW_HOME"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	_ = c0.Close(ctx)
-	caps := sh.Capabilities()
-	inner := caps.Files
-	if os.Getenv("GW_BLIND_WRITES") == "1" {
-		inner = blindFiles{inner}
-	}
-	rec := &recFiles{Files: inner}
-	caps.Files = rec
-	c, err := grantwire.New(ctx, grantwire.WithCapabilities(caps), grantwire.WithCatalog(catalog.Bytes(testCatalog(nil))))
+	rec := &recFiles{}
+	c, _, err := childClient(ctx, childOptions(), func(caps *hostabi.Capabilities) {
+		rec.Files = caps.Files
+		if os.Getenv("GW_BLIND_WRITES") == "1" {
+			rec.Files = blindFiles{caps.Files}
+		}
+		caps.Files = rec
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,7 +1,6 @@
 package native_test
 
 import (
-	"github.com/grantwire/grantwire"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,13 +23,8 @@ func TestTwoHomesOneServiceShareTheProviderLock(t *testing.T) {
 	}
 	requireKeyring(t)
 	lockDir := t.TempDir()
-	w := newWorld(t, worldOpts{noWatch: true, server: &authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30},
-		tweak: func(o *native.Options) { o.LockDir = lockDir }})
-	ctx := t.Context()
-	_, err := w.client.Configure(ctx, "local", grantwire.ConfigureInput{ClientID: "cid", ClientSecret: "cs"})
-	require.NoError(t, err)
-	_, err = w.client.Connect(ctx, "local", []string{"mail.read"}, []string{"builtin:chat"})
-	require.NoError(t, err)
+	w := connected(t, authserver.Config{ClientID: "cid", ClientSecret: "cs", ExpiresIn: 30},
+		worldOpts{noWatch: true, tweak: func(o *native.Options) { o.LockDir = lockDir }})
 
 	// The second home: the same ledgers, the same keyring service.
 	other := t.TempDir()

@@ -32,18 +32,19 @@ type Scenario struct {
 
 func agentID(i int) string { return fmt.Sprintf("installed:agent-%04d", i) }
 
-var benchScopes = []string{"openid", "email", "s1", "s2", "s3", "s4", "s5", "s6"}
+// BenchScopes are the scopes of the scaled worlds' connectors.
+var BenchScopes = []string{"openid", "email", "s1", "s2", "s3", "s4", "s5", "s6"}
 
-// grantedScopes are the scopes agent i holds on a connector: five, every third agent
-// three, every seventh none (no grant).
-func grantedScopes(i int) []string {
+// GrantedScopes are the scopes agent i holds on a connector: five, every third agent
+// three, every seventh none (no grant). The native engine's episodes use them too.
+func GrantedScopes(i int) []string {
 	switch {
 	case i%7 == 6:
 		return nil
 	case i%3 == 2:
-		return benchScopes[:3]
+		return BenchScopes[:3]
 	}
-	return benchScopes[:5]
+	return BenchScopes[:5]
 }
 
 const (
@@ -112,9 +113,9 @@ func query(op string, args any, facts map[string]any, round int) []byte {
 func gateFacts() map[string]any {
 	f := map[string]any{
 		"grant": ledgerFact("connectors/grants.json", []any{"c000", agentID(0)},
-			map[string]any{"c000": map[string]any{agentID(0): grantedScopes(0)}}),
+			map[string]any{"c000": map[string]any{agentID(0): GrantedScopes(0)}}),
 		"now":   json.Number(fmt.Sprint(benchNow)),
-		"conn":  connFact("conn", connBlob(benchScopes, benchClientID)),
+		"conn":  connFact("conn", connBlob(BenchScopes, benchClientID)),
 		"token": tokenFact("token", tokenBlob(benchNow+3600000)),
 	}
 	clientFacts(f, "client", clientBlob(benchClientID))
@@ -156,7 +157,7 @@ func GateMix() []Scenario {
 		with("not-granted", "done AGENT_NOT_GRANTED", gateArgs("openid", "s6"), func(map[string]any) {}),
 		with("not-connected", "done NOT_CONNECTED", gateArgs("openid"), func(f map[string]any) { f["conn"] = map[string]any{"found": false} }),
 		with("missing-scopes", "done CONNECTION_MISSING_SCOPES", gateArgs("openid", "s2"), func(f map[string]any) {
-			f["conn"] = connFact("conn", connBlob(benchScopes[:2], benchClientID))
+			f["conn"] = connFact("conn", connBlob(BenchScopes[:2], benchClientID))
 		}),
 		with("tripwire", "need env.get,keyring.get", gateArgs("openid"), func(f map[string]any) {
 			clientFacts(f, "client", clientBlob(benchRotated))
@@ -171,11 +172,11 @@ func GateMix() []Scenario {
 // lockedFacts adds the facts read under the provider's lock.
 func lockedFacts(f map[string]any, client string, token *string) {
 	f["lock"] = "held"
-	f["conn@lock"] = connFact("conn@lock", connBlob(benchScopes, benchClientID))
+	f["conn@lock"] = connFact("conn@lock", connBlob(BenchScopes, benchClientID))
 	f["token@lock"] = tokenFact("token@lock", token)
 	f["now@lock"] = json.Number(fmt.Sprint(benchNow))
 	f["state@lock"] = ledgerFact("connectors/state.json", []any{"c000"}, map[string]any{"c000": map[string]any{
-		"configured": true, "account": "user@example.com", "scopes": benchScopes, "connected_at": benchAtMs,
+		"configured": true, "account": "user@example.com", "scopes": BenchScopes, "connected_at": benchAtMs,
 		"client_id_hash": jsonx.CRC32(benchClientID), "tenant": nil,
 	}})
 	clientFacts(f, "client@lock", clientBlob(client))
@@ -230,7 +231,7 @@ func (s Size) grantsLedger() map[string]any {
 	for c := range s.Connectors {
 		m := map[string]any{}
 		for a := range s.Agents {
-			if sc := grantedScopes(a + c); sc != nil {
+			if sc := GrantedScopes(a + c); sc != nil {
 				m[agentID(a)] = sc
 			}
 		}
@@ -287,7 +288,7 @@ func (s Size) Listings() []Scenario {
 	}
 	conns := map[string]any{}
 	for i, c := range s.oauthIDs() {
-		status["conn|"+c] = connFact("conn|"+c, connBlob(benchScopes[:5], benchClientID))
+		status["conn|"+c] = connFact("conn|"+c, connBlob(BenchScopes[:5], benchClientID))
 		clientFacts(status, "client|"+c, clientBlob(benchClientID))
 		conns["conn|"+c] = status["conn|"+c]
 		clientFacts(conns, "client|"+c, clientBlob(benchClientID))
@@ -295,7 +296,7 @@ func (s Size) Listings() []Scenario {
 			clientFacts(conns, "client|"+c, clientBlob(benchRotated))
 			clientFacts(conns, "client@fresh|"+c, clientBlob(benchRotated))
 			conns["lock|"+c] = "held"
-			conns["conn@lock|"+c] = connFact("conn@lock|"+c, connBlob(benchScopes[:5], benchClientID))
+			conns["conn@lock|"+c] = connFact("conn@lock|"+c, connBlob(BenchScopes[:5], benchClientID))
 			conns["state@lock|"+c] = ledgerFact("connectors/state.json", []any{c}, map[string]any{})
 			clientFacts(conns, "client@lock|"+c, clientBlob(benchRotated))
 		}

@@ -976,7 +976,11 @@ b26:
 		goto b27
 	}
 	l10 = l9
-	if l11 = ev.BiRegexGlobsMatch(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b27
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b27
+	} else if l11 = ev.BiRegexGlobsMatch(s0, s1); l11 == nil {
 		goto b27
 	}
 	l12 = l11
@@ -1088,7 +1092,9 @@ b34:
 		goto b35
 	}
 	l7 = l6
-	if l8 = ev.BiUnitsParse(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b35
+	} else if l8 = ev.BiUnitsParse(s0); l8 == nil {
 		goto b35
 	}
 	l9 = l8
@@ -1111,7 +1117,9 @@ b36:
 		goto b37
 	}
 	l7 = l6
-	if l8 = ev.BiUnitsParseBytes(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b37
+	} else if l8 = ev.BiUnitsParseBytes(s0); l8 == nil {
 		goto b37
 	}
 	l9 = l8
@@ -1134,7 +1142,9 @@ b38:
 		goto b39
 	}
 	l7 = l6
-	if l8 = ev.BiUUIDParse(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b39
+	} else if l8 = ev.BiUUIDParse(s0); l8 == nil {
 		goto b39
 	}
 	l9 = l8
@@ -1397,7 +1407,9 @@ b58:
 		goto b59
 	}
 	l7 = l6
-	if l8 = ev.BiBase64Decode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b59
+	} else if l8 = ev.BiBase64Decode(s0); l8 == nil {
 		goto b59
 	}
 	l9 = l8
@@ -1420,7 +1432,9 @@ b60:
 		goto b61
 	}
 	l7 = l6
-	if l8 = ev.BiBase64Encode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b61
+	} else if l8 = ev.BiBase64Encode(s0); l8 == nil {
 		goto b61
 	}
 	l9 = l8
@@ -1466,7 +1480,9 @@ b64:
 		goto b65
 	}
 	l7 = l6
-	if l8 = ev.BiBase64URLDecode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b65
+	} else if l8 = ev.BiBase64URLDecode(s0); l8 == nil {
 		goto b65
 	}
 	l9 = l8
@@ -1489,7 +1505,9 @@ b66:
 		goto b67
 	}
 	l7 = l6
-	if l8 = ev.BiBase64URLEncode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b67
+	} else if l8 = ev.BiBase64URLEncode(s0); l8 == nil {
 		goto b67
 	}
 	l9 = l8
@@ -1512,7 +1530,9 @@ b68:
 		goto b69
 	}
 	l7 = l6
-	if l8 = ev.BiBase64URLEncodeNoPad(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b69
+	} else if l8 = ev.BiBase64URLEncodeNoPad(s0); l8 == nil {
 		goto b69
 	}
 	l9 = l8
@@ -1726,7 +1746,9 @@ b84:
 		goto b85
 	}
 	l10 = l9
-	if l11 = ev.BiConcat(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b85
+	} else if l11 = ev.BiConcat(s0, l10); l11 == nil {
 		goto b85
 	}
 	l12 = l11
@@ -1754,7 +1776,11 @@ b86:
 		goto b87
 	}
 	l10 = l9
-	if l11 = ev.BiContains(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b87
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b87
+	} else if l11 = ev.BiContains(s0, s1); l11 == nil {
 		goto b87
 	}
 	l12 = l11
@@ -1805,7 +1831,11 @@ b90:
 		goto b91
 	}
 	l10 = l9
-	if l11 = ev.BiHMACEqual(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b91
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b91
+	} else if l11 = ev.BiHMACEqual(s0, s1); l11 == nil {
 		goto b91
 	}
 	l12 = l11
@@ -2042,7 +2072,11 @@ b108:
 		goto b109
 	}
 	l10 = l9
-	if l11 = ev.BiEndsWith(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b109
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b109
+	} else if l11 = ev.BiEndsWith(s0, s1); l11 == nil {
 		goto b109
 	}
 	l12 = l11
@@ -2177,7 +2211,9 @@ b118:
 		goto b119
 	}
 	l7 = l6
-	if l8 = ev.BiGlobQuoteMeta(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b119
+	} else if l8 = ev.BiGlobQuoteMeta(s0); l8 == nil {
 		goto b119
 	}
 	l9 = l8
@@ -2312,7 +2348,9 @@ b128:
 		goto b129
 	}
 	l7 = l6
-	if l8 = ev.BiHexDecode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b129
+	} else if l8 = ev.BiHexDecode(s0); l8 == nil {
 		goto b129
 	}
 	l9 = l8
@@ -2335,7 +2373,9 @@ b130:
 		goto b131
 	}
 	l7 = l6
-	if l8 = ev.BiHexEncode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b131
+	} else if l8 = ev.BiHexEncode(s0); l8 == nil {
 		goto b131
 	}
 	l9 = l8
@@ -2700,7 +2740,9 @@ b160:
 		goto b161
 	}
 	l7 = l6
-	if l8 = ev.BiJSONUnmarshal(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b161
+	} else if l8 = ev.BiJSONUnmarshal(s0); l8 == nil {
 		goto b161
 	}
 	l9 = l8
@@ -2965,7 +3007,11 @@ b180:
 		goto b181
 	}
 	l10 = l9
-	if l11 = ev.BiCIDRIntersects(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b181
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b181
+	} else if l11 = ev.BiCIDRIntersects(s0, s1); l11 == nil {
 		goto b181
 	}
 	l12 = l11
@@ -3408,7 +3454,11 @@ b212:
 		goto b213
 	}
 	l10 = l9
-	if l11 = ev.BiRegexMatch(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b213
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b213
+	} else if l11 = ev.BiRegexMatch(s0, s1); l11 == nil {
 		goto b213
 	}
 	l12 = l11
@@ -3441,7 +3491,11 @@ b214:
 		goto b215
 	}
 	l13 = l12
-	if l14 = ev.BiRegexReplace(l7, l10, l13); l14 == nil {
+	if s1, ok := rt.Str(l10); !ok {
+		goto b215
+	} else if s2, ok := rt.Str(l13); !ok {
+		goto b215
+	} else if l14 = ev.BiRegexReplace(l7, s1, s2); l14 == nil {
 		goto b215
 	}
 	l15 = l14
@@ -3469,7 +3523,11 @@ b216:
 		goto b217
 	}
 	l10 = l9
-	if l11 = ev.BiRegexSplit(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b217
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b217
+	} else if l11 = ev.BiRegexSplit(s0, s1); l11 == nil {
 		goto b217
 	}
 	l12 = l11
@@ -3530,7 +3588,11 @@ b220:
 		goto b221
 	}
 	l13 = l12
-	if l14 = ev.BiReplace(l7, l10, l13); l14 == nil {
+	if s1, ok := rt.Str(l10); !ok {
+		goto b221
+	} else if s2, ok := rt.Str(l13); !ok {
+		goto b221
+	} else if l14 = ev.BiReplace(l7, s1, s2); l14 == nil {
 		goto b221
 	}
 	l15 = l14
@@ -3660,7 +3722,11 @@ b230:
 		goto b231
 	}
 	l10 = l9
-	if l11 = ev.BiStartsWith(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b231
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b231
+	} else if l11 = ev.BiStartsWith(s0, s1); l11 == nil {
 		goto b231
 	}
 	l12 = l11
@@ -3744,7 +3810,11 @@ b236:
 		goto b237
 	}
 	l10 = l9
-	if l11 = ev.BiStringsCount(l7, l10); l11 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b237
+	} else if s1, ok := rt.Str(l10); !ok {
+		goto b237
+	} else if l11 = ev.BiStringsCount(s0, s1); l11 == nil {
 		goto b237
 	}
 	l12 = l11
@@ -3795,7 +3865,9 @@ b240:
 		goto b241
 	}
 	l7 = l6
-	if l8 = ev.BiStringsReverse(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b241
+	} else if l8 = ev.BiStringsReverse(s0); l8 == nil {
 		goto b241
 	}
 	l9 = l8
@@ -4185,7 +4257,9 @@ b270:
 		goto b271
 	}
 	l7 = l6
-	if l8 = ev.BiURIParse(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b271
+	} else if l8 = ev.BiURIParse(s0); l8 == nil {
 		goto b271
 	}
 	l9 = l8
@@ -4208,7 +4282,9 @@ b272:
 		goto b273
 	}
 	l7 = l6
-	if l8 = ev.BiURLQueryDecode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b273
+	} else if l8 = ev.BiURLQueryDecode(s0); l8 == nil {
 		goto b273
 	}
 	l9 = l8
@@ -4231,7 +4307,9 @@ b274:
 		goto b275
 	}
 	l7 = l6
-	if l8 = ev.BiURLQueryDecodeObject(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b275
+	} else if l8 = ev.BiURLQueryDecodeObject(s0); l8 == nil {
 		goto b275
 	}
 	l9 = l8
@@ -4254,7 +4332,9 @@ b276:
 		goto b277
 	}
 	l7 = l6
-	if l8 = ev.BiURLQueryEncode(l7); l8 == nil {
+	if s0, ok := rt.Str(l7); !ok {
+		goto b277
+	} else if l8 = ev.BiURLQueryEncode(s0); l8 == nil {
 		goto b277
 	}
 	l9 = l8

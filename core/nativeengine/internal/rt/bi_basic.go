@@ -397,31 +397,24 @@ func (ev *Eval) BiSort(a *V) *V {
 }
 
 //rego:builtin all
-func (ev *Eval) BiAll(a *V) *V {
-	xs, ok := ev.elems(a)
-	if !ok {
-		return nil
-	}
-	for _, x := range xs {
-		if !IsTrue(x) {
-			return False
-		}
-	}
-	return True
-}
+func (ev *Eval) BiAll(a *V) *V { return ev.quantify(a, false) }
 
 //rego:builtin any
-func (ev *Eval) BiAny(a *V) *V {
+func (ev *Eval) BiAny(a *V) *V { return ev.quantify(a, true) }
+
+// quantify is any (stop true: true at the first true member) and all (stop false: false
+// at the first member that is not true) over an array or set.
+func (ev *Eval) quantify(a *V, stop bool) *V {
 	xs, ok := ev.elems(a)
 	if !ok {
 		return nil
 	}
 	for _, x := range xs {
-		if IsTrue(x) {
-			return True
+		if IsTrue(x) == stop {
+			return Bool(stop)
 		}
 	}
-	return False
+	return Bool(!stop)
 }
 
 func (ev *Eval) bits2(a, b *V, f func(z, x, y *big.Int) *big.Int) *V {

@@ -89,100 +89,65 @@ func (ev *Eval) intersect(a, b *V) *V {
 	return out
 }
 
-func (ev *Eval) union(a, b *V) *V {
-	out := ev.Set(len(a.a) + len(b.a))
-	i, j := 0, 0
-	for i < len(a.a) || j < len(b.a) {
-		switch {
-		case j >= len(b.a):
-			out.a = append(out.a, a.a[i])
-			i++
-		case i >= len(a.a):
-			out.a = append(out.a, b.a[j])
-			j++
-		default:
-			switch c := Compare(a.a[i], b.a[j]); {
-			case c < 0:
-				out.a = append(out.a, a.a[i])
-				i++
-			case c > 0:
-				out.a = append(out.a, b.a[j])
-				j++
-			default:
-				out.a = append(out.a, a.a[i])
-				i++
-				j++
-			}
-		}
-	}
-	return out
-}
-
 //rego:builtin and
-func (ev *Eval) BiAnd(a, b *V) *V {
-	if a.Kind() != KSet || b.Kind() != KSet {
-		return nil
-	}
-	return ev.intersect(a, b)
-}
+func (ev *Eval) BiAnd(a, b *V) *V { return ev.both(KSet, a, b, (*Eval).intersect) }
 
 //rego:builtin or
-func (ev *Eval) BiOr(a, b *V) *V {
-	if a.Kind() != KSet || b.Kind() != KSet {
+func (ev *Eval) BiOr(a, b *V) *V { return ev.both(KSet, a, b, (*Eval).unionOf) }
+
+//rego:builtin set_diff
+func (ev *Eval) BiSetDiff(a, b *V) *V { return ev.both(KSet, a, b, (*Eval).minus) }
+
+//rego:builtin intersection
+func (ev *Eval) BiIntersection(a *V) *V { return ev.fold(KSet, KSet, a, (*Eval).intersect) }
+
+//rego:builtin union
+func (ev *Eval) BiUnion(a *V) *V { return ev.fold(KSet, KSet, a, (*Eval).unionOf) }
+
+// both is a built-in function of two operands of kind k (sets, objects): f of them, or
+// undefined when either is of another kind.
+func (ev *Eval) both(k Kind, a, b *V, f func(*Eval, *V, *V) *V) *V {
+	if a.Kind() != k || b.Kind() != k {
 		return nil
 	}
+	return f(ev, a, b)
+}
+
+// fold is a built-in function over the members of a collection xs of kind outer (a set
+// of sets, an array of objects), each of kind k: f folded over them, an empty k when
+// there are none, undefined when xs or a member is of another kind.
+func (ev *Eval) fold(outer, k Kind, xs *V, f func(*Eval, *V, *V) *V) *V {
+	if xs.Kind() != outer {
+		return nil
+	}
+	for _, x := range xs.a {
+		if x.k != k {
+			return nil
+		}
+	}
+	if len(xs.a) == 0 {
+		if k == KObj {
+			return ev.Object(0)
+		}
+		return ev.Set(0)
+	}
+	r := xs.a[0]
+	for _, x := range xs.a[1:] {
+		r = f(ev, r, x)
+	}
+	return r
+}
+
+// unionOf is or and object.union of two sets or two objects: an empty or equal operand
+// is the answer without a copy.
+func (ev *Eval) unionOf(a, b *V) *V {
 	if len(a.a) == 0 {
 		return b
 	}
-	if len(b.a) == 0 {
+	if len(b.a) == 0 || Equal(a, b) {
 		return a
 	}
 	return ev.union(a, b)
-}
-
-//rego:builtin set_diff
-func (ev *Eval) BiSetDiff(a, b *V) *V {
-	if a.Kind() != KSet || b.Kind() != KSet {
-		return nil
-	}
-	return ev.minus(a, b)
-}
-
-//rego:builtin intersection
-func (ev *Eval) BiIntersection(a *V) *V {
-	if a.Kind() != KSet {
-		return nil
-	}
-	if len(a.a) == 0 {
-		return ev.Set(0)
-	}
-	var r *V
-	for _, s := range a.a {
-		if s.k != KSet {
-			return nil
-		}
-		if r == nil {
-			r = s
-		} else {
-			r = ev.intersect(r, s)
-		}
-	}
-	return r
-}
-
-//rego:builtin union
-func (ev *Eval) BiUnion(a *V) *V {
-	if a.Kind() != KSet {
-		return nil
-	}
-	r := ev.Set(0)
-	for _, s := range a.a {
-		if s.k != KSet {
-			return nil
-		}
-		r = ev.union(r, s)
-	}
-	return r
 }
 
 //rego:builtin object.get
@@ -213,9 +178,17 @@ func (ev *Eval) BiObjectKeys(obj *V) *V {
 	return ev.setOf(obj.a)
 }
 
-// unionObjects is object.union: b's members over a's, objects under a common key merged.
-func (ev *Eval) unionObjects(a, b *V) *V {
-	out := ev.Object(len(a.a) + len(b.a))
+// union is the union of two sets, or object.union of two objects (b's members over a's,
+// objects under a common key merged): one walk of their sorted members (keys). Of a member
+// in both, a's is kept (which of two equal numbers, 1 and 1.0, is kept matters).
+func (ev *Eval) union(a, b *V) *V {
+	obj := a.k == KObj
+	var out *V
+	if obj {
+		out = ev.Object(len(a.a) + len(b.a))
+	} else {
+		out = ev.Set(len(a.a) + len(b.a))
+	}
 	i, j := 0, 0
 	for i < len(a.a) || j < len(b.a) {
 		var c int
@@ -229,18 +202,27 @@ func (ev *Eval) unionObjects(a, b *V) *V {
 		}
 		switch {
 		case c < 0:
-			out.a, out.o = append(out.a, a.a[i]), append(out.o, a.o[i])
+			out.a = append(out.a, a.a[i])
+			if obj {
+				out.o = append(out.o, a.o[i])
+			}
 			i++
 		case c > 0:
-			out.a, out.o = append(out.a, b.a[j]), append(out.o, b.o[j])
+			out.a = append(out.a, b.a[j])
+			if obj {
+				out.o = append(out.o, b.o[j])
+			}
 			j++
 		default:
-			va, vb := a.o[i], b.o[j]
-			v := vb
-			if va.k == KObj && vb.k == KObj {
-				v = ev.unionObjects(va, vb)
+			out.a = append(out.a, a.a[i])
+			if obj {
+				va, vb := a.o[i], b.o[j]
+				v := vb
+				if va.k == KObj && vb.k == KObj {
+					v = ev.union(va, vb)
+				}
+				out.o = append(out.o, v)
 			}
-			out.a, out.o = append(out.a, a.a[i]), append(out.o, v)
 			i++
 			j++
 		}
@@ -249,42 +231,10 @@ func (ev *Eval) unionObjects(a, b *V) *V {
 }
 
 //rego:builtin object.union
-func (ev *Eval) BiObjectUnion(a, b *V) *V {
-	if a.Kind() != KObj || b.Kind() != KObj {
-		return nil
-	}
-	if len(a.a) == 0 {
-		return b
-	}
-	if len(b.a) == 0 || Equal(a, b) {
-		return a
-	}
-	return ev.unionObjects(a, b)
-}
+func (ev *Eval) BiObjectUnion(a, b *V) *V { return ev.both(KObj, a, b, (*Eval).unionOf) }
 
 //rego:builtin object.union_n
-func (ev *Eval) BiObjectUnionN(arr *V) *V {
-	if arr.Kind() != KArr {
-		return nil
-	}
-	if len(arr.a) == 0 {
-		return ev.Object(0)
-	}
-	for _, o := range arr.a {
-		if o.k != KObj {
-			return nil
-		}
-	}
-	r := arr.a[0]
-	for _, o := range arr.a[1:] {
-		if len(r.a) == 0 {
-			r = o
-		} else if len(o.a) > 0 && !Equal(r, o) {
-			r = ev.unionObjects(r, o)
-		}
-	}
-	return r
-}
+func (ev *Eval) BiObjectUnionN(arr *V) *V { return ev.fold(KArr, KObj, arr, (*Eval).unionOf) }
 
 // keySet is topdown's getObjectKeysParam: the keys given as an array, a set or an
 // object's keys, as a sorted slice.
@@ -303,36 +253,34 @@ func (ev *Eval) keySet(a *V) ([]*V, bool) {
 }
 
 //rego:builtin object.remove
-func (ev *Eval) BiObjectRemove(obj, keys *V) *V {
+func (ev *Eval) BiObjectRemove(obj, keys *V) *V { return ev.selectKeys(obj, keys, false) }
+
+//rego:builtin object.filter
+func (ev *Eval) BiObjectFilter(obj, keys *V) *V { return ev.selectKeys(obj, keys, true) }
+
+// selectKeys is object.filter (keep: the members under the keys, each under the key as
+// given) and object.remove (the members under other keys).
+func (ev *Eval) selectKeys(obj, keys *V, keep bool) *V {
 	if obj.Kind() != KObj {
 		return nil
 	}
 	ks, ok := ev.keySet(keys)
 	if !ok {
 		return nil
+	}
+	if keep {
+		out := ev.Object(len(ks))
+		for _, k := range ks {
+			if v := obj.get(k); v != nil {
+				out.a, out.o = append(out.a, k), append(out.o, v)
+			}
+		}
+		return out
 	}
 	out := ev.Object(len(obj.a))
 	for i, k := range obj.a {
 		if _, found := search(ks, k); !found {
 			out.a, out.o = append(out.a, k), append(out.o, obj.o[i])
-		}
-	}
-	return out
-}
-
-//rego:builtin object.filter
-func (ev *Eval) BiObjectFilter(obj, keys *V) *V {
-	if obj.Kind() != KObj {
-		return nil
-	}
-	ks, ok := ev.keySet(keys)
-	if !ok {
-		return nil
-	}
-	out := ev.Object(len(ks))
-	for _, k := range ks {
-		if v := obj.get(k); v != nil {
-			out.a, out.o = append(out.a, k), append(out.o, v)
 		}
 	}
 	return out
@@ -478,15 +426,19 @@ func (ev *Eval) jsonPaths(a *V) (*V, bool) {
 }
 
 //rego:builtin json.filter
-func (ev *Eval) BiJSONFilter(obj, paths *V) *V {
+func (ev *Eval) BiJSONFilter(obj, paths *V) *V { return ev.onPaths(obj, paths, (*Eval).filterObject) }
+
+// onPaths is json.filter and json.remove: f of an object and the tree of the paths
+// (jsonPaths), undefined when obj is not an object or paths are not paths.
+func (ev *Eval) onPaths(obj, paths *V, f func(*Eval, *V, *V) *V) *V {
 	if obj.Kind() != KObj {
 		return nil
 	}
-	filter, ok := ev.jsonPaths(paths)
+	tree, ok := ev.jsonPaths(paths)
 	if !ok {
 		return nil
 	}
-	return ev.filterObject(obj, filter)
+	return f(ev, obj, tree)
 }
 
 func (ev *Eval) filterObject(o, filter *V) *V {
@@ -526,16 +478,7 @@ func (ev *Eval) filterObject(o, filter *V) *V {
 }
 
 //rego:builtin json.remove
-func (ev *Eval) BiJSONRemove(obj, paths *V) *V {
-	if obj.Kind() != KObj {
-		return nil
-	}
-	tree, ok := ev.jsonPaths(paths)
-	if !ok {
-		return nil
-	}
-	return ev.jsonRemove(obj, tree)
-}
+func (ev *Eval) BiJSONRemove(obj, paths *V) *V { return ev.onPaths(obj, paths, (*Eval).jsonRemove) }
 
 func (ev *Eval) jsonRemove(a, b *V) *V {
 	if b == nil {
@@ -620,14 +563,16 @@ func vertices(v *V) []*V {
 	return nil
 }
 
+// graphOperands is the type check of graph.reachable and graph.reachable_paths: an
+// object (a vertex's edges) and an array or set of vertices to start from.
+func graphOperands(graph, initial *V) bool {
+	k := initial.Kind()
+	return graph.Kind() == KObj && (k == KArr || k == KSet)
+}
+
 //rego:builtin graph.reachable
 func (ev *Eval) BiGraphReachable(graph, initial *V) *V {
-	if graph.Kind() != KObj {
-		return nil
-	}
-	switch initial.Kind() {
-	case KArr, KSet:
-	default:
+	if !graphOperands(graph, initial) {
 		return nil
 	}
 	queue := append([]*V(nil), initial.a...)
@@ -649,12 +594,7 @@ func (ev *Eval) BiGraphReachable(graph, initial *V) *V {
 
 //rego:builtin graph.reachable_paths
 func (ev *Eval) BiGraphReachablePaths(graph, initial *V) *V {
-	if graph.Kind() != KObj {
-		return nil
-	}
-	switch initial.Kind() {
-	case KArr, KSet:
-	default:
+	if !graphOperands(graph, initial) {
 		return nil
 	}
 	result := ev.Set(0)

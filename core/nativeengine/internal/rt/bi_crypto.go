@@ -58,20 +58,12 @@ func (ev *Eval) BiHMACSHA256(a, b *V) *V { return ev.hmac(a, b, sha256.New) }
 func (ev *Eval) BiHMACSHA512(a, b *V) *V { return ev.hmac(a, b, sha512.New) }
 
 //rego:builtin crypto.hmac.equal
-func (ev *Eval) BiHMACEqual(a, b *V) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiHMACEqual(x, y string) *V {
 	return Bool(hmac.Equal([]byte(x), []byte(y)))
 }
 
 //rego:builtin glob.quote_meta
-func (ev *Eval) BiGlobQuoteMeta(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiGlobQuoteMeta(s string) *V {
 	return ev.String(glob.QuoteMeta(s))
 }
 
@@ -86,7 +78,7 @@ func (ev *Eval) verifyHS(token, secret *V, h func() hash.Hash) *V {
 	if len(parts) != 3 {
 		return nil
 	}
-	sig := ev.BiBase64URLDecode(ev.String(parts[2]))
+	sig := ev.BiBase64URLDecode(parts[2])
 	if sig == nil {
 		return nil
 	}

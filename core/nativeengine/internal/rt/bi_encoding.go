@@ -56,11 +56,7 @@ func validJSONNumber(s string) bool {
 }
 
 //rego:builtin json.unmarshal
-func (ev *Eval) BiJSONUnmarshal(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiJSONUnmarshal(s string) *V {
 	v, err := ev.parse(s)
 	if err != nil || !numbersChecked(v) {
 		return nil
@@ -106,20 +102,12 @@ func (ev *Eval) encodeString(n int, s string, encode func(dst, src []byte)) *V {
 }
 
 //rego:builtin base64.encode
-func (ev *Eval) BiBase64Encode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiBase64Encode(s string) *V {
 	return ev.encodeString(base64.StdEncoding.EncodedLen(len(s)), s, base64.StdEncoding.Encode)
 }
 
 //rego:builtin base64.decode
-func (ev *Eval) BiBase64Decode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiBase64Decode(s string) *V {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil
@@ -138,29 +126,17 @@ func (ev *Eval) BiBase64IsValid(a *V) *V {
 }
 
 //rego:builtin base64url.encode
-func (ev *Eval) BiBase64URLEncode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiBase64URLEncode(s string) *V {
 	return ev.encodeString(base64.URLEncoding.EncodedLen(len(s)), s, base64.URLEncoding.Encode)
 }
 
 //rego:builtin base64url.encode_no_pad
-func (ev *Eval) BiBase64URLEncodeNoPad(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiBase64URLEncodeNoPad(s string) *V {
 	return ev.encodeString(base64.RawURLEncoding.EncodedLen(len(s)), s, base64.RawURLEncoding.Encode)
 }
 
 //rego:builtin base64url.decode
-func (ev *Eval) BiBase64URLDecode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiBase64URLDecode(s string) *V {
 	if !strings.HasSuffix(s, "=") {
 		switch len(s) % 4 {
 		case 0:
@@ -180,20 +156,12 @@ func (ev *Eval) BiBase64URLDecode(a *V) *V {
 }
 
 //rego:builtin hex.encode
-func (ev *Eval) BiHexEncode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiHexEncode(s string) *V {
 	return ev.encodeString(hex.EncodedLen(len(s)), s, func(dst, src []byte) { hex.Encode(dst, src) })
 }
 
 //rego:builtin hex.decode
-func (ev *Eval) BiHexDecode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiHexDecode(s string) *V {
 	b, err := hex.DecodeString(s)
 	if err != nil {
 		return nil
@@ -202,20 +170,12 @@ func (ev *Eval) BiHexDecode(a *V) *V {
 }
 
 //rego:builtin urlquery.encode
-func (ev *Eval) BiURLQueryEncode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiURLQueryEncode(s string) *V {
 	return ev.String(url.QueryEscape(s))
 }
 
 //rego:builtin urlquery.decode
-func (ev *Eval) BiURLQueryDecode(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiURLQueryDecode(s string) *V {
 	r, err := url.QueryUnescape(s)
 	if err != nil {
 		return nil
@@ -256,11 +216,7 @@ func (ev *Eval) BiURLQueryEncodeObject(a *V) *V {
 }
 
 //rego:builtin urlquery.decode_object
-func (ev *Eval) BiURLQueryDecodeObject(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiURLQueryDecodeObject(s string) *V {
 	vals, err := url.ParseQuery(s)
 	if err != nil {
 		return nil
@@ -331,7 +287,7 @@ func (ev *Eval) BiJSONMarshalWithOptions(a, opts *V) *V {
 
 // jwtPart base64url-decodes a part of a JWT (padding optional).
 func (ev *Eval) jwtPart(s string) (*V, bool) {
-	v := ev.BiBase64URLDecode(ev.String(s))
+	v := ev.BiBase64URLDecode(s)
 	return v, v != nil
 }
 
@@ -349,7 +305,7 @@ func (ev *Eval) BiJWTDecode(a *V) *V {
 	if !ok {
 		return nil
 	}
-	header := ev.BiJSONUnmarshal(h)
+	header := ev.BiJSONUnmarshal(h.s)
 	if header.Kind() != KObj || GetStr(header, "enc") != nil { // a JWE is not supported
 		return nil
 	}
@@ -365,7 +321,7 @@ func (ev *Eval) BiJWTDecode(a *V) *V {
 			return ev.BiJWTDecode(ev.String(strings.Trim(p.s, `"'`)))
 		}
 	}
-	payload := ev.BiJSONUnmarshal(p)
+	payload := ev.BiJSONUnmarshal(p.s)
 	if payload.Kind() != KObj {
 		return nil
 	}
@@ -379,11 +335,7 @@ func (ev *Eval) BiJWTDecode(a *V) *V {
 }
 
 //rego:builtin uri.parse
-func (ev *Eval) BiURIParse(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiURIParse(s string) *V {
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil

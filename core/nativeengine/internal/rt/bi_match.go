@@ -69,11 +69,7 @@ func (ev *Eval) BiRegexIsValid(a *V) *V {
 }
 
 //rego:builtin regex.match
-func (ev *Eval) BiRegexMatch(a, b *V) *V {
-	pat, s, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiRegexMatch(pat, s string) *V {
 	return matches(pat, s)
 }
 
@@ -87,14 +83,10 @@ func matches(pat, s string) *V {
 }
 
 //rego:builtin re_match
-func (ev *Eval) BiReMatch(a, b *V) *V { return ev.BiRegexMatch(a, b) }
+func (ev *Eval) BiReMatch(a, b string) *V { return ev.BiRegexMatch(a, b) }
 
 //rego:builtin regex.split
-func (ev *Eval) BiRegexSplit(a, b *V) *V {
-	pat, s, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiRegexSplit(pat, s string) *V {
 	re, err := compileRegexp(pat)
 	if err != nil {
 		return nil
@@ -137,11 +129,9 @@ func (ev *Eval) BiRegexFindAllStringSubmatchN(a, b, c *V) *V {
 }
 
 //rego:builtin regex.replace
-func (ev *Eval) BiRegexReplace(a, b, c *V) *V {
-	base, ok1 := Str(a)
-	pat, ok2 := Str(b)
-	val, ok3 := Str(c)
-	if !ok1 || !ok2 || !ok3 {
+func (ev *Eval) BiRegexReplace(a *V, pat, val string) *V {
+	base, ok := Str(a)
+	if !ok {
 		return nil
 	}
 	re, err := compileRegexp(pat)
@@ -200,13 +190,10 @@ func parseCIDR(a *V) (*net.IPNet, bool) {
 }
 
 //rego:builtin net.cidr_intersects
-func (ev *Eval) BiCIDRIntersects(a, b *V) *V {
-	x, ok1 := parseCIDR(a)
-	if !ok1 {
-		return nil
-	}
-	y, ok2 := parseCIDR(b)
-	if !ok2 {
+func (ev *Eval) BiCIDRIntersects(a, b string) *V {
+	_, x, err1 := net.ParseCIDR(a)
+	_, y, err2 := net.ParseCIDR(b)
+	if err1 != nil || err2 != nil {
 		return nil
 	}
 	return Bool(x.Contains(y.IP) || y.Contains(x.IP))
@@ -362,11 +349,7 @@ func regexTemplate(tpl string, open, closing byte) (string, bool) {
 }
 
 //rego:builtin regex.globs_match
-func (ev *Eval) BiRegexGlobsMatch(a, b *V) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiRegexGlobsMatch(x, y string) *V {
 	ne, err := gintersect.NonEmpty(x, y)
 	if err != nil {
 		return nil

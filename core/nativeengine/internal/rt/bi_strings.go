@@ -11,11 +11,7 @@ import (
 )
 
 //rego:builtin concat
-func (ev *Eval) BiConcat(sep, coll *V) *V {
-	j, ok := Str(sep)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiConcat(j string, coll *V) *V {
 	xs, ok := ev.elems(coll)
 	if !ok {
 		return nil
@@ -52,30 +48,17 @@ func strs2(a, b *V) (string, string, bool) {
 	return x, y, ok1 && ok2
 }
 
-// strTest is test(a, b) for two strings, else nil (undefined).
-func strTest(a, b *V, test func(x, y string) bool) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
-	return Bool(test(x, y))
-}
-
 //rego:builtin contains
-func (ev *Eval) BiContains(a, b *V) *V { return strTest(a, b, strings.Contains) }
+func (ev *Eval) BiContains(a, b string) *V { return Bool(strings.Contains(a, b)) }
 
 //rego:builtin startswith
-func (ev *Eval) BiStartsWith(a, b *V) *V { return strTest(a, b, strings.HasPrefix) }
+func (ev *Eval) BiStartsWith(a, b string) *V { return Bool(strings.HasPrefix(a, b)) }
 
 //rego:builtin endswith
-func (ev *Eval) BiEndsWith(a, b *V) *V { return strTest(a, b, strings.HasSuffix) }
+func (ev *Eval) BiEndsWith(a, b string) *V { return Bool(strings.HasSuffix(a, b)) }
 
 //rego:builtin strings.count
-func (ev *Eval) BiStringsCount(a, b *V) *V {
-	x, y, ok := strs2(a, b)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiStringsCount(x, y string) *V {
 	return ev.Int(int64(strings.Count(x, y)))
 }
 
@@ -162,11 +145,9 @@ func (ev *Eval) BiSplitN(a, b, c *V) *V {
 }
 
 //rego:builtin replace
-func (ev *Eval) BiReplace(a, b, c *V) *V {
-	s, ok1 := Str(a)
-	old, ok2 := Str(b)
-	nw, ok3 := Str(c)
-	if !ok1 || !ok2 || !ok3 {
+func (ev *Eval) BiReplace(a *V, old, nw string) *V {
+	s, ok := Str(a)
+	if !ok {
 		return nil
 	}
 	var r string
@@ -326,11 +307,7 @@ func (ev *Eval) BiSubstring(a, b, c *V) *V {
 }
 
 //rego:builtin strings.reverse
-func (ev *Eval) BiStringsReverse(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiStringsReverse(s string) *V {
 	buf := make([]byte, len(s))
 	for start := 0; start < len(s); {
 		r, n := utf8.DecodeRuneInString(s[start:])
@@ -361,31 +338,22 @@ func strList(a *V) ([]string, bool) {
 	return out, true
 }
 
-func (ev *Eval) anyAffix(a, b *V, match func(s, affix string) bool) *V {
-	var strs []string
-	single := false
-	switch a.Kind() {
+// strOrList is the operand of strings.any_prefix_match and any_suffix_match: a string,
+// or an array or set of strings.
+func strOrList(v *V) ([]string, bool) {
+	switch v.Kind() {
 	case KStr:
-		strs, single = []string{a.s}, true
+		return []string{v.s}, true
 	case KArr, KSet:
-		var ok bool
-		if strs, ok = strList(a); !ok {
-			return nil
-		}
-	default:
-		return nil
+		return strList(v)
 	}
-	_ = single
-	var bases []string
-	switch b.Kind() {
-	case KStr:
-		bases = []string{b.s}
-	case KArr, KSet:
-		var ok bool
-		if bases, ok = strList(b); !ok {
-			return nil
-		}
-	default:
+	return nil, false
+}
+
+func (ev *Eval) anyAffix(a, b *V, match func(s, affix string) bool) *V {
+	strs, ok1 := strOrList(a)
+	bases, ok2 := strOrList(b)
+	if !ok1 || !ok2 {
 		return nil
 	}
 	for _, s := range strs {

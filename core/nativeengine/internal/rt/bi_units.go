@@ -48,11 +48,7 @@ var (
 )
 
 //rego:builtin units.parse_bytes
-func (ev *Eval) BiUnitsParseBytes(a *V) *V {
-	raw, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiUnitsParseBytes(raw string) *V {
 	s := strings.ReplaceAll(strings.ToLower(raw), `"`, "")
 	if strings.Contains(s, " ") {
 		return nil
@@ -85,11 +81,7 @@ func (ev *Eval) BiUnitsParseBytes(a *V) *V {
 }
 
 //rego:builtin units.parse
-func (ev *Eval) BiUnitsParse(a *V) *V {
-	raw, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiUnitsParse(raw string) *V {
 	s := strings.ReplaceAll(raw, `"`, "")
 	if strings.Contains(s, " ") {
 		return nil

@@ -8,11 +8,7 @@ import (
 )
 
 //rego:builtin uuid.parse
-func (ev *Eval) BiUUIDParse(a *V) *V {
-	s, ok := Str(a)
-	if !ok {
-		return nil
-	}
+func (ev *Eval) BiUUIDParse(s string) *V {
 	u, err := uuid.Parse(s)
 	if err != nil {
 		return nil

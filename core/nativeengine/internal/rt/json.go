@@ -112,11 +112,8 @@ func (p *parser) value(depth int) *V {
 	}
 	switch c := p.s[p.i]; c {
 	case '{':
-		p.i++
 		obj := p.ev.Object(0)
-		p.ws()
-		if p.i < len(p.s) && p.s[p.i] == '}' {
-			p.i++
+		if p.empty('}') {
 			return obj
 		}
 		for {
@@ -143,11 +140,8 @@ func (p *parser) value(depth int) *V {
 			}
 		}
 	case '[':
-		p.i++
 		arr := p.ev.Array(0)
-		p.ws()
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			p.i++
+		if p.empty(']') {
 			return arr
 		}
 		for {
@@ -171,6 +165,18 @@ func (p *parser) value(depth int) *V {
 	default:
 		return p.num()
 	}
+}
+
+// empty reads the opening byte of an array or object at p.i and the space after it: true
+// when the closing byte end follows at once (p.i past it).
+func (p *parser) empty(end byte) bool {
+	p.i++
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == end {
+		p.i++
+		return true
+	}
+	return false
 }
 
 // next reads what follows a member of an array or object: true at the closing byte end
@@ -224,6 +230,9 @@ func (p *parser) num() *V {
 	return p.ev.numText(p.s[start:end])
 }
 
+// unescaped is the byte each one-letter JSON escape (\n, \", …) stands for.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // str parses the string at p.i (its opening quote).
 func (p *parser) str() *V {
 	s := p.s
@@ -260,23 +269,8 @@ func (p *parser) str() *V {
 				return p.fail("unexpected end of input")
 			}
 			switch e := s[i+1]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-				i += 2
-			case 'b':
-				b = append(b, '\b')
-				i += 2
-			case 'f':
-				b = append(b, '\f')
-				i += 2
-			case 'n':
-				b = append(b, '\n')
-				i += 2
-			case 'r':
-				b = append(b, '\r')
-				i += 2
-			case 't':
-				b = append(b, '\t')
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				b = append(b, unescaped[e])
 				i += 2
 			case 'u':
 				r, ok := jsonx.Hex4(s[i+2:])
@@ -424,26 +418,12 @@ func AppendRego(dst []byte, v *V) []byte {
 	case KStr:
 		return strconv.AppendQuote(dst, v.s)
 	case KArr:
-		dst = append(dst, '[')
-		for i, x := range v.a {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = AppendRego(dst, x)
-		}
-		return append(dst, ']')
+		return appendRegoList(dst, '[', v.a, ']')
 	case KSet:
 		if len(v.a) == 0 {
 			return append(dst, "set()"...)
 		}
-		dst = append(dst, '{')
-		for i, x := range v.a {
-			if i > 0 {
-				dst = append(dst, ", "...)
-			}
-			dst = AppendRego(dst, x)
-		}
-		return append(dst, '}')
+		return appendRegoList(dst, '{', v.a, '}')
 	case KObj:
 		dst = append(dst, '{')
 		for i, k := range v.a {
@@ -457,4 +437,17 @@ func AppendRego(dst []byte, v *V) []byte {
 		return append(dst, '}')
 	}
 	return AppendCanonical(dst, v)
+}
+
+// appendRegoList appends the members of an array or set in Rego's syntax between open
+// and end.
+func appendRegoList(dst []byte, open byte, xs []*V, end byte) []byte {
+	dst = append(dst, open)
+	for i, x := range xs {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = AppendRego(dst, x)
+	}
+	return append(dst, end)
 }
