@@ -26,11 +26,6 @@ var catalogField = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
 // every catalog file is (validate_catalog, strictly) before it replaces the file, in one
 // rename; nothing is written when it is refused.
 func (a *app) catalogSetCmd() *cobra.Command {
-	type setResult struct {
-		Connector string   `json:"connector"`
-		File      string   `json:"file"`
-		Set       []string `json:"set"`
-	}
 	return a.command(spec{
 		use:   "set <connector> <field>=<value>...",
 		short: "Change text fields of a connector in the catalog file in use",
@@ -43,13 +38,13 @@ start a file with grantwire catalog --raw > my-catalog.json.`,
 		example: `  grantwire --catalog my-catalog.json catalog set google issuer=https://login.example.com
   GRANTWIRE_CATALOG=my-catalog.json grantwire catalog set google tenant=`,
 		args: rangeArgs(2, 64),
-		run: operation[setResult]{
-			do: func(ctx context.Context, args []string) (setResult, error) {
-				path, err := a.setCatalog(ctx, args)
-				return setResult{args[0], path, args[1:]}, err
+		run: operation[string]{
+			do: a.setCatalog,
+			json: func(path string, args []string) any {
+				return map[string]any{"file": path, "connector": args[0], "set": args[1:]}
 			},
-			render: func(r setResult, _ []string) error {
-				a.printf("%s: %s set in %s.\n", r.Connector, strings.Join(r.Set, " "), r.File)
+			render: func(path string, args []string) error {
+				a.printf("%s: %s set in %s.\n", args[0], strings.Join(args[1:], " "), path)
 				return nil
 			},
 		}.runE(a),

@@ -58,6 +58,10 @@ type operation[R any] struct {
 // own output (catalog --raw).
 type verbatim []byte
 
+// noResult is the json of an operation whose output is its own (mcp proxy and mcp run: the
+// MCP stream; serve: its line): no result is printed, with or without --json.
+func noResult[R any](R, []string) any { return nil }
+
 // runE is the command body of o, for a spec's run.
 func (o operation[R]) runE(a *app) func(*cobra.Command, []string) error {
 	return a.runE(func(cmd *cobra.Command, args []string) error {

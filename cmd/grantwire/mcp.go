@@ -2,23 +2,21 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/grantwire/grantwire/internal/safetext"
+	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/mcp"
 )
 
 func (a *app) mcpCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "mcp",
-		Short: "MCP servers for agents: local ones with keys, remote ones behind OAuth 2.1 (add, auth, proxy)",
-		Long: `MCP servers started on this machine with API keys in their environment (mcp_server
+	return a.command(spec{
+		use:   "mcp",
+		short: "MCP servers for agents: local ones with keys, remote ones behind OAuth 2.1 (add, auth, proxy)",
+		long: `MCP servers started on this machine with API keys in their environment (mcp_server
 connectors) are configured with grantwire configure <id> --from-stdin and shown to agents with
 grantwire activations activate <id> <agent>; grantwire mcp list shows them, with the names of
 their keys (never the values).
@@ -27,19 +25,11 @@ Remote MCP servers (streamable HTTP behind OAuth 2.1) are added with grantwire m
 --url <https URL>, authorized with grantwire mcp auth <name> (discovery, registration and PKCE
 in the browser, tokens in the credential store), and served to a stdio MCP client for a
 granted and active agent with grantwire mcp proxy <name> --agent <agent>.`,
-		Example: `  grantwire mcp list
+		example: `  grantwire mcp list
   grantwire mcp list --agent builtin:chat
   grantwire mcp list --json | jq -r '.servers[].id'
   grantwire mcp add notes --url https://mcp.example.com/mcp && grantwire mcp auth notes`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.group(cmd, args)
-		},
-	}
-	cmd.AddCommand(a.mcpListCmd())
-	cmd.AddCommand(a.mcpRemoteCmds()...)
-	cmd.AddCommand(a.mcpRunCmd(), a.mcpConfigCmd())
-	return cmd
+	}, a.mcpListCmd(), a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd(), a.mcpRunCmd(), a.mcpConfigCmd())
 }
 
 // mcpServer is one row of `mcp list`: names only, never a value.
@@ -58,12 +48,18 @@ type mcpServer struct {
 	ActiveFor []string            `json:"active_for"`
 }
 
+// mcpListing is what mcp list shows: the local servers, then the remote ones.
+type mcpListing struct {
+	Remote  []mcp.RemoteServerInfo `json:"remote"`
+	Servers []mcpServer            `json:"servers"`
+}
+
 func (a *app) mcpListCmd() *cobra.Command {
 	var agent string
-	cmd := &cobra.Command{
-		Use:   "list [--agent <agent>]",
-		Short: "List the configured MCP servers with their keys' names, or those an agent sees",
-		Long: `List the MCP servers of mcp_servers.json: each with its command, the names of the
+	return a.command(spec{
+		use:   "list [--agent <agent>]",
+		short: "List the configured MCP servers with their keys' names, or those an agent sees",
+		long: `List the MCP servers of mcp_servers.json: each with its command, the names of the
 environment keys stored for it in the credential store (never their values), the agents
 granted and the agents it is active for. Servers the file holds that the catalog does not
 know are listed too ("in_catalog": false); grantwire does not manage them.
@@ -73,78 +69,72 @@ authorization server they were authorized at and the scopes it granted ("remote"
 
 With --agent, list the servers whose tools that agent sees: those it holds a grant for AND
 is active for.`,
-		Example: `  grantwire mcp list
+		example: `  grantwire mcp list
   grantwire mcp list --agent builtin:research
   grantwire mcp list --json | jq -r '.servers[] | select(.missing_keys) | .id'`,
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			servers, err := a.mcpServers(ctx, agent)
-			if err != nil {
-				return err
-			}
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			remote, err := mcp.Of(c).RemoteServers(ctx, agent)
-			if err != nil {
-				return err
-			}
-			if remote == nil {
-				remote = []mcp.RemoteServerInfo{}
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"servers": servers, "remote": remote})
-			}
-			defer func() { _ = a.printRemote(agent, remote) }()
-			if len(servers) == 0 && len(remote) > 0 {
-				return nil
-			}
-			if len(servers) == 0 {
-				if agent != "" {
-					a.printf("No MCP server is visible to %s (a server is visible when the agent holds a grant for it AND it is active for the agent).\n", agent)
-				} else {
-					a.printf("No MCP servers are configured. grantwire catalog --tier search lists some; grantwire configure <id> --from-stdin adds one.\n")
+		args: noArgs,
+		run: operation[mcpListing]{
+			call: func(ctx context.Context, c *grantwire.Client, _ []string) (l mcpListing, err error) {
+				if l.Servers, err = mcpServers(ctx, c, agent); err != nil {
+					return l, err
 				}
-				return nil
-			}
-			if agent != "" {
-				a.printf("MCP servers visible to %s (granted and active):\n", agent)
-			}
-			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCOMMAND\tKEYS\tGRANTED\tACTIVE FOR")
-			for _, s := range servers {
-				keys := orDash(s.EnvKeys)
-				switch {
-				case !s.Configured:
-					keys = "not configured"
-				case len(s.Missing) > 0:
-					keys += " (missing " + strings.Join(s.Missing, ",") + ")"
+				if l.Remote, err = mcp.Of(c).RemoteServers(ctx, agent); l.Remote == nil {
+					l.Remote = []mcp.RemoteServerInfo{}
 				}
-				id := s.ID
-				if !s.InCatalog {
-					id += " (not in the catalog)"
+				return l, err
+			},
+			render: func(l mcpListing, _ []string) error {
+				if err := a.printLocal(agent, l.Servers, len(l.Remote) > 0); err != nil {
+					return err
 				}
-				command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, command, keys, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor))
-			}
-			return tw.Flush()
-		}),
-	}
-	cmd.Flags().StringVar(&agent, "agent", "", "only the servers this agent sees (granted and active)")
-	return cmd
+				return a.printRemote(agent, l.Remote)
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "only the servers this agent sees (granted and active)")
+		},
+	})
 }
 
-// mcpServers gathers the rows: the catalog's MCP servers from the (read-only) status
-// operation, plus the servers of mcp_servers.json that the catalog does not know.
+// printLocal prints the local MCP servers of mcp list (nothing when there are none but
+// remote ones).
+func (a *app) printLocal(agent string, servers []mcpServer, remote bool) error {
+	if len(servers) == 0 && remote {
+		return nil
+	}
+	if len(servers) == 0 {
+		if agent != "" {
+			a.printf("No MCP server is visible to %s (a server is visible when the agent holds a grant for it AND it is active for the agent).\n", agent)
+		} else {
+			a.printf("No MCP servers are configured. grantwire catalog --tier search lists some; grantwire configure <id> --from-stdin adds one.\n")
+		}
+		return nil
+	}
+	if agent != "" {
+		a.printf("MCP servers visible to %s (granted and active):\n", agent)
+	}
+	rows := make([][]string, 0, len(servers))
+	for _, s := range servers {
+		keys := orDash(s.EnvKeys)
+		switch {
+		case !s.Configured:
+			keys = "not configured"
+		case len(s.Missing) > 0:
+			keys += " (missing " + strings.Join(s.Missing, ",") + ")"
+		}
+		id := s.ID
+		if !s.InCatalog {
+			id += " (not in the catalog)"
+		}
+		command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+		rows = append(rows, []string{id, command, keys, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor)})
+	}
+	return a.printTable([]string{"ID", "COMMAND", "KEYS", "GRANTED", "ACTIVE FOR"}, rows)
+}
+
 // mcpServers lists the servers of mcp_servers.json, or those an agent sees (the policy's
 // mcp_list).
-func (a *app) mcpServers(ctx context.Context, agent string) ([]mcpServer, error) {
-	c, err := a.Client(ctx)
-	if err != nil {
-		return nil, err
-	}
+func mcpServers(ctx context.Context, c *grantwire.Client, agent string) ([]mcpServer, error) {
 	list, err := mcp.Of(c).Servers(ctx, agent)
 	if err != nil {
 		return nil, err

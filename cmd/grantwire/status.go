@@ -8,59 +8,49 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/internal/safetext"
 )
 
 func (a *app) statusCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "status [connector]",
-		Aliases: []string{"list"},
-		Short:   "Show what is connected and configured, and which agents may use it",
-		Long: `Show every catalog connector (or one) with its state: connected or not (OAuth, with the
+	return a.command(spec{
+		use:     "status [connector]",
+		aliases: []string{"list"},
+		short:   "Show what is connected and configured, and which agents may use it",
+		long: `Show every catalog connector (or one) with its state: connected or not (OAuth, with the
 account and scopes), configured or not (MCP servers, with the environment keys stored), the
 agents granted and the agents it is active for.
 
 Read-only: a connection issued under an OAuth client that has since changed is reported as
 stale and nothing is cleared. Secrets are never shown, with or without --json.`,
-		Example: `  grantwire status
+		example: `  grantwire status
   grantwire status google
   grantwire status --json | jq -r '.connectors[] | select(.configured) | .id'`,
-		Args: maxArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			id := ""
-			if len(args) == 1 {
-				id = args[0]
-			}
-			rows, err := a.status(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"home": a.home, "keyring_service": a.service, "connectors": rows})
-			}
-			tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tSTATE\tDETAIL\tGRANTED\tACTIVE")
-			for _, r := range rows {
-				state, detail := describeStatus(r)
-				safetext.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Type, state, detail, orDash(slices.Sorted(maps.Keys(r.Grants))), orDash(r.Activations))
-			}
-			return tw.Flush()
-		}),
-	}
+		args: maxArgs(1),
+		run: operation[[]grantwire.ConnectorStatus]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) ([]grantwire.ConnectorStatus, error) {
+				return status(ctx, c, optionalArg(args))
+			},
+			json: func(rows []grantwire.ConnectorStatus, _ []string) any {
+				return map[string]any{"home": a.home, "keyring_service": a.service, "connectors": rows}
+			},
+			render: func(rows []grantwire.ConnectorStatus, _ []string) error {
+				cells := make([][]string, 0, len(rows))
+				for _, r := range rows {
+					state, detail := describeStatus(r)
+					cells = append(cells, []string{r.ID, r.Type, state, detail, orDash(slices.Sorted(maps.Keys(r.Grants))), orDash(r.Activations)})
+				}
+				return a.printTable([]string{"ID", "TYPE", "STATE", "DETAIL", "GRANTED", "ACTIVE"}, cells)
+			},
+		}.runE(a),
+	})
 }
 
 // status runs the read-only status operation for every connector, or one.
-func (a *app) status(ctx context.Context, id string) ([]grantwire.ConnectorStatus, error) {
-	c, err := a.Client(ctx)
-	if err != nil {
-		return nil, err
-	}
+func status(ctx context.Context, c *grantwire.Client, id string) ([]grantwire.ConnectorStatus, error) {
 	args := map[string]any{}
 	if id != "" {
 		args["connector"] = id
