@@ -39,7 +39,8 @@ func (a *app) command(s spec, subs ...*cobra.Command) *cobra.Command {
 }
 
 // operation is the parse → call the operation → render shape of every command: parse reads
-// the arguments, flags and secret input (a usage error stops before any client is built),
+// the arguments, flags and secret input (a usage error stops before any client is built;
+// a secret given in a flag of refuseSecret is refused before it),
 // call asks the one client (do, instead, is the operation of a command that asks none: the
 // catalog, the store's keys), then --json prints json(result) (the result itself when json
 // is nil; a verbatim result as it is; nothing when json returns nil) and otherwise render
@@ -65,6 +66,9 @@ func noResult[R any](R, []string) any { return nil }
 // runE is the command body of o, for a spec's run.
 func (o operation[R]) runE(a *app) func(*cobra.Command, []string) error {
 	return a.runE(func(cmd *cobra.Command, args []string) error {
+		if err := refusedFlags(cmd); err != nil {
+			return err
+		}
 		if o.parse != nil {
 			if err := o.parse(cmd, args); err != nil {
 				return err

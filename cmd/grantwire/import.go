@@ -108,7 +108,6 @@ func (a *app) importCmd() *cobra.Command {
 	var (
 		fromStdin                                   bool
 		fromFile, clientID, accountEmail, accountTy string
-		refusedSecret1, refusedSecret2              string
 		scopes, grantAgents                         []string
 		in                                          forwardedInput
 	)
@@ -139,13 +138,7 @@ non-secret fields may be given as flags instead; a field given both ways must ag
   grantwire import microsoft --from-file ~/forwarded.json --json`,
 		args: exactArgs(1),
 		run: operation[*grantwire.ForwardedSummary]{
-			parse: func(cmd *cobra.Command, _ []string) error {
-				if err := refusedSecret(cmd, map[string]string{
-					"client-secret": "put client_secret on stdin (--from-stdin) or in a file (--from-file)",
-					"refresh-token": "put refresh_token on stdin (--from-stdin) or in a file (--from-file)",
-				}); err != nil {
-					return err
-				}
+			parse: func(*cobra.Command, []string) error {
 				if fromStdin == (fromFile != "") {
 					return usagef("import reads the forwarded secrets from --from-stdin or --from-file (exactly one)")
 				}
@@ -226,8 +219,8 @@ non-secret fields may be given as flags instead; a field given both ways must ag
 			f.StringVar(&accountEmail, "account-email", "", "the account, for display")
 			f.StringVar(&accountTy, "account-type", "", "the account type, for display")
 			addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant the connection (repeatable)")
-			refuseSecretFlag(f, "client-secret", &refusedSecret1)
-			refuseSecretFlag(f, "refresh-token", &refusedSecret2)
+			refuseSecret(f, "client-secret", "put client_secret on stdin (--from-stdin) or in a file (--from-file)")
+			refuseSecret(f, "refresh-token", "put refresh_token on stdin (--from-stdin) or in a file (--from-file)")
 		},
 	})
 }

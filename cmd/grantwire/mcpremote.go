@@ -26,7 +26,6 @@ func (a *app) mcpAddCmd() *cobra.Command {
 		idpEndpoint, idpClientID                       string
 		secretStdin, assertionStdin                    bool
 		scopes                                         []string
-		refused, refusedKey, refusedAssertion          string
 		server                                         mcp.RemoteServer
 	)
 	return a.command(spec{
@@ -73,13 +72,6 @@ arguments, written to files or printed.`,
 		args: exactArgs(1),
 		run: operation[*mcp.AddResult]{
 			parse: func(cmd *cobra.Command, args []string) error {
-				if err := refusedSecret(cmd, map[string]string{
-					"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file",
-					"private-key":   "use --private-key-file",
-					"assertion":     "pipe it to --assertion-stdin or use --assertion-file",
-				}); err != nil {
-					return err
-				}
 				if url == "" {
 					return usagef("mcp add needs --url, the server's streamable-HTTP endpoint")
 				}
@@ -158,9 +150,9 @@ arguments, written to files or printed.`,
 			f.StringVar(&assertionFile, "assertion-file", "", "read the assertion from this file (as --assertion-stdin)")
 			f.StringVar(&idpEndpoint, "idp-token-endpoint", "", "id-jag: the identity provider's token endpoint, where the ID token is exchanged (RFC 8693)")
 			f.StringVar(&idpClientID, "idp-client-id", "", "id-jag: grantwire's client id at the identity provider")
-			refuseSecretFlag(f, "client-secret", &refused)
-			refuseSecretFlag(f, "private-key", &refusedKey)
-			refuseSecretFlag(f, "assertion", &refusedAssertion)
+			refuseSecret(f, "client-secret", "pipe it to --client-secret-stdin or use --client-secret-file")
+			refuseSecret(f, "private-key", "use --private-key-file")
+			refuseSecret(f, "assertion", "pipe it to --assertion-stdin or use --assertion-file")
 		},
 	})
 }
