@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
@@ -22,7 +23,7 @@ type spec struct {
 	aliases                   []string
 	args                      cobra.PositionalArgs
 	run                       func(*cobra.Command, []string) error
-	flags                     func(*cobra.Command)
+	flags                     func(*pflag.FlagSet)
 }
 
 // command builds the cobra command of s; a spec without run is a group of subs.
@@ -32,7 +33,7 @@ func (a *app) command(s spec, subs ...*cobra.Command) *cobra.Command {
 		cmd.Args, cmd.RunE = cobra.ArbitraryArgs, a.group
 	}
 	if s.flags != nil {
-		s.flags(cmd)
+		s.flags(cmd.Flags())
 	}
 	cmd.AddCommand(subs...)
 	return cmd
