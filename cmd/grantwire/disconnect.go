@@ -11,18 +11,18 @@ import (
 )
 
 func (a *app) disconnectCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "disconnect <connector>",
-		Short: "Delete a connection (or an MCP server's configuration) and wipe its grants and activations",
-		Long: `Delete a connector's secrets and metadata from the credential store and the ledgers, and
+	return a.command(spec{
+		use:   "disconnect <connector>",
+		short: "Delete a connection (or an MCP server's configuration) and wipe its grants and activations",
+		long: `Delete a connector's secrets and metadata from the credential store and the ledgers, and
 wipe every grant and activation of it, so that connecting the same connector again inherits
 no earlier decision. An OAuth provider's client configuration is kept (it is the
 application's registration, not your connection). Disconnecting what is not connected
 succeeds and changes nothing.`,
-		Example: `  grantwire disconnect google
+		example: `  grantwire disconnect google
   grantwire disconnect mcp-github --json`,
-		Args: exactArgs(1),
-		RunE: operation[*grantwire.DisconnectResult]{
+		args: exactArgs(1),
+		run: operation[*grantwire.DisconnectResult]{
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.DisconnectResult, error) {
 				res, err := c.Disconnect(ctx, args[0])
 				if err == nil {
@@ -56,5 +56,5 @@ succeeds and changes nothing.`,
 				return nil
 			},
 		}.runE(a),
-	}
+	})
 }
