@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 )
@@ -109,8 +108,8 @@ the old id do not carry over.`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&name, "name", "", "the agent's name (default: the file's base name without extension)")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&name, "name", "", "the agent's name (default: the file's base name without extension)")
 		},
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/internal/oprun"
@@ -104,9 +103,9 @@ The catalog is embedded; --catalog FILE or $GRANTWIRE_CATALOG replaces it with a
 				return a.printTable([]string{"ID", "TYPE", "TIER", "NAME"}, rows)
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&tier, "tier", "", "only connectors of this tier ("+strings.Join(catalog.Tiers, ", ")+")")
-			f.BoolVar(&raw, "raw", false, "print the catalog document ({\"connectors\": ...})")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&tier, "tier", "", "only connectors of this tier ("+strings.Join(catalog.Tiers, ", ")+")")
+			cmd.Flags().BoolVar(&raw, "raw", false, "print the catalog document ({\"connectors\": ...})")
 		},
 	}, a.catalogSetCmd())
 }

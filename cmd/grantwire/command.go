@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
@@ -23,7 +22,7 @@ type spec struct {
 	aliases                   []string
 	args                      cobra.PositionalArgs
 	run                       func(*cobra.Command, []string) error
-	flags                     func(*pflag.FlagSet)
+	flags                     func(*cobra.Command)
 }
 
 // command builds the cobra command of s; a spec without run is a group of subs.
@@ -33,7 +32,7 @@ func (a *app) command(s spec, subs ...*cobra.Command) *cobra.Command {
 		cmd.Args, cmd.RunE = cobra.ArbitraryArgs, a.group
 	}
 	if s.flags != nil {
-		s.flags(cmd.Flags())
+		s.flags(cmd)
 	}
 	cmd.AddCommand(subs...)
 	return cmd

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/jsonx"
@@ -211,7 +210,8 @@ non-secret fields may be given as flags instead; a field given both ways must ag
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.BoolVar(&fromStdin, "from-stdin", false, "read the forwarded connection from stdin (JSON or KEY=VALUE lines)")
 			f.StringVar(&fromFile, "from-file", "", "read the forwarded connection from this file")
 			f.StringVar(&clientID, "client-id", "", "the host application's OAuth client id")

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/mcp"
@@ -91,8 +90,8 @@ is active for.`,
 				return a.printRemote(agent, l.Remote)
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&agent, "agent", "", "only the servers this agent sees (granted and active)")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "only the servers this agent sees (granted and active)")
 		},
 	})
 }

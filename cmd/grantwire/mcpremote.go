@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/mcp"
@@ -136,7 +135,8 @@ arguments, written to files or printed.`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address (127.0.0.1, ::1 or localhost))")
 			addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
 			f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
@@ -194,7 +194,13 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
   grantwire mcp auth tracker --scopes admin`,
 		args: exactArgs(1),
 		run: operation[*mcp.AuthResult]{
-			parse: func(_ *cobra.Command, args []string) error { return a.waitFor(args[0]) },
+			parse: func(_ *cobra.Command, args []string) error {
+				if a.authTimeout <= 0 {
+					return usagef("--timeout must be positive")
+				}
+				a.waitingFor = "the " + args[0] + " authorization"
+				return nil
+			},
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.AuthResult, error) {
 				opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
 				if a.noBrowser {
@@ -220,9 +226,11 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			a.authFlags(f, false)
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
+			f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
+			f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
 		},
 	})
 }
@@ -321,8 +329,8 @@ ever printed. Messages go to stderr only.`,
 			},
 			json: noResult[struct{}],
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
 		},
 	})
 }

@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
@@ -103,9 +102,9 @@ The keys are in no argument, file, log or output: only in the server's environme
 			},
 			json: noResult[struct{}],
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&agent, "agent", "", "the agent the server is started for (required)")
-			_ = cobra.MarkFlagRequired(f, "agent")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is started for (required)")
+			_ = cmd.MarkFlagRequired("agent")
 		},
 	})
 }
@@ -342,10 +341,10 @@ and warnings as JSON lines on stderr.`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
-			f.StringVar(&format, "format", "claude", "the MCP client's configuration shape: "+mcpFormatNames())
-			_ = cobra.MarkFlagRequired(f, "agent")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
+			cmd.Flags().StringVar(&format, "format", "claude", "the MCP client's configuration shape: "+mcpFormatNames())
+			_ = cmd.MarkFlagRequired("agent")
 		},
 	})
 }

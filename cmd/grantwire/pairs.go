@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/internal/safetext"
@@ -75,8 +74,8 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			addList(f, &scopes, "scopes", "scopes", "the scopes to grant (repeatable; commas or spaces separate several)")
+		flags: func(cmd *cobra.Command) {
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "the scopes to grant (repeatable; commas or spaces separate several)")
 		},
 	})
 }
@@ -213,10 +212,10 @@ allows none. --all-tools removes the rule (every tool, as without one).`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			addList(f, &scopes, "scopes", "scopes", "scopes of the grant to create when the pair has none")
-			addList(f, &tools, "tools", "tools", "the only tools the agent may see and call (comma-separated; '' for none)")
-			f.BoolVar(&allTools, "all-tools", false, "remove the pair's tool rule: every tool of the server")
+		flags: func(cmd *cobra.Command) {
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes of the grant to create when the pair has none")
+			addList(cmd.Flags(), &tools, "tools", "tools", "the only tools the agent may see and call (comma-separated; '' for none)")
+			cmd.Flags().BoolVar(&allTools, "all-tools", false, "remove the pair's tool rule: every tool of the server")
 		},
 	})
 }

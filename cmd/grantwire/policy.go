@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire/audit"
 	"github.com/grantwire/grantwire/decisionlog"
@@ -105,7 +104,8 @@ func (a *app) policyAuditCmd() *cobra.Command {
 			}
 			return nil
 		}),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVar(&dir, "policy", "", "audit the Rego of this directory instead of the embedded policy")
 			f.Float64Var(&threshold, "threshold", audit.DefaultThreshold, "the minimum line coverage of the policy, in percent")
 		},
@@ -152,7 +152,8 @@ func (a *app) policyBuildCmd() *cobra.Command {
 			a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
 			return nil
 		}),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
 			f.StringVar(&o.PolicyDir, "policy", "", "compile the Rego of this directory instead of the embedded policy")
 			f.StringVar(&catalogFile, "catalog", "", "ship this catalog JSON as data.catalog instead of the embedded one")
@@ -200,7 +201,8 @@ func (a *app) policyDocsCmd() *cobra.Command {
 			a.printf("wrote %s\n", out)
 			return nil
 		}),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVarP(&out, "output", "o", audit.DocsPath, `the file to write ("-": standard output)`)
 			f.StringVar(&dir, "policy", "", "document the Rego of this directory instead of the embedded policy")
 			f.BoolVar(&check, "check", false, "do not write: fail when the file differs from a fresh generation")
@@ -257,7 +259,8 @@ func (a *app) policyReplayCmd() *cobra.Command {
 			}
 			return nil
 		}),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVar(&bundleFile, "bundle", "", "replay against this bundle (wasm engine)")
 			f.StringVar(&dir, "policy", "", "replay against the Rego of this directory (rego engine)")
 			f.StringVar(&catalogFile, "catalog", "", "the catalog JSON to evaluate with (default: embedded; a bundle has its own)")
@@ -301,9 +304,9 @@ func (a *app) policyTestCmd() *cobra.Command {
 			}
 			return nil
 		}),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
-			f.BoolVarP(&verbose, "verbose", "v", false, "list every test")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
+			cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
 		},
 	})
 }

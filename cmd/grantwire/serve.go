@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/surfaces/rest"
@@ -76,7 +75,8 @@ The file must not be readable by others; the token is never taken from an argume
 			},
 			json: noResult[struct{}],
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVar(&addr, "addr", "127.0.0.1:0", "the address to listen on (loopback unless --token-file is given)")
 			f.StringVar(&tokenFile, "token-file", "", "a file holding the bearer token every API request must carry (mode 0600)")
 			f.StringSliceVar(&allowHosts, "allow-host", nil, "another Host header to accept (host or host:port; repeatable)")

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
@@ -40,7 +39,8 @@ type storeFlags struct {
 	keyFile, keyEnv string
 }
 
-func (f *storeFlags) add(fs *pflag.FlagSet) {
+func (f *storeFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
 	fs.StringVar(&f.keyFile, "key-file", "", "the file of the store's key-encryption keys (default $"+postgres.KeyFileEnv+")")
 	fs.StringVar(&f.keyEnv, "key-env", "", "the name of an environment variable holding the keys instead of a file")
 }
@@ -69,7 +69,7 @@ so that machines share one set of connections, grants and locks.`,
 }
 
 func (a *app) storeCopyCmd() *cobra.Command {
-	var keys storeFlags
+	var f storeFlags
 	var from, to string
 	var replace, serviceGiven bool
 	return a.command(spec{
@@ -96,7 +96,7 @@ When the destination already holds another value, nothing is copied unless --rep
 				return nil
 			},
 			do: func(ctx context.Context, _ []string) (storeCopy, error) {
-				return a.storeCopy(ctx, from, to, serviceGiven, keys, replace)
+				return a.storeCopy(ctx, from, to, serviceGiven, f, replace)
 			},
 			json: func(c storeCopy, _ []string) any {
 				return map[string]any{"from": c.from, "to": c.to, "service": c.service,
@@ -111,11 +111,11 @@ When the destination already holds another value, nothing is copied unless --rep
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			keys.add(f)
-			f.StringVar(&from, "from", "", "a home directory, or a postgres:// URL")
-			f.StringVar(&to, "to", "", "a postgres:// URL, or a home directory")
-			f.BoolVar(&replace, "replace", false, "overwrite ledgers and secrets the destination holds with other values")
+		flags: func(cmd *cobra.Command) {
+			f.add(cmd)
+			cmd.Flags().StringVar(&from, "from", "", "a home directory, or a postgres:// URL")
+			cmd.Flags().StringVar(&to, "to", "", "a postgres:// URL, or a home directory")
+			cmd.Flags().BoolVar(&replace, "replace", false, "overwrite ledgers and secrets the destination holds with other values")
 		},
 	})
 }
@@ -305,7 +305,7 @@ func newKeyFile(path string) (string, error) {
 }
 
 func (a *app) storeRotateKeyCmd() *cobra.Command {
-	var keys storeFlags
+	var f storeFlags
 	var to string
 	return a.command(spec{
 		use:   "rotate-key --to KEY_ID",
@@ -329,7 +329,7 @@ not hold. Afterwards the old key may be removed from the key files.`,
 				return nil
 			},
 			do: func(ctx context.Context, _ []string) (rot postgres.Rotation, err error) {
-				err = a.onStore(ctx, keys, func(st *postgres.Store) error {
+				err = a.onStore(ctx, f, func(st *postgres.Store) error {
 					rot, err = st.RotateKey(ctx, to)
 					return err
 				})
@@ -351,15 +351,15 @@ not hold. Afterwards the old key may be removed from the key files.`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			keys.add(f)
-			f.StringVar(&to, "to", "", "the id of the key to make active (it must be in the key file)")
+		flags: func(cmd *cobra.Command) {
+			f.add(cmd)
+			cmd.Flags().StringVar(&to, "to", "", "the id of the key to make active (it must be in the key file)")
 		},
 	})
 }
 
 func (a *app) storeMoveAsideCmd() *cobra.Command {
-	var keys storeFlags
+	var f storeFlags
 	return a.command(spec{
 		use:     "move-aside LEDGER",
 		short:   "Move an unreadable ledger of a PostgreSQL store aside (to LEDGER.corrupt), so that it starts empty",
@@ -367,7 +367,7 @@ func (a *app) storeMoveAsideCmd() *cobra.Command {
 		args:    cobra.ExactArgs(1),
 		run: operation[bool]{
 			do: func(ctx context.Context, args []string) (moved bool, err error) {
-				err = a.onStore(ctx, keys, func(st *postgres.Store) error {
+				err = a.onStore(ctx, f, func(st *postgres.Store) error {
 					moved, err = st.MoveAside(ctx, args[0])
 					return err
 				})
@@ -383,7 +383,7 @@ func (a *app) storeMoveAsideCmd() *cobra.Command {
 				return nil
 			},
 		}.runE(a),
-		flags: keys.add,
+		flags: f.add,
 	})
 }
 

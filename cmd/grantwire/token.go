@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 )
@@ -54,7 +53,8 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 				return err
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
 			f.StringVar(&agent, "agent", "", "the agent the token is for (required)")
 			addList(f, &scopes, "scopes", "scopes", "the scopes the token must carry (required; repeatable; commas or spaces)")
 			f.BoolVar(&forceTTY, "force-tty", false, "print the token even when stdout is a terminal")
