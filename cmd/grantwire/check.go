@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
@@ -88,9 +87,9 @@ configuration, ...), or 1 when the command is missing.`,
 				return nil
 			},
 		}.runE(a),
-		flags: func(f *pflag.FlagSet) {
-			f.StringVar(&agent, "agent", "", "also fetch the credential as this agent")
-			addList(f, &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth: at least one, a token carries every scope of its connection)")
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "also fetch the credential as this agent")
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth: at least one, a token carries every scope of its connection)")
 		},
 	})
 }

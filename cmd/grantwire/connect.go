@@ -50,16 +50,7 @@ cancels and stores nothing (exit 130).`,
   grantwire connect google --scopes openid,https://www.googleapis.com/auth/drive.file --device`,
 		args: exactArgs(1),
 		run: operation[*grantwire.ConnectResult]{
-			parse: func(_ *cobra.Command, args []string) error {
-				if a.authTimeout <= 0 {
-					return usagef("--timeout must be positive")
-				}
-				if a.device && a.noBrowser {
-					return usagef("--device and --no-browser are two ways to authorize without a browser here: choose one")
-				}
-				a.waitingFor = "the " + args[0] + " authorization"
-				return nil
-			},
+			parse: func(_ *cobra.Command, args []string) error { return a.waitFor(args[0]) },
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ConnectResult, error) {
 				opts := grantwire.ConnectOptions{Timeout: a.timeout(), Flow: grantwire.FlowLoopback}
 				switch {
@@ -85,14 +76,35 @@ cancels and stores nothing (exit 130).`,
 			},
 		}.runE(a),
 		flags: func(cmd *cobra.Command) {
-			f := cmd.Flags()
-			addList(f, &scopes, "scopes", "scopes", "scopes to authorize (repeatable; commas or spaces separate several)")
-			addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant once connected (repeatable)")
-			f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
-			f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
-			f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
+			a.authFlags(cmd, true)
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to authorize (repeatable; commas or spaces separate several)")
+			addList(cmd.Flags(), &grantAgents, "grant-agent", "agent", "an agent to grant once connected (repeatable)")
 		},
 	})
+}
+
+// authFlags declares the flags of a command that waits for an authorization (connect, mcp
+// auth): --no-browser, --timeout and, where the provider may offer it, --device.
+func (a *app) authFlags(cmd *cobra.Command, device bool) {
+	f := cmd.Flags()
+	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
+	if device {
+		f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
+	}
+	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
+}
+
+// waitFor checks the flags of authFlags and names what the progress line waits for: name's
+// authorization.
+func (a *app) waitFor(name string) error {
+	if a.authTimeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	if a.device && a.noBrowser {
+		return usagef("--device and --no-browser are two ways to authorize without a browser here: choose one")
+	}
+	a.waitingFor = "the " + name + " authorization"
+	return nil
 }
 
 // printDeviceCode writes the device code to show the user as one JSON line on stderr

@@ -194,13 +194,7 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
   grantwire mcp auth tracker --scopes admin`,
 		args: exactArgs(1),
 		run: operation[*mcp.AuthResult]{
-			parse: func(_ *cobra.Command, args []string) error {
-				if a.authTimeout <= 0 {
-					return usagef("--timeout must be positive")
-				}
-				a.waitingFor = "the " + args[0] + " authorization"
-				return nil
-			},
+			parse: func(_ *cobra.Command, args []string) error { return a.waitFor(args[0]) },
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.AuthResult, error) {
 				opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
 				if a.noBrowser {
@@ -227,10 +221,8 @@ address that browser ends on, pasted on standard input (as connect --no-browser)
 			},
 		}.runE(a),
 		flags: func(cmd *cobra.Command) {
-			f := cmd.Flags()
-			addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
-			f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
-			f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
+			a.authFlags(cmd, false)
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
 		},
 	})
 }

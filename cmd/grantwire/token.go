@@ -54,10 +54,9 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 			},
 		}.runE(a),
 		flags: func(cmd *cobra.Command) {
-			f := cmd.Flags()
-			f.StringVar(&agent, "agent", "", "the agent the token is for (required)")
-			addList(f, &scopes, "scopes", "scopes", "the scopes the token must carry (required; repeatable; commas or spaces)")
-			f.BoolVar(&forceTTY, "force-tty", false, "print the token even when stdout is a terminal")
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the token is for (required)")
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "the scopes the token must carry (required; repeatable; commas or spaces)")
+			cmd.Flags().BoolVar(&forceTTY, "force-tty", false, "print the token even when stdout is a terminal")
 		},
 	})
 }
