@@ -160,11 +160,3 @@ func (a *app) printTable(header []string, rows [][]string) error {
 	}
 	return tw.Flush()
 }
-
-// emit prints v as JSON with --json, else runs text.
-func (a *app) emit(v any, text func() error) error {
-	if a.jsonOut {
-		return a.printJSON(v)
-	}
-	return text()
-}
