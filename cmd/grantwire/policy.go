@@ -133,31 +133,33 @@ func (a *app) policyBuildCmd() *cobra.Command {
 			"  grantwire policy build --policy ./policy/grantwire --catalog my-catalog.json -o my-bundle.tar.gz\n" +
 			"  grantwire policy build --rego-only -o build/grantwire-rego-bundle.tar.gz && opa eval -b build/grantwire-rego-bundle.tar.gz 'data.grantwire.manifest.errors.BUSY'",
 		args: noArgs,
-		run: a.runE(func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
-				return err
-			}
-			if o.PolicyDir != "" && o.Revision == "" {
-				o.Describe = audit.GitDescribe(o.PolicyDir)
-			}
-			b, err := audit.Build(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if err := writeFileAll(out, b.Bytes); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"file": out, "bytes": len(b.Bytes), "revision": b.Revision, "wasm_sha256": b.WasmSHA256})
-			}
-			if o.RegoOnly {
-				a.printf("wrote %s (%d bytes): revision %s, Rego only\n", out, len(b.Bytes), b.Revision)
+		run: operation[*audit.Built]{
+			do: func(ctx context.Context, _ []string) (*audit.Built, error) {
+				var err error
+				if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
+					return nil, err
+				}
+				if o.PolicyDir != "" && o.Revision == "" {
+					o.Describe = audit.GitDescribe(o.PolicyDir)
+				}
+				b, err := audit.Build(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				return b, writeFileAll(out, b.Bytes)
+			},
+			json: func(b *audit.Built, _ []string) any {
+				return map[string]any{"file": out, "bytes": len(b.Bytes), "revision": b.Revision, "wasm_sha256": b.WasmSHA256}
+			},
+			render: func(b *audit.Built, _ []string) error {
+				if o.RegoOnly {
+					a.printf("wrote %s (%d bytes): revision %s, Rego only\n", out, len(b.Bytes), b.Revision)
+					return nil
+				}
+				a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
 				return nil
-			}
-			a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
-			return nil
-		}),
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
