@@ -19,15 +19,16 @@ type testResult struct {
 	Detail    string `json:"detail"`
 	Code      string `json:"code,omitempty"`
 	Fix       string `json:"fix,omitempty"`
+	failure   error  // what failed, whose code the command exits with
 }
 
 func (a *app) testCmd() *cobra.Command {
 	var agent string
 	var scopes []string
-	cmd := &cobra.Command{
-		Use:   "test <connector>",
-		Short: "Check that a connector is usable",
-		Long: `Check that a connector is usable and print "<connector>: OK|FAIL  <detail>".
+	return a.command(spec{
+		use:   "test <connector>",
+		short: "Check that a connector is usable",
+		long: `Check that a connector is usable and print "<connector>: OK|FAIL  <detail>".
 
 OAuth providers: the connection exists and was issued under the configured client (the
 tripwire, read-only). With --agent, an access token is also obtained as that agent (through
@@ -40,55 +41,57 @@ never printed).
 
 A failure exits with the code of its error (4 not connected or not granted, 3
 configuration, ...), or 1 when the command is missing.`,
-		Example: `  grantwire test google
+		example: `  grantwire test google
   grantwire test google --agent builtin:email --scopes https://www.googleapis.com/auth/gmail.modify
   grantwire test mcp-github --agent builtin:code
   grantwire test mcp-brave-search --json`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			id := args[0]
-			if len(scopes) > 0 && agent == "" {
-				return usagef("--scopes needs --agent (the scopes are checked against that agent's grant)")
-			}
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			detail, failure := a.test(ctx, c, id, agent, scopes)
-			res := testResult{Connector: id, OK: failure == nil, Detail: detail}
-			var ge *grantwire.Error
-			if errors.As(failure, &ge) {
-				if errors.Is(failure, grantwire.ErrUnknownConnector) || errors.Is(failure, grantwire.ErrUsage) {
-					return failure
+		args: exactArgs(1),
+		run: operation[testResult]{
+			parse: func(*cobra.Command, []string) error {
+				if len(scopes) > 0 && agent == "" {
+					return usagef("--scopes needs --agent (the scopes are checked against that agent's grant)")
 				}
-				res.Code, res.Fix, res.Detail = ge.Code, ge.Fix, ge.Summary
-			} else if failure != nil {
-				res.Detail = failure.Error()
-			}
-			if a.jsonOut {
-				if err := a.printJSON(res); err != nil {
-					return err
+				return nil
+			},
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (testResult, error) {
+				id := args[0]
+				detail, failure := a.test(ctx, c, id, agent, scopes)
+				res := testResult{Connector: id, OK: failure == nil, Detail: detail, failure: failure}
+				var ge *grantwire.Error
+				if errors.As(failure, &ge) {
+					if errors.Is(failure, grantwire.ErrUnknownConnector) || errors.Is(failure, grantwire.ErrUsage) {
+						return res, failure
+					}
+					res.Code, res.Fix, res.Detail = ge.Code, ge.Fix, ge.Summary
+				} else if failure != nil {
+					res.Detail = failure.Error()
 				}
-			} else {
+				return res, nil
+			},
+			render: func(res testResult, _ []string) error {
 				verdict := "OK"
 				if !res.OK {
 					verdict = "FAIL"
 				}
-				a.printf("%s: %s  %s\n", id, verdict, res.Detail)
+				a.printf("%s: %s  %s\n", res.Connector, verdict, res.Detail)
 				if res.Fix != "" {
 					a.printf("fix: %s\n", res.Fix)
 				}
-			}
-			if failure != nil {
-				return silent{failure}
-			}
-			return nil
-		}),
-	}
-	cmd.Flags().StringVar(&agent, "agent", "", "also fetch the credential as this agent")
-	addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth: at least one, a token carries every scope of its connection)")
-	return cmd
+				return nil
+			},
+			// A failure is printed as the result: the exit code is its error's, nothing more is printed.
+			then: func(res testResult, _ []string) error {
+				if res.failure != nil {
+					return silent{res.failure}
+				}
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "also fetch the credential as this agent")
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to request with --agent (OAuth: at least one, a token carries every scope of its connection)")
+		},
+	})
 }
 
 // test asks the policy whether the connector is usable (test_connector), then checks what

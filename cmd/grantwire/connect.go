@@ -1,23 +1,26 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/grantwire/grantwire/hostabi"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/grantwire/grantwire"
 	"github.com/spf13/cobra"
+
+	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/hostabi"
 )
 
 func (a *app) connectCmd() *cobra.Command {
 	var scopes, grantAgents []string
-	cmd := &cobra.Command{
-		Use:   "connect <provider>",
-		Short: "Authorize an OAuth provider (browser, pasted redirect or device code) and store the connection",
-		Long: `Authorize an OAuth provider with PKCE through a one-shot listener on 127.0.0.1, and store the
+	return a.command(spec{
+		use:   "connect <provider>",
+		short: "Authorize an OAuth provider (browser, pasted redirect or device code) and store the connection",
+		long: `Authorize an OAuth provider with PKCE through a one-shot listener on 127.0.0.1, and store the
 refresh token in the OS credential store. The provider's OAuth client must be configured
 first (grantwire configure <provider> --client-id …) or given in its environment variables
 (grantwire catalog <provider> names them).
@@ -40,68 +43,69 @@ command that keeps them.
 grantwire prints the URL it waits for and opens the browser. On a terminal a countdown runs
 until the authorization completes or --timeout passes (or the device code expires); Ctrl-C
 cancels and stores nothing (exit 130).`,
-		Example: `  grantwire connect google --scopes https://www.googleapis.com/auth/gmail.readonly
+		example: `  grantwire connect google --scopes https://www.googleapis.com/auth/gmail.readonly
   grantwire connect google --grant-agent builtin:email
   grantwire connect microsoft_work --scopes openid,offline_access,https://graph.microsoft.com/Mail.Read --no-browser
   grantwire connect github --scopes read:user --scopes repo --grant-agent installed:reviewer
   grantwire connect microsoft --device
   grantwire connect google --scopes openid,https://www.googleapis.com/auth/drive.file --device`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			provider := args[0]
-			if a.authTimeout <= 0 {
-				return usagef("--timeout must be positive")
-			}
-			if a.device && a.noBrowser {
-				return usagef("--device and --no-browser are two ways to authorize without a browser here: choose one")
-			}
-			flow := grantwire.FlowLoopback
-			switch {
-			case a.device:
-				flow = grantwire.FlowDevice
-			case a.noBrowser:
-				flow = grantwire.FlowPaste
-			}
-			a.waitingFor = "the " + provider + " authorization"
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			opts := grantwire.ConnectOptions{Timeout: a.timeout(), Flow: flow}
-			if a.jsonOut {
-				// stderr holds nothing but JSON: the code is one line {"device": {...}}.
-				opts.OnDeviceCode = a.printDeviceCode
-			}
-			res, err := c.Connect(ctx, provider, scopes, grantAgents, opts)
-			a.progress.Stop()
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			account := res.Account
-			if account == "" {
-				account = "(account unknown)"
-			}
-			a.printf("Connected %s as %s with %s\n", res.Connector, account, strings.Join(res.Scopes, " "))
-			for _, agent := range slices.Sorted(maps.Keys(res.Granted)) {
-				a.printf("Granted %s → %s: %s\n", res.Connector, agent, strings.Join(res.Granted[agent], " "))
-			}
-			for _, w := range res.Warnings {
-				a.warnf("%s", w)
-			}
-			return nil
-		}),
-	}
+		args: exactArgs(1),
+		run: operation[*grantwire.ConnectResult]{
+			parse: func(_ *cobra.Command, args []string) error { return a.waitFor(args[0]) },
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ConnectResult, error) {
+				opts := grantwire.ConnectOptions{Timeout: a.timeout(), Flow: grantwire.FlowLoopback}
+				switch {
+				case a.device:
+					opts.Flow = grantwire.FlowDevice
+				case a.noBrowser:
+					opts.Flow = grantwire.FlowPaste
+				}
+				if a.jsonOut {
+					// stderr holds nothing but JSON: the code is one line {"device": {...}}.
+					opts.OnDeviceCode = a.printDeviceCode
+				}
+				defer a.progress.Stop()
+				return c.Connect(ctx, args[0], scopes, grantAgents, opts)
+			},
+			render: func(res *grantwire.ConnectResult, _ []string) error {
+				a.printf("Connected %s as %s with %s\n", res.Connector, orUnknown(res.Account), strings.Join(res.Scopes, " "))
+				for _, agent := range slices.Sorted(maps.Keys(res.Granted)) {
+					a.printf("Granted %s → %s: %s\n", res.Connector, agent, strings.Join(res.Granted[agent], " "))
+				}
+				a.warnAll(res.Warnings)
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			a.authFlags(cmd, true)
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to authorize (repeatable; commas or spaces separate several)")
+			addList(cmd.Flags(), &grantAgents, "grant-agent", "agent", "an agent to grant once connected (repeatable)")
+		},
+	})
+}
+
+// authFlags declares the flags of a command that waits for an authorization (connect, mcp
+// auth): --no-browser, --timeout and, where the provider may offer it, --device.
+func (a *app) authFlags(cmd *cobra.Command, device bool) {
 	f := cmd.Flags()
-	addList(f, &scopes, "scopes", "scopes", "scopes to authorize (repeatable; commas or spaces separate several)")
-	addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant once connected (repeatable)")
 	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
-	f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
+	if device {
+		f.BoolVar(&a.device, "device", false, "authorize on another device with a code (RFC 8628), where the provider offers it")
+	}
 	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
-	return cmd
+}
+
+// waitFor checks the flags of authFlags and names what the progress line waits for: name's
+// authorization.
+func (a *app) waitFor(name string) error {
+	if a.authTimeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	if a.device && a.noBrowser {
+		return usagef("--device and --no-browser are two ways to authorize without a browser here: choose one")
+	}
+	a.waitingFor = "the " + name + " authorization"
+	return nil
 }
 
 // printDeviceCode writes the device code to show the user as one JSON line on stderr
@@ -113,4 +117,53 @@ func (a *app) printDeviceCode(d hostabi.DevicePrompt) {
 		ExpiresIn int64 `json:"expires_in"`
 	}{d, int64(d.ExpiresIn.Seconds())}})
 	fmt.Fprintf(a.Stderr, "%s\n", b)
+}
+
+func (a *app) disconnectCmd() *cobra.Command {
+	return a.command(spec{
+		use:   "disconnect <connector>",
+		short: "Delete a connection (or an MCP server's configuration) and wipe its grants and activations",
+		long: `Delete a connector's secrets and metadata from the credential store and the ledgers, and
+wipe every grant and activation of it, so that connecting the same connector again inherits
+no earlier decision. An OAuth provider's client configuration is kept (it is the
+application's registration, not your connection). Disconnecting what is not connected
+succeeds and changes nothing.`,
+		example: `  grantwire disconnect google
+  grantwire disconnect mcp-github --json`,
+		args: exactArgs(1),
+		run: operation[*grantwire.DisconnectResult]{
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.DisconnectResult, error) {
+				res, err := c.Disconnect(ctx, args[0])
+				if err == nil {
+					res.RevokedGrants, res.Deactivated = nonNilStrings(res.RevokedGrants), nonNilStrings(res.Deactivated)
+				}
+				return res, err
+			},
+			render: func(res *grantwire.DisconnectResult, _ []string) error {
+				if !res.Removed && len(res.RevokedGrants) == 0 && len(res.Deactivated) == 0 {
+					what := "connected"
+					if cat, err := a.Catalog(); err == nil {
+						if e, ok := cat.Entry(res.Connector); ok && e.Type == catalog.TypeMCPServer {
+							what = "configured"
+						}
+					}
+					a.printf("%s is not %s: nothing to remove.\n", res.Connector, what)
+					a.warnAll(res.Warnings)
+					return nil
+				}
+				a.printf("Disconnected %s.\n", res.Connector)
+				if len(res.RevokedGrants) > 0 {
+					a.printf("Revoked the grants of %s.\n", strings.Join(res.RevokedGrants, ", "))
+				}
+				if len(res.Deactivated) > 0 {
+					a.printf("Deactivated it for %s.\n", strings.Join(res.Deactivated, ", "))
+				}
+				if res.RevokedAtProvider {
+					a.printf("Asked %s to revoke the refresh token too.\n", res.Connector)
+				}
+				a.warnAll(res.Warnings)
+				return nil
+			},
+		}.runE(a),
+	})
 }

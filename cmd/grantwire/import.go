@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -107,13 +108,13 @@ func (a *app) importCmd() *cobra.Command {
 	var (
 		fromStdin                                   bool
 		fromFile, clientID, accountEmail, accountTy string
-		refusedSecret1, refusedSecret2              string
 		scopes, grantAgents                         []string
+		in                                          forwardedInput
 	)
-	cmd := &cobra.Command{
-		Use:   "import <provider>",
-		Short: "Store a connection forwarded by an application that already holds the user's consent",
-		Long: `Store a forwarded connection: the OAuth client a host application was issued (client id and
+	return a.command(spec{
+		use:   "import <provider>",
+		short: "Store a connection forwarded by an application that already holds the user's consent",
+		long: `Store a forwarded connection: the OAuth client a host application was issued (client id and
 secret) and the user's refresh token, with the scopes that consent granted and the agents
 to grant. grantwire then refreshes as that client; no browser is involved.
 
@@ -125,7 +126,7 @@ Secrets come only from stdin (--from-stdin) or a file (--from-file): a JSON obje
 of POST /v1/connections/{provider}) or KEY=VALUE lines with the keys client_id,
 client_secret, refresh_token, scopes, account_email, account_type and grant_agents. The
 non-secret fields may be given as flags instead; a field given both ways must agree.`,
-		Example: `  # JSON from the host application
+		example: `  # JSON from the host application
   host-app export-connection --json | grantwire import google --from-stdin
 
   # KEY=VALUE lines, non-secret fields as flags
@@ -135,102 +136,93 @@ non-secret fields may be given as flags instead; a field given both ways must ag
       --account-email alice@example.com --grant-agent builtin:email
 
   grantwire import microsoft --from-file ~/forwarded.json --json`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if err := refusedSecret(cmd, map[string]string{
-				"client-secret": "put client_secret on stdin (--from-stdin) or in a file (--from-file)",
-				"refresh-token": "put refresh_token on stdin (--from-stdin) or in a file (--from-file)",
-			}); err != nil {
-				return err
-			}
-			if fromStdin == (fromFile != "") {
-				return usagef("import reads the forwarded secrets from --from-stdin or --from-file (exactly one)")
-			}
-			var raw []byte
-			var err error
-			source := "stdin"
-			if fromFile != "" {
-				source = fromFile
-				raw, err = a.readSecretFile(fromFile)
-			} else {
-				raw, err = readAllLimited(a.Stdin, "stdin")
-			}
-			if err != nil {
-				return err
-			}
-			in, err := parseForwarded(raw, source)
-			if err != nil {
-				return err
-			}
-			merge := func(field string, dst *string, flag string) error {
-				if flag == "" {
-					return nil
+		args: exactArgs(1),
+		run: operation[*grantwire.ForwardedSummary]{
+			parse: func(*cobra.Command, []string) error {
+				if fromStdin == (fromFile != "") {
+					return usagef("import reads the forwarded secrets from --from-stdin or --from-file (exactly one)")
 				}
-				if *dst != "" && *dst != flag {
-					return usagef("%s is given both as a flag and in %s, differently", field, source)
+				var raw []byte
+				var err error
+				source := "stdin"
+				if fromFile != "" {
+					source = fromFile
+					raw, err = a.readSecretFile(fromFile)
+				} else {
+					raw, err = readAllLimited(a.Stdin, "stdin")
 				}
-				*dst = flag
-				return nil
-			}
-			mergeList := func(field string, dst *[]string, flag []string) error {
-				if len(flag) == 0 {
-					return nil
-				}
-				if len(*dst) > 0 && !sameSet(*dst, flag) {
-					return usagef("%s is given both as a flag and in %s, differently", field, source)
-				}
-				*dst = flag
-				return nil
-			}
-			for _, err := range []error{
-				merge("client_id", &in.ClientID, clientID),
-				merge("account_email", &in.AccountEmail, accountEmail),
-				merge("account_type", &in.AccountType, accountTy),
-				mergeList("scopes", &in.Scopes, scopes),
-				mergeList("grant_agents", &in.GrantAgents, grantAgents),
-			} {
 				if err != nil {
 					return err
 				}
-			}
+				if in, err = parseForwarded(raw, source); err != nil {
+					return err
+				}
+				merge := func(field string, dst *string, flag string) error {
+					if flag == "" {
+						return nil
+					}
+					if *dst != "" && *dst != flag {
+						return usagef("%s is given both as a flag and in %s, differently", field, source)
+					}
+					*dst = flag
+					return nil
+				}
+				mergeList := func(field string, dst *[]string, flag []string) error {
+					if len(flag) == 0 {
+						return nil
+					}
+					if len(*dst) > 0 && !sameSet(*dst, flag) {
+						return usagef("%s is given both as a flag and in %s, differently", field, source)
+					}
+					*dst = flag
+					return nil
+				}
+				for _, err := range []error{
+					merge("client_id", &in.ClientID, clientID),
+					merge("account_email", &in.AccountEmail, accountEmail),
+					merge("account_type", &in.AccountType, accountTy),
+					mergeList("scopes", &in.Scopes, scopes),
+					mergeList("grant_agents", &in.GrantAgents, grantAgents),
+				} {
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			},
 			// What the forwarded connection must hold (client_id, refresh_token, scopes) is the
 			// policy's to check (import_forwarded), as for any other caller of the Go API.
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			sum, err := c.ImportForwarded(ctx, grantwire.Forwarded{
-				Provider: args[0], ClientID: in.ClientID, ClientSecret: in.ClientSecret, RefreshToken: in.RefreshToken,
-				Scopes: in.Scopes, AccountEmail: in.AccountEmail, AccountType: in.AccountType, GrantAgents: in.GrantAgents,
-			})
-			if err != nil {
-				return err
-			}
-			if sum.GrantAgents == nil {
-				sum.GrantAgents = []string{}
-			}
-			if a.jsonOut {
-				return a.printJSON(sum)
-			}
-			a.printf("Imported the forwarded %s connection of %s with %s\n", sum.Provider, orUnknown(sum.AccountEmail), strings.Join(sum.Scopes, " "))
-			if len(sum.GrantAgents) > 0 {
-				a.printf("Granted %s → %s\n", sum.Provider, strings.Join(sum.GrantAgents, ", "))
-			}
-			return nil
-		}),
-	}
-	f := cmd.Flags()
-	f.BoolVar(&fromStdin, "from-stdin", false, "read the forwarded connection from stdin (JSON or KEY=VALUE lines)")
-	f.StringVar(&fromFile, "from-file", "", "read the forwarded connection from this file")
-	f.StringVar(&clientID, "client-id", "", "the host application's OAuth client id")
-	addList(f, &scopes, "scopes", "scopes", "the scopes the forwarded consent granted (repeatable; commas or spaces)")
-	f.StringVar(&accountEmail, "account-email", "", "the account, for display")
-	f.StringVar(&accountTy, "account-type", "", "the account type, for display")
-	addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant the connection (repeatable)")
-	refuseSecretFlag(f, "client-secret", &refusedSecret1)
-	refuseSecretFlag(f, "refresh-token", &refusedSecret2)
-	return cmd
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ForwardedSummary, error) {
+				sum, err := c.ImportForwarded(ctx, grantwire.Forwarded{
+					Provider: args[0], ClientID: in.ClientID, ClientSecret: in.ClientSecret, RefreshToken: in.RefreshToken,
+					Scopes: in.Scopes, AccountEmail: in.AccountEmail, AccountType: in.AccountType, GrantAgents: in.GrantAgents,
+				})
+				if err == nil {
+					sum.GrantAgents = nonNilStrings(sum.GrantAgents)
+				}
+				return sum, err
+			},
+			render: func(sum *grantwire.ForwardedSummary, _ []string) error {
+				a.printf("Imported the forwarded %s connection of %s with %s\n", sum.Provider, orUnknown(sum.AccountEmail), strings.Join(sum.Scopes, " "))
+				if len(sum.GrantAgents) > 0 {
+					a.printf("Granted %s → %s\n", sum.Provider, strings.Join(sum.GrantAgents, ", "))
+				}
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.BoolVar(&fromStdin, "from-stdin", false, "read the forwarded connection from stdin (JSON or KEY=VALUE lines)")
+			f.StringVar(&fromFile, "from-file", "", "read the forwarded connection from this file")
+			f.StringVar(&clientID, "client-id", "", "the host application's OAuth client id")
+			addList(f, &scopes, "scopes", "scopes", "the scopes the forwarded consent granted (repeatable; commas or spaces)")
+			f.StringVar(&accountEmail, "account-email", "", "the account, for display")
+			f.StringVar(&accountTy, "account-type", "", "the account type, for display")
+			addList(f, &grantAgents, "grant-agent", "agent", "an agent to grant the connection (repeatable)")
+			refuseSecret(f, "client-secret", "put client_secret on stdin (--from-stdin) or in a file (--from-file)")
+			refuseSecret(f, "refresh-token", "put refresh_token on stdin (--from-stdin) or in a file (--from-file)")
+		},
+	})
 }
 
 func sameSet(a, b []string) bool {

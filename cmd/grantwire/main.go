@@ -2,7 +2,10 @@
 // grant agents, activate MCP tools, import forwarded connections and hand tokens to
 // scripts, with every secret in the OS credential store.
 //
-// The commands live one group per file (catalog.go, status.go, connect.go, ...); app.go
+// The commands are rows of one table (command.go: a spec of help, arguments and flags, its
+// body an operation: parse → call the client → render text or --json), one theme per file
+// (catalog.go: catalog and status; connect.go: connect and disconnect; pairs.go: grants
+// and activations; mcpremote.go and mcprun.go: the mcp commands; ...); app.go
 // builds the client (catalog → engine → OS shell → grantwire.Client) and maps errors to
 // the exit codes of the policy's error table; engine.go is the table of engines. extra.go
 // is the seam where command groups are added (policy …, serve).

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,12 +16,9 @@ import (
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
 
-// Remote MCP servers behind OAuth 2.1 (docs/behaviour.md#remote-mcp-servers): mcp add,
-// auth, logout, proxy; mcp list shows them beside the local servers.
-
-func (a *app) mcpRemoteCmds() []*cobra.Command {
-	return []*cobra.Command{a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd()}
-}
+// The mcp commands: mcp list; remote MCP servers behind OAuth 2.1
+// (docs/behaviour.md#remote-mcp-servers): mcp add, auth, logout, remove, proxy; mcp run and
+// mcp config (local servers and MCP clients) are in mcprun.go.
 
 func (a *app) mcpAddCmd() *cobra.Command {
 	var (
@@ -32,12 +27,12 @@ func (a *app) mcpAddCmd() *cobra.Command {
 		idpEndpoint, idpClientID                       string
 		secretStdin, assertionStdin                    bool
 		scopes                                         []string
-		refused, refusedKey, refusedAssertion          string
+		server                                         mcp.RemoteServer
 	)
-	cmd := &cobra.Command{
-		Use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]] [--grant G ...]",
-		Short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
-		Long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
+	return a.command(spec{
+		use:   "add <name> --url <https URL> [--scopes S] [--client-id X [--client-secret-stdin] [--issuer I]] [--grant G ...]",
+		short: "Record a remote MCP server (streamable HTTP, OAuth 2.1) under a name",
+		long: `Record a remote MCP server: its streamable-HTTP endpoint (https; plain http only to a loopback
 address (127.0.0.1, ::1 or localhost)) under a name of your choice (1 to 64 of a-z 0-9 _ . -;
 not a catalog connector). Nothing is sent to the server yet: grantwire mcp auth <name>
 discovers its authorization server and authorizes it.
@@ -66,7 +61,7 @@ unattended) need the client registered at the authorization server (--client-id,
                       sent as a jwt-bearer grant (enterprise-managed authorization, SEP-990)
 Secrets, keys and assertions go to the credential store only; they are never taken from
 arguments, written to files or printed.`,
-		Example: `  grantwire mcp add notes --url https://mcp.example.com/mcp
+		example: `  grantwire mcp add notes --url https://mcp.example.com/mcp
   grantwire mcp add tracker --url https://tracker.example.com/mcp --scopes read,write
   printf '%s\n' "$SECRET" | grantwire mcp add corp --url https://mcp.corp.example/mcp --client-id grantwire-cli --issuer https://login.corp.example --client-secret-stdin
 
@@ -75,101 +70,92 @@ arguments, written to files or printed.`,
   grantwire mcp add builds --url https://ci.example.com/mcp --grant client-credentials --client-id ci-bot --issuer https://login.example.com --private-key-file ~/.config/ci-bot.pem
   grantwire mcp add deploy --url https://deploy.example.com/mcp --grant jwt-bearer --client-id deployer --issuer https://login.example.com --assertion-file /var/run/secrets/tokens/mcp
   printf '%s\n' "$ID_TOKEN" | grantwire mcp add wiki --url https://wiki.corp.example/mcp --grant id-jag --client-id wiki-agent --issuer https://auth.wiki.corp.example --idp-token-endpoint https://idp.corp.example/oauth2/token --idp-client-id grantwire --assertion-stdin`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if err := refusedSecret(cmd, map[string]string{
-				"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file",
-				"private-key":   "use --private-key-file",
-				"assertion":     "pipe it to --assertion-stdin or use --assertion-file",
-			}); err != nil {
-				return err
-			}
-			if url == "" {
-				return usagef("mcp add needs --url, the server's streamable-HTTP endpoint")
-			}
-			if secretStdin && secretFile != "" {
-				return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
-			}
-			if assertionStdin && assertionFile != "" {
-				return usagef("give the assertion once: --assertion-stdin or --assertion-file")
-			}
-			if secretStdin && assertionStdin {
-				return usagef("stdin holds one secret: give the client secret or the assertion in a file (--client-secret-file, --assertion-file)")
-			}
-			if (secretStdin || secretFile != "") && clientID == "" {
-				return usagef("a client secret goes with --client-id")
-			}
-			g, err := mcpGrant(grant)
-			if err != nil {
-				return err
-			}
-			secret := ""
-			if secretStdin || secretFile != "" {
-				if secret, err = a.secretLine(secretFile, "client secret for "+args[0]); err != nil {
-					return err
+		args: exactArgs(1),
+		run: operation[*mcp.AddResult]{
+			parse: func(cmd *cobra.Command, args []string) error {
+				if url == "" {
+					return usagef("mcp add needs --url, the server's streamable-HTTP endpoint")
 				}
-			}
-			key := ""
-			if keyFile != "" {
-				b, err := a.readSecretFile(keyFile)
+				if secretStdin && secretFile != "" {
+					return usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
+				}
+				if assertionStdin && assertionFile != "" {
+					return usagef("give the assertion once: --assertion-stdin or --assertion-file")
+				}
+				if secretStdin && assertionStdin {
+					return usagef("stdin holds one secret: give the client secret or the assertion in a file (--client-secret-file, --assertion-file)")
+				}
+				if (secretStdin || secretFile != "") && clientID == "" {
+					return usagef("a client secret goes with --client-id")
+				}
+				g, err := mcpGrant(grant)
 				if err != nil {
 					return err
 				}
-				if key = strings.TrimSpace(string(b)); !strings.HasPrefix(key, "-----BEGIN ") {
-					return usagef("%s is not a PEM private key (-----BEGIN ... PRIVATE KEY-----)", keyFile)
+				secret := ""
+				if secretStdin || secretFile != "" {
+					if secret, err = a.secretLine(secretFile, "client secret for "+args[0]); err != nil {
+						return err
+					}
 				}
-			}
-			assertion := ""
-			if assertionStdin || assertionFile != "" {
-				if assertion, err = a.secretLine(assertionFile, "assertion for "+args[0]); err != nil {
-					return err
+				key := ""
+				if keyFile != "" {
+					b, err := a.readSecretFile(keyFile)
+					if err != nil {
+						return err
+					}
+					if key = strings.TrimSpace(string(b)); !strings.HasPrefix(key, "-----BEGIN ") {
+						return usagef("%s is not a PEM private key (-----BEGIN ... PRIVATE KEY-----)", keyFile)
+					}
 				}
-			}
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := mcp.Of(c).AddServer(ctx, mcp.RemoteServer{
-				ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
-				Issuer: issuer, ClientMetadataURL: metadataURL,
-				Grant: g, PrivateKey: key, Assertion: assertion, IDPTokenEndpoint: idpEndpoint, IDPClientID: idpClientID,
-			})
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
-			if res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode {
-				a.printf("It is authorized with the %s grant: no browser, no person.\n", strings.ReplaceAll(string(res.Grant), "_", "-"))
-			}
-			if res.Reset {
-				a.printf("Its URL changed: the tokens and registration of the old one were deleted.\n")
-			}
-			a.printf("Next: grantwire mcp auth %s\n", res.Connector)
-			return nil
-		}),
-	}
-	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address (127.0.0.1, ::1 or localhost))")
-	addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
-	f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
-	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read that client's secret from stdin (without echo on a terminal)")
-	f.StringVar(&secretFile, "client-secret-file", "", "read that client's secret from this file")
-	f.StringVar(&issuer, "issuer", "", "the authorization server (issuer) the client is registered at")
-	f.StringVar(&metadataURL, "client-metadata-url", "", "an https URL of a client ID metadata document describing grantwire")
-	f.StringVar(&grant, "grant", "", "how the server is authorized: authorization-code (the browser; the default), or a machine grant: client-credentials, jwt-bearer, id-jag")
-	f.StringVar(&keyFile, "private-key-file", "", "the client's private key (PEM), to sign client assertions (private_key_jwt) instead of sending a secret")
-	f.BoolVar(&assertionStdin, "assertion-stdin", false, "read the assertion from stdin: the workload's JWT (jwt-bearer) or the identity provider's ID token (id-jag)")
-	f.StringVar(&assertionFile, "assertion-file", "", "read the assertion from this file (as --assertion-stdin)")
-	f.StringVar(&idpEndpoint, "idp-token-endpoint", "", "id-jag: the identity provider's token endpoint, where the ID token is exchanged (RFC 8693)")
-	f.StringVar(&idpClientID, "idp-client-id", "", "id-jag: grantwire's client id at the identity provider")
-	refuseSecretFlag(f, "client-secret", &refused)
-	refuseSecretFlag(f, "private-key", &refusedKey)
-	refuseSecretFlag(f, "assertion", &refusedAssertion)
-	return cmd
+				assertion := ""
+				if assertionStdin || assertionFile != "" {
+					if assertion, err = a.secretLine(assertionFile, "assertion for "+args[0]); err != nil {
+						return err
+					}
+				}
+				server = mcp.RemoteServer{
+					ID: args[0], URL: url, Scopes: scopes, ClientID: clientID, ClientSecret: secret,
+					Issuer: issuer, ClientMetadataURL: metadataURL,
+					Grant: g, PrivateKey: key, Assertion: assertion, IDPTokenEndpoint: idpEndpoint, IDPClientID: idpClientID,
+				}
+				return nil
+			},
+			call: func(ctx context.Context, c *grantwire.Client, _ []string) (*mcp.AddResult, error) {
+				return mcp.Of(c).AddServer(ctx, server)
+			},
+			render: func(res *mcp.AddResult, _ []string) error {
+				a.printf("Added the remote MCP server %s (%s).\n", res.Connector, res.URL)
+				if res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode {
+					a.printf("It is authorized with the %s grant: no browser, no person.\n", strings.ReplaceAll(string(res.Grant), "_", "-"))
+				}
+				if res.Reset {
+					a.printf("Its URL changed: the tokens and registration of the old one were deleted.\n")
+				}
+				a.printf("Next: grantwire mcp auth %s\n", res.Connector)
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&url, "url", "", "the server's streamable-HTTP endpoint (https, or http to a loopback address (127.0.0.1, ::1 or localhost))")
+			addList(f, &scopes, "scopes", "scopes", "scopes to ask for when the server names none (repeatable; commas or spaces separate several)")
+			f.StringVar(&clientID, "client-id", "", "a client registered by hand at the authorization server")
+			f.BoolVar(&secretStdin, "client-secret-stdin", false, "read that client's secret from stdin (without echo on a terminal)")
+			f.StringVar(&secretFile, "client-secret-file", "", "read that client's secret from this file")
+			f.StringVar(&issuer, "issuer", "", "the authorization server (issuer) the client is registered at")
+			f.StringVar(&metadataURL, "client-metadata-url", "", "an https URL of a client ID metadata document describing grantwire")
+			f.StringVar(&grant, "grant", "", "how the server is authorized: authorization-code (the browser; the default), or a machine grant: client-credentials, jwt-bearer, id-jag")
+			f.StringVar(&keyFile, "private-key-file", "", "the client's private key (PEM), to sign client assertions (private_key_jwt) instead of sending a secret")
+			f.BoolVar(&assertionStdin, "assertion-stdin", false, "read the assertion from stdin: the workload's JWT (jwt-bearer) or the identity provider's ID token (id-jag)")
+			f.StringVar(&assertionFile, "assertion-file", "", "read the assertion from this file (as --assertion-stdin)")
+			f.StringVar(&idpEndpoint, "idp-token-endpoint", "", "id-jag: the identity provider's token endpoint, where the ID token is exchanged (RFC 8693)")
+			f.StringVar(&idpClientID, "idp-client-id", "", "id-jag: grantwire's client id at the identity provider")
+			refuseSecret(f, "client-secret", "pipe it to --client-secret-stdin or use --client-secret-file")
+			refuseSecret(f, "private-key", "use --private-key-file")
+			refuseSecret(f, "assertion", "pipe it to --assertion-stdin or use --assertion-file")
+		},
+	})
 }
 
 // mcpGrant reads --grant: the policy's names with - or _ ("client-credentials").
@@ -187,10 +173,10 @@ func mcpGrant(s string) (mcp.Grant, error) {
 
 func (a *app) mcpAuthCmd() *cobra.Command {
 	var scopes []string
-	cmd := &cobra.Command{
-		Use:   "auth <name>",
-		Short: "Discover a remote MCP server's authorization server and authorize it in the browser",
-		Long: `Authorize a remote MCP server as the MCP authorization specification says: ask the server
+	return a.command(spec{
+		use:   "auth <name>",
+		short: "Discover a remote MCP server's authorization server and authorize it in the browser",
+		long: `Authorize a remote MCP server as the MCP authorization specification says: ask the server
 for its challenge, read its protected-resource metadata (RFC 9728) and its authorization
 server's metadata (RFC 8414 or OpenID), register grantwire there when needed (a
 pre-registered client, a client ID metadata document, or dynamic registration), then
@@ -204,65 +190,54 @@ Without a browser or a person at a terminal it says so before anything is sent o
 registered. --no-browser prints the URL to open in a browser on any machine and reads the
 address that browser ends on, pasted on standard input (as connect --no-browser).
 --scopes adds scopes to ask for.`,
-		Example: `  grantwire mcp auth notes
+		example: `  grantwire mcp auth notes
   grantwire mcp auth notes --no-browser        # print the URL, open it in a browser anywhere, paste the redirect back
   grantwire mcp auth tracker --scopes admin`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if a.authTimeout <= 0 {
-				return usagef("--timeout must be positive")
-			}
-			a.waitingFor = "the " + args[0] + " authorization"
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
-			if a.noBrowser {
-				opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
-			}
-			res, err := mcp.Of(c).Authorize(ctx, args[0], opts)
-			a.progress.Stop()
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(res)
-			}
-			a.printf("Authorized %s at %s with %s (%s client).\n", res.Connector, res.Issuer, orNone(res.Scopes), res.Registration)
-			if len(res.NotGranted) > 0 {
-				a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
-			}
-			machine := res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode
-			if machine {
-				a.printf("No browser was needed: the %s grant runs again with grantwire mcp auth %s when the access token expires.\n",
-					strings.ReplaceAll(string(res.Grant), "_", "-"), res.Connector)
-			}
-			if !res.RefreshToken && !machine {
-				a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
-			}
-			a.printf("Next: grantwire activations activate %s <agent> --scopes use, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
-			return nil
-		}),
-	}
-	f := cmd.Flags()
-	addList(f, &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
-	f.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser: print the URL, then read the redirect address you paste on standard input")
-	f.DurationVar(&a.authTimeout, "timeout", defaultAuthTimeout, "how long to wait for the authorization")
-	return cmd
+		args: exactArgs(1),
+		run: operation[*mcp.AuthResult]{
+			parse: func(_ *cobra.Command, args []string) error { return a.waitFor(args[0]) },
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.AuthResult, error) {
+				opts := mcp.AuthOptions{Scopes: scopes, Timeout: a.timeout()}
+				if a.noBrowser {
+					opts.Flow = grantwire.FlowPaste // the redirect address is pasted back on stdin
+				}
+				defer a.progress.Stop()
+				return mcp.Of(c).Authorize(ctx, args[0], opts)
+			},
+			render: func(res *mcp.AuthResult, _ []string) error {
+				a.printf("Authorized %s at %s with %s (%s client).\n", res.Connector, res.Issuer, orNone(res.Scopes), res.Registration)
+				if len(res.NotGranted) > 0 {
+					a.warnf("the authorization server did not grant %s", strings.Join(res.NotGranted, " "))
+				}
+				machine := res.Grant != "" && res.Grant != mcp.GrantAuthorizationCode
+				if machine {
+					a.printf("No browser was needed: the %s grant runs again with grantwire mcp auth %s when the access token expires.\n",
+						strings.ReplaceAll(string(res.Grant), "_", "-"), res.Connector)
+				}
+				if !res.RefreshToken && !machine {
+					a.warnf("the authorization server issued no refresh token: when the access token expires, run grantwire mcp auth %s again", res.Connector)
+				}
+				a.printf("Next: grantwire activations activate %s <agent> --scopes use, then grantwire mcp proxy %s --agent <agent>\n", res.Connector, res.Connector)
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			a.authFlags(cmd, false)
+			addList(cmd.Flags(), &scopes, "scopes", "scopes", "scopes to ask for besides the server's (repeatable; commas or spaces separate several)")
+		},
+	})
 }
 
 func (a *app) mcpLogoutCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "logout <name>",
-		Short: "Revoke a remote MCP server's tokens at its authorization server and delete them",
-		Long: `Revoke the refresh token at the authorization server (RFC 7009, when it names a revocation
+	return a.command(spec{
+		use:   "logout <name>",
+		short: "Revoke a remote MCP server's tokens at its authorization server and delete them",
+		long: `Revoke the refresh token at the authorization server (RFC 7009, when it names a revocation
 endpoint; best effort) and delete the server's tokens and registration from the credential
 store. The server stays added, with its pre-registered client; grants and activations stay.`,
-		Example: `  grantwire mcp logout notes`,
-		Args:    exactArgs(1),
-		RunE: operation[*mcp.LogoutResult]{
+		example: `  grantwire mcp logout notes`,
+		args:    exactArgs(1),
+		run: operation[*mcp.LogoutResult]{
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.LogoutResult, error) {
 				return mcp.Of(c).Logout(ctx, args[0])
 			},
@@ -278,21 +253,21 @@ store. The server stays added, with its pre-registered client; grants and activa
 				return nil
 			},
 		}.runE(a),
-	}
+	})
 }
 
 func (a *app) mcpRemoveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove <name>",
-		Short: "Remove a remote MCP server: revoke, delete its tokens and registration, its grants and activations",
-		Long: `Remove a remote MCP server added with grantwire mcp add: revoke its refresh token at the
+	return a.command(spec{
+		use:   "remove <name>",
+		short: "Remove a remote MCP server: revoke, delete its tokens and registration, its grants and activations",
+		long: `Remove a remote MCP server added with grantwire mcp add: revoke its refresh token at the
 authorization server (RFC 7009, when it names a revocation endpoint; best effort), delete its
 tokens, registration and pre-registered client from the credential store, its entry from
 mcp_remote.json, and every grant and activation on it. A server of the catalog cannot be
 removed: grantwire mcp logout <name> forgets its authorization.`,
-		Example: `  grantwire mcp remove notes`,
-		Args:    exactArgs(1),
-		RunE: operation[*mcp.RemoveResult]{
+		example: `  grantwire mcp remove notes`,
+		args:    exactArgs(1),
+		run: operation[*mcp.RemoveResult]{
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*mcp.RemoveResult, error) {
 				return mcp.Of(c).Remove(ctx, args[0])
 			},
@@ -309,15 +284,15 @@ removed: grantwire mcp logout <name> forgets its authorization.`,
 				return nil
 			},
 		}.runE(a),
-	}
+	})
 }
 
 func (a *app) mcpProxyCmd() *cobra.Command {
 	var agent string
-	cmd := &cobra.Command{
-		Use:   "proxy <name> --agent <agent>",
-		Short: "Serve a remote MCP server on stdio for an agent, with a fresh bearer token (gated)",
-		Long: `Serve the remote MCP server <name> on stdin/stdout (newline-delimited JSON-RPC, the MCP stdio
+	return a.command(spec{
+		use:   "proxy <name> --agent <agent>",
+		short: "Serve a remote MCP server on stdio for an agent, with a fresh bearer token (gated)",
+		long: `Serve the remote MCP server <name> on stdin/stdout (newline-delimited JSON-RPC, the MCP stdio
 transport) and forward every message to its streamable-HTTP endpoint with a bearer token,
 for MCP clients that start stdio servers (Claude Desktop, Cursor, ...).
 
@@ -327,27 +302,30 @@ and a grant revoked meanwhile refuses the next request. Tokens come from the cre
 store and are refreshed under the server's lock; a 401 brings a refresh, else one
 authorization (in the browser); a 403 insufficient_scope a bounded step-up. No token is
 ever printed. Messages go to stderr only.`,
-		Example: `  grantwire mcp proxy notes --agent builtin:chat`,
-		Args:    exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if agent == "" {
-				return usagef("mcp proxy needs --agent, the agent the server is for")
-			}
-			a.waitingFor = "the " + args[0] + " authorization"
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			in, out := a.stdio()
-			return mcpremote.Proxy(ctx, c, mcpremote.ProxyOptions{
-				Server: args[0], Agent: agent, In: in, Out: out, Timeout: a.timeout(),
-				OnError: a.reportForwarding,
-			})
-		}),
-	}
-	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
-	return cmd
+		example: `  grantwire mcp proxy notes --agent builtin:chat`,
+		args:    exactArgs(1),
+		run: operation[struct{}]{
+			parse: func(_ *cobra.Command, args []string) error {
+				if agent == "" {
+					return usagef("mcp proxy needs --agent, the agent the server is for")
+				}
+				a.waitingFor = "the " + args[0] + " authorization"
+				return nil
+			},
+			// The proxy's output is the MCP stream itself: no result is printed.
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (struct{}, error) {
+				in, out := a.stdio()
+				return struct{}{}, mcpremote.Proxy(ctx, c, mcpremote.ProxyOptions{
+					Server: args[0], Agent: agent, In: in, Out: out, Timeout: a.timeout(),
+					OnError: a.reportForwarding,
+				})
+			},
+			json: noResult[struct{}],
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is for (it must be granted and active)")
+		},
+	})
 }
 
 // reportForwarding writes an error met while forwarding on stderr as every refusal is
@@ -414,8 +392,7 @@ func (a *app) printRemote(agent string, servers []mcp.RemoteServerInfo) error {
 	} else {
 		a.printf("Remote MCP servers:\n")
 	}
-	tw := tabwriter.NewWriter(a.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tURL\tISSUER\tSCOPES\tGRANTED\tACTIVE FOR")
+	rows := make([][]string, 0, len(servers))
 	for _, s := range servers {
 		issuer, scopes := "not authorized", "-"
 		if s.Authorized && s.Issuer != nil {
@@ -424,7 +401,143 @@ func (a *app) printRemote(agent string, servers []mcp.RemoteServerInfo) error {
 				issuer += " (" + time.UnixMilli(*s.AuthorizedAt).UTC().Format("2006-01-02") + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.URL, issuer, scopes, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor))
+		rows = append(rows, []string{s.ID, s.URL, issuer, scopes, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor)})
 	}
-	return tw.Flush()
+	return a.printTable([]string{"ID", "URL", "ISSUER", "SCOPES", "GRANTED", "ACTIVE FOR"}, rows)
+}
+
+func (a *app) mcpCmd() *cobra.Command {
+	return a.command(spec{
+		use:   "mcp",
+		short: "MCP servers for agents: local ones with keys, remote ones behind OAuth 2.1 (add, auth, proxy)",
+		long: `MCP servers started on this machine with API keys in their environment (mcp_server
+connectors) are configured with grantwire configure <id> --from-stdin and shown to agents with
+grantwire activations activate <id> <agent>; grantwire mcp list shows them, with the names of
+their keys (never the values).
+
+Remote MCP servers (streamable HTTP behind OAuth 2.1) are added with grantwire mcp add <name>
+--url <https URL>, authorized with grantwire mcp auth <name> (discovery, registration and PKCE
+in the browser, tokens in the credential store), and served to a stdio MCP client for a
+granted and active agent with grantwire mcp proxy <name> --agent <agent>.`,
+		example: `  grantwire mcp list
+  grantwire mcp list --agent builtin:chat
+  grantwire mcp list --json | jq -r '.servers[].id'
+  grantwire mcp add notes --url https://mcp.example.com/mcp && grantwire mcp auth notes`,
+	}, a.mcpListCmd(), a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd(), a.mcpRunCmd(), a.mcpConfigCmd())
+}
+
+// mcpServer is one row of `mcp list`: names only, never a value.
+type mcpServer struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name,omitempty"`
+	InCatalog bool     `json:"in_catalog"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	// Configured: mcp_servers.json holds the server (its keys are in the credential store).
+	Configured bool     `json:"configured"`
+	EnvKeys    []string `json:"env_keys"`
+	// Missing names the required keys the configuration lacks.
+	Missing   []string            `json:"missing_keys,omitempty"`
+	Grants    map[string][]string `json:"grants"`
+	ActiveFor []string            `json:"active_for"`
+}
+
+// mcpListing is what mcp list shows: the local servers, then the remote ones.
+type mcpListing struct {
+	Remote  []mcp.RemoteServerInfo `json:"remote"`
+	Servers []mcpServer            `json:"servers"`
+}
+
+func (a *app) mcpListCmd() *cobra.Command {
+	var agent string
+	return a.command(spec{
+		use:   "list [--agent <agent>]",
+		short: "List the configured MCP servers with their keys' names, or those an agent sees",
+		long: `List the MCP servers of mcp_servers.json: each with its command, the names of the
+environment keys stored for it in the credential store (never their values), the agents
+granted and the agents it is active for. Servers the file holds that the catalog does not
+know are listed too ("in_catalog": false); grantwire does not manage them.
+
+Remote MCP servers (grantwire mcp add) follow, with their URL, the issuer of the
+authorization server they were authorized at and the scopes it granted ("remote" in --json).
+
+With --agent, list the servers whose tools that agent sees: those it holds a grant for AND
+is active for.`,
+		example: `  grantwire mcp list
+  grantwire mcp list --agent builtin:research
+  grantwire mcp list --json | jq -r '.servers[] | select(.missing_keys) | .id'`,
+		args: noArgs,
+		run: operation[mcpListing]{
+			call: func(ctx context.Context, c *grantwire.Client, _ []string) (l mcpListing, err error) {
+				if l.Servers, err = mcpServers(ctx, c, agent); err != nil {
+					return l, err
+				}
+				if l.Remote, err = mcp.Of(c).RemoteServers(ctx, agent); l.Remote == nil {
+					l.Remote = []mcp.RemoteServerInfo{}
+				}
+				return l, err
+			},
+			render: func(l mcpListing, _ []string) error {
+				if err := a.printLocal(agent, l.Servers, len(l.Remote) > 0); err != nil {
+					return err
+				}
+				return a.printRemote(agent, l.Remote)
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "only the servers this agent sees (granted and active)")
+		},
+	})
+}
+
+// printLocal prints the local MCP servers of mcp list (nothing when there are none but
+// remote ones).
+func (a *app) printLocal(agent string, servers []mcpServer, remote bool) error {
+	if len(servers) == 0 && remote {
+		return nil
+	}
+	if len(servers) == 0 {
+		if agent != "" {
+			a.printf("No MCP server is visible to %s (a server is visible when the agent holds a grant for it AND it is active for the agent).\n", agent)
+		} else {
+			a.printf("No MCP servers are configured. grantwire catalog --tier search lists some; grantwire configure <id> --from-stdin adds one.\n")
+		}
+		return nil
+	}
+	if agent != "" {
+		a.printf("MCP servers visible to %s (granted and active):\n", agent)
+	}
+	rows := make([][]string, 0, len(servers))
+	for _, s := range servers {
+		keys := orDash(s.EnvKeys)
+		switch {
+		case !s.Configured:
+			keys = "not configured"
+		case len(s.Missing) > 0:
+			keys += " (missing " + strings.Join(s.Missing, ",") + ")"
+		}
+		id := s.ID
+		if !s.InCatalog {
+			id += " (not in the catalog)"
+		}
+		command := strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+		rows = append(rows, []string{id, command, keys, orDash(slices.Sorted(maps.Keys(s.Grants))), orDash(s.ActiveFor)})
+	}
+	return a.printTable([]string{"ID", "COMMAND", "KEYS", "GRANTED", "ACTIVE FOR"}, rows)
+}
+
+// mcpServers lists the servers of mcp_servers.json, or those an agent sees (the policy's
+// mcp_list).
+func mcpServers(ctx context.Context, c *grantwire.Client, agent string) ([]mcpServer, error) {
+	list, err := mcp.Of(c).Servers(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpServer, 0, len(list))
+	for _, s := range list {
+		out = append(out, mcpServer{ID: s.ID, Name: s.Name, InCatalog: s.InCatalog, Command: s.Command,
+			Args: nonNilStrings(s.Args), Configured: s.Configured, EnvKeys: nonNilStrings(s.EnvKeys),
+			Missing: s.MissingKeys, Grants: s.Grants, ActiveFor: nonNilStrings(s.ActiveFor)})
+	}
+	return out, nil
 }

@@ -49,10 +49,11 @@ func (e *exitStatus) Error() string {
 
 func (a *app) mcpRunCmd() *cobra.Command {
 	var agent string
-	cmd := &cobra.Command{
-		Use:   "run <name> --agent <agent> [-- <extra args>…]",
-		Short: "Start a local MCP server with its API keys in its environment, for an agent granted and active for it",
-		Long: `Start the local MCP server <name> (an mcp_server connector) for <agent>, with the API keys
+	var extra []string
+	return a.command(spec{
+		use:   "run <name> --agent <agent> [-- <extra args>…]",
+		short: "Start a local MCP server with its API keys in its environment, for an agent granted and active for it",
+		long: `Start the local MCP server <name> (an mcp_server connector) for <agent>, with the API keys
 configured for it (grantwire configure <name> --from-stdin) put into its environment from the
 credential store. An MCP client starts this command instead of the server itself, so its
 configuration holds no secret (grantwire mcp config <name> --agent <agent> prints the entry).
@@ -71,10 +72,10 @@ answered with an error naming the command that allows it. SIGINT, SIGTERM, SIGHU
 passed on to the server; grantwire exits with the server's status (128 + the signal's number
 when a signal ended it), 127 when the command is not found and 126 when it cannot be run.
 The keys are in no argument, file, log or output: only in the server's environment.`,
-		Example: `  grantwire mcp run mcp-brave-search --agent builtin:chat
+		example: `  grantwire mcp run mcp-brave-search --agent builtin:chat
   grantwire mcp run mcp-filesystem --agent builtin:code -- ~/projects
   grantwire mcp config mcp-brave-search --agent builtin:chat   # the entry an MCP client needs`,
-		Args: func(cmd *cobra.Command, args []string) error {
+		args: func(cmd *cobra.Command, args []string) error {
 			before := len(args)
 			if at := cmd.ArgsLenAtDash(); at >= 0 {
 				before = at
@@ -87,17 +88,25 @@ The keys are in no argument, file, log or output: only in the server's environme
 			}
 			return nil
 		},
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			extra := []string{}
-			if at := cmd.ArgsLenAtDash(); at >= 0 {
-				extra = args[at:]
-			}
-			return a.mcpRun(cmd.Context(), args[0], agent, extra)
-		}),
-	}
-	cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is started for (required)")
-	_ = cmd.MarkFlagRequired("agent")
-	return cmd
+		run: operation[struct{}]{
+			parse: func(cmd *cobra.Command, args []string) error {
+				extra = []string{}
+				if at := cmd.ArgsLenAtDash(); at >= 0 {
+					extra = args[at:]
+				}
+				return a.notRemote(args[0], agent)
+			},
+			// The server's output is the MCP stream itself: no result is printed.
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (struct{}, error) {
+				return struct{}{}, a.mcpRun(ctx, c, args[0], agent, extra)
+			},
+			json: noResult[struct{}],
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the server is started for (required)")
+			_ = cmd.MarkFlagRequired("agent")
+		},
+	})
 }
 
 func orAgent(agent string) string {
@@ -107,18 +116,19 @@ func orAgent(agent string) string {
 	return agent
 }
 
-// mcpRun asks the launch gate, starts the server with its environment and waits for it,
-// passing signals on.
-func (a *app) mcpRun(ctx context.Context, name, agent string, extra []string) error {
+// notRemote refuses to run a remote MCP server of the catalog (mcp proxy bridges it).
+func (a *app) notRemote(name, agent string) error {
 	if cat, err := a.Catalog(); err == nil {
 		if e, ok := cat.Entry(name); ok && e.Type == catalog.TypeMCPRemote {
 			return usagef("%s is a remote MCP server: grantwire mcp proxy %s --agent %s bridges it to stdio", name, name, agent)
 		}
 	}
-	c, err := a.Client(ctx)
-	if err != nil {
-		return err
-	}
+	return nil
+}
+
+// mcpRun asks the launch gate, starts the server with its environment and waits for it,
+// passing signals on.
+func (a *app) mcpRun(ctx context.Context, c *grantwire.Client, name, agent string, extra []string) error {
 	l, err := mcp.Of(c).Launch(ctx, name, agent)
 	if err != nil {
 		return err
@@ -279,11 +289,11 @@ func mcpFormatNames() string {
 }
 
 func (a *app) mcpConfigCmd() *cobra.Command {
-	var agent, format string
-	cmd := &cobra.Command{
-		Use:   "config <name>… --agent <agent> [--format claude|cursor|vscode] [--json]",
-		Short: "Print the configuration an MCP client needs to use servers through grantwire (no secret)",
-		Long: `Print the JSON an MCP client reads, in its own shape (--format): claude (the default) and
+	var agent, format, exe string
+	return a.command(spec{
+		use:   "config <name>… --agent <agent> [--format claude|cursor|vscode] [--json]",
+		short: "Print the configuration an MCP client needs to use servers through grantwire (no secret)",
+		long: `Print the JSON an MCP client reads, in its own shape (--format): claude (the default) and
 cursor print "mcpServers" entries of command and args, as Claude Desktop's
 claude_desktop_config.json and Cursor's mcp.json hold them; vscode prints "servers" entries
 with "type": "stdio", as VS Code's .vscode/mcp.json holds them. There is one entry per server
@@ -297,11 +307,11 @@ each time the client starts the server, and the launch gate decides each time.
 An agent that may not use a server yet (no grant, not active, not configured) gets its entry
 anyway, with a warning on stderr that says what to run first. --json prints the same JSON,
 and warnings as JSON lines on stderr.`,
-		Example: `  grantwire mcp config mcp-brave-search --agent builtin:chat
+		example: `  grantwire mcp config mcp-brave-search --agent builtin:chat
   grantwire mcp config mcp-brave-search mcp-github --agent builtin:chat > mcp.json
   grantwire mcp config mcp-github --agent builtin:code --format vscode > .vscode/mcp.json
   jq -s '.[0] * .[1]' ~/.cursor/mcp.json <(grantwire mcp config mcp-github --agent builtin:code)`,
-		Args: func(cmd *cobra.Command, args []string) error {
+		args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("mcp config needs the name of at least one MCP server (grantwire mcp list)")
 			}
@@ -310,14 +320,33 @@ and warnings as JSON lines on stderr.`,
 			}
 			return nil
 		},
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			return a.mcpConfig(cmd.Context(), args, agent, mcpClientFormats[format])
-		}),
-	}
-	cmd.Flags().StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
-	cmd.Flags().StringVar(&format, "format", "claude", "the MCP client's configuration shape: "+mcpFormatNames())
-	_ = cmd.MarkFlagRequired("agent")
-	return cmd
+		run: operation[mcpClientConfig]{
+			parse: func(*cobra.Command, []string) (err error) {
+				if exe, err = a.invokedPath(); err != nil {
+					return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
+				}
+				return nil
+			},
+			call: func(ctx context.Context, c *grantwire.Client, names []string) (mcpClientConfig, error) {
+				return a.mcpConfig(ctx, c, exe, names, agent, mcpClientFormats[format])
+			},
+			// The configuration is JSON with or without --json: the document an MCP client reads.
+			json:   func(cfg mcpClientConfig, _ []string) any { return cfg.doc },
+			render: func(cfg mcpClientConfig, _ []string) error { return a.printJSON(cfg.doc) },
+			then: func(cfg mcpClientConfig, _ []string) error {
+				a.warnAll(cfg.warnings)
+				if !a.jsonOut && a.StdoutTTY {
+					fmt.Fprintf(a.Stderr, "Merge this into your MCP client's configuration (%s).\n", cfg.format.where)
+				}
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&agent, "agent", "", "the agent the servers are started for (required)")
+			cmd.Flags().StringVar(&format, "format", "claude", "the MCP client's configuration shape: "+mcpFormatNames())
+			_ = cmd.MarkFlagRequired("agent")
+		},
+	})
 }
 
 // invokedPath is the path the user runs this binary by (issue 20 §1.15): the command as
@@ -350,21 +379,21 @@ func (a *app) invokedPath() (string, error) {
 	return exe, nil
 }
 
-func (a *app) mcpConfig(ctx context.Context, names []string, agent string, format mcpClientFormat) error {
-	exe, err := a.invokedPath()
-	if err != nil {
-		return fmt.Errorf("cannot find the path of this grantwire binary: %w", err)
-	}
-	c, err := a.Client(ctx)
-	if err != nil {
-		return err
-	}
+// mcpClientConfig is what mcp config prints: the document in the client's format, and
+// the warnings of servers that would refuse to start.
+type mcpClientConfig struct {
+	doc      map[string]any
+	warnings []string
+	format   mcpClientFormat
+}
+
+func (a *app) mcpConfig(ctx context.Context, c *grantwire.Client, exe string, names []string, agent string, format mcpClientFormat) (mcpClientConfig, error) {
 	servers := map[string]mcpEntry{}
 	var warnings []string
 	for _, name := range names {
 		r, err := mcp.Of(c).CheckLaunch(ctx, name, agent)
 		if err != nil {
-			return err
+			return mcpClientConfig{}, err
 		}
 		bridge := "run"
 		if r.Type == catalog.TypeMCPRemote {
@@ -383,16 +412,7 @@ func (a *app) mcpConfig(ctx context.Context, names []string, agent string, forma
 		warnings = append(warnings, fmt.Sprintf("%s is a temporary build of go run and will be gone; install grantwire (go build -o ~/bin/grantwire ./cmd/grantwire) and run mcp config with it", exe))
 	}
 	sort.Strings(warnings)
-	if err := a.printJSON(map[string]any{format.key: servers}); err != nil {
-		return err
-	}
-	for _, w := range warnings {
-		a.warnf("%s", w)
-	}
-	if !a.jsonOut && a.StdoutTTY {
-		fmt.Fprintf(a.Stderr, "Merge this into your MCP client's configuration (%s).\n", format.where)
-	}
-	return nil
+	return mcpClientConfig{doc: map[string]any{format.key: servers}, warnings: warnings, format: format}, nil
 }
 
 func readinessWarning(name, agent string, e *grantwire.Error) string {

@@ -7,6 +7,7 @@ package main
 // policy_default.go says how to get them in the default build.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -75,35 +76,40 @@ func (a *app) policyAuditCmd() *cobra.Command {
 			"  grantwire policy audit --policy ./policy/grantwire --threshold 100\n" +
 			"  grantwire policy audit --json | jq '.checks[] | select(.ok | not)'",
 		args: noArgs,
-		run: a.runE(func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("threshold") {
-				if env := a.Getenv("COVERAGE_THRESHOLD"); env != "" {
-					v, err := strconv.ParseFloat(env, 64)
-					if err != nil {
-						return usagef("COVERAGE_THRESHOLD=%q is not a number", env)
+		run: operation[*audit.AuditReport]{
+			parse: func(cmd *cobra.Command, _ []string) error {
+				if !cmd.Flags().Changed("threshold") {
+					if env := a.Getenv("COVERAGE_THRESHOLD"); env != "" {
+						v, err := strconv.ParseFloat(env, 64)
+						if err != nil {
+							return usagef("COVERAGE_THRESHOLD=%q is not a number", env)
+						}
+						threshold = v
 					}
-					threshold = v
 				}
-			}
-			if threshold <= 0 || threshold > 100 {
-				return usagef("--threshold must be a percentage in (0, 100], not %g", threshold)
-			}
-			fsys, root, err := audit.PolicyFS(dir)
-			if err != nil {
-				return err
-			}
-			rep, err := audit.Audit(cmd.Context(), fsys, root, audit.AuditOptions{Threshold: threshold})
-			if err != nil {
-				return err
-			}
-			if err := a.emit(rep, func() error { audit.WriteAudit(a.Stdout, rep, dir == ""); return nil }); err != nil {
-				return err
-			}
-			if failed := rep.FailedChecks(); len(failed) > 0 {
-				return checkFailedf("policy audit failed: %s (see above)", strings.Join(failed, ", "))
-			}
-			return nil
-		}),
+				if threshold <= 0 || threshold > 100 {
+					return usagef("--threshold must be a percentage in (0, 100], not %g", threshold)
+				}
+				return nil
+			},
+			do: func(ctx context.Context, _ []string) (*audit.AuditReport, error) {
+				fsys, root, err := audit.PolicyFS(dir)
+				if err != nil {
+					return nil, err
+				}
+				return audit.Audit(ctx, fsys, root, audit.AuditOptions{Threshold: threshold})
+			},
+			render: func(rep *audit.AuditReport, _ []string) error {
+				audit.WriteAudit(a.Stdout, rep, dir == "")
+				return nil
+			},
+			then: func(rep *audit.AuditReport, _ []string) error {
+				if failed := rep.FailedChecks(); len(failed) > 0 {
+					return checkFailedf("policy audit failed: %s (see above)", strings.Join(failed, ", "))
+				}
+				return nil
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringVar(&dir, "policy", "", "audit the Rego of this directory instead of the embedded policy")
@@ -127,31 +133,33 @@ func (a *app) policyBuildCmd() *cobra.Command {
 			"  grantwire policy build --policy ./policy/grantwire --catalog my-catalog.json -o my-bundle.tar.gz\n" +
 			"  grantwire policy build --rego-only -o build/grantwire-rego-bundle.tar.gz && opa eval -b build/grantwire-rego-bundle.tar.gz 'data.grantwire.manifest.errors.BUSY'",
 		args: noArgs,
-		run: a.runE(func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
-				return err
-			}
-			if o.PolicyDir != "" && o.Revision == "" {
-				o.Describe = audit.GitDescribe(o.PolicyDir)
-			}
-			b, err := audit.Build(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if err := writeFileAll(out, b.Bytes); err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"file": out, "bytes": len(b.Bytes), "revision": b.Revision, "wasm_sha256": b.WasmSHA256})
-			}
-			if o.RegoOnly {
-				a.printf("wrote %s (%d bytes): revision %s, Rego only\n", out, len(b.Bytes), b.Revision)
+		run: operation[*audit.Built]{
+			do: func(ctx context.Context, _ []string) (*audit.Built, error) {
+				var err error
+				if o.Catalog, err = audit.ReadCatalogFile(catalogFile); err != nil {
+					return nil, err
+				}
+				if o.PolicyDir != "" && o.Revision == "" {
+					o.Describe = audit.GitDescribe(o.PolicyDir)
+				}
+				b, err := audit.Build(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				return b, writeFileAll(out, b.Bytes)
+			},
+			json: func(b *audit.Built, _ []string) any {
+				return map[string]any{"file": out, "bytes": len(b.Bytes), "revision": b.Revision, "wasm_sha256": b.WasmSHA256}
+			},
+			render: func(b *audit.Built, _ []string) error {
+				if o.RegoOnly {
+					a.printf("wrote %s (%d bytes): revision %s, Rego only\n", out, len(b.Bytes), b.Revision)
+					return nil
+				}
+				a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
 				return nil
-			}
-			a.printf("wrote %s (%d bytes): revision %s, policy.wasm sha256 %s\n", out, len(b.Bytes), b.Revision, b.WasmSHA256)
-			return nil
-		}),
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringVarP(&out, "output", "o", "grantwire-bundle.tar.gz", "the bundle file to write")
@@ -224,41 +232,39 @@ func (a *app) policyReplayCmd() *cobra.Command {
 			"  grantwire policy replay decisions.jsonl --bundle new-bundle.tar.gz --exit-code\n" +
 			"  grantwire policy replay - --json < decisions.jsonl",
 		args: exactArgs(1),
-		run: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			var in io.Reader = a.Stdin
-			if args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return err
+		run: operation[replayReport]{
+			do: func(ctx context.Context, args []string) (replayReport, error) {
+				var in io.Reader = a.Stdin
+				if args[0] != "-" {
+					f, err := os.Open(args[0])
+					if err != nil {
+						return replayReport{}, err
+					}
+					defer f.Close()
+					in = f
 				}
-				defer f.Close()
-				in = f
-			}
-			e, against, err := audit.ReplayEngine(ctx, bundleFile, dir, catalogFile)
-			if errors.Is(err, audit.ErrCombined) {
-				return usagef("%v", err)
-			}
-			if err != nil {
-				return err
-			}
-			defer e.Close(ctx)
-			rep, err := decisionlog.Replay(ctx, in, e)
-			if err != nil {
-				return err
-			}
-			report := struct {
-				Against string `json:"against"`
-				*decisionlog.Report
-			}{against, rep}
-			if err := a.emit(report, func() error { audit.WriteReplay(a.Stdout, args[0], against, rep); return nil }); err != nil {
-				return err
-			}
-			if exitCode && len(rep.Changes) > 0 {
-				return checkFailedf("%d decisions would change", len(rep.Changes))
-			}
-			return nil
-		}),
+				e, against, err := audit.ReplayEngine(ctx, bundleFile, dir, catalogFile)
+				if errors.Is(err, audit.ErrCombined) {
+					return replayReport{}, usagef("%v", err)
+				}
+				if err != nil {
+					return replayReport{}, err
+				}
+				defer e.Close(ctx)
+				rep, err := decisionlog.Replay(ctx, in, e)
+				return replayReport{against, rep}, err
+			},
+			render: func(r replayReport, args []string) error {
+				audit.WriteReplay(a.Stdout, args[0], r.Against, r.Report)
+				return nil
+			},
+			then: func(r replayReport, _ []string) error {
+				if exitCode && len(r.Changes) > 0 {
+					return checkFailedf("%d decisions would change", len(r.Changes))
+				}
+				return nil
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringVar(&bundleFile, "bundle", "", "replay against this bundle (wasm engine)")
@@ -282,33 +288,51 @@ func (a *app) policyTestCmd() *cobra.Command {
 			"  grantwire policy test --policy ./policy/grantwire -v\n" +
 			"  grantwire policy test --json | jq -r '.tests[] | select(.pass | not) | .name'",
 		args: noArgs,
-		run: a.runE(func(cmd *cobra.Command, _ []string) error {
-			fsys, root, err := audit.PolicyFS(dir)
-			if err != nil {
-				return err
-			}
-			results, err := audit.RunTests(cmd.Context(), fsys, root)
-			if errors.Is(err, audit.ErrNoTests) {
-				return checkFailed{err}
-			}
-			if err != nil {
-				return err
-			}
-			failed := audit.Failed(results)
-			if err := a.emit(map[string]any{"policy": root, "passed": len(results) - failed, "failed": failed, "tests": audit.TestResults(results)},
-				func() error { return audit.WriteTests(a.Stdout, results, verbose) }); err != nil {
-				return err
-			}
-			if failed > 0 {
-				return checkFailedf("%d of %d Rego tests failed", failed, len(results))
-			}
-			return nil
-		}),
+		run: operation[regoTests]{
+			do: func(ctx context.Context, _ []string) (regoTests, error) {
+				fsys, root, err := audit.PolicyFS(dir)
+				if err != nil {
+					return regoTests{}, err
+				}
+				results, err := audit.RunTests(ctx, fsys, root)
+				if errors.Is(err, audit.ErrNoTests) {
+					return regoTests{}, checkFailed{err}
+				}
+				failed := audit.Failed(results)
+				return regoTests{
+					doc:   map[string]any{"policy": root, "passed": len(results) - failed, "failed": failed, "tests": audit.TestResults(results)},
+					write: func() error { return audit.WriteTests(a.Stdout, results, verbose) },
+					ran:   len(results), failed: failed,
+				}, err
+			},
+			json:   func(t regoTests, _ []string) any { return t.doc },
+			render: func(t regoTests, _ []string) error { return t.write() },
+			then: func(t regoTests, _ []string) error {
+				if t.failed > 0 {
+					return checkFailedf("%d of %d Rego tests failed", t.failed, t.ran)
+				}
+				return nil
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			cmd.Flags().StringVar(&dir, "policy", "", "test the Rego of this directory instead of the embedded policy")
 			cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
 		},
 	})
+}
+
+// replayReport is what policy replay reports: the decisions that would change, against
+// what.
+type replayReport struct {
+	Against string `json:"against"`
+	*decisionlog.Report
+}
+
+// regoTests is what policy test ran: its report (doc) and how to write it as text.
+type regoTests struct {
+	doc         map[string]any
+	write       func() error
+	ran, failed int
 }
 
 // writeFileAll writes a generated file, making its directory first.

@@ -157,8 +157,35 @@ func refuseSecretFlag(fs *pflag.FlagSet, name string, p *string) {
 func refusedSecret(cmd *cobra.Command, names map[string]string) error {
 	for name, instead := range names {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			return usagef("--%s is refused: secrets are never taken from arguments (they would stay in your shell history and the process list); %s", name, instead)
+			return secretRefusal(name, instead)
 		}
 	}
 	return nil
+}
+
+// refusedAnnotation marks a flag of refuseSecret: its value is where the secret goes.
+const refusedAnnotation = "grantwire_refused_secret"
+
+// refuseSecret declares a hidden flag --name that exists only to refuse a secret given as
+// an argument: an operation refuses it before parsing, saying where the secret goes
+// instead (the value is never echoed).
+func refuseSecret(fs *pflag.FlagSet, name, instead string) {
+	fs.String(name, "", "")
+	_ = fs.MarkHidden(name)
+	_ = fs.SetAnnotation(name, refusedAnnotation, []string{instead})
+}
+
+// refusedFlags is the refusal of the first flag of refuseSecret the command line gives.
+func refusedFlags(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if instead, ok := f.Annotations[refusedAnnotation]; ok && f.Changed && err == nil {
+			err = secretRefusal(f.Name, instead[0])
+		}
+	})
+	return err
+}
+
+func secretRefusal(name, instead string) error {
+	return usagef("--%s is refused: secrets are never taken from arguments (they would stay in your shell history and the process list); %s", name, instead)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -93,36 +94,37 @@ func versionLine() string {
 }
 
 func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print grantwire's version, commit, policy sha256 and engine",
-		Long: `Print the version and commit of this binary, its build (default: no OPA package linked; opa:
+	return a.command(spec{
+		use:   "version",
+		short: "Print grantwire's version, commit, policy sha256 and engine",
+		long: `Print the version and commit of this binary, its build (default: no OPA package linked; opa:
 the policy commands and the rego engine), the sha256 of the policy.wasm it decides with (the
 embedded one, or --bundle's) and the engine --engine selects.`,
-		Example: `  grantwire version
+		example: `  grantwire version
   grantwire --version
   grantwire version --json | jq -r .policy_sha256`,
-		Args: noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			wasm := policy.Wasm
-			b, err := a.Bundle()
-			if err != nil {
-				return err
-			}
-			if b != nil {
-				wasm = b.Wasm
-			}
-			vi := versionOf(wasm, a.engineName)
-			if a.jsonOut {
-				return a.printJSON(vi)
-			}
-			a.printf("grantwire %s\n", vi.Version)
-			a.printf("commit:  %s\n", vi.Commit)
-			a.printf("build:   %s (engines: %s)\n", vi.Build, joinAnd(vi.Engines))
-			a.printf("policy:  sha256 %s (revision %s)\n", vi.PolicySHA256, vi.PolicyRevision)
-			a.printf("engine:  %s\n", vi.Engine)
-			a.printf("go:      %s\n", vi.Go)
-			return nil
-		}),
-	}
+		args: noArgs,
+		run: operation[versionInfo]{
+			do: func(context.Context, []string) (versionInfo, error) {
+				wasm := policy.Wasm
+				b, err := a.Bundle()
+				if err != nil {
+					return versionInfo{}, err
+				}
+				if b != nil {
+					wasm = b.Wasm
+				}
+				return versionOf(wasm, a.engineName), nil
+			},
+			render: func(vi versionInfo, _ []string) error {
+				a.printf("grantwire %s\n", vi.Version)
+				a.printf("commit:  %s\n", vi.Commit)
+				a.printf("build:   %s (engines: %s)\n", vi.Build, joinAnd(vi.Engines))
+				a.printf("policy:  sha256 %s (revision %s)\n", vi.PolicySHA256, vi.PolicyRevision)
+				a.printf("engine:  %s\n", vi.Engine)
+				a.printf("go:      %s\n", vi.Go)
+				return nil
+			},
+		}.runE(a),
+	})
 }
