@@ -26,6 +26,7 @@ import (
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // machine is another machine of a fleet: the binary with its own HOME, grantwire home and
@@ -170,11 +171,11 @@ func TestE2EStoreFlagOnEveryCommand(t *testing.T) {
 }
 
 // start runs the machine's binary without waiting for it.
-func (m *machine) start(args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+func (m *machine) start(args ...string) (*exec.Cmd, *testenv.Buffer, *testenv.Buffer) {
 	m.t.Helper()
 	cmd := exec.Command(m.bin, args...)
 	cmd.Env, cmd.Dir = m.env, m.home
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testenv.Buffer{}, &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, errb
 	require.NoError(m.t, cmd.Start())
 	m.t.Cleanup(func() { _ = cmd.Process.Kill() })

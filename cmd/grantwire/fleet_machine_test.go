@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grantwire/grantwire/catalog"
 	"io"
 	"os"
 	"os/exec"
@@ -25,6 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
@@ -202,26 +203,7 @@ type fleetProc struct {
 	lines chan fleetLine
 	done  chan struct{}
 	err   error
-	errb  *lockedBuffer
-}
-
-// lockedBuffer is a buffer safe for a process's writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
+	errb  *testenv.Buffer
 }
 
 // startMachine starts the test binary as a machine of mode with env (the machine's HOME,
@@ -232,7 +214,7 @@ func startMachine(t testing.TB, env []string, mode string, extra ...string) *fle
 	require.NoError(t, err)
 	cmd := exec.Command(exe)
 	cmd.Env = append(append(append([]string(nil), env...), fleetMachineEnv+"="+mode), extra...)
-	p := &fleetProc{cmd: cmd, lines: make(chan fleetLine, 1<<16), done: make(chan struct{}), errb: &lockedBuffer{}}
+	p := &fleetProc{cmd: cmd, lines: make(chan fleetLine, 1<<16), done: make(chan struct{}), errb: &testenv.Buffer{}}
 	cmd.Stderr = p.errb
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/internal/testworld/mcptest"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // oidcProvider is a running oidc-provider.
@@ -44,7 +45,7 @@ type oidcProvider struct {
 	log          string // its JSON lines (oidc.mjs)
 	clientID     string
 	clientSecret string
-	out          *lockedBuffer
+	out          *testenv.Buffer
 }
 
 type oidcEvent struct {

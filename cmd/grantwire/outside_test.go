@@ -35,6 +35,7 @@ import (
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // requireOutside is set by `make test` (scripts/test.sh) after it installed the software
@@ -166,12 +167,12 @@ func freePort(t *testing.T) int {
 
 // startNode runs a Node script of the outside software in the background until the test
 // ends, and waits until ready answers a GET with a status below 500.
-func startNode(t *testing.T, o outsideSoftware, env []string, ready string, args ...string) *lockedBuffer {
+func startNode(t *testing.T, o outsideSoftware, env []string, ready string, args ...string) *testenv.Buffer {
 	t.Helper()
 	cmd := exec.Command(o.node, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	cmd.Dir = t.TempDir()
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
