@@ -109,6 +109,38 @@ func (w *bbWorld) run(stdin string, args ...string) bbResult {
 	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
+// decisionLog is the world's decision log file, under its home (the leak search reads it).
+func (w *bbWorld) decisionLog() string { return filepath.Join(w.home, "decisions.jsonl") }
+
+// useDecisionLog gives every later command the world's decision log
+// (GRANTWIRE_DECISION_LOG) and returns its path.
+func (w *bbWorld) useDecisionLog() string {
+	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+w.decisionLog())
+	return w.decisionLog()
+}
+
+// requireDecisionsOf requires a decision of each operation in the world's decision log.
+func (w *bbWorld) requireDecisionsOf(ops ...string) {
+	w.t.Helper()
+	log, err := os.ReadFile(w.decisionLog())
+	require.NoError(w.t, err)
+	for _, op := range ops {
+		require.Contains(w.t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
+	}
+}
+
+// homeFile is the file at rel (slash-separated) under the world's grantwire home, and
+// whether it exists.
+func (w *bbWorld) homeFile(rel string) (string, bool) {
+	w.t.Helper()
+	doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	require.NoError(w.t, err)
+	return string(doc), true
+}
+
 // e2e is a bbWorld on the real parts: its own keyring service, the local authorization
 // server and a catalog whose google entry points at it.
 type e2e struct {
@@ -631,9 +663,9 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("BRAVE_API_KEY="+apiKey+"\n", 0, &mc, "configure", "mcp-brave-search", "--from-stdin")
 	require.Equal(t, []string{"BRAVE_API_KEY"}, mc.EnvKeys)
 	require.Equal(t, apiKey, w.keyring("mcp-brave-search:BRAVE_API_KEY"))
-	servers, err := os.ReadFile(filepath.Join(w.home, ".grantwire", "mcp_servers.json"))
-	require.NoError(t, err)
-	require.Contains(t, string(servers), `"$keyring": "`+w.service+`:mcp-brave-search:BRAVE_API_KEY"`)
+	servers, ok := w.homeFile("mcp_servers.json")
+	require.True(t, ok)
+	require.Contains(t, servers, `"$keyring": "`+w.service+`:mcp-brave-search:BRAVE_API_KEY"`)
 	// A second server from a file, with a key the catalog does not require.
 	keyFile := filepath.Join(w.home, "github.env")
 	ghToken := "bb-github-pat-" + randHex(8)
@@ -977,7 +1009,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "revision "+gwbundle.EmbeddedRevision())
 
-	log := filepath.Join(w.home, "decisions.jsonl")
+	log := w.decisionLog()
 	// The bundle carries the catalog: --catalog (here from the environment) is refused.
 	r = w.gw("", "--bundle", bundle, "status")
 	require.Equal(t, 2, r.code)

@@ -135,9 +135,9 @@ func TestGAIAUnnamespacedAgentIsRemovable(t *testing.T) {
 
 func (w *e2e) ledger(name string) string {
 	w.t.Helper()
-	raw, err := os.ReadFile(filepath.Join(w.home, ".grantwire", "connectors", name))
-	require.NoError(w.t, err)
-	return string(raw)
+	doc, ok := w.homeFile("connectors/" + name)
+	require.True(w.t, ok, name)
+	return doc
 }
 
 // publicGoogle is an e2e world whose google entry is silent on secrets and whose server's

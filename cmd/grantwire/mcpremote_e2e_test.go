@@ -14,8 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -249,8 +247,7 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	const clientID, secret = "grantwire-prereg", "prereg-secret-5f1b0c"
 	w, srv := remoteWorld(t, authserver.Config{ClientID: clientID, ClientSecret: secret, NoRegistration: true}, nil)
 	w.plant(secret)
-	decisions := filepath.Join(w.home, "decisions.jsonl")
-	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+decisions)
+	w.useDecisionLog()
 	r := w.gw(secret+"\n", "mcp", "add", "corp", "--url", srv.URL, "--client-id", clientID, "--issuer", w.srv.URL(), "--client-secret-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = w.mcpAuthNoBrowser("corp")
@@ -280,11 +277,7 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	require.Empty(t, w.keyring("corp:mcp_token"))
 
 	// The decision log recorded the whole session (the leak search reads it at cleanup).
-	log, err := os.ReadFile(decisions)
-	require.NoError(t, err)
-	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token", "mcp_logout"} {
-		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
-	}
+	w.requireDecisionsOf("mcp_add", "mcp_auth", "mcp_token", "mcp_logout")
 }
 
 // TestE2ERemoteMCPPasteBack: `mcp auth --no-browser` reads the redirect address pasted on
@@ -364,9 +357,8 @@ func TestE2ERemoteMCPRemove(t *testing.T) {
 	_, listed := w.remoteList()["notes"]
 	require.False(t, listed, "the entry is gone")
 	for _, f := range []string{"connectors/grants.json", "connectors/activations.json", "mcp_remote.json"} {
-		doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(f)))
-		if err == nil {
-			require.NotContains(t, string(doc), `"notes"`, f)
+		if doc, ok := w.homeFile(f); ok {
+			require.NotContains(t, doc, `"notes"`, f)
 		}
 	}
 	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "remove", "notes")

@@ -209,7 +209,7 @@ func TestE2EMCPRunThroughTheGate(t *testing.T) {
 	// A decision log of a launch holds references only (the leak check searches it, under
 	// the home, like every file).
 	w.fixes("", "grantwire activations activate mcp-probe builtin:chat --scopes use")
-	logFile := filepath.Join(w.home, "decisions.jsonl")
+	logFile := w.decisionLog()
 	s = w.connect(t, w.bin, "--decision-log", logFile, "mcp", "run", "mcp-probe", "--agent", probeAgent)
 	require.True(t, s.status(t).Matches)
 	require.Equal(t, 0, s.close(w))
