@@ -32,7 +32,7 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fleetMachineEnv) != "" {
-		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleet_machine_test.go)
+		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleetMachine, fleet_e2e_test.go)
 	}
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
 	if err != nil {
