@@ -978,14 +978,7 @@ func TestE2EImportForwarded(t *testing.T) {
 	w.gwJSON(strings.Replace(string(body), `["builtin:email"]`, `["builtin:nobody"]`, 1), 1, &e, "import", "google", "--from-stdin")
 	require.Equal(t, "UNKNOWN_AGENT", e.Error.Code)
 
-	var sum struct {
-		Provider     string   `json:"provider"`
-		AccountEmail string   `json:"account_email"`
-		Scopes       []string `json:"scopes"`
-		ConnectedAt  int64    `json:"connected_at"`
-		GrantAgents  []string `json:"grant_agents"`
-		Forwarded    bool     `json:"forwarded"`
-	}
+	var sum grantwire.ForwardedSummary // what import --json prints
 	w.gwJSON(string(body), 0, &sum, "import", "google", "--from-stdin")
 	require.Equal(t, "host@example.com", sum.AccountEmail)
 	require.Equal(t, []string{"builtin:email"}, sum.GrantAgents)
