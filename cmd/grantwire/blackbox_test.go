@@ -3,17 +3,16 @@ package main_test
 // Black-box tests: they build the grantwire binary and run it as a user would, in a private
 // home with a clean environment. The commands here need no OS shell (help, catalog, agents,
 // usage errors); the tests that drive the real OS shell, the private Secret Service and the
-// local authorization server use the same bbWorld (phase 2 of the CLI issue).
+// local authorization server use the same bbWorld (phase 2 of the CLI issue; e2e_test.go
+// holds both worlds).
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +32,7 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fleetMachineEnv) != "" {
-		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleet_machine_test.go)
+		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleetMachine, fleet_e2e_test.go)
 	}
 	dir, err := os.MkdirTemp("", "grantwire-bin-")
 	if err != nil {
@@ -60,56 +59,6 @@ func grantwireBinary(t testing.TB) string { return binDefault.Path(t, binDir) }
 
 // opaBinary builds the OPA build of the command once per test run.
 func opaBinary(t testing.TB) string { return binOPA.Path(t, binDir) }
-
-// bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
-// environment with nothing that could open a browser or reach the user's credential store
-// (phase 2 adds the private Secret Service's DBUS_SESSION_BUS_ADDRESS here).
-type bbWorld struct {
-	t    testing.TB
-	bin  string
-	home string
-	env  []string
-}
-
-func newBB(t testing.TB) *bbWorld {
-	t.Helper()
-	home := t.TempDir()
-	w := &bbWorld{t: t, bin: grantwireBinary(t), home: home}
-	w.env = []string{
-		"HOME=" + home,
-		"PATH=" + os.Getenv("PATH"),
-		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
-		"LANG=C.UTF-8",
-		// One cache of compiled policy code for every test of the run, as one user has.
-		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
-	}
-	return w
-}
-
-type bbResult struct {
-	code           int
-	stdout, stderr string
-}
-
-func (w *bbWorld) run(stdin string, args ...string) bbResult {
-	w.t.Helper()
-	cmd := exec.Command(w.bin, args...)
-	cmd.Env = w.env
-	cmd.Dir = w.home
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(w.t, err)
-	}
-	fixes.Record(w.t.Name(), out.String()+"\n"+errb.String())
-	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
-}
 
 func TestBinaryHelp(t *testing.T) {
 	w := newBB(t)

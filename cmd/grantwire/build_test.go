@@ -325,3 +325,29 @@ func TestBinaryVersion(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, sum, version(w, "--bundle", bundle).PolicySHA256)
 }
+
+// §2.6: --version said "commit unknown" when built with -buildvcs=false, which the Makefile
+// exports. The Makefile stamps the commit from git with -ldflags -X: a binary built with the
+// GOFLAGS it exports names HEAD.
+func TestVersionNamesTheCommitUnderTheMakefilesFlags(t *testing.T) {
+	root := repoRoot(t)
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	require.NoError(t, err, "git rev-parse HEAD")
+	db, err := exec.Command("make", "-C", root, "--no-print-directory", "-pn", "help").Output()
+	require.NoError(t, err)
+	var goflags string
+	for _, line := range strings.Split(string(db), "\n") {
+		if v, ok := strings.CutPrefix(line, "GOFLAGS := "); ok {
+			goflags = v
+		}
+	}
+	require.Contains(t, goflags, "-buildvcs=false")
+	bin := filepath.Join(t.TempDir(), "grantwire")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS="+goflags)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	v, err := exec.Command(bin, "--version").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(v), "(commit "+strings.TrimSpace(string(head))+",")
+}

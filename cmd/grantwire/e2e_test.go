@@ -35,12 +35,14 @@ import (
 	"github.com/stretchr/testify/require"
 	gokeyring "github.com/zalando/go-keyring"
 
+	"github.com/grantwire/grantwire"
 	gwbundle "github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
+	"github.com/grantwire/grantwire/mcp"
 )
 
 // tokenPrefix starts every token (code, refresh, access) the local server issues.
@@ -56,6 +58,88 @@ var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/b
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
 func browserBinary(t testing.TB) string { return browser.Path(t, binDir) }
+
+// bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
+// environment with nothing that could open a browser or reach the user's credential store
+// (phase 2 adds the private Secret Service's DBUS_SESSION_BUS_ADDRESS here).
+type bbWorld struct {
+	t    testing.TB
+	bin  string
+	home string
+	env  []string
+}
+
+func newBB(t testing.TB) *bbWorld {
+	t.Helper()
+	home := t.TempDir()
+	w := &bbWorld{t: t, bin: grantwireBinary(t), home: home}
+	w.env = []string{
+		"HOME=" + home,
+		"PATH=" + os.Getenv("PATH"),
+		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
+		"LANG=C.UTF-8",
+		// One cache of compiled policy code for every test of the run, as one user has.
+		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
+	}
+	return w
+}
+
+type bbResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func (w *bbWorld) run(stdin string, args ...string) bbResult {
+	w.t.Helper()
+	cmd := exec.Command(w.bin, args...)
+	cmd.Env = w.env
+	cmd.Dir = w.home
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(w.t, err)
+	}
+	fixes.Record(w.t.Name(), out.String()+"\n"+errb.String())
+	return bbResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// decisionLog is the world's decision log file, under its home (the leak search reads it).
+func (w *bbWorld) decisionLog() string { return filepath.Join(w.home, "decisions.jsonl") }
+
+// useDecisionLog gives every later command the world's decision log
+// (GRANTWIRE_DECISION_LOG) and returns its path.
+func (w *bbWorld) useDecisionLog() string {
+	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+w.decisionLog())
+	return w.decisionLog()
+}
+
+// requireDecisionsOf requires a decision of each operation in the world's decision log.
+func (w *bbWorld) requireDecisionsOf(ops ...string) {
+	w.t.Helper()
+	log, err := os.ReadFile(w.decisionLog())
+	require.NoError(w.t, err)
+	for _, op := range ops {
+		require.Contains(w.t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
+	}
+}
+
+// homeFile is the file at rel (slash-separated) under the world's grantwire home, and
+// whether it exists.
+func (w *bbWorld) homeFile(rel string) (string, bool) {
+	w.t.Helper()
+	doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	require.NoError(w.t, err)
+	return string(doc), true
+}
 
 // e2e is a bbWorld on the real parts: its own keyring service, the local authorization
 // server and a catalog whose google entry points at it.
@@ -415,22 +499,9 @@ func (w *e2e) userinfo(access string) int {
 	return resp.StatusCode
 }
 
-type statusRow struct {
-	ID               string              `json:"id"`
-	Type             string              `json:"type"`
-	DisplayName      string              `json:"display_name"`
-	Category         string              `json:"category"`
-	Tier             string              `json:"tier"`
-	Configured       bool                `json:"configured"`
-	ClientConfigured bool                `json:"client_configured"`
-	Account          string              `json:"account"`
-	Scopes           []string            `json:"scopes"`
-	ConnectedAt      int64               `json:"connected_at"`
-	Tripwire         string              `json:"tripwire"`
-	EnvKeys          []string            `json:"env_keys"`
-	Grants           map[string][]string `json:"grants"`
-	Activations      []string            `json:"activations"`
-}
+// statusRow is a row of `status --json`: the Go API's connector status, which the command
+// prints.
+type statusRow = grantwire.ConnectorStatus
 
 // The --json listings: an object with a named array.
 type (
@@ -469,18 +540,8 @@ func (w *e2e) status(id string) statusRow {
 	return rows[0]
 }
 
-type mcpRow struct {
-	ID         string              `json:"id"`
-	Name       string              `json:"name"`
-	InCatalog  bool                `json:"in_catalog"`
-	Command    string              `json:"command"`
-	Args       []string            `json:"args"`
-	Configured bool                `json:"configured"`
-	EnvKeys    []string            `json:"env_keys"`
-	Missing    []string            `json:"missing_keys"`
-	Grants     map[string][]string `json:"grants"`
-	ActiveFor  []string            `json:"active_for"`
-}
+// mcpRow is a row of `mcp list --json`: the MCP surface's server, which the command prints.
+type mcpRow = mcp.Server
 
 // The main journey on the real parts, every step's --json output checked.
 func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
@@ -602,9 +663,9 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	w.gwJSON("BRAVE_API_KEY="+apiKey+"\n", 0, &mc, "configure", "mcp-brave-search", "--from-stdin")
 	require.Equal(t, []string{"BRAVE_API_KEY"}, mc.EnvKeys)
 	require.Equal(t, apiKey, w.keyring("mcp-brave-search:BRAVE_API_KEY"))
-	servers, err := os.ReadFile(filepath.Join(w.home, ".grantwire", "mcp_servers.json"))
-	require.NoError(t, err)
-	require.Contains(t, string(servers), `"$keyring": "`+w.service+`:mcp-brave-search:BRAVE_API_KEY"`)
+	servers, ok := w.homeFile("mcp_servers.json")
+	require.True(t, ok)
+	require.Contains(t, servers, `"$keyring": "`+w.service+`:mcp-brave-search:BRAVE_API_KEY"`)
 	// A second server from a file, with a key the catalog does not require.
 	keyFile := filepath.Join(w.home, "github.env")
 	ghToken := "bb-github-pat-" + randHex(8)
@@ -634,9 +695,9 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []activationRow{{"mcp-brave-search", "builtin:research"}, {"mcp-github", "builtin:chat"}}, acts.Activations)
 
 	// mcp list: names only; --agent: granted AND active.
-	var mcp mcpDoc
-	w.gwJSON("", 0, &mcp, "mcp", "list")
-	rows := mcp.Servers
+	var list mcpDoc
+	w.gwJSON("", 0, &list, "mcp", "list")
+	rows := list.Servers
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-brave-search", rows[0].ID)
 	require.True(t, rows[0].InCatalog)
@@ -645,17 +706,17 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Equal(t, []string{"builtin:research"}, rows[0].ActiveFor)
 	require.Equal(t, map[string][]string{"builtin:research": {"use"}}, rows[0].Grants)
 	require.Equal(t, "mcp-github", rows[1].ID)
-	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
-	require.Len(t, mcp.Servers, 1)
-	require.Equal(t, "mcp-brave-search", mcp.Servers[0].ID)
+	w.gwJSON("", 0, &list, "mcp", "list", "--agent", "builtin:research")
+	require.Len(t, list.Servers, 1)
+	require.Equal(t, "mcp-brave-search", list.Servers[0].ID)
 	var deact struct {
 		Active  bool `json:"active"`
 		Changed bool `json:"changed"`
 	}
 	w.gwJSON("", 0, &deact, "activations", "deactivate", "mcp-brave-search", "builtin:research")
 	require.True(t, deact.Changed)
-	w.gwJSON("", 0, &mcp, "mcp", "list", "--agent", "builtin:research")
-	require.Empty(t, mcp.Servers, "deactivated: the grant is kept, the tools are hidden")
+	w.gwJSON("", 0, &list, "mcp", "list", "--agent", "builtin:research")
+	require.Empty(t, list.Servers, "deactivated: the grant is kept, the tools are hidden")
 	r = w.gw("", "mcp", "list", "--agent", "builtin:research")
 	require.Contains(t, r.stdout, "No MCP server is visible to builtin:research")
 	r = w.gw("", "mcp", "list")
@@ -707,8 +768,8 @@ func TestE2EConnectGrantTokenMCPRotateDisconnect(t *testing.T) {
 	require.Empty(t, grants.Grants)
 	w.gwJSON("", 0, &acts, "activations", "list")
 	require.Empty(t, acts.Activations)
-	w.gwJSON("", 0, &mcp, "mcp", "list")
-	require.Empty(t, mcp.Servers)
+	w.gwJSON("", 0, &list, "mcp", "list")
+	require.Empty(t, list.Servers)
 	require.Empty(t, w.keyring("mcp-github:GITHUB_PERSONAL_ACCESS_TOKEN"))
 }
 
@@ -917,14 +978,7 @@ func TestE2EImportForwarded(t *testing.T) {
 	w.gwJSON(strings.Replace(string(body), `["builtin:email"]`, `["builtin:nobody"]`, 1), 1, &e, "import", "google", "--from-stdin")
 	require.Equal(t, "UNKNOWN_AGENT", e.Error.Code)
 
-	var sum struct {
-		Provider     string   `json:"provider"`
-		AccountEmail string   `json:"account_email"`
-		Scopes       []string `json:"scopes"`
-		ConnectedAt  int64    `json:"connected_at"`
-		GrantAgents  []string `json:"grant_agents"`
-		Forwarded    bool     `json:"forwarded"`
-	}
+	var sum grantwire.ForwardedSummary // what import --json prints
 	w.gwJSON(string(body), 0, &sum, "import", "google", "--from-stdin")
 	require.Equal(t, "host@example.com", sum.AccountEmail)
 	require.Equal(t, []string{"builtin:email"}, sum.GrantAgents)
@@ -948,7 +1002,7 @@ func TestE2EBundleAndDecisionLog(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "revision "+gwbundle.EmbeddedRevision())
 
-	log := filepath.Join(w.home, "decisions.jsonl")
+	log := w.decisionLog()
 	// The bundle carries the catalog: --catalog (here from the environment) is refused.
 	r = w.gw("", "--bundle", bundle, "status")
 	require.Equal(t, 2, r.code)
@@ -1180,15 +1234,15 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, raw, 0o600))
 
-	var mcp mcpDoc
-	r := w.gwJSON("", 0, &mcp, "mcp", "list")
-	rows := mcp.Servers
+	var list mcpDoc
+	r := w.gwJSON("", 0, &list, "mcp", "list")
+	rows := list.Servers
 	require.NotContains(t, r.stdout, foreign)
 	require.Len(t, rows, 2)
 	require.Equal(t, "mcp-github", rows[0].ID)
 	require.True(t, rows[0].InCatalog)
 	require.Equal(t, []string{"GITHUB_PERSONAL_ACCESS_TOKEN"}, rows[0].EnvKeys)
-	require.Empty(t, rows[0].Missing)
+	require.Empty(t, rows[0].MissingKeys)
 	require.Equal(t, mcpRow{ID: "notes", Name: "notes", Command: "notes-mcp", Args: []string{"--stdio"}, Configured: true,
 		EnvKeys: []string{"NOTES_TOKEN"}, Grants: map[string][]string{}, ActiveFor: []string{}}, rows[1])
 	r = w.gw("", "mcp", "list")
@@ -1198,9 +1252,9 @@ func TestE2EMCPListShowsKeyNamesOnly(t *testing.T) {
 
 	// grantwire's own writes keep the other tool's entry.
 	w.gwJSON("", 0, nil, "disconnect", "mcp-github")
-	w.gwJSON("", 0, &mcp, "mcp", "list")
-	require.Len(t, mcp.Servers, 1)
-	require.Equal(t, "notes", mcp.Servers[0].ID)
+	w.gwJSON("", 0, &list, "mcp", "list")
+	require.Len(t, list.Servers, 1)
+	require.Equal(t, "notes", list.Servers[0].ID)
 
 	// An unreadable file: exit 5 with its path, and it stays as it is.
 	require.NoError(t, os.WriteFile(file, []byte(`{"mcpServers": [`), 0o600))

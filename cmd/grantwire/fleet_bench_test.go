@@ -1,6 +1,6 @@
 package main_test
 
-// Issue 22's measured figures, machines sharing one PostgreSQL (fleet_machine_test.go's
+// Issue 22's measured figures, machines sharing one PostgreSQL (fleetMachine's
 // processes, the real `serve`), against the local authorization server:
 //
 //	scripts/with-keyring.sh scripts/with-postgres.sh go test ./cmd/grantwire -run '^$' -bench Fleet -benchtime 5x

@@ -19,6 +19,7 @@ import (
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/internal/testworld/memshell"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -124,10 +125,11 @@ func (tw *testWorld) gwIn(stdin string, args ...string) result {
 
 func (tw *testWorld) run(inv invocation, args ...string) result {
 	tw.t.Helper()
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr testenv.Buffer // the spinner writes from its own goroutine
 	passwords := append([]string(nil), inv.password...)
 	e := env{
-		Stdin: strings.NewReader(inv.stdin), Stdout: &stdout, Stderr: &lockedWriter{w: &stderr},
+		Stdin: strings.NewReader(inv.stdin), Stdout: &stdout, Stderr: &stderr,
 		StdinTTY: inv.stdinTTY, StdoutTTY: inv.stdoutTTY, StderrTTY: inv.stderrTTY,
 		Getenv: func(k string) string {
 			tw.mu.Lock()
@@ -199,18 +201,6 @@ func (tw *testWorld) setenv(k, v string) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	tw.env[k] = v
-}
-
-// lockedWriter serialises writes (the spinner writes from its own goroutine).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // everything returns every byte the world holds outside the keyring (ledgers and events)

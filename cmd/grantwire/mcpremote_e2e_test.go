@@ -12,17 +12,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/grantwire/grantwire/internal/fixes"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 )
@@ -32,16 +32,22 @@ import (
 func remoteWorld(t *testing.T, cfg authserver.Config, scopes []string) (*e2e, *mcptest.Server) {
 	t.Helper()
 	w := newE2E(t, cfg)
-	srv, err := mcptest.Start(mcptest.Options{
-		Issuer: w.srv.URL(), ScopesSupported: scopes,
-		Verify: func(token string) (mcptest.Token, error) {
-			info, err := w.srv.Verify(token)
-			return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
-		},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	return w, srv
+	return w, w.remoteServer(mcptest.Options{ScopesSupported: scopes})
+}
+
+// remoteServer starts an MCP server with opts whose authorization server is the world's
+// local server (it verifies the tokens); it closes when the test ends.
+func (w *e2e) remoteServer(opts mcptest.Options) *mcptest.Server {
+	w.t.Helper()
+	opts.Issuer = w.srv.URL()
+	opts.Verify = func(token string) (mcptest.Token, error) {
+		info, err := w.srv.Verify(token)
+		return mcptest.Token{Scopes: info.Scopes, Expires: info.Expires, Resource: info.Resource}, err
+	}
+	srv, err := mcptest.Start(opts)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = srv.Close() })
+	return srv
 }
 
 // serveNotes adds the server at url as notes, authorizes it and activates builtin:chat on it.
@@ -68,17 +74,22 @@ func (w *e2e) proxySession(ctx context.Context, server, agent string) (*mcp.Clie
 	return w.proxySessionWith(ctx, server, agent, nil)
 }
 
-// proxySessionWith is proxySession with the client's options (its handlers of the
-// server's notifications and requests).
-func (w *e2e) proxySessionWith(ctx context.Context, server, agent string, opts *mcp.ClientOptions) (*mcp.ClientSession, *strings.Builder) {
-	w.t.Helper()
-	cmd := exec.Command(w.bin, "mcp", "proxy", server, "--agent", agent)
-	cmd.Env = w.env
-	cmd.Dir = w.home
+// proxyTransport is `grantwire mcp proxy server --agent agent` in the world's environment
+// and extraEnv, for a go-sdk client over stdio, with its standard error.
+func (w *e2e) proxyTransport(server, agent string, extraEnv ...string) (*mcp.CommandTransport, *strings.Builder) {
+	cmd := w.command(extraEnv, "mcp", "proxy", server, "--agent", agent)
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
+	return &mcp.CommandTransport{Command: cmd}, stderr
+}
+
+// proxySessionWith is proxySession with the client's options (its handlers of the
+// server's notifications and requests) and the proxy's extraEnv.
+func (w *e2e) proxySessionWith(ctx context.Context, server, agent string, opts *mcp.ClientOptions, extraEnv ...string) (*mcp.ClientSession, *strings.Builder) {
+	w.t.Helper()
+	transport, stderr := w.proxyTransport(server, agent, extraEnv...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-client", Version: "1"}, opts)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	session, err := client.Connect(ctx, transport, nil)
 	require.NoError(w.t, err, "stderr: %s", stderr)
 	w.t.Cleanup(func() { _ = session.Close(); w.record(stderr.String()) })
 	return session, stderr
@@ -236,8 +247,7 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	const clientID, secret = "grantwire-prereg", "prereg-secret-5f1b0c"
 	w, srv := remoteWorld(t, authserver.Config{ClientID: clientID, ClientSecret: secret, NoRegistration: true}, nil)
 	w.plant(secret)
-	decisions := filepath.Join(w.home, "decisions.jsonl")
-	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+decisions)
+	w.useDecisionLog()
 	r := w.gw(secret+"\n", "mcp", "add", "corp", "--url", srv.URL, "--client-id", clientID, "--issuer", w.srv.URL(), "--client-secret-stdin")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = w.mcpAuthNoBrowser("corp")
@@ -267,11 +277,7 @@ func TestE2ERemoteMCPPreregistered(t *testing.T) {
 	require.Empty(t, w.keyring("corp:mcp_token"))
 
 	// The decision log recorded the whole session (the leak search reads it at cleanup).
-	log, err := os.ReadFile(decisions)
-	require.NoError(t, err)
-	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token", "mcp_logout"} {
-		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
-	}
+	w.requireDecisionsOf("mcp_add", "mcp_auth", "mcp_token", "mcp_logout")
 }
 
 // TestE2ERemoteMCPPasteBack: `mcp auth --no-browser` reads the redirect address pasted on
@@ -351,9 +357,8 @@ func TestE2ERemoteMCPRemove(t *testing.T) {
 	_, listed := w.remoteList()["notes"]
 	require.False(t, listed, "the entry is gone")
 	for _, f := range []string{"connectors/grants.json", "connectors/activations.json", "mcp_remote.json"} {
-		doc, err := os.ReadFile(filepath.Join(w.home, ".grantwire", filepath.FromSlash(f)))
-		if err == nil {
-			require.NotContains(t, string(doc), `"notes"`, f)
+		if doc, ok := w.homeFile(f); ok {
+			require.NotContains(t, doc, `"notes"`, f)
 		}
 	}
 	w.fail(1, "UNKNOWN_CONNECTOR", "mcp", "remove", "notes")
@@ -538,10 +543,8 @@ func TestE2ERemoteMCPToolRule(t *testing.T) {
 func TestE2ERemoteMCPProxyAnswersAMalformedLine(t *testing.T) {
 	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
 	w.serveNotes(srv.URL)
-	cmd := exec.Command(w.bin, "mcp", "proxy", "notes", "--agent", "builtin:chat")
-	cmd.Env, cmd.Dir = w.env, w.home
-	stderr := &strings.Builder{}
-	cmd.Stderr = stderr
+	transport, stderr := w.proxyTransport("notes", "builtin:chat")
+	cmd := transport.Command
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -568,4 +571,294 @@ func TestE2ERemoteMCPProxyAnswersAMalformedLine(t *testing.T) {
 	require.Equal(t, float64(1), m["id"])
 	require.NotNil(t, m["result"], "the server answered: the session went on")
 	require.Contains(t, stderr.String(), "not a JSON-RPC message")
+}
+
+// serverMessages records what a go-sdk client was told by the server.
+type serverMessages struct {
+	mu                      sync.Mutex
+	progress, logs, prompts []string
+}
+
+func (m *serverMessages) add(to *[]string, s string) {
+	m.mu.Lock()
+	*to = append(*to, s)
+	m.mu.Unlock()
+}
+func (m *serverMessages) snapshot() (progress, logs, prompts []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.progress...), append([]string(nil), m.logs...), append([]string(nil), m.prompts...)
+}
+
+// clientOptions answer the server's elicitation ("teal") and sampling ("hello") requests
+// and record its progress and log notifications.
+func (m *serverMessages) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			m.add(&m.progress, r.Params.Message)
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			m.add(&m.logs, fmt.Sprint(r.Params.Data))
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			m.add(&m.prompts, "elicit: "+r.Params.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "teal"}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			m.add(&m.prompts, "sample")
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e", Content: &mcp.TextContent{Text: "hello"}}, nil
+		},
+	}
+}
+
+// TestE2ERemoteMCPProxyForwardsServerMessages: every server→client message reaches a
+// go-sdk client on the proxy's stdio side, from a go-sdk MCP server over streamable HTTP
+// (issue 20 §1.2): on the call's own SSE stream three progress notifications, three log
+// messages, an elicitation and a sampling request (answered by the client, the answers
+// carried back to the server), and on the standalone SSE stream (the GET the proxy opens
+// after initialization; the SDK routes there what the server sends outside any call) three
+// more log messages.
+func TestE2ERemoteMCPProxyForwardsServerMessages(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{}, []string{"notes:read"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, stderr, got := w.messagesSession(t, ctx, srv)
+
+	params := &mcp.CallToolParams{Name: "report"}
+	params.SetProgressToken("p1")
+	res, err := session.CallTool(ctx, params)
+	require.NoError(t, err, "stderr: %s", stderr)
+	require.False(t, res.IsError, "%+v", res.Content)
+	require.Equal(t, "accept: colour teal, word hello", res.Content[0].(*mcp.TextContent).Text,
+		"the client's answers reached the server")
+	want := []string{"log 1 of 3", "log 2 of 3", "log 3 of 3", "standalone 1 of 3", "standalone 2 of 3", "standalone 3 of 3"}
+	require.Eventually(t, func() bool { _, logs, _ := got.snapshot(); return len(logs) == len(want) }, 10*time.Second, 10*time.Millisecond)
+	progress, logs, prompts := got.snapshot()
+	require.Equal(t, []string{"step 1 of 3", "step 2 of 3", "step 3 of 3"}, progress)
+	require.Equal(t, want, logs)
+	require.Equal(t, []string{"elicit: Which colour?", "sample"}, prompts)
+	require.Empty(t, stderr.String())
+	// The proxy still serves after all of it.
+	out, err := echo(t, ctx, session, "after the report")
+	require.NoError(t, err)
+	require.Equal(t, "after the report", out)
+}
+
+// TestE2ERemoteMCPProxyResumesTheStandaloneStream: when the server ends the standalone
+// stream, the proxy opens it again with Last-Event-ID, and a server that keeps an event
+// store (the go-sdk's) replays what it sent meanwhile: the client misses nothing and gets
+// nothing twice.
+func TestE2ERemoteMCPProxyResumesTheStandaloneStream(t *testing.T) {
+	w := newE2E(t, authserver.Config{})
+	srv := w.remoteServer(mcptest.Options{ScopesSupported: []string{"notes:read"}, EventStore: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, stderr, got := w.messagesSession(t, ctx, srv)
+	open := func() bool { return srv.Streams() == 1 }
+	announce := func(text string) {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "announce", Arguments: map[string]any{"text": text}})
+		require.NoError(t, err, "stderr: %s", stderr)
+		require.False(t, res.IsError, "%+v", res.Content)
+	}
+	logs := func() []string { _, l, _ := got.snapshot(); return l }
+	announce("before the drop")
+	require.Eventually(t, func() bool { return len(logs()) == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	srv.DropStreams()
+	require.Eventually(t, func() bool { return srv.Streams() == 0 }, 10*time.Second, 10*time.Millisecond)
+	announce("while the stream was down")
+	require.Eventually(t, open, 10*time.Second, 10*time.Millisecond, "the proxy reconnects")
+	require.Eventually(t, func() bool { return len(logs()) >= 2 }, 10*time.Second, 10*time.Millisecond)
+	announce("after the reconnection")
+	require.Eventually(t, func() bool { return len(logs()) >= 3 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a duplicate would arrive now
+	require.Equal(t, []string{"before the drop", "while the stream was down", "after the reconnection"}, logs())
+	require.Empty(t, stderr.String())
+}
+
+// messagesSession serves srv as the remote MCP server notes and opens a proxy session of
+// builtin:chat on it that records the server's messages and asks for its info logs; it
+// returns once the proxy holds the standalone SSE stream.
+func (w *e2e) messagesSession(t *testing.T, ctx context.Context, srv *mcptest.Server) (*mcp.ClientSession, *strings.Builder, *serverMessages) {
+	t.Helper()
+	w.serveNotes(srv.URL)
+	got := &serverMessages{}
+	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", got.clientOptions())
+	require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	require.Eventually(t, func() bool { return srv.Streams() == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the proxy opens the standalone SSE stream (stderr: %s)", stderr)
+	return session, stderr, got
+}
+
+// Racing instances (issue 21 §3): several `grantwire mcp proxy` processes of one remote
+// server started at once, on the real parts (the built binary, the private Secret Service,
+// file locks under the temp home, internal/testworld/authserver counting what reaches it,
+// a go-sdk MCP server and go-sdk clients on stdio).
+
+// startProxies starts n proxies of server for agent at once (the stand-in browser
+// consents for any that authorizes) and connects a go-sdk client to each; every one must
+// initialize.
+func (w *e2e) startProxies(ctx context.Context, n int, server, agent string) []*mcp.ClientSession {
+	w.t.Helper()
+	sessions := make([]*mcp.ClientSession, n)
+	errs := make([]error, n)
+	stderrs := make([]*strings.Builder, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		var transport *mcp.CommandTransport
+		transport, stderrs[i] = w.proxyTransport(server, agent, "BROWSER="+browserBinary(w.t))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			sessions[i], errs[i] = mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("racer-%d", i), Version: "1"}, nil).
+				Connect(ctx, transport, nil)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		require.NoError(w.t, errs[i], "proxy %d: stderr: %s", i, stderrs[i])
+		s, stderr := sessions[i], stderrs[i]
+		w.t.Cleanup(func() { _ = s.Close(); w.record(stderr.String()) })
+	}
+	return sessions
+}
+
+// echoEach calls echo through every session: each serves.
+func echoEach(t *testing.T, ctx context.Context, sessions []*mcp.ClientSession) {
+	t.Helper()
+	for i, s := range sessions {
+		out, err := echo(t, ctx, s, fmt.Sprintf("racer %d", i))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("racer %d", i), out)
+	}
+}
+
+// TestE2ERemoteMCPRacingAuthorization: 3 proxies of one server nobody has authorized,
+// started together, make exactly one client registration and one authorization (one
+// code issued, one exchanged) at the authorization server, and all three serve.
+func TestE2ERemoteMCPRacingAuthorization(t *testing.T) {
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true}, []string{"notes:read"})
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL).code)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	echoEach(t, ctx, w.startProxies(ctx, 3, "notes", "builtin:chat"))
+	st := w.srv.Stats()
+	require.Equal(t, 1, st.Registrations, "one client registration")
+	require.Equal(t, 1, w.srv.Clients())
+	require.Equal(t, 1, st.Authorizations, "one authorization (one code issued)")
+	require.Equal(t, 1, st.CodeExchanges)
+	require.Equal(t, 0, st.ReuseDetected+st.InvalidGrants)
+	require.Equal(t, int64(3), srv.Calls())
+}
+
+// TestE2ERemoteMCPRacingRefresh: 10 proxies started together with a stored token about to
+// expire make one refresh at the authorization server (the first refreshes under the
+// server's lock, the others find its fresh token), and all ten serve.
+func TestE2ERemoteMCPRacingRefresh(t *testing.T) {
+	// 30 s tokens are within the 60 s margin: the stored one must be refreshed.
+	w, srv := remoteWorld(t, authserver.Config{RequireRegistration: true, ExpiresIn: 30}, []string{"notes:read"})
+	w.serveNotes(srv.URL)
+	// The refreshed token lives an hour: only the stored one is expiring.
+	w.srv.Configure(func(c *authserver.Config) { c.ExpiresIn = 3600 })
+	before := w.srv.Stats()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	echoEach(t, ctx, w.startProxies(ctx, 10, "notes", "builtin:chat"))
+	st := w.srv.Stats()
+	require.Equal(t, 1, st.RefreshRequests-before.RefreshRequests, "one refresh at the server")
+	require.Equal(t, 1, st.Refreshes-before.Refreshes)
+	require.Equal(t, 0, st.ReuseDetected+st.InvalidGrants)
+	require.Equal(t, before.Authorizations, st.Authorizations, "no authorization")
+	require.Equal(t, int64(10), srv.Calls())
+}
+
+// Step-up end to end (issue 14: "steps up on 403 insufficient_scope (bounded retries)"):
+// an MCP server built with the go-sdk whose tool needs a scope the first authorization did
+// not ask for answers 403 with an insufficient_scope challenge; `grantwire mcp proxy`
+// authorizes again in the browser (the stand-in browser consents) with the union of the
+// scopes held and challenged, and the go-sdk client's call then succeeds. A proxy that
+// cannot open a browser refuses with the command that authorizes those scopes, which the
+// test runs.
+
+func TestE2ERemoteMCPStepUp(t *testing.T) {
+	w := newE2E(t, authserver.Config{RequireRegistration: true})
+	srv := w.remoteServer(mcptest.Options{
+		ScopesSupported: []string{"notes:read", "notes:write"},
+		ToolScopes:      map[string][]string{"whoami": {"notes:write"}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes", "--url", srv.URL, "--scopes", "notes:read").code)
+	r := w.mcpAuthNoBrowser("notes")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, []string{"notes:read"}, w.remoteList()["notes"].GrantedScopes)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes", "builtin:chat", "--scopes", "use").code)
+
+	// The proxy may open a browser (the stand-in one consents, as a person would).
+	session, stderr := w.proxySessionWith(ctx, "notes", "builtin:chat", nil, "BROWSER="+browserBinary(t))
+
+	out, err := echo(t, ctx, session, "before the step-up")
+	require.NoError(t, err)
+	require.Equal(t, "before the step-up", out)
+	exchanges := w.srv.Stats().CodeExchanges
+
+	// whoami needs notes:write: 403 insufficient_scope, one step-up, then the call succeeds
+	// with a token holding the union of the scopes.
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.NoError(t, err, "stderr: %s", stderr)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "scopes: notes:read notes:write", res.Content[0].(*mcp.TextContent).Text)
+	require.Equal(t, int64(1), srv.StepUps(), "one 403 insufficient_scope")
+	require.Equal(t, exchanges+1, w.srv.Stats().CodeExchanges, "one step-up authorization")
+	require.Equal(t, []string{"notes:read", "notes:write"}, w.remoteList()["notes"].GrantedScopes)
+
+	// The stepped-up token serves both tools with no further authorization.
+	out, err = echo(t, ctx, session, "after the step-up")
+	require.NoError(t, err)
+	require.Equal(t, "after the step-up", out)
+	_, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), srv.StepUps())
+	require.Equal(t, exchanges+1, w.srv.Stats().CodeExchanges)
+
+	// Headless (no browser for the proxy): the step-up is refused with the command that
+	// authorizes the union of the scopes, nothing is stored, and after that command the
+	// call succeeds without a step-up.
+	require.Equal(t, 0, w.gw("", "mcp", "add", "notes2", "--url", srv.URL, "--scopes", "notes:read").code)
+	r = w.mcpAuthNoBrowser("notes2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, w.gw("", "activations", "activate", "notes2", "builtin:chat", "--scopes", "use").code)
+	headless, _ := w.proxySession(ctx, "notes2", "builtin:chat")
+	exchanges = w.srv.Stats().CodeExchanges
+	_, err = headless.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "INTERACTIVE_AUTH_REQUIRED")
+	_, fix, ok := strings.Cut(err.Error(), "; fix: ")
+	require.True(t, ok, err.Error())
+	require.Equal(t, "grantwire mcp auth notes2 --scopes notes:read,notes:write --no-browser", fix)
+	fixes.Record(t.Name(), "fix: "+fix) // a known kind (TestMain checks), run here
+	require.Equal(t, exchanges, w.srv.Stats().CodeExchanges, "nothing was authorized")
+	require.Equal(t, []string{"notes:read"}, w.remoteList()["notes2"].GrantedScopes)
+
+	s := w.start(nil, strings.Fields(fix)[1:]...)
+	consent(t, s.waitURL(t))
+	r = s.wait(t)
+	w.record(r.stdout, r.stderr)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, []string{"notes:read", "notes:write"}, w.remoteList()["notes2"].GrantedScopes)
+	stepUps := srv.StepUps()
+	headless2, _ := w.proxySession(ctx, "notes2", "builtin:chat")
+	res, err = headless2.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "scopes: notes:read notes:write", res.Content[0].(*mcp.TextContent).Text)
+	require.Equal(t, stepUps, srv.StepUps(), "no 403 after the fix")
 }

@@ -36,7 +36,7 @@ func machineWorld(t *testing.T, cfg authserver.Config) (*e2e, string) {
 	t.Helper()
 	cfg.NoRegistration = true
 	w, srv := remoteWorld(t, cfg, []string{"notes:read"})
-	w.env = append(w.env, "GRANTWIRE_DECISION_LOG="+filepath.Join(w.home, "decisions.jsonl"))
+	w.useDecisionLog()
 	return w, srv.URL
 }
 
@@ -95,11 +95,7 @@ func authorizedMachine(t *testing.T, w *e2e, name, grant string) {
 	require.Equal(t, "machine "+grant, out)
 	require.Equal(t, 1, w.srv.Stats().MachineGrants, "the proxy used the stored token")
 
-	log, err := os.ReadFile(filepath.Join(w.home, "decisions.jsonl"))
-	require.NoError(t, err)
-	for _, op := range []string{"mcp_add", "mcp_auth", "mcp_token"} {
-		require.Contains(t, string(log), `"op":"`+op+`"`, "the decision log holds %s", op)
-	}
+	w.requireDecisionsOf("mcp_add", "mcp_auth", "mcp_token")
 }
 
 func TestE2ERemoteMCPMachineGrants(t *testing.T) {

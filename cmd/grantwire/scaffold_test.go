@@ -23,6 +23,15 @@ type bgProcess struct {
 	exited         chan error
 }
 
+// command is the binary of w with args, to run in w's home with w's environment and
+// extraEnv.
+func (w *bbWorld) command(extraEnv []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(w.bin, args...)
+	cmd.Env = append(append([]string(nil), w.env...), extraEnv...)
+	cmd.Dir = w.home
+	return cmd
+}
+
 // startBG starts the binary of w with args in w's environment.
 func (w *bbWorld) startBG(t testing.TB, args ...string) *bgProcess {
 	t.Helper()

@@ -1,5 +1,5 @@
 // oidc.mjs: the certified OpenID provider oidc-provider (pinned by
-// scripts/outside/package-lock.json), configured for cmd/grantwire/outside_oidc_test.go:
+// scripts/outside/package-lock.json), configured for cmd/grantwire/outside_test.go (TestOutsideOIDC*):
 // one confidential native client (loopback redirects on any port, RFC 8252 §7.3) allowed
 // the authorization code, refresh token and device (RFC 8628) grants; refresh tokens
 // issued for every grant and rotated on every use, so a rotated token used again is
