@@ -307,12 +307,15 @@ func init() {
 		if ch.StoreURL != "" {
 			options = append(options, WithStore(ch.StoreURL, ch.Store))
 		}
-		if l := ch.DecisionLog; l != nil {
-			options = append(options, WithObserver(func(d Decision) { _ = l.Log(d.Record()) }))
+		if log := ch.DecisionLog; log != nil {
+			options = append(options, WithObserver(func(d Decision) { log(d.Record()) }))
 		}
 		a := newAssembly(options)
 		a.factory = ch.Engines[ch.Engine]
-		a.shellOpts, a.newShell = &ch.Shell, ch.NewShell
+		a.shellOpts, a.newShell = ch.Shell, ch.NewShell
+		if a.shellOpts == nil {
+			a.shellOpts = &native.Options{}
+		}
 		if a.newShell == nil {
 			a.newShell = openNative
 		}

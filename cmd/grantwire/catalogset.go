@@ -123,11 +123,14 @@ func (a *app) replaceCatalog(cmd *cobra.Command, path string, body []byte, mode 
 		return usagef("%s would not be a catalog: %v; nothing was written", path, strings.ReplaceAll(err.Error(), tmp.Name(), path))
 	}
 	// The policy judges the catalog its engine was given: an engine on the new document.
-	engine, err := engines[a.engineName](cmd.Context(), a, cat.Data())
+	ch := a.engineChoice()
+	ch.Catalog = cat
+	asm := oprun.Assemble(ch)
+	defer func() { _ = asm.Close(context.WithoutCancel(cmd.Context())) }()
+	engine, err := asm.Engine(cmd.Context())
 	if err != nil {
 		return fmt.Errorf("policy engine %s: %w", a.engineName, err)
 	}
-	defer func() { _ = engine.Close(context.WithoutCancel(cmd.Context())) }()
 	if err := oprun.ValidateCatalog(cmd.Context(), engine, cat); err != nil {
 		var ge *grantwire.Error
 		if errors.As(err, &ge) {

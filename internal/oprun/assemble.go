@@ -34,11 +34,12 @@ type Choice struct {
 	// StoreURL, when set, lays the PostgreSQL store (options Store) over the shell.
 	StoreURL string
 	Store    postgres.Options
-	// DecisionLog records every decision.
-	DecisionLog *decisionlog.Logger
-	// Shell are the OS shell's options; the construction adds the policy's loopback rule
-	// and, unless NoWatch, the watchers that hand other processes' changes to the policy.
-	Shell native.Options
+	// DecisionLog receives every decision as a decision-log record.
+	DecisionLog func(decisionlog.Record)
+	// Shell are the OS shell's options, read when the client is built (a command settles
+	// them after it read the catalog); the construction adds the policy's loopback rule
+	// and the watchers that hand other processes' changes to the policy.
+	Shell *native.Options
 	// NewShell opens the shell (native.New when nil).
 	NewShell func(native.Options) (Shell, error)
 }
