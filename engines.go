@@ -8,12 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/grantwire/grantwire/bundle"
-	"github.com/grantwire/grantwire/catalog"
-	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/opaserver"
-	"github.com/grantwire/grantwire/core/wasmengine"
 )
 
 // Engine names for [WithEngineName] and the CLI's --engine, and [DefaultEngine].
@@ -85,32 +80,6 @@ func (c *config) serverEngine(ctx context.Context) (*opaserver.Engine, error) {
 	}
 	c.catalog = e.Catalog()
 	return e, nil
-}
-
-// builtEngine builds the engine New and Open use when WithEngine gave none: the
-// bundle's, the one WithEngineName chose, or DefaultEngine. cacheDir, when set, keeps the
-// wasm engine's compiled code. It returns the engine and the policy's revision.
-func (c *config) builtEngine(ctx context.Context, cat *catalog.Catalog, server *opaserver.Engine, cacheDir string) (core.Engine, string, error) {
-	if c.bundle != nil {
-		return c.newWasmEngine(ctx, cat)
-	}
-	name := c.engineName
-	if name == "" {
-		name = DefaultEngine
-	}
-	switch name {
-	case EngineOPAServer:
-		return server, server.Revision(), nil
-	case EngineNative:
-		e, err := nativeengine.New(ctx, nativeengine.WithData(cat.Data()))
-		return e, bundle.EmbeddedRevision(), err
-	}
-	opts := []wasmengine.Option{wasmengine.WithData(cat.Data())}
-	if cacheDir != "" {
-		opts = append(opts, wasmengine.WithCompilationCacheDir(cacheDir))
-	}
-	e, err := wasmengine.New(ctx, opts...)
-	return e, bundle.EmbeddedRevision(), err
 }
 
 // wasmCacheDir is where Open keeps the wasm engine's compiled code (the user's cache

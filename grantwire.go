@@ -145,76 +145,24 @@ type Client struct {
 // New builds a client on the capabilities given with WithCapabilities (an in-memory world,
 // or a shell built by hand); [Open] builds one on the OS shell.
 func New(ctx context.Context, opts ...Option) (*Client, error) {
-	var c config
-	for _, o := range opts {
-		o(&c)
+	return newAssembly(opts).built(ctx)
+}
+
+// validate has the policy judge any catalog but the embedded one (tested), as every
+// shell judges it: a user's file strictly, catalog JSON and a bundle's data for what they
+// hold.
+func (c *Client) validate(ctx context.Context, fromBundle bool) error {
+	cat := c.catalog
+	if !cat.Strict() && bytes.Equal(cat.JSON(), catalog.Defaults()) {
+		return nil
 	}
-	if err := c.checkEngine(); err != nil {
-		c.errs = append(c.errs, err)
-	}
-	if err := c.useBundle(); err != nil {
-		c.errs = append(c.errs, err)
-	}
-	if len(c.errs) > 0 {
-		return nil, errors.Join(c.errs...)
-	}
-	if c.caps == nil {
-		return nil, errors.New("grantwire: no shell: pass WithCapabilities, or use grantwire.Open for the OS shell")
-	}
-	var server *opaserver.Engine
-	if c.engine == nil && c.engineName == EngineOPAServer {
-		var err error
-		if server, err = c.serverEngine(ctx); err != nil {
-			return nil, err
+	if _, err := c.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
+		if fromBundle {
+			return fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
 		}
+		return err
 	}
-	cat, err := c.loadCatalog()
-	if err != nil {
-		if server != nil {
-			_ = server.Close(ctx)
-		}
-		return nil, err
-	}
-	closeStore, err := c.layStore(ctx)
-	if err != nil {
-		if server != nil {
-			_ = server.Close(ctx)
-		}
-		return nil, err
-	}
-	cl := &Client{catalog: cat, observe: c.observer(), engine: c.engine}
-	if closeStore != nil {
-		cl.closers = append(cl.closers, closeStore)
-	}
-	if r, ok := c.engine.(interface{ Revision() string }); ok {
-		cl.revision = r.Revision() // an OPA server's bundle
-	}
-	if cl.engine == nil {
-		if cl.engine, cl.revision, err = c.builtEngine(ctx, cat, server, ""); err != nil {
-			_ = cl.closeAll()
-			return nil, err
-		}
-		cl.owns = true
-		if c.bundle != nil {
-			cl.bundle = bundle.Name
-		}
-	}
-	cl.host = host.New(*c.caps)
-	cl.host.Trace = c.trace
-	cl.driver = &hostabi.Driver{Engine: cl.engine, Host: cl.host}
-	if cat.Strict() || !bytes.Equal(cat.JSON(), catalog.Defaults()) {
-		// Any catalog but the embedded one (tested) is judged by the policy, as every shell
-		// judges it: a user's file strictly, catalog JSON and a bundle's data for what
-		// they hold.
-		if _, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil); err != nil {
-			_ = cl.Close(ctx)
-			if c.bundle != nil {
-				return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
-			}
-			return nil, err
-		}
-	}
-	return cl, nil
+	return nil
 }
 
 // validateCatalog has the policy judge a catalog (operation validate_catalog, strict for

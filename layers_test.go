@@ -33,11 +33,15 @@ var layers = map[string]int{
 	"hostabi": 3, "decisionlog": 3,
 	// The Go host.
 	"host": 4,
+	// The OS and PostgreSQL shells and the bundle file (they import no host), beneath the
+	// plumbing that names them.
+	"shells/native": 4, "shells/postgres": 4, "bundle": 4,
 	// The plumbing the root registers and package mcp, the surfaces, the command and the
-	// test worlds share: running an operation by name (internal/oprun).
-	"internal/oprun": 4,
-	// Shells, the bundle file, the conformance runner.
-	"shells/": 5, "bundle": 5, "conformance": 5,
+	// test worlds share: running an operation by name, and the one construction path's
+	// choice (internal/oprun).
+	"internal/oprun": 5,
+	// The other shells, the conformance runner.
+	"shells/": 5, "conformance": 5,
 	// The Go API (the root package: grantwire.Open runs the OS shell), then its MCP
 	// surface (package mcp, over the root).
 	"": 6, "mcp": 7,

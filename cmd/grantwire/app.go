@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,18 +123,17 @@ type app struct {
 	// prompt, when set by a long-running command, receives what the OS shell tells the
 	// user while an authorization waits (serve: nothing, the page shows it).
 	prompt io.Writer
-	// watched is the client the activation watcher reports to (set once it is built).
-	watched atomic.Pointer[grantwire.Client]
 
-	cat       *catalog.Catalog
-	engine    core.Engine
-	serverURL string            // --engine opa-server=URL
-	srv       *opaserver.Engine // its engine, connected to on first use
-	// ownEngine: the app built engine (else the client did, and closes it).
-	ownEngine bool
+	serverURL string // --engine opa-server=URL
 	bundle    *bundle.Bundle
+	// asm builds the catalog, the engine and the client (the root's one construction
+	// path, oprun.Assemble); shellOpts are the OS shell's options it reads when it builds
+	// the client.
+	asm       oprun.Assembly
+	shellOpts native.Options
+	engine    core.Engine
 	dlog      *decisionlog.Logger
-	shell     Shell
+	shell     Shell // the OS shell the client runs on (serve's events)
 	client    *grantwire.Client
 	progress  *progress
 	table     map[string]core.ErrorInfo
@@ -227,14 +225,6 @@ func (a *app) setup() error {
 	return nil
 }
 
-// clientBuildsEngine reports whether grantwire.New builds the engine: on a bundle
-// (WithBundle), and for a decision log on the native or wasm engine, so that every entry
-// names the policy's revision. Otherwise the CLI builds the engine (the wasm engine
-// interpreting, which starts faster; an OPA server's engine, whose catalog it needs first).
-func (a *app) clientBuildsEngine() bool {
-	return a.bundlePath != "" || (a.decisionLogPath != "" && (a.engineName == grantwire.EngineWasm || a.engineName == grantwire.EngineNative))
-}
-
 // Bundle returns the OPA bundle of --bundle / $GRANTWIRE_BUNDLE (nil without one), read
 // and checked on first use; a bundle grantwire refuses is an error wrapping
 // bundle.ErrRefused.
@@ -262,55 +252,69 @@ func (a *app) expandHome(p string) string {
 // Home is grantwire's directory.
 func (a *app) Home() string { return a.home }
 
-// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
-// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
-func (a *app) Catalog() (*catalog.Catalog, error) {
-	if a.cat != nil {
-		return a.cat, nil
+// assembly is the client's construction (oprun.Assemble) on the global settings: the
+// engine --engine names, the catalog file, the bundle, the store, the decision log and
+// the OS shell (env.NewShell).
+func (a *app) assembly() (oprun.Assembly, error) {
+	if a.asm != nil {
+		return a.asm, nil
 	}
 	b, err := a.Bundle()
 	if err != nil {
 		return nil, err
 	}
-	if a.serverURL != "" {
-		srv, err := a.server()
+	ch := a.engineChoice()
+	ch.Bundle, ch.Shell = b, &a.shellOpts
+	ch.DecisionLog, ch.NewShell = func(r decisionlog.Record) {
+		if a.dlog != nil {
+			_ = a.dlog.Log(r)
+		}
+	}, func(o native.Options) (oprun.Shell, error) {
+		sh, err := a.NewShell(o)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cannot open the OS shell: %w", err)
 		}
-		if a.cat, err = catalog.Load(srv.Catalog()); err != nil {
-			return nil, fmt.Errorf("the OPA server at %s: data.catalog: %w", srv.URL(), err)
-		}
-		return a.cat, nil
+		a.shell = sh
+		return sh, nil
 	}
-	if b != nil {
-		if a.cat, err = catalog.Load(b.Catalog); err != nil {
-			return nil, fmt.Errorf("%w: data.catalog: %w", bundle.ErrRefused, err)
-		}
-	} else if a.catalogPath != "" {
-		// The policy validates the file when the client is built (validate_catalog).
-		if a.cat, err = catalog.LoadFile(a.catalogPath); err != nil {
-			return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
-		}
-	} else {
-		a.cat = catalog.Default()
+	if a.catalogPath != "" {
+		ch.Catalog = catalog.File(a.catalogPath)
 	}
-	return a.cat, nil
+	if a.storeURL != "" {
+		// The store holds the ledgers, secrets and locks; its watcher (LISTEN/NOTIFY), not
+		// the home's file watcher, reports what other machines change.
+		// A rotated secret the store could not take is kept sealed in the home until it
+		// can (shells/postgres pending.go): the machine's next command writes it.
+		ch.StoreURL = a.storeURL
+		ch.Store = postgres.Options{Home: a.storeHome, Service: a.service, Getenv: a.Getenv,
+			NoWatch: !a.LongRunning, Warn: func(msg string) { a.warnf("%s", msg) }, PendingFile: filepath.Join(a.home, "store-pending.json")}
+	}
+	a.asm = oprun.Assemble(ch)
+	return a.asm, nil
 }
 
-// server connects to the OPA server of --engine opa-server=URL (once).
-func (a *app) server() (*opaserver.Engine, error) {
-	if a.srv != nil {
-		return a.srv, nil
-	}
-	srv, err := opaserver.New(context.Background(), a.serverURL)
+// Catalog returns the catalog: the bundle's (--bundle), the OPA server's (--engine
+// opa-server=URL), the file given by --catalog / $GRANTWIRE_CATALOG, else the embedded one.
+func (a *app) Catalog() (*catalog.Catalog, error) {
+	asm, err := a.assembly()
 	if err != nil {
+		return nil, err
+	}
+	cat, err := asm.Catalog()
+	var ge *grantwire.Error
+	switch {
+	case err == nil:
+		return cat, nil
+	case a.serverURL != "" && !errors.As(err, &ge):
 		return nil, &grantwire.Error{
 			Code: "CONFIGURATION", Fix: "start an OPA server on grantwire's bundle (docs/fleet.md), or drop --engine opa-server (unset " + envEngine + ")",
-			Message: "configuration error: " + err.Error(),
+			Message: "configuration error: " + strings.TrimPrefix(err.Error(), "grantwire: "),
 		}
+	case a.catalogPath != "" && !errors.As(err, &ge):
+		// The policy validates the file when the client is built (validate_catalog).
+		return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
 	}
-	a.srv = srv
-	return srv, nil
+	return nil, err
 }
 
 // Engine returns the policy engine chosen by --engine, loaded with the catalog (with
@@ -319,45 +323,30 @@ func (a *app) Engine(ctx context.Context) (core.Engine, error) {
 	if a.engine != nil {
 		return a.engine, nil
 	}
-	if a.clientBuildsEngine() {
-		if _, err := a.Client(ctx); err != nil {
-			return nil, err
-		}
-		return a.engine, nil
-	}
-	cat, err := a.Catalog()
-	if err != nil {
+	if _, err := a.Catalog(); err != nil {
 		return nil, err
 	}
-	if a.serverURL != "" {
-		a.engine = a.srv // connected to by Catalog
-	} else {
-		a.engine, err = engines[a.engineName](ctx, a, cat.Data())
+	e, err := a.asm.Engine(ctx)
+	if errors.Is(err, bundle.ErrRefused) {
+		return nil, err
 	}
 	if err != nil {
-		a.engine = nil
 		return nil, fmt.Errorf("policy engine %s: %w", a.engineName, err)
 	}
-	a.ownEngine = true
-	return a.engine, nil
+	a.engine = e
+	return e, nil
 }
 
 // Client returns the grantwire client on the OS shell, building it on first use:
-// catalog → engine → native.New(Options{…}) → grantwire.New (with the bundle and the
-// decision log when given, and the PostgreSQL store of --store laid over the OS shell).
+// catalog → engine → the OS shell (native.Options from the flags) → the client (with the
+// bundle and the decision log when given, and the PostgreSQL store of --store laid over
+// the OS shell), all by the root's construction path.
 func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	cat, err := a.Catalog()
-	if err != nil {
+	if _, err := a.Engine(ctx); err != nil {
 		return nil, err
-	}
-	var eng core.Engine
-	if !a.clientBuildsEngine() {
-		if eng, err = a.Engine(ctx); err != nil {
-			return nil, err
-		}
 	}
 	what := a.waitingFor
 	if what == "" {
@@ -380,7 +369,7 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 	if !a.noBrowser && a.Browser != nil {
 		browser = a.Browser(a.Getenv)
 	}
-	opts := native.Options{
+	a.shellOpts = native.Options{
 		Home:        a.home,
 		Service:     a.service,
 		Browser:     browser,
@@ -389,69 +378,21 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 		Paste:       paste,
 		Getenv:      a.Getenv,
 		// One command needs no watcher of other processes' activations (it would also
-		// create the home's directory for a read-only command such as status).
+		// create the home's directory for a read-only command such as status); a
+		// long-running one hands what other processes change in activations.json and
+		// grants.json to the policy (activation_changes, grant_changes).
 		NoWatch: !a.LongRunning,
 		Warn:    func(msg string) { a.warnf("%s", msg) },
 	}
 	if a.jsonOut {
 		// --json: what the user must read while an authorization waits is one JSON object
 		// per line on stderr, {"prompt": {...}}, as warnings are (docs/behaviour.md).
-		opts.Prompts = a.promptJSON
+		a.shellOpts.Prompts = a.promptJSON
 	}
-	if a.LongRunning {
-		// The watcher hands what other processes changed in activations.json and
-		// grants.json to the policy (activation_changes, grant_changes), which emits the
-		// events (grantwire.Open does the same).
-		opts.ActivationChanges = func(before, after json.RawMessage) {
-			if c := a.watched.Load(); c != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, _ = oprun.Of(c).Run(ctx, "activation_changes", map[string]any{"before": before, "after": after}, nil, nil)
-			}
-		}
-		opts.GrantChanges = func(before, after json.RawMessage) {
-			if c := a.watched.Load(); c != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, _ = oprun.Of(c).Run(ctx, "grant_changes", map[string]any{"before": before, "after": after}, nil, nil)
-			}
-		}
-		if a.prompt != nil {
-			opts.Prompt = a.prompt
-		}
+	if a.LongRunning && a.prompt != nil {
+		a.shellOpts.Prompt = a.prompt
 	}
-	var store *postgres.Options
-	if a.storeURL != "" {
-		// The store holds the ledgers, secrets and locks; its watcher (LISTEN/NOTIFY), not
-		// the home's file watcher, reports what other machines change.
-		// A rotated secret the store could not take is kept sealed in the home until it
-		// can (shells/postgres pending.go): the machine's next command writes it.
-		store = &postgres.Options{Home: a.storeHome, Service: a.service, Getenv: a.Getenv,
-			NoWatch: !a.LongRunning, Warn: opts.Warn, PendingFile: filepath.Join(a.home, "store-pending.json")}
-		if a.LongRunning {
-			store.ActivationChanges, store.GrantChanges = opts.ActivationChanges, opts.GrantChanges
-		}
-		opts.NoWatch, opts.ActivationChanges, opts.GrantChanges = true, nil, nil
-	}
-	opts.Loopback = a.manifest(ctx, eng).Loopback
-	sh, err := a.NewShell(opts)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open the OS shell: %w", err)
-	}
-	a.shell = sh
-	copts := []grantwire.Option{grantwire.WithCapabilities(sh.Capabilities())}
-	if store != nil {
-		copts = append(copts, grantwire.WithStore(a.storeURL, *store))
-	}
-	switch {
-	case a.bundle != nil:
-		copts = append(copts, grantwire.WithBundle(a.bundle))
-	case eng != nil:
-		copts = append(copts, grantwire.WithEngine(eng), grantwire.WithCatalog(cat))
-	default:
-		copts = append(copts, grantwire.WithCatalog(cat))
-	}
-	if a.decisionLogPath != "" {
+	if a.decisionLogPath != "" && a.dlog == nil {
 		l, err := decisionlog.Open(a.decisionLogPath)
 		if err != nil {
 			var pe *os.PathError
@@ -461,16 +402,12 @@ func (a *app) Client(ctx context.Context) (*grantwire.Client, error) {
 			return nil, usagef("--decision-log %s: cannot open it: %v", a.decisionLogPath, err)
 		}
 		a.dlog = l
-		copts = append(copts, grantwire.WithObserver(func(d grantwire.Decision) { _ = l.Log(d.Record()) }))
 	}
-	a.client, err = grantwire.New(ctx, copts...)
+	c, err := a.asm.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a.watched.Store(a.client)
-	if a.engine == nil {
-		a.engine = a.client.Engine() // the client's: it closes it
-	}
+	a.client = c.(*grantwire.Client)
 	return a.client, nil
 }
 
@@ -480,21 +417,15 @@ func (a *app) close(ctx context.Context) {
 	if a.progress != nil {
 		a.progress.Stop()
 	}
-	if a.client != nil {
-		_ = a.client.Close(ctx)
-	}
-	if a.shell != nil {
-		_ = a.shell.Close()
-	}
-	if a.engine != nil && a.ownEngine {
-		_ = a.engine.Close(ctx)
+	if a.asm != nil {
+		_ = a.asm.Close(ctx) // the client, its shell, store and engine
 	}
 	if a.dlog != nil {
 		if err := a.dlog.Close(); err != nil {
 			a.warnf("the decision log %s is incomplete: %v", a.decisionLogPath, err)
 		}
 	}
-	a.client, a.shell, a.engine, a.dlog = nil, nil, nil, nil
+	a.asm, a.client, a.shell, a.engine, a.dlog = nil, nil, nil, nil, nil
 }
 
 // --- output ---------------------------------------------------------------------------

@@ -136,11 +136,14 @@ func (a *app) replaceCatalog(ctx context.Context, path string, body []byte, mode
 		return usagef("%s would not be a catalog: %v; nothing was written", path, strings.ReplaceAll(err.Error(), tmp.Name(), path))
 	}
 	// The policy judges the catalog its engine was given: an engine on the new document.
-	engine, err := engines[a.engineName](ctx, a, cat.Data())
+	ch := a.engineChoice()
+	ch.Catalog = cat
+	asm := oprun.Assemble(ch)
+	defer func() { _ = asm.Close(context.WithoutCancel(ctx)) }()
+	engine, err := asm.Engine(ctx)
 	if err != nil {
 		return fmt.Errorf("policy engine %s: %w", a.engineName, err)
 	}
-	defer func() { _ = engine.Close(context.WithoutCancel(ctx)) }()
 	if err := oprun.ValidateCatalog(ctx, engine, cat); err != nil {
 		var ge *grantwire.Error
 		if errors.As(err, &ge) {

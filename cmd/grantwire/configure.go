@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/oprun"
 )
 
 func (a *app) configureCmd() *cobra.Command {
@@ -53,11 +55,12 @@ does not mark secret.`,
 			if err != nil {
 				return err
 			}
-			e, ok := cat.Entry(id)
-			if !ok {
-				return a.unknownConnector(ctx, id)
+			fields, err := a.setupFields(ctx, id)
+			if err != nil {
+				return err
 			}
-			in, render, err := a.configureInput(id, e, fl)
+			e, _ := cat.Entry(id)
+			in, render, err := a.configureInput(id, e, fields, fl)
 			if err != nil {
 				return err
 			}
@@ -91,14 +94,40 @@ type configureFlags struct {
 	sets                                            []string
 }
 
+// setupFields asks the policy what connector id takes (configure's form: its setup
+// fields, as REST and the page show them; it stores nothing): an OAuth client (client_id,
+// client_secret, tenant) or environment keys. An unknown connector (the catalog and the
+// remote servers added to the home) is the policy's error.
+func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, error) {
+	c, err := a.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var form struct {
+		SetupFields []struct {
+			Key string `json:"key"`
+		} `json:"setup_fields"`
+	}
+	if _, err := oprun.Of(c).Run(ctx, "configure", map[string]any{"connector": id, "form": true}, nil, &form); err != nil {
+		return nil, err
+	}
+	fields := map[string]bool{}
+	for _, f := range form.SetupFields {
+		fields[f.Key] = true
+	}
+	return fields, nil
+}
+
 // configureInput is configure's parse step: what the flags (and the secret they point at)
-// give the configure operation of the connector id (catalog entry e), and how its result is rendered.
-func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (grantwire.ConfigureInput, func(*grantwire.ConfigureResult) error, error) {
+// give the configure operation of the connector id (catalog entry e, setup fields
+// fields), and how its result is rendered. The policy's fields say which flags apply: an
+// OAuth client's when they hold client_id, else an environment's.
+func (a *app) configureInput(id string, e catalog.Entry, fields map[string]bool, fl configureFlags) (grantwire.ConfigureInput, func(*grantwire.ConfigureResult) error, error) {
 	var in grantwire.ConfigureInput
 	clientFlags := fl.clientID != "" || fl.secretStdin || fl.secretFile != "" || fl.tenant != ""
 	mcpFlags := len(fl.sets) > 0 || fl.fromStdin || fl.fromFile != ""
-	switch e.Type {
-	case catalog.TypeOAuth:
+	switch {
+	case fields["client_id"]:
 		switch {
 		case mcpFlags:
 			return in, nil, usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
@@ -106,7 +135,7 @@ func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (gra
 			return in, nil, usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
 		case fl.secretStdin && fl.secretFile != "":
 			return in, nil, usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
-		case fl.tenant != "" && e.Tenant == "":
+		case fl.tenant != "" && !fields["tenant"]:
 			return in, nil, usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
 		}
 		in = grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}
@@ -133,7 +162,11 @@ func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (gra
 			a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
 			return nil
 		}, nil
-	case catalog.TypeMCPServer:
+	case clientFlags && len(fields) == 0:
+		// A connector that takes nothing here (a remote MCP server): the policy refuses
+		// the client given, with its code.
+		return grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}, func(*grantwire.ConfigureResult) error { return nil }, nil
+	default:
 		switch {
 		case clientFlags:
 			return in, nil, usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
@@ -158,8 +191,6 @@ func (a *app) configureInput(id string, e catalog.Entry, fl configureFlags) (gra
 			return nil
 		}, nil
 	}
-	// The policy says what a connector of another type takes (and refuses it).
-	return in, func(*grantwire.ConfigureResult) error { return nil }, nil
 }
 
 // mcpValues gathers an MCP server's environment values from --set, stdin and a file; given

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -11,34 +10,23 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
-	"github.com/grantwire/grantwire/core/nativeengine"
-	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/oprun"
 )
 
-// The CLI's policy engines, in one place. --engine (or $GRANTWIRE_ENGINE) names one of
-// engines, or is opa-server=URL (an OPA server serving grantwire's bundle); defaultEngine
-// (grantwire.DefaultEngine, native) is used otherwise. The default build links the native
-// and Wasm engines and no OPA package (TestBinaryLinksNoOPA); the OPA build (go build
-// -tags opa) adds rego (engine_rego.go).
+// The CLI's policy engines, by name. --engine (or $GRANTWIRE_ENGINE) names one of them,
+// or is opa-server=URL (an OPA server serving grantwire's bundle); defaultEngine
+// (grantwire.DefaultEngine, native) is used otherwise. The root's construction path
+// builds them (oprun.Assemble); the default build links the native and Wasm engines and no
+// OPA package (TestBinaryLinksNoOPA); the OPA build (go build -tags opa) adds rego to
+// engines (engine_rego.go).
 const defaultEngine = grantwire.DefaultEngine
 
-// engineFactory builds an engine on the catalog's data (data.catalog).
-type engineFactory func(ctx context.Context, a *app, data []byte) (core.Engine, error)
-
-// engines are the engines this build can run, by name.
-var engines = map[string]engineFactory{
-	"native": newNativeEngine,
-	"wasm":   newWasmEngine,
-}
-
-// newNativeEngine runs the policy compiled to Go (core/nativeengine): no compilation or
-// instantiation at start, the fastest decisions.
-func newNativeEngine(ctx context.Context, _ *app, data []byte) (core.Engine, error) {
-	return nativeengine.New(ctx, nativeengine.WithData(data))
-}
+// engines are the engines this build adds to the root's (native, wasm, opa-server), each
+// built on the catalog's data (data.catalog).
+var engines = map[string]func(ctx context.Context, data []byte) (core.Engine, error){}
 
 func engineNames() []string {
-	names := make([]string, 0, len(engines))
+	names := []string{grantwire.EngineNative, grantwire.EngineWasm}
 	for n := range engines {
 		names = append(names, n)
 	}
@@ -48,7 +36,7 @@ func engineNames() []string {
 
 // checkEngine validates an --engine name.
 func checkEngine(name string) error {
-	if _, ok := engines[name]; ok {
+	if slices.Contains(engineNames(), name) {
 		return nil
 	}
 	if slices.Contains(opaBuildEngines, name) {
@@ -63,28 +51,20 @@ func checkEngine(name string) error {
 	return usagef("--engine must be %s, not %q", known, name)
 }
 
-// newWasmEngine runs policy.wasm on wazero, compiled, with the compiled code cached in the
-// user's cache directory (grantwire/wazero, as grantwire.Open does): every process after
-// the first loads it in milliseconds instead of compiling it (BENCHMARKS.md). Without a
-// usable cache directory it interprets the module, which starts faster than compiling it.
-func newWasmEngine(ctx context.Context, a *app, data []byte) (core.Engine, error) {
-	pool := 1 // one command asks a handful of questions, one at a time
+// engineChoice is the engine part of the client's construction: the engine --engine
+// names, a wasm engine sized for one command (or, LongRunning, for many concurrent
+// decisions) whose compiled code is kept in the user's cache directory as grantwire.Open
+// keeps it (every process after the first loads it in milliseconds, BENCHMARKS.md), and
+// interpreted without one (it starts faster than compiling).
+func (a *app) engineChoice() oprun.Choice {
+	ch := oprun.Choice{Engine: a.engineName, Engines: engines, Pool: 1}
 	if a.LongRunning {
-		pool = runtime.GOMAXPROCS(0)
+		ch.Pool = runtime.GOMAXPROCS(0)
 	}
 	if dir := a.cacheDir(); dir != "" {
-		e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(pool),
-			wasmengine.WithCompilationCacheDir(filepath.Join(dir, "grantwire", "wazero")))
-		if err == nil {
-			return e, nil
-		}
-		// An unwritable or broken cache must not stop the command: interpret instead.
+		ch.CacheDir = filepath.Join(dir, "grantwire", "wazero")
 	}
-	e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithInterpreter(), wasmengine.WithPoolSize(pool))
-	if err != nil {
-		return nil, fmt.Errorf("the wasm engine: %w", err)
-	}
-	return e, nil
+	return ch
 }
 
 // cacheDir is the user's cache directory, or "" without one.

@@ -11,7 +11,7 @@ import (
 
 // The OPA build adds the rego engine: the policy's Rego on OPA's evaluator (the oracle).
 func init() {
-	engines["rego"] = func(ctx context.Context, _ *app, data []byte) (core.Engine, error) {
+	engines["rego"] = func(ctx context.Context, data []byte) (core.Engine, error) {
 		return regoengine.New(ctx, regoengine.WithData(data))
 	}
 }

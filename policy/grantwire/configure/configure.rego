@@ -10,6 +10,10 @@
 #   as arguments), which refuses a connector that is not a local MCP server. The values of
 #   the other kind are refused: environment keys for an OAuth provider (USAGE), a client id,
 #   secret or tenant for a connector that is not an OAuth provider (CONFIGURATION).
+#   With form true it stores nothing and asks the host nothing: it publishes the
+#   connector's setup fields (status.setup_fields, as REST and the page show them, none
+#   configured), so that a surface learns which values a connector takes without choosing
+#   by its type; an unknown connector is refused as always.
 package grantwire.configure
 
 import data.grantwire.catalog
@@ -17,6 +21,7 @@ import data.grantwire.client
 import data.grantwire.errors
 import data.grantwire.facts
 import data.grantwire.mcp
+import data.grantwire.status
 import data.grantwire.step
 
 _f := object.get(input, "facts", {})
@@ -51,6 +56,8 @@ _not_env := concat("", ["usage: an OAuth client's config takes client_id, client
 # entrypoint: true
 decision := step.fail(errors.usage("configure needs connector, and the values of its type (see configure_client, configure_mcp)"), []) if {
 	not is_string(_c)
+} else := _form if {
+	input.args.form == true
 } else := step.fail(errors.error("USAGE", _not_env, "", {"connector": _c}), []) if {
 	catalog.oauth(_c)
 	_env_given
@@ -68,3 +75,11 @@ decision := step.fail(errors.usage("configure needs connector, and the values of
 ) if {
 	count(_client_keys) > 0
 } else := mcp.configure
+
+# The form: the connector's setup fields, none configured.
+_form := step.fail(errors.unknown_connector(_c), []) if {
+	not catalog.known(_c)
+} else := step.done(
+	{"connector": _c, "setup_fields": status.setup_fields(_c, {"configured": false, "has_secret": false}, [])},
+	[],
+)

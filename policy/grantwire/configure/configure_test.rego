@@ -43,3 +43,19 @@ test_the_values_of_another_type_are_refused if {
 	_d({"connector": "mcp-github", "env_keys": []}, {"arg": fx.arg({"client_secret": "5ec5ec5ec5ec5ec5"})}).error.unknown_keys == ["client_secret"]
 	_d({"connector": 5}, {}).error.code == "USAGE"
 }
+
+test_the_form_publishes_the_setup_fields if {
+	g := _d({"connector": "google", "form": true}, {})
+	g.status == "done"
+	g.effects == []
+	[f.key | some f in g.result.setup_fields] == ["client_id", "client_secret"]
+	every f in g.result.setup_fields {
+		f.configured == false
+	}
+	[f.key | some f in _d({"connector": "microsoft", "form": true}, {}).result.setup_fields] == ["client_id", "client_secret", "tenant"]
+	m := _d({"connector": "mcp-github", "form": true}, {}).result.setup_fields
+	[f.key | some f in m] == ["GITHUB_TOKEN", "GITHUB_HOST"]
+	m[0].kind == "secret"
+	_d({"connector": "mcp-remote", "form": true}, {}).result.setup_fields == []
+	_d({"connector": "nope", "form": true}, {}).error.code == "UNKNOWN_CONNECTOR"
+}
