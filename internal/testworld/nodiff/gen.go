@@ -494,6 +494,11 @@ func (g *Gen) Args(op string) any {
 		if g.chance(0.1) {
 			a["connector"] = g.connector()
 		}
+		// The form: the setup fields a surface shows, asked of the policy (sometimes with a
+		// value that is not true, which is a store as always).
+		if g.chance(0.15) {
+			a["form"] = pick(g, []any{true, true, true, false, "true"})
+		}
 	case "credential":
 		a["connector"], a["agent"] = g.connector("mcp_server"), g.agentArg()
 	case "mcp_list":
