@@ -358,37 +358,7 @@ func (c *Client) RevokeGrant(ctx context.Context, connector, agent string) (*Rev
 
 // ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.
 func (c *Client) ListGrants(ctx context.Context, connector string) (map[string]map[string][]string, error) {
-	args := map[string]any{}
-	if connector != "" {
-		args["connector"] = connector
-	}
-	if connector == "" { // one decoding pass over what may be a large listing
-		var r struct {
-			Grants map[string]map[string][]string `json:"grants"`
-		}
-		if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
-			return nil, err
-		}
-		if r.Grants == nil {
-			r.Grants = map[string]map[string][]string{}
-		}
-		return r.Grants, nil
-	}
-	var r struct {
-		Grants json.RawMessage `json:"grants"`
-	}
-	if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string][]string{}
-	m := map[string][]string{}
-	if err := json.Unmarshal(r.Grants, &m); err != nil {
-		return nil, err
-	}
-	if len(m) > 0 {
-		out[connector] = m
-	}
-	return out, nil
+	return oprun.Listing[[]string](ctx, runner{c}, "list_grants", "grants", connector)
 }
 
 // Activation is the outcome of Activate.
@@ -440,28 +410,7 @@ func (c *Client) Deactivate(ctx context.Context, connector, agent string) (chang
 
 // ListActivations returns {connector: {agent: true}}, for one connector or (with "") all.
 func (c *Client) ListActivations(ctx context.Context, connector string) (map[string]map[string]bool, error) {
-	args := map[string]any{}
-	if connector != "" {
-		args["connector"] = connector
-	}
-	var r struct {
-		Activations json.RawMessage `json:"activations"`
-	}
-	if _, err := c.run(ctx, "list_activations", args, nil, &r); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]bool{}
-	if connector != "" {
-		m := map[string]bool{}
-		if err := json.Unmarshal(r.Activations, &m); err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out[connector] = m
-		}
-		return out, nil
-	}
-	return out, json.Unmarshal(r.Activations, &out)
+	return oprun.Listing[bool](ctx, runner{c}, "list_activations", "activations", connector)
 }
 
 // DisconnectResult says what Disconnect removed.
