@@ -216,7 +216,7 @@ func (c *Client) do(ctx context.Context, op string, args any, secrets map[string
 	if c.observe != nil {
 		raw, _ := json.Marshal(args)
 		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now(),
-			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure,
+			Input: engineJSON(out.Query), Output: engineJSON(out.Decision), HostFailure: out.HostFailure,
 			Revision: c.revision, Bundle: c.bundle, Engine: c.engine.Name(), Duration: time.Since(start)})
 	}
 	if gerr != nil {
