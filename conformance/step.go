@@ -132,9 +132,7 @@ func (r *runner) step(i int, st Step) {
 	}
 	for p, want := range x.Resolved {
 		ref, ok := jsonx.RawAt(body, strings.Split(p, "."))
-		var rv struct {
-			Ref string `json:"$ref"`
-		}
+		var rv hostabi.SecretRef
 		if !ok || json.Unmarshal(ref, &rv) != nil || rv.Ref == "" {
 			r.failf("%s: result %s has no secret reference at %s", where, body, p)
 			continue

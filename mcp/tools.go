@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/oprun"
 )
 
@@ -68,7 +69,7 @@ func (t *Tools) Filter(ctx context.Context, connector, agent string, names []str
 		return nil, err
 	}
 	v := r.ToolVerdict
-	v.Names, v.Refused = nonNil(r.Allowed), nonNil(v.Refused)
+	v.Names, v.Refused = jsonx.NonNil(r.Allowed), jsonx.NonNil(v.Refused)
 	return &v, nil
 }
 
