@@ -35,24 +35,13 @@ func (c *config) observer() func(Decision) {
 	}
 }
 
-// queryJSON renders a query as the engines receive it (nil stays nil).
-func queryJSON(q *core.Query) json.RawMessage {
-	if q == nil {
+// engineJSON renders a query or a done decision as the engines receive and give them
+// (nil stays nil).
+func engineJSON[T core.Query | core.Decision](v *T) json.RawMessage {
+	if v == nil {
 		return nil
 	}
-	raw, err := json.Marshal(q)
-	if err != nil {
-		return nil
-	}
-	return raw
-}
-
-// decisionJSON renders a done decision in the engines' shape (nil stays nil).
-func decisionJSON(d *core.Decision) json.RawMessage {
-	if d == nil {
-		return nil
-	}
-	raw, err := json.Marshal(d)
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil
 	}

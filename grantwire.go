@@ -35,6 +35,7 @@ import (
 	"github.com/grantwire/grantwire/core/opaserver"
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/oprun"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
@@ -216,7 +217,7 @@ func (c *Client) do(ctx context.Context, op string, args any, secrets map[string
 	if c.observe != nil {
 		raw, _ := json.Marshal(args)
 		c.observe(Decision{Op: op, Args: raw, Result: out.Result, Error: gerr, Rounds: out.Rounds, At: time.Now(),
-			Input: queryJSON(out.Query), Output: decisionJSON(out.Decision), HostFailure: out.HostFailure,
+			Input: engineJSON(out.Query), Output: engineJSON(out.Decision), HostFailure: out.HostFailure,
 			Revision: c.revision, Bundle: c.bundle, Engine: c.engine.Name(), Duration: time.Since(start)})
 	}
 	if gerr != nil {
@@ -270,17 +271,6 @@ func (r runner) AsError(ce *core.Error) error {
 
 func (r runner) Catalog() *catalog.Catalog { return r.c.catalog }
 
-type secretRef struct {
-	Ref string `json:"$ref"`
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // Token is an access token handed to an agent.
 type Token struct {
 	Provider    string
@@ -294,12 +284,12 @@ type Token struct {
 // provider's lock when the cached token has 60 s or less left.
 func (c *Client) GetAccessToken(ctx context.Context, provider string, scopes []string, agent string) (*Token, error) {
 	var r struct {
-		Provider    string    `json:"provider"`
-		AccessToken secretRef `json:"access_token"`
-		ExpiresAt   int64     `json:"expires_at"`
-		Scopes      []string  `json:"scopes"`
+		Provider    string            `json:"provider"`
+		AccessToken hostabi.SecretRef `json:"access_token"`
+		ExpiresAt   int64             `json:"expires_at"`
+		Scopes      []string          `json:"scopes"`
 	}
-	out, err := c.run(ctx, "get_access_token", map[string]any{"provider": provider, "scopes": nonNil(scopes), "agent": agent}, nil, &r)
+	out, err := c.run(ctx, "get_access_token", map[string]any{"provider": provider, "scopes": jsonx.NonNil(scopes), "agent": agent}, nil, &r)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +313,7 @@ type GrantResult struct {
 // Grant replaces the scopes agent holds on connector (stored sorted, without duplicates).
 func (c *Client) Grant(ctx context.Context, connector, agent string, scopes []string) (*GrantResult, error) {
 	var r GrantResult
-	_, err := c.run(ctx, "grant", map[string]any{"connector": connector, "agent": agent, "scopes": nonNil(scopes)}, nil, &r)
+	_, err := c.run(ctx, "grant", map[string]any{"connector": connector, "agent": agent, "scopes": jsonx.NonNil(scopes)}, nil, &r)
 	return &r, err
 }
 
@@ -358,37 +348,7 @@ func (c *Client) RevokeGrant(ctx context.Context, connector, agent string) (*Rev
 
 // ListGrants returns {connector: {agent: scopes}}, for one connector or (with "") all.
 func (c *Client) ListGrants(ctx context.Context, connector string) (map[string]map[string][]string, error) {
-	args := map[string]any{}
-	if connector != "" {
-		args["connector"] = connector
-	}
-	if connector == "" { // one decoding pass over what may be a large listing
-		var r struct {
-			Grants map[string]map[string][]string `json:"grants"`
-		}
-		if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
-			return nil, err
-		}
-		if r.Grants == nil {
-			r.Grants = map[string]map[string][]string{}
-		}
-		return r.Grants, nil
-	}
-	var r struct {
-		Grants json.RawMessage `json:"grants"`
-	}
-	if _, err := c.run(ctx, "list_grants", args, nil, &r); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string][]string{}
-	m := map[string][]string{}
-	if err := json.Unmarshal(r.Grants, &m); err != nil {
-		return nil, err
-	}
-	if len(m) > 0 {
-		out[connector] = m
-	}
-	return out, nil
+	return oprun.Listing[[]string](ctx, runner{c}, "list_grants", "grants", connector)
 }
 
 // Activation is the outcome of Activate.
@@ -440,28 +400,7 @@ func (c *Client) Deactivate(ctx context.Context, connector, agent string) (chang
 
 // ListActivations returns {connector: {agent: true}}, for one connector or (with "") all.
 func (c *Client) ListActivations(ctx context.Context, connector string) (map[string]map[string]bool, error) {
-	args := map[string]any{}
-	if connector != "" {
-		args["connector"] = connector
-	}
-	var r struct {
-		Activations json.RawMessage `json:"activations"`
-	}
-	if _, err := c.run(ctx, "list_activations", args, nil, &r); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]bool{}
-	if connector != "" {
-		m := map[string]bool{}
-		if err := json.Unmarshal(r.Activations, &m); err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out[connector] = m
-		}
-		return out, nil
-	}
-	return out, json.Unmarshal(r.Activations, &out)
+	return oprun.Listing[bool](ctx, runner{c}, "list_activations", "activations", connector)
 }
 
 // DisconnectResult says what Disconnect removed.
@@ -591,7 +530,7 @@ type ConnectOptions struct {
 // back to a loopback listener, by pasting the redirect back, or on another device with a
 // code (ConnectOptions.Flow); what follows the authorization is the same.
 func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgents []string, opts ...ConnectOptions) (*ConnectResult, error) {
-	args := map[string]any{"connector": provider, "scopes": nonNil(scopes), "grant_agents": nonNil(grantAgents)}
+	args := map[string]any{"connector": provider, "scopes": jsonx.NonNil(scopes), "grant_agents": jsonx.NonNil(grantAgents)}
 	if c.catalog.Strict() && c.catalog.Source() != "" {
 		// The user's catalog file: an issuer mismatch's fix writes to it (oauth.issuer_fix).
 		file, err := filepath.Abs(c.catalog.Source())
@@ -650,8 +589,8 @@ type ForwardedSummary struct {
 // (restored together on failure), and the agents are granted.
 func (c *Client) ImportForwarded(ctx context.Context, f Forwarded) (*ForwardedSummary, error) {
 	args := map[string]any{
-		"provider": f.Provider, "scopes": nonNil(f.Scopes),
-		"account_email": f.AccountEmail, "grant_agents": nonNil(f.GrantAgents),
+		"provider": f.Provider, "scopes": jsonx.NonNil(f.Scopes),
+		"account_email": f.AccountEmail, "grant_agents": jsonx.NonNil(f.GrantAgents),
 	}
 	if f.AccountType != "" {
 		args["account_type"] = f.AccountType

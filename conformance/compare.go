@@ -16,23 +16,26 @@ func decode(b []byte) (any, error) {
 	return v, err
 }
 
-func (r *runner) equal(where string, want, got []byte) {
+// decodeBoth decodes the two sides of a comparison; malformed JSON fails where.
+func (r *runner) decodeBoth(where string, want, got []byte) (w, g any, ok bool) {
 	w, err1 := decode(want)
 	g, err2 := decode(got)
 	if err1 != nil || err2 != nil {
 		r.failf("%s: malformed JSON (%v, %v)", where, err1, err2)
-		return
+		return nil, nil, false
 	}
-	if !reflect.DeepEqual(w, g) {
+	return w, g, true
+}
+
+func (r *runner) equal(where string, want, got []byte) {
+	if w, g, ok := r.decodeBoth(where, want, got); ok && !reflect.DeepEqual(w, g) {
 		r.failf("%s:\n got  %s\n want %s", where, compact(got), compact(want))
 	}
 }
 
 func (r *runner) subset(where string, want, got []byte) {
-	w, err1 := decode(want)
-	g, err2 := decode(got)
-	if err1 != nil || err2 != nil {
-		r.failf("%s: malformed JSON (%v, %v)", where, err1, err2)
+	w, g, ok := r.decodeBoth(where, want, got)
+	if !ok {
 		return
 	}
 	if msg := Subset(w, g, ""); msg != "" {

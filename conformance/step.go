@@ -9,6 +9,7 @@ import (
 
 	"github.com/grantwire/grantwire/host"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/layout"
 )
 
@@ -130,10 +131,8 @@ func (r *runner) step(i int, st Step) {
 		}
 	}
 	for p, want := range x.Resolved {
-		ref, ok := lookup(body, p)
-		var rv struct {
-			Ref string `json:"$ref"`
-		}
+		ref, ok := jsonx.RawAt(body, strings.Split(p, "."))
+		var rv hostabi.SecretRef
 		if !ok || json.Unmarshal(ref, &rv) != nil || rv.Ref == "" {
 			r.failf("%s: result %s has no secret reference at %s", where, body, p)
 			continue
@@ -217,21 +216,4 @@ func (r *runner) resolveAll(out *hostabi.Outcome, body []byte) {
 		}
 	}
 	walk(v)
-}
-
-// lookup finds a dotted path in a JSON object.
-func lookup(doc []byte, path string) (json.RawMessage, bool) {
-	cur := json.RawMessage(doc)
-	for _, part := range strings.Split(path, ".") {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(cur, &m) != nil {
-			return nil, false
-		}
-		next, ok := m[part]
-		if !ok {
-			return nil, false
-		}
-		cur = next
-	}
-	return cur, true
 }

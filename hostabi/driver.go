@@ -50,6 +50,12 @@ type Outcome struct {
 // Secret resolves a secret reference of the result.
 func (o *Outcome) Secret(ref string) (string, bool) { return o.perf.Secret(ref) }
 
+// SecretRef is a secret reference as a result holds it, {"$ref": ...}: Outcome.Secret
+// resolves its Ref.
+type SecretRef struct {
+	Ref string `json:"$ref"`
+}
+
 // ErrCanceled is returned when the caller cancelled the operation before it committed:
 // nothing was applied.
 var ErrCanceled = errors.New("hostabi: operation canceled before anything was written")

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Launch is what using an MCP server takes for an agent the launch gate allowed
@@ -66,17 +68,17 @@ func (l Launch) GoString() string { return l.String() }
 
 // launchResult is the launch operation's result (policy/grantwire/launch).
 type launchResult struct {
-	Connector string               `json:"connector"`
-	Agent     string               `json:"agent"`
-	Type      string               `json:"type"`
-	Ready     bool                 `json:"ready"`
-	Refusal   *core.Error          `json:"refusal"`
-	Scopes    []string             `json:"scopes"`
-	Command   string               `json:"command"`
-	Args      []string             `json:"args"`
-	EnvKeys   []string             `json:"env_keys"`
-	Env       map[string]secretRef `json:"env"`
-	URL       string               `json:"url"`
+	Connector string                       `json:"connector"`
+	Agent     string                       `json:"agent"`
+	Type      string                       `json:"type"`
+	Ready     bool                         `json:"ready"`
+	Refusal   *core.Error                  `json:"refusal"`
+	Scopes    []string                     `json:"scopes"`
+	Command   string                       `json:"command"`
+	Args      []string                     `json:"args"`
+	EnvKeys   []string                     `json:"env_keys"`
+	Env       map[string]hostabi.SecretRef `json:"env"`
+	URL       string                       `json:"url"`
 }
 
 // Launch asks the launch gate whether agent may use the MCP server connector now: the
@@ -90,8 +92,8 @@ func (c *Client) Launch(ctx context.Context, connector, agent string) (*Launch, 
 	if err != nil {
 		return nil, err
 	}
-	return &Launch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: nonNil(r.Scopes),
-		Command: r.Command, Args: nonNil(r.Args), EnvKeys: nonNil(r.EnvKeys), Env: env, URL: r.URL}, nil
+	return &Launch{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Scopes: jsonx.NonNil(r.Scopes),
+		Command: r.Command, Args: jsonx.NonNil(r.Args), EnvKeys: jsonx.NonNil(r.EnvKeys), Env: env, URL: r.URL}, nil
 }
 
 // Readiness is the launch gate's answer without any secret read (CheckLaunch).
@@ -117,5 +119,5 @@ func (c *Client) CheckLaunch(ctx context.Context, connector, agent string) (*Rea
 		return nil, err
 	}
 	return &Readiness{Connector: r.Connector, Agent: r.Agent, Type: r.Type, Ready: r.Ready,
-		Refusal: c.asError(r.Refusal), Scopes: nonNil(r.Scopes), EnvKeys: nonNil(r.EnvKeys), URL: r.URL}, nil
+		Refusal: c.asError(r.Refusal), Scopes: jsonx.NonNil(r.Scopes), EnvKeys: jsonx.NonNil(r.EnvKeys), URL: r.URL}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/core"
+	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/oprun"
 )
 
@@ -25,17 +26,6 @@ type Client struct {
 
 // Of returns c's MCP surface.
 func Of(c *grantwire.Client) *Client { return &Client{c: c, r: oprun.Of(c)} }
-
-type secretRef struct {
-	Ref string `json:"$ref"`
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
 
 // asError is the *grantwire.Error of an operation's core error (nil stays nil).
 func (c *Client) asError(ce *core.Error) *grantwire.Error {
@@ -76,9 +66,9 @@ type Credential struct {
 // Credential returns an MCP server's command and environment for a granted agent.
 func (c *Client) Credential(ctx context.Context, connector, agent string) (*Credential, error) {
 	var r struct {
-		Command string               `json:"command"`
-		Args    []string             `json:"args"`
-		Env     map[string]secretRef `json:"env"`
+		Command string                       `json:"command"`
+		Args    []string                     `json:"args"`
+		Env     map[string]hostabi.SecretRef `json:"env"`
 	}
 	env, err := c.runResolved(ctx, "credential", connector, agent, &r, &r.Env)
 	if err != nil {
@@ -90,7 +80,7 @@ func (c *Client) Credential(ctx context.Context, connector, agent string) (*Cred
 // runResolved runs op (credential, launch) for connector and agent into r, then reads the
 // values behind the secret references *refs that r holds (an environment of keys from the
 // credential store).
-func (c *Client) runResolved(ctx context.Context, op, connector, agent string, r any, refs *map[string]secretRef) (map[string]string, error) {
+func (c *Client) runResolved(ctx context.Context, op, connector, agent string, r any, refs *map[string]hostabi.SecretRef) (map[string]string, error) {
 	out, err := c.r.Run(ctx, op, map[string]any{"connector": connector, "agent": agent}, nil, r)
 	if err != nil {
 		return nil, err

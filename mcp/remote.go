@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/host"
+	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Remote MCP servers behind OAuth 2.1 (docs/behaviour.md#remote-mcp-servers): the policy
@@ -70,7 +72,7 @@ type AddResult struct {
 // AddServer records a remote MCP server (mcp_remote.json; a client secret goes to the
 // credential store).
 func (c *Client) AddServer(ctx context.Context, s RemoteServer) (*AddResult, error) {
-	args := map[string]any{"connector": s.ID, "url": s.URL, "scopes": nonNil(s.Scopes)}
+	args := map[string]any{"connector": s.ID, "url": s.URL, "scopes": jsonx.NonNil(s.Scopes)}
 	for k, v := range map[string]string{
 		"client_id": s.ClientID, "issuer": s.Issuer, "client_metadata_url": s.ClientMetadataURL,
 		"grant": string(s.Grant), "idp_token_endpoint": s.IDPTokenEndpoint, "idp_client_id": s.IDPClientID,
@@ -135,7 +137,7 @@ type AuthResult struct {
 // loopback, code exchange) and stores its tokens, bound to the authorization server's
 // issuer.
 func (c *Client) Authorize(ctx context.Context, server string, o AuthOptions) (*AuthResult, error) {
-	args := map[string]any{"connector": server, "scopes": nonNil(o.Scopes)}
+	args := map[string]any{"connector": server, "scopes": jsonx.NonNil(o.Scopes)}
 	if o.WWWAuthenticate != "" {
 		args["www_authenticate"] = base64.RawURLEncoding.EncodeToString([]byte(o.WWWAuthenticate))
 	}
@@ -263,16 +265,16 @@ func (c *Client) Token(ctx context.Context, server, agent, rejected string) (*Be
 		args["rejected"] = rejected
 	}
 	var r struct {
-		AccessToken secretRef      `json:"access_token"`
-		Digest      string         `json:"digest"`
-		ExpiresAt   int64          `json:"expires_at"`
-		Scopes      []string       `json:"scopes"`
-		Issuer      string         `json:"issuer"`
-		Resource    string         `json:"resource"`
-		TokenType   string         `json:"token_type"`
-		DPoPKey     secretRef      `json:"dpop_key"`
-		DPoPJWK     map[string]any `json:"dpop_jwk"`
-		DPoPRetries int            `json:"dpop_nonce_retries"`
+		AccessToken hostabi.SecretRef `json:"access_token"`
+		Digest      string            `json:"digest"`
+		ExpiresAt   int64             `json:"expires_at"`
+		Scopes      []string          `json:"scopes"`
+		Issuer      string            `json:"issuer"`
+		Resource    string            `json:"resource"`
+		TokenType   string            `json:"token_type"`
+		DPoPKey     hostabi.SecretRef `json:"dpop_key"`
+		DPoPJWK     map[string]any    `json:"dpop_jwk"`
+		DPoPRetries int               `json:"dpop_nonce_retries"`
 	}
 	out, err := c.r.Run(ctx, "mcp_token", args, nil, &r)
 	if err != nil {

@@ -2,8 +2,10 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
+
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
+	"github.com/grantwire/grantwire/internal/oprun"
 )
 
 // Tools is the handle on the tool rules per agent (docs/behaviour.md#tools): which of an
@@ -67,33 +69,12 @@ func (t *Tools) Filter(ctx context.Context, connector, agent string, names []str
 		return nil, err
 	}
 	v := r.ToolVerdict
-	v.Names, v.Refused = nonNil(r.Allowed), nonNil(v.Refused)
+	v.Names, v.Refused = jsonx.NonNil(r.Allowed), jsonx.NonNil(v.Refused)
 	return &v, nil
 }
 
 // Rules returns the tool rules {connector: {agent: tool names}}, of one connector or (with
 // "") of all. A pair without a rule is absent (every tool).
 func (t *Tools) Rules(ctx context.Context, connector string) (map[string]map[string][]string, error) {
-	args := map[string]any{}
-	if connector != "" {
-		args["connector"] = connector
-	}
-	var r struct {
-		Tools json.RawMessage `json:"tools"`
-	}
-	if _, err := t.c.r.Run(ctx, "list_activations", args, nil, &r); err != nil {
-		return nil, err
-	}
-	out := map[string]map[string][]string{}
-	if connector != "" {
-		m := map[string][]string{}
-		if err := json.Unmarshal(r.Tools, &m); err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out[connector] = m
-		}
-		return out, nil
-	}
-	return out, json.Unmarshal(r.Tools, &out)
+	return oprun.Listing[[]string](ctx, t.c.r, "list_activations", "tools", connector)
 }

@@ -6,7 +6,8 @@
 //     canonical; [AppendGoString], as encoding/json.Marshal escapes) that every encoder
 //     takes as a parameter ([Escaper]);
 //   - one Go-value encoder ([Encoder]: canonical, or as encoding/json.Marshal writes) and
-//     the ledger writer ([Document], encoding/json's indented bytes, cancellable);
+//     the ledger writer ([Document], encoding/json's indented bytes, cancellable); [NonNil]
+//     and [OrEmpty], a nil slice or map encoded as [] or {} rather than null;
 //   - strict reader (strict.go): one scanner, its rules and wording a [Grammar]: [Check],
 //     exactly one I-JSON document, for files grantwire trusts, and core.CheckQuery's;
 //     stored bytes (stored.go): [Decode], how a host reads stored bytes before the core

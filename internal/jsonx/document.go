@@ -22,6 +22,22 @@ func MarshalPlain(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// NonNil is s, or an empty slice when s is nil: JSON [] rather than null.
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// OrEmpty is m, or an empty map when m is nil: JSON {} rather than null.
+func OrEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
 // Document writes a ledger document as encoding/json indents it (sorted keys, 2-space
 // indentation, no HTML escaping) with a final newline, and stops when ctx is done (it
 // returns ctx.Err()): the objects and arrays of the document are written member by member,

@@ -195,6 +195,22 @@ func At(doc any, path []string) (any, bool) {
 	return doc, true
 }
 
+// RawAt is At on undecoded JSON: the raw value at path inside doc, each step decoding
+// only one object's members (a tool call's arguments, an operation's result).
+func RawAt(doc json.RawMessage, path []string) (json.RawMessage, bool) {
+	for _, k := range path {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(doc, &m) != nil {
+			return nil, false
+		}
+		var ok bool
+		if doc, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return doc, true
+}
+
 // Shape names the JSON type of each value on the way to path (the document first), as far
 // as the path leads: the core tells a missing entry from a document of the wrong shape.
 func Shape(doc any, path []string) []string {

@@ -82,6 +82,18 @@ func TestPaths(t *testing.T) {
 	require.Equal(t, []string{"object"}, jsonx.Shape(doc, []string{"x", "y"}))
 	require.Equal(t, map[string]any{"$number": "1.5"}, jsonx.FactValue(doc).(map[string]any)["n"])
 	require.Equal(t, json.Number("1.5"), doc.(map[string]any)["n"], "FactValue copies")
+
+	raw := json.RawMessage(`{"a": {"b": [1]}, "n": 1.5}`)
+	r, ok := jsonx.RawAt(raw, []string{"a", "b"})
+	require.True(t, ok)
+	require.JSONEq(t, `[1]`, string(r))
+	_, ok = jsonx.RawAt(raw, []string{"a", "b", "c"})
+	require.False(t, ok, "an array has no members")
+	_, ok = jsonx.RawAt(raw, []string{"x"})
+	require.False(t, ok)
+	r, ok = jsonx.RawAt(raw, nil)
+	require.True(t, ok)
+	require.Equal(t, raw, r)
 }
 
 // TestDecodeContextStopsWhenCancelled: a cancelled read of a large document stops with

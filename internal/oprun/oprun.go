@@ -7,6 +7,9 @@ package oprun
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
@@ -47,3 +50,51 @@ func ValidateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catal
 
 // Of returns client's runner; client is a *grantwire.Client.
 func Of(client any) Runner { return of(client) }
+
+// Listing runs a listing operation (list_grants, list_activations) whose result member
+// field holds {connector: {agent: V}}, for every connector, or with connector set that
+// connector's {agent: V} alone. It returns {connector: {agent: V}} either way (a connector
+// without entries is absent). The member is decoded in one pass, straight into its map: a
+// full listing may be large (BenchmarkListingEndToEnd).
+func Listing[V any](ctx context.Context, r Runner, op, field, connector string) (map[string]map[string]V, error) {
+	args := map[string]any{}
+	if connector != "" {
+		args["connector"] = connector
+	}
+	out, err := r.Do(ctx, op, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]map[string]V
+	var one map[string]V
+	if connector == "" {
+		err = decodeMember(out.Result, field, &all)
+	} else {
+		err = decodeMember(out.Result, field, &one)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grantwire: %s: decode result: %w", op, err)
+	}
+	if all == nil {
+		all = map[string]map[string]V{}
+	}
+	if len(one) > 0 {
+		all[connector] = one
+	}
+	return all, nil
+}
+
+// decodeMember decodes the member name of the JSON object doc into v, as a struct with
+// that one field would (reflect.StructOf returns the same type for the same name, so
+// encoding/json builds its decoder once).
+func decodeMember[M any](doc []byte, name string, v *M) error {
+	t := reflect.StructOf([]reflect.StructField{
+		{Name: "M", Type: reflect.TypeFor[M](), Tag: reflect.StructTag(`json:"` + name + `"`)},
+	})
+	p := reflect.New(t)
+	if err := json.Unmarshal(doc, p.Interface()); err != nil {
+		return err
+	}
+	*v = p.Elem().Field(0).Interface().(M)
+	return nil
+}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // standardHeadersSince is the first MCP protocol version whose HTTP requests carry the
@@ -126,7 +128,7 @@ func (p *paramHeaders) forCall(params json.RawMessage) http.Header {
 	}
 	h := http.Header{}
 	for _, b := range bindings {
-		raw, ok := argumentAt(call.Arguments, b.path)
+		raw, ok := jsonx.RawAt(call.Arguments, b.path)
 		if !ok {
 			continue
 		}
@@ -135,23 +137,6 @@ func (p *paramHeaders) forCall(params json.RawMessage) http.Header {
 		}
 	}
 	return h
-}
-
-// argumentAt is the raw value at path in the arguments object.
-func argumentAt(args json.RawMessage, path []string) (json.RawMessage, bool) {
-	cur := args
-	for _, name := range path {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(cur, &obj) != nil {
-			return nil, false
-		}
-		v, ok := obj[name]
-		if !ok {
-			return nil, false
-		}
-		cur = v
-	}
-	return cur, true
 }
 
 // headerValue encodes an argument for its header: a string as itself unless it has a

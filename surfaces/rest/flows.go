@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 // Flow kinds. A kind is a way of completing an authorization: the policy's start_flow
@@ -214,7 +215,7 @@ func (s *Server) startFlow(ctx context.Context, connector, kind string, body aut
 func (s *Server) emitOutcome(f *flow, res *grantwire.ConnectResult, err error) {
 	if err == nil {
 		s.emit("connector.oauth.completed", map[string]any{
-			"connector_id": f.Connector, "flow_id": f.ID, "account_email": res.Account, "scopes": nonNil(res.Scopes),
+			"connector_id": f.Connector, "flow_id": f.ID, "account_email": res.Account, "scopes": jsonx.NonNil(res.Scopes),
 		})
 		return
 	}
@@ -227,20 +228,4 @@ func (s *Server) emitOutcome(f *flow, res *grantwire.ConnectResult, err error) {
 		body = map[string]any{"code": "INTERNAL", "message": "the authorization failed; see the server's log", "summary": "the authorization failed; see the server's log", "fix": ""}
 	}
 	s.emit("connector.oauth.error", map[string]any{"connector_id": f.Connector, "flow_id": f.ID, "error": body})
-}
-
-// nonNil is s, or an empty slice when s is nil (JSON [] rather than null).
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// orEmpty is m, or an empty map when m is nil (JSON {} rather than null).
-func orEmpty[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return map[K]V{}
-	}
-	return m
 }

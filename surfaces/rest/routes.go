@@ -12,6 +12,7 @@ import (
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/mcp"
 )
 
@@ -218,13 +219,13 @@ func (s *Server) summaries(r *http.Request, id string) ([]summary, json.RawMessa
 		e, _ := cat.Entry(c.ID)
 		sum := summary{
 			ID: c.ID, DisplayName: c.DisplayName, Description: e.Description, Category: c.Category, Tier: c.Tier,
-			Type: c.Type, DocsURL: e.DocsURL, Configured: c.Configured, AccountID: c.Account, Scopes: nonNil(c.Scopes),
+			Type: c.Type, DocsURL: e.DocsURL, Configured: c.Configured, AccountID: c.Account, Scopes: jsonx.NonNil(c.Scopes),
 			ConnectedAt: c.ConnectedAt, Tripwire: c.Tripwire, OAuthClient: c.Client,
-			DefaultScopes: nonNil(e.DefaultScopes), AvailableScopes: nonNil(e.AvailableScopes),
+			DefaultScopes: jsonx.NonNil(e.DefaultScopes), AvailableScopes: jsonx.NonNil(e.AvailableScopes),
 			SupportsDeviceCode: e.DeviceAuthorizationURL != "", SetupFields: []setupField{},
-			MCPEnvKeys: nonNil(c.EnvKeys), MissingKeys: nonNil(c.MissingKeys), Command: e.Command,
-			Grants: orEmpty(c.Grants), Activations: map[string]bool{}, Agents: c.Agents, Health: c.Health,
-			Tools: orEmpty(rules[c.ID]),
+			MCPEnvKeys: jsonx.NonNil(c.EnvKeys), MissingKeys: jsonx.NonNil(c.MissingKeys), Command: e.Command,
+			Grants: jsonx.OrEmpty(c.Grants), Activations: map[string]bool{}, Agents: c.Agents, Health: c.Health,
+			Tools: jsonx.OrEmpty(rules[c.ID]),
 		}
 		for _, a := range c.Activations {
 			sum.Activations[a] = true
@@ -265,7 +266,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": nonNil(problems)})
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "problems": jsonx.NonNil(problems)})
 }
 
 // configureBody is POST /api/connectors/{id}/configure: {"config": {...}}. A provider
@@ -312,7 +313,7 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "saved", "connector_id": id, "has_secret": res.HasSecret, "tenant": res.Tenant})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "connector_id": id, "env_keys": nonNil(res.EnvKeys)})
+	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "connector_id": id, "env_keys": jsonx.NonNil(res.EnvKeys)})
 }
 
 // test answers {connector_id, ok, detail} and, when the connector is not usable, the
@@ -357,8 +358,8 @@ func (s *Server) disconnect(w http.ResponseWriter, r *http.Request) {
 
 func disconnectBody(res *grantwire.DisconnectResult) map[string]any {
 	return map[string]any{
-		"connector_id": res.Connector, "removed": res.Removed, "revoked_grants": nonNil(res.RevokedGrants),
-		"deactivated": nonNil(res.Deactivated), "revoked_at_provider": res.RevokedAtProvider, "warnings": nonNil(res.Warnings),
+		"connector_id": res.Connector, "removed": res.Removed, "revoked_grants": jsonx.NonNil(res.RevokedGrants),
+		"deactivated": jsonx.NonNil(res.Deactivated), "revoked_at_provider": res.RevokedAtProvider, "warnings": jsonx.NonNil(res.Warnings),
 	}
 }
 
@@ -438,7 +439,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"grants": orEmpty(g[id])})
+	writeJSON(w, http.StatusOK, map[string]any{"grants": jsonx.OrEmpty(g[id])})
 }
 
 func (s *Server) getGrant(w http.ResponseWriter, r *http.Request) {
@@ -449,7 +450,7 @@ func (s *Server) getGrant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scopes, granted := g[id][agent]
-	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "granted": granted, "scopes": nonNil(scopes)})
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "granted": granted, "scopes": jsonx.NonNil(scopes)})
 }
 
 type grantBody struct {
@@ -471,7 +472,7 @@ func (s *Server) putGrant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "scopes": nonNil(res.Scopes), "changed": res.Changed, "warnings": nonNil(res.Warnings)})
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "scopes": jsonx.NonNil(res.Scopes), "changed": res.Changed, "warnings": jsonx.NonNil(res.Warnings)})
 }
 
 // deleteGrant answers 200 with what was revoked: the warnings name a ledger that could not
@@ -482,7 +483,7 @@ func (s *Server) deleteGrant(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "changed": res.Changed, "warnings": nonNil(res.Warnings)})
+	writeJSON(w, http.StatusOK, map[string]any{"connector_id": res.Connector, "agent_id": res.Agent, "changed": res.Changed, "warnings": jsonx.NonNil(res.Warnings)})
 }
 
 // activationsOf reads connector id's activations and tool rules (agent → tool names); on
@@ -502,7 +503,7 @@ func (s *Server) activationsOf(w http.ResponseWriter, r *http.Request, id string
 func (s *Server) listActivations(w http.ResponseWriter, r *http.Request) {
 	active, rules, ok := s.activationsOf(w, r, r.PathValue("id"))
 	if ok {
-		writeJSON(w, http.StatusOK, map[string]any{"activations": orEmpty(active), "tools": orEmpty(rules)})
+		writeJSON(w, http.StatusOK, map[string]any{"activations": jsonx.OrEmpty(active), "tools": jsonx.OrEmpty(rules)})
 	}
 }
 
@@ -514,7 +515,7 @@ func (s *Server) getActivation(w http.ResponseWriter, r *http.Request) {
 	}
 	var tools any // null: no rule, every tool
 	if t, ok := rules[agent]; ok {
-		tools = nonNil(t)
+		tools = jsonx.NonNil(t)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"connector_id": id, "agent_id": agent, "active": active[agent], "tools": tools})
 }
@@ -553,8 +554,8 @@ func (s *Server) putActivation(w http.ResponseWriter, r *http.Request) {
 	}
 	out := map[string]any{
 		"connector_id": res.Connector, "agent_id": res.Agent, "active": true, "auto_granted": res.AutoGranted,
-		"grant_source": res.GrantSource, "scopes": nonNil(res.Scopes), "changed": res.Changed,
-		"missing_keys": nonNil(res.MissingKeys), "warnings": nonNil(res.Warnings),
+		"grant_source": res.GrantSource, "scopes": jsonx.NonNil(res.Scopes), "changed": res.Changed,
+		"missing_keys": jsonx.NonNil(res.MissingKeys), "warnings": jsonx.NonNil(res.Warnings),
 	}
 	if body.Tools != nil || body.AllTools {
 		out["tools"] = res.Tools
@@ -578,7 +579,7 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"connections": nonNil(conns), "cleared": nonNil(cleared)})
+	writeJSON(w, http.StatusOK, map[string]any{"connections": jsonx.NonNil(conns), "cleared": jsonx.NonNil(cleared)})
 }
 
 func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
@@ -625,7 +626,7 @@ func (s *Server) importConnection(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res.Scopes, res.GrantAgents, res.Warnings = nonNil(res.Scopes), nonNil(res.GrantAgents), nonNil(res.Warnings)
+	res.Scopes, res.GrantAgents, res.Warnings = jsonx.NonNil(res.Scopes), jsonx.NonNil(res.GrantAgents), jsonx.NonNil(res.Warnings)
 	writeJSON(w, http.StatusCreated, res)
 }
 
