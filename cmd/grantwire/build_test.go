@@ -5,6 +5,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,12 +159,26 @@ func TestBinaryPolicyCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "wrote "+doc)
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, doc+" is up to date\n", r.stdout)
 	b, err := os.ReadFile(doc)
 	require.NoError(t, err)
+	r = w.run("", "--json", "policy", "docs", "-o", doc, "--check")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"file": %q, "up_to_date": true}`, doc), r.stdout)
+	r = w.run("", "--json", "policy", "docs", "-o", doc)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"file": %q, "bytes": %d}`, doc, len(b)), r.stdout)
+	r = w.run("", "--json", "policy", "docs", "-o", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, string(b), r.stdout, "-o - prints the reference itself, with or without --json")
 	require.NoError(t, os.WriteFile(doc, append(b, 'x'), 0o600))
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "is stale: run `make docs`")
+	r = w.run("", "--json", "policy", "docs", "-o", doc, "--check")
+	require.Equal(t, 1, r.code)
+	require.JSONEq(t, fmt.Sprintf(`{"file": %q, "up_to_date": false}`, doc), r.stdout)
 
 	// test: no test is a failure; a passing and a failing test; --json lists them.
 	p := filepath.Join(dir, "p")
