@@ -169,11 +169,37 @@ func (c *Client) validate(ctx context.Context, fromBundle bool) error {
 // a catalog read from a file), as New does, for callers that only read the catalog
 // (oprun.ValidateCatalog). It needs no shell: the decision asks the host nothing.
 func validateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
-	h := host.New(hostabi.Capabilities{})
-	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
-	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
+	return runHostless(ctx, engine, cat, "validate_catalog", catalogArgs(cat), nil)
+}
+
+// runHostless runs op on engine alone (oprun.RunHostless): its host answers no need and
+// applies no effect, either ends the operation with oprun.ErrNeedsHost.
+func runHostless(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error {
+	cl := &Client{catalog: cat, engine: engine, driver: &hostabi.Driver{Engine: engine, Host: hostless{}}}
+	_, err := cl.run(ctx, op, args, nil, result)
 	return err
 }
+
+// hostless is the host of runHostless, and the performer of its operations: an operation
+// on it may only decide.
+type hostless struct{}
+
+func (hostless) Begin(string) hostabi.Performer { return hostless{} }
+
+func (hostless) Fetch(context.Context, core.Need) (json.RawMessage, error) {
+	return nil, oprun.ErrNeedsHost
+}
+
+func (hostless) Apply(_ context.Context, effects []core.Effect) error {
+	if len(effects) > 0 {
+		return oprun.ErrNeedsHost
+	}
+	return nil
+}
+
+func (hostless) Describe(string, string) json.RawMessage { return json.RawMessage("null") }
+func (hostless) Secret(string) (string, bool)            { return "", false }
+func (hostless) End()                                    {}
 
 // catalogArgs are validate_catalog's arguments for cat: strict for a file, which the
 // policy's messages name.
@@ -250,7 +276,7 @@ func (c *Client) run(ctx context.Context, op string, args any, secrets map[strin
 type runner struct{ c *Client }
 
 func init() {
-	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog)
+	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog, runHostless)
 }
 
 func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {

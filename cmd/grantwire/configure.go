@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,7 +56,7 @@ does not mark secret.`,
 			if err != nil {
 				return err
 			}
-			fields, err := a.setupFields(ctx, id)
+			fields, err := a.setupFields(ctx, cat, id)
 			if err != nil {
 				return err
 			}
@@ -96,10 +97,13 @@ type configureFlags struct {
 
 // setupFields asks the policy what connector id takes (configure's form: its setup
 // fields, as REST and the page show them; it stores nothing): an OAuth client (client_id,
-// client_secret, tenant) or environment keys. An unknown connector (the catalog and the
-// remote servers added to the home) is the policy's error.
-func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, error) {
-	c, err := a.Client(ctx)
+// client_secret, tenant) or environment keys. The engine answers alone for a connector of
+// the catalog, so that the flags are checked before the shell, the store and the client
+// are built; when the policy asks the host (a connector the catalog does not have: it
+// reads the remote servers added to the home), the client answers. An unknown connector
+// is the policy's error.
+func (a *app) setupFields(ctx context.Context, cat *catalog.Catalog, id string) (map[string]bool, error) {
+	eng, err := a.Engine(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +112,16 @@ func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, erro
 			Key string `json:"key"`
 		} `json:"setup_fields"`
 	}
-	if _, err := oprun.Of(c).Run(ctx, "configure", map[string]any{"connector": id, "form": true}, nil, &form); err != nil {
+	args := map[string]any{"connector": id, "form": true}
+	err = oprun.RunHostless(ctx, eng, cat, "configure", args, &form)
+	if errors.Is(err, oprun.ErrNeedsHost) {
+		var c *grantwire.Client
+		if c, err = a.Client(ctx); err != nil {
+			return nil, err
+		}
+		_, err = oprun.Of(c).Run(ctx, "configure", args, nil, &form)
+	}
+	if err != nil {
 		return nil, err
 	}
 	fields := map[string]bool{}
