@@ -649,15 +649,17 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 }
 
 // Forwarded is a connection forwarded by a host application that holds the user's consent.
+// As JSON it is the body of REST's POST /v1/connections/{provider} and what `grantwire
+// import` reads: the provider is not in it (the path names it, or the argument).
 type Forwarded struct {
-	Provider     string
-	ClientID     string
-	ClientSecret string
-	RefreshToken string
-	Scopes       []string
-	AccountEmail string
-	AccountType  string
-	GrantAgents  []string
+	Provider     string   `json:"-"`
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	RefreshToken string   `json:"refresh_token"`
+	Scopes       []string `json:"scopes"`
+	AccountEmail string   `json:"account_email"`
+	AccountType  string   `json:"account_type"`
+	GrantAgents  []string `json:"grant_agents"`
 }
 
 // ForwardedSummary is the metadata ImportForwarded returns (never a secret).
