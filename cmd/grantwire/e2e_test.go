@@ -57,7 +57,7 @@ const (
 var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/browser"}
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
-func browserBinary(t testing.TB) string { return browser.Path(t, binDir) }
+func browserBinary(t testing.TB) string { return browser.Path(t) }
 
 // bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
 // environment with nothing that could open a browser or reach the user's credential store
@@ -79,7 +79,7 @@ func newBB(t testing.TB) *bbWorld {
 		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
 		"LANG=C.UTF-8",
 		// One cache of compiled policy code for every test of the run, as one user has.
-		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
+		"XDG_CACHE_HOME=" + testenv.Dir(t, "cache"),
 	}
 	return w
 }
