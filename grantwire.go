@@ -276,7 +276,8 @@ func (c *Client) run(ctx context.Context, op string, args any, secrets map[strin
 type runner struct{ c *Client }
 
 func init() {
-	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog, runHostless)
+	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog)
+	oprun.RegisterHostless(runHostless)
 }
 
 func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {

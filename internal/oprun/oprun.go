@@ -7,7 +7,6 @@ package oprun
 
 import (
 	"context"
-	"errors"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
@@ -28,32 +27,15 @@ type Runner interface {
 	Catalog() *catalog.Catalog
 }
 
-// HostlessFunc runs an operation on an engine alone (RunHostless).
-type HostlessFunc func(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error
-
 var (
 	of       func(client any) Runner
 	validate func(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error
-	hostless HostlessFunc
 )
 
-// Register sets how Of reaches a client's runner, how ValidateCatalog judges a catalog
-// and how RunHostless runs an operation without a shell; the root package calls it once.
-func Register(f func(client any) Runner, v func(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error, h HostlessFunc) {
-	of, validate, hostless = f, v, h
-}
-
-// ErrNeedsHost is RunHostless's error when the policy asked the host something (a need
-// or an effect): nothing was read or written, the operation needs a client.
-var ErrNeedsHost = errors.New("oprun: the operation needs the host")
-
-// RunHostless runs op on engine alone, with cat as its catalog and no shell, and decodes
-// its result into result (when not nil): for a question the policy answers from its
-// arguments and the catalog (configure's form of a catalog connector), asked before a
-// command builds the shell, the store and the client. When the policy asks the host
-// anything, it stops with ErrNeedsHost; a policy error is a *grantwire.Error.
-func RunHostless(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error {
-	return hostless(ctx, engine, cat, op, args, result)
+// Register sets how Of reaches a client's runner and how ValidateCatalog judges a
+// catalog; the root package calls it once.
+func Register(f func(client any) Runner, v func(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error) {
+	of, validate = f, v
 }
 
 // ValidateCatalog has the policy judge a catalog (operation validate_catalog, strict for a
