@@ -7,7 +7,6 @@ package main
 // policy_default.go says how to get them in the default build.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -201,7 +200,7 @@ func (a *app) policyDocsCmd() *cobra.Command {
 				case out == "-":
 				case check:
 					cur, err := os.ReadFile(out)
-					d.stale = err != nil || !bytes.Equal(cur, d.doc)
+					d.stale = err != nil || string(cur) != string(d.doc)
 				default:
 					err = writeFileAll(out, d.doc)
 				}
