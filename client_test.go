@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/oprun"
 	"github.com/grantwire/grantwire/internal/testworld/memhost"
 	"github.com/grantwire/grantwire/mcp"
 )
@@ -54,4 +55,29 @@ func TestClientGateAndMCP(t *testing.T) {
 	vis, err = mcp.Of(c).VisibleServers(ctx, "builtin:chat")
 	require.NoError(t, err)
 	require.Empty(t, vis)
+}
+
+// oprun.RunHostless answers on the engine alone what the policy decides from its arguments
+// and the catalog (configure's form of a catalog connector, validate_catalog), and stops
+// with oprun.ErrNeedsHost, having read nothing, where the policy asks the host (a connector
+// the catalog does not have may be a remote server added to the home).
+func TestRunHostless(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newMemClient(t)
+	var form struct {
+		SetupFields []struct {
+			Key string `json:"key"`
+		} `json:"setup_fields"`
+	}
+	require.NoError(t, oprun.RunHostless(ctx, c.Engine(), c.Catalog(), "configure", map[string]any{"connector": "google", "form": true}, &form))
+	var keys []string
+	for _, f := range form.SetupFields {
+		keys = append(keys, f.Key)
+	}
+	require.Equal(t, []string{"client_id", "client_secret"}, keys)
+	err := oprun.RunHostless(ctx, c.Engine(), c.Catalog(), "configure", map[string]any{"connector": "nosuch", "form": true}, nil)
+	require.ErrorIs(t, err, oprun.ErrNeedsHost)
+	err = oprun.RunHostless(ctx, c.Engine(), c.Catalog(), "list_grants", map[string]any{}, nil)
+	require.ErrorIs(t, err, oprun.ErrNeedsHost, "a listing reads the ledgers")
+	require.NoError(t, oprun.ValidateCatalog(ctx, c.Engine(), c.Catalog()))
 }

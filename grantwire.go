@@ -170,11 +170,37 @@ func (c *Client) validate(ctx context.Context, fromBundle bool) error {
 // a catalog read from a file), as New does, for callers that only read the catalog
 // (oprun.ValidateCatalog). It needs no shell: the decision asks the host nothing.
 func validateCatalog(ctx context.Context, engine core.Engine, cat *catalog.Catalog) error {
-	h := host.New(hostabi.Capabilities{})
-	cl := &Client{catalog: cat, engine: engine, host: h, driver: &hostabi.Driver{Engine: engine, Host: h}}
-	_, err := cl.run(ctx, "validate_catalog", catalogArgs(cat), nil, nil)
+	return runHostless(ctx, engine, cat, "validate_catalog", catalogArgs(cat), nil)
+}
+
+// runHostless runs op on engine alone (oprun.RunHostless): its host answers no need and
+// applies no effect, either ends the operation with oprun.ErrNeedsHost.
+func runHostless(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error {
+	cl := &Client{catalog: cat, engine: engine, driver: &hostabi.Driver{Engine: engine, Host: hostless{}}}
+	_, err := cl.run(ctx, op, args, nil, result)
 	return err
 }
+
+// hostless is the host of runHostless, and the performer of its operations: an operation
+// on it may only decide.
+type hostless struct{}
+
+func (hostless) Begin(string) hostabi.Performer { return hostless{} }
+
+func (hostless) Fetch(context.Context, core.Need) (json.RawMessage, error) {
+	return nil, oprun.ErrNeedsHost
+}
+
+func (hostless) Apply(_ context.Context, effects []core.Effect) error {
+	if len(effects) > 0 {
+		return oprun.ErrNeedsHost
+	}
+	return nil
+}
+
+func (hostless) Describe(string, string) json.RawMessage { return json.RawMessage("null") }
+func (hostless) Secret(string) (string, bool)            { return "", false }
+func (hostless) End()                                    {}
 
 // catalogArgs are validate_catalog's arguments for cat: strict for a file, which the
 // policy's messages name.
@@ -252,6 +278,7 @@ type runner struct{ c *Client }
 
 func init() {
 	oprun.Register(func(client any) oprun.Runner { return runner{client.(*Client)} }, validateCatalog)
+	oprun.RegisterHostless(runHostless)
 }
 
 func (r runner) Do(ctx context.Context, op string, args any, secrets map[string]string) (*hostabi.Outcome, error) {
@@ -562,15 +589,17 @@ func (c *Client) Connect(ctx context.Context, provider string, scopes, grantAgen
 }
 
 // Forwarded is a connection forwarded by a host application that holds the user's consent.
+// As JSON it is the body of REST's POST /v1/connections/{provider} and what `grantwire
+// import` reads: the provider is not in it (the path names it, or the argument).
 type Forwarded struct {
-	Provider     string
-	ClientID     string
-	ClientSecret string
-	RefreshToken string
-	Scopes       []string
-	AccountEmail string
-	AccountType  string
-	GrantAgents  []string
+	Provider     string   `json:"-"`
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	RefreshToken string   `json:"refresh_token"`
+	Scopes       []string `json:"scopes"`
+	AccountEmail string   `json:"account_email"`
+	AccountType  string   `json:"account_type"`
+	GrantAgents  []string `json:"grant_agents"`
 }
 
 // ForwardedSummary is the metadata ImportForwarded returns (never a secret).

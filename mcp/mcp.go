@@ -96,16 +96,19 @@ func (c *Client) runResolved(ctx context.Context, op, connector, agent string, r
 	return env, nil
 }
 
-// Server is one row of Servers.
+// Server is one row of Servers: names only, never a value (as `grantwire mcp list` shows
+// it).
 type Server struct {
-	ID          string              `json:"id"`
-	Name        string              `json:"name"`
-	InCatalog   bool                `json:"in_catalog"`
-	Command     string              `json:"command"`
-	Args        []string            `json:"args"`
-	Configured  bool                `json:"configured"`
-	EnvKeys     []string            `json:"env_keys"`
-	MissingKeys []string            `json:"missing_keys"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name,omitempty"`
+	InCatalog bool     `json:"in_catalog"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	// Configured: mcp_servers.json holds the server (its keys are in the credential store).
+	Configured bool     `json:"configured"`
+	EnvKeys    []string `json:"env_keys"`
+	// MissingKeys names the required keys the configuration lacks.
+	MissingKeys []string            `json:"missing_keys,omitempty"`
 	Grants      map[string][]string `json:"grants"`
 	ActiveFor   []string            `json:"active_for"`
 }

@@ -24,7 +24,6 @@ import (
 )
 
 var (
-	binDir string
 	// The default build and the OPA build (-tags opa: the policy commands, the rego engine).
 	binDefault = testenv.Binary{Pkg: ".", Name: "grantwire"}
 	binOPA     = testenv.Binary{Pkg: ".", Name: "grantwire-opa", Flags: []string{"-tags", "opa"}}
@@ -34,14 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fleetMachineEnv) != "" {
 		os.Exit(fleetMachine()) // this process is a machine of a fleet test (fleetMachine, fleet_e2e_test.go)
 	}
-	dir, err := os.MkdirTemp("", "grantwire-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := testenv.Main(m) // locks and caches of its own, so the run leaves none behind
-	_ = os.RemoveAll(dir)
+	code := testenv.Main(m) // locks, caches and built commands of its own, so the run leaves none behind
 	if testing.Verbose() {
 		fmt.Printf("fixes the tests saw printed, by kind: %v\n", fixes.Recorded())
 	}
@@ -55,10 +47,10 @@ func TestMain(m *testing.M) {
 }
 
 // grantwireBinary builds the command (the default build) once per test run.
-func grantwireBinary(t testing.TB) string { return binDefault.Path(t, binDir) }
+func grantwireBinary(t testing.TB) string { return binDefault.Path(t) }
 
 // opaBinary builds the OPA build of the command once per test run.
-func opaBinary(t testing.TB) string { return binOPA.Path(t, binDir) }
+func opaBinary(t testing.TB) string { return binOPA.Path(t) }
 
 func TestBinaryHelp(t *testing.T) {
 	w := newBB(t)

@@ -158,12 +158,36 @@ func TestBinaryPolicyCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "wrote "+doc)
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, doc+" is up to date\n", r.stdout)
 	b, err := os.ReadFile(doc)
 	require.NoError(t, err)
+	type docsJSON struct {
+		File     string `json:"file"`
+		Bytes    *int   `json:"bytes"`
+		UpToDate *bool  `json:"up_to_date"`
+	}
+	var checked, written docsJSON
+	r = w.run("", "--json", "policy", "docs", "-o", doc, "--check")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &checked), r.stdout)
+	require.Equal(t, docsJSON{File: doc, UpToDate: new(true)}, checked)
+	r = w.run("", "--json", "policy", "docs", "-o", doc)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &written), r.stdout)
+	require.Equal(t, docsJSON{File: doc, Bytes: new(len(b))}, written)
+	r = w.run("", "--json", "policy", "docs", "-o", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, string(b), r.stdout, "-o - prints the reference itself, with or without --json")
 	require.NoError(t, os.WriteFile(doc, append(b, 'x'), 0o600))
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "is stale: run `make docs`")
+	r = w.run("", "--json", "policy", "docs", "-o", doc, "--check")
+	require.Equal(t, 1, r.code)
+	checked = docsJSON{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &checked), r.stdout)
+	require.Equal(t, docsJSON{File: doc, UpToDate: new(false)}, checked)
 
 	// test: no test is a failure; a passing and a failing test; --json lists them.
 	p := filepath.Join(dir, "p")

@@ -804,6 +804,34 @@ func TestEveryCodeIsThePolicys(t *testing.T) {
 	require.Equal(t, 130, table["CANCELLED"].Exit)
 }
 
+// configure's flags are checked against the policy's setup fields before the shell, the
+// store and the client are built: for a connector of the catalog the engine answers the
+// form alone, so a usage error is reported even where the client cannot be built (here a
+// decision log that cannot be opened) and no decision log is created. A connector the
+// catalog does not have needs the home (the remote servers added to it): the client is
+// built to answer.
+func TestConfigureUsageErrorsComeBeforeTheClient(t *testing.T) {
+	tw := newWorld(t)
+	log := filepath.Join(t.TempDir(), "no", "such", "dir.jsonl")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"configure", "google"}, "configure google needs --client-id"},
+		{[]string{"configure", "google", "--client-id", "cid", "--client-secret-stdin", "--client-secret-file", "f"}, "give the client secret once"},
+		{[]string{"configure", "google", "--client-id", "cid", "--from-stdin"}, "google is an OAuth provider"},
+		{[]string{"configure", "mcp-brave-search", "--client-id", "cid"}, "mcp-brave-search is an MCP server"},
+		{[]string{"configure", "mcp-brave-search", "--from-stdin", "--from-file", "f"}, "give the values once"},
+		{[]string{"configure", "nosuch"}, "--decision-log " + log + ": cannot open it"},
+	} {
+		r := tw.gw(append([]string{"--decision-log", log}, c.args...)...)
+		require.Equal(t, 2, r.code, "%v: %+v", c.args, r)
+		require.Contains(t, r.stderr, c.want, "%v", c.args)
+	}
+	_, err := os.Stat(filepath.Dir(log))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
 // A secret piped to configure --from-stdin without "KEY=" but holding "=" (base64 padding,
 // a connection string) is not a KEY=VALUE line whose key is unknown: no part of it may
 // reach stderr, stdout or the decision log (issue 10, item 12).

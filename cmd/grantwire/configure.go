@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,10 +19,12 @@ import (
 
 func (a *app) configureCmd() *cobra.Command {
 	var fl configureFlags
-	cmd := &cobra.Command{
-		Use:   "configure <connector>",
-		Short: "Store an OAuth provider's client, or an MCP server's environment, in the credential store",
-		Long: `OAuth providers: store the OAuth client the provider issued you (its client id, and the
+	var in grantwire.ConfigureInput
+	var view configureView
+	return a.command(spec{
+		use:   "configure <connector>",
+		short: "Store an OAuth provider's client, or an MCP server's environment, in the credential store",
+		long: `OAuth providers: store the OAuth client the provider issued you (its client id, and the
 client secret when it has one) in the OS credential store. A connection made under another
 client stops working (the client-hash tripwire) and must be made again.
 
@@ -34,7 +37,7 @@ typed without echo on a terminal) or a file (--client-secret-file). MCP values c
 KEY=VALUE lines on stdin (--from-stdin; on a terminal grantwire asks for each key, secret
 ones without echo) or in a file (--from-file); --set KEY=VALUE takes only keys the catalog
 does not mark secret.`,
-		Example: `  # OAuth client of a Desktop app registration
+		example: `  # OAuth client of a Desktop app registration
   grantwire configure google --client-id 123.apps.googleusercontent.com --client-secret-file ~/.config/google-secret
   pass show google/oauth-secret | grantwire configure google --client-id 123.apps.googleusercontent.com --client-secret-stdin
   grantwire configure microsoft_work --client-id 0b1c... --tenant contoso.onmicrosoft.com
@@ -44,62 +47,68 @@ does not mark secret.`,
   printf 'BRAVE_API_KEY=%s\n' "$BRAVE_API_KEY" | grantwire configure mcp-brave-search --from-stdin
   grantwire configure mcp-slack --set SLACK_TEAM_ID=T0123 --from-file ~/.config/slack.env
   grantwire configure mcp-memory --set MEMORY_FILE_PATH=$HOME/memory.jsonl`,
-		Args: exactArgs(1),
-		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if err := refusedSecret(cmd, map[string]string{"client-secret": "pipe it to --client-secret-stdin or use --client-secret-file"}); err != nil {
+		args: exactArgs(1),
+		run: operation[*grantwire.ConfigureResult]{
+			parse: func(cmd *cobra.Command, args []string) error {
+				id := args[0]
+				cat, err := a.Catalog()
+				if err != nil {
+					return err
+				}
+				fields, err := a.setupFields(cmd.Context(), cat, id)
+				if err != nil {
+					return err
+				}
+				e, _ := cat.Entry(id)
+				in, view, err = a.configureInput(id, e, fields, fl)
 				return err
-			}
-			id := args[0]
-			cat, err := a.Catalog()
-			if err != nil {
-				return err
-			}
-			fields, err := a.setupFields(ctx, id)
-			if err != nil {
-				return err
-			}
-			e, _ := cat.Entry(id)
-			in, render, err := a.configureInput(id, e, fields, fl)
-			if err != nil {
-				return err
-			}
-			c, err := a.Client(ctx)
-			if err != nil {
-				return err
-			}
-			res, err := c.Configure(ctx, id, in)
-			if err != nil {
-				return err
-			}
-			return render(res)
-		}),
-	}
-	f := cmd.Flags()
-	f.StringVar(&fl.clientID, "client-id", "", "OAuth: the client id")
-	f.BoolVar(&fl.secretStdin, "client-secret-stdin", false, "OAuth: read the client secret from stdin (without echo on a terminal)")
-	f.StringVar(&fl.secretFile, "client-secret-file", "", "OAuth: read the client secret from this file")
-	f.StringVar(&fl.tenant, "tenant", "", "OAuth: the tenant (Microsoft work or school: a tenant id or domain)")
-	f.StringArrayVar(&fl.sets, "set", nil, "MCP: KEY=VALUE for a key the catalog does not mark secret (repeatable)")
-	f.BoolVar(&fl.fromStdin, "from-stdin", false, "MCP: read KEY=VALUE lines from stdin (on a terminal: ask for each key)")
-	f.StringVar(&fl.fromFile, "from-file", "", "MCP: read KEY=VALUE lines from this file")
-	refuseSecretFlag(f, "client-secret", &fl.refused)
-	return cmd
+			},
+			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ConfigureResult, error) {
+				return c.Configure(ctx, args[0], in)
+			},
+			json: func(res *grantwire.ConfigureResult, _ []string) any { return view.json(res) },
+			render: func(res *grantwire.ConfigureResult, _ []string) error {
+				view.text(res)
+				return nil
+			},
+		}.runE(a),
+		flags: func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&fl.clientID, "client-id", "", "OAuth: the client id")
+			f.BoolVar(&fl.secretStdin, "client-secret-stdin", false, "OAuth: read the client secret from stdin (without echo on a terminal)")
+			f.StringVar(&fl.secretFile, "client-secret-file", "", "OAuth: read the client secret from this file")
+			f.StringVar(&fl.tenant, "tenant", "", "OAuth: the tenant (Microsoft work or school: a tenant id or domain)")
+			f.StringArrayVar(&fl.sets, "set", nil, "MCP: KEY=VALUE for a key the catalog does not mark secret (repeatable)")
+			f.BoolVar(&fl.fromStdin, "from-stdin", false, "MCP: read KEY=VALUE lines from stdin (on a terminal: ask for each key)")
+			f.StringVar(&fl.fromFile, "from-file", "", "MCP: read KEY=VALUE lines from this file")
+			refuseSecret(f, "client-secret", "pipe it to --client-secret-stdin or use --client-secret-file")
+		},
+	})
+}
+
+// configureView is how configure prints its result: the document of --json (nil: none)
+// and the text.
+type configureView struct {
+	json func(*grantwire.ConfigureResult) any
+	text func(*grantwire.ConfigureResult)
 }
 
 // configureFlags are configure's flags.
 type configureFlags struct {
-	clientID, tenant, secretFile, fromFile, refused string
-	secretStdin, fromStdin                          bool
-	sets                                            []string
+	clientID, tenant, secretFile, fromFile string
+	secretStdin, fromStdin                 bool
+	sets                                   []string
 }
 
 // setupFields asks the policy what connector id takes (configure's form: its setup
 // fields, as REST and the page show them; it stores nothing): an OAuth client (client_id,
-// client_secret, tenant) or environment keys. An unknown connector (the catalog and the
-// remote servers added to the home) is the policy's error.
-func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, error) {
-	c, err := a.Client(ctx)
+// client_secret, tenant) or environment keys. The engine answers alone for a connector of
+// the catalog, so that the flags are checked before the shell, the store and the client
+// are built; when the policy asks the host (a connector the catalog does not have: it
+// reads the remote servers added to the home), the client answers. An unknown connector
+// is the policy's error.
+func (a *app) setupFields(ctx context.Context, cat *catalog.Catalog, id string) (map[string]bool, error) {
+	eng, err := a.Engine(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +117,16 @@ func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, erro
 			Key string `json:"key"`
 		} `json:"setup_fields"`
 	}
-	if _, err := oprun.Of(c).Run(ctx, "configure", map[string]any{"connector": id, "form": true}, nil, &form); err != nil {
+	args := map[string]any{"connector": id, "form": true}
+	err = oprun.RunHostless(ctx, eng, cat, "configure", args, &form)
+	if errors.Is(err, oprun.ErrNeedsHost) {
+		var c *grantwire.Client
+		if c, err = a.Client(ctx); err != nil {
+			return nil, err
+		}
+		_, err = oprun.Of(c).Run(ctx, "configure", args, nil, &form)
+	}
+	if err != nil {
 		return nil, err
 	}
 	fields := map[string]bool{}
@@ -120,75 +138,79 @@ func (a *app) setupFields(ctx context.Context, id string) (map[string]bool, erro
 
 // configureInput is configure's parse step: what the flags (and the secret they point at)
 // give the configure operation of the connector id (catalog entry e, setup fields
-// fields), and how its result is rendered. The policy's fields say which flags apply: an
+// fields), and how its result is printed. The policy's fields say which flags apply: an
 // OAuth client's when they hold client_id, else an environment's.
-func (a *app) configureInput(id string, e catalog.Entry, fields map[string]bool, fl configureFlags) (grantwire.ConfigureInput, func(*grantwire.ConfigureResult) error, error) {
+func (a *app) configureInput(id string, e catalog.Entry, fields map[string]bool, fl configureFlags) (grantwire.ConfigureInput, configureView, error) {
 	var in grantwire.ConfigureInput
+	var none configureView
 	clientFlags := fl.clientID != "" || fl.secretStdin || fl.secretFile != "" || fl.tenant != ""
 	mcpFlags := len(fl.sets) > 0 || fl.fromStdin || fl.fromFile != ""
 	switch {
 	case fields["client_id"]:
 		switch {
 		case mcpFlags:
-			return in, nil, usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
+			return in, none, usagef("%s is an OAuth provider: configure its client with --client-id (--set, --from-stdin and --from-file are for MCP servers)", id)
 		case fl.clientID == "":
-			return in, nil, usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
+			return in, none, usagef("configure %s needs --client-id (and its secret from --client-secret-stdin or --client-secret-file)", id)
 		case fl.secretStdin && fl.secretFile != "":
-			return in, nil, usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
+			return in, none, usagef("give the client secret once: --client-secret-stdin or --client-secret-file")
 		case fl.tenant != "" && !fields["tenant"]:
-			return in, nil, usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
+			return in, none, usagef("%s has no tenant; --tenant is for providers such as microsoft_work", id)
 		}
 		in = grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}
 		if fl.secretStdin || fl.secretFile != "" {
 			var err error
 			if in.ClientSecret, err = a.secretLine(fl.secretFile, "client secret for "+id); err != nil {
-				return in, nil, err
+				return in, none, err
 			}
 		}
-		return in, func(res *grantwire.ConfigureResult) error {
-			if a.jsonOut {
-				return a.printJSON(struct {
+		return in, configureView{
+			json: func(res *grantwire.ConfigureResult) any {
+				return struct {
 					Connector    string `json:"connector"`
 					ClientIDHash string `json:"client_id_hash"`
 					HasSecret    bool   `json:"has_secret"`
 					Tenant       string `json:"tenant"`
-				}{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant})
-			}
-			what := "client id"
-			if in.ClientSecret != "" {
-				what = "client id and secret"
-			}
-			a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res.ClientIDHash)
-			a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
-			return nil
+				}{Connector: res.Connector, ClientIDHash: res.ClientIDHash, HasSecret: res.HasSecret, Tenant: res.Tenant}
+			},
+			text: func(res *grantwire.ConfigureResult) {
+				what := "client id"
+				if in.ClientSecret != "" {
+					what = "client id and secret"
+				}
+				a.printf("Stored the %s OAuth %s in the credential store (client id hash %s).\n", id, what, res.ClientIDHash)
+				a.printf("Next: grantwire connect %s --scopes %s\n", id, strings.Join(e.DefaultScopes, ","))
+			},
 		}, nil
 	case clientFlags && len(fields) == 0:
 		// A connector that takes nothing here (a remote MCP server): the policy refuses
-		// the client given, with its code.
-		return grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}, func(*grantwire.ConfigureResult) error { return nil }, nil
+		// the client given, with its code (nothing is printed).
+		return grantwire.ConfigureInput{ClientID: fl.clientID, Tenant: fl.tenant}, configureView{
+			json: func(*grantwire.ConfigureResult) any { return nil },
+			text: func(*grantwire.ConfigureResult) {},
+		}, nil
 	default:
 		switch {
 		case clientFlags:
-			return in, nil, usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
+			return in, none, usagef("%s is an MCP server: give its environment with --from-stdin, --from-file or --set KEY=VALUE (--client-id, --client-secret-* and --tenant are for OAuth providers)", id)
 		case fl.fromStdin && fl.fromFile != "":
-			return in, nil, usagef("give the values once: --from-stdin or --from-file")
+			return in, none, usagef("give the values once: --from-stdin or --from-file")
 		}
 		values, given, err := a.mcpValues(e, fl.sets, fl.fromStdin, fl.fromFile)
 		if err != nil {
-			return in, nil, err
+			return in, none, err
 		}
-		return grantwire.ConfigureInput{Env: values, Given: given}, func(*grantwire.ConfigureResult) error {
-			keys := slices.Sorted(maps.Keys(values))
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"connector": id, "env_keys": keys})
-			}
-			if len(keys) == 0 {
-				a.printf("Configured %s (it takes no keys).\n", id)
-			} else {
-				a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
-			}
-			a.printf("Next: grantwire activations activate %s <agent> --scopes use\n", id)
-			return nil
+		keys := slices.Sorted(maps.Keys(values))
+		return grantwire.ConfigureInput{Env: values, Given: given}, configureView{
+			json: func(*grantwire.ConfigureResult) any { return map[string]any{"connector": id, "env_keys": keys} },
+			text: func(*grantwire.ConfigureResult) {
+				if len(keys) == 0 {
+					a.printf("Configured %s (it takes no keys).\n", id)
+				} else {
+					a.printf("Configured %s: %s stored in the credential store.\n", id, strings.Join(keys, ", "))
+				}
+				a.printf("Next: grantwire activations activate %s <agent> --scopes use\n", id)
+			},
 		}, nil
 	}
 }

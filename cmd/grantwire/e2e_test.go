@@ -57,7 +57,7 @@ const (
 var browser = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/browser"}
 
 // browserBinary builds the stand-in browser (internal/cmd/browser) once.
-func browserBinary(t testing.TB) string { return browser.Path(t, binDir) }
+func browserBinary(t testing.TB) string { return browser.Path(t) }
 
 // bbWorld is a private world for the binary: its own HOME and GRANTWIRE_HOME, and an
 // environment with nothing that could open a browser or reach the user's credential store
@@ -79,7 +79,7 @@ func newBB(t testing.TB) *bbWorld {
 		"GRANTWIRE_HOME=" + filepath.Join(home, ".grantwire"),
 		"LANG=C.UTF-8",
 		// One cache of compiled policy code for every test of the run, as one user has.
-		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"),
+		"XDG_CACHE_HOME=" + testenv.Dir(t, "cache"),
 	}
 	return w
 }
@@ -1181,17 +1181,10 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo builds three binaries and starts its own Secret Service")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "scripts/demo.sh")
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "scripts/demo.sh:\n%s", out)
-	s := string(out)
-	for _, want := range []string{
-		"$ grantwire connect google --scopes openid," + gmailRead,
+	s := runDemo(t, "scripts/demo.sh",
+		"$ grantwire connect google --scopes openid,"+gmailRead,
 		"Connected google as ada@example.com",
-		"fix: grantwire grants grant google builtin:calendar --scopes " + gmailRead,
+		"fix: grantwire grants grant google builtin:calendar --scopes "+gmailRead,
 		"(exit code 4)",
 		"No MCP server is visible to builtin:chat",
 		"stale (client_rotated)",
@@ -1202,9 +1195,7 @@ func TestDemo(t *testing.T) {
 		"# Building grantwire, the local OAuth server and the stand-in browser.",
 		"built in ",
 		`"$keyring": "grantwire.connections.`,
-	} {
-		require.Contains(t, s, want)
-	}
+	)
 	require.Regexp(t, `(?m)^  (\d+ package\(s\) compiled|up to date \(Go's build cache had everything\))$`, s)
 	for _, unused := range []string{"go tool opa", "npm "} {
 		require.NotContains(t, s, unused)
@@ -1213,6 +1204,24 @@ func TestDemo(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^demo: ##`, string(mk), "make demo has no prerequisite (make deps builds OPA's tool and installs npm packages)")
 	require.NotContains(t, s, "_rt_")
+}
+
+// runDemo runs a demo script of the repository (make demo, make fleet-demo) from its root,
+// for at most four minutes; it must succeed and print each of wants. It returns what the
+// script printed.
+func runDemo(t *testing.T, script string, wants ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s:\n%s", script, out)
+	s := string(out)
+	for _, want := range wants {
+		require.Contains(t, s, want)
+	}
+	return s
 }
 
 // mcp list shows key names only, also for a server another tool wrote into

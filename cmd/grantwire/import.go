@@ -16,18 +16,6 @@ import (
 	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
-// forwardedInput is a forwarded connection as read from stdin or a file: the body of
-// POST /v1/connections/{provider} as JSON, or KEY=VALUE lines.
-type forwardedInput struct {
-	ClientID     string   `json:"client_id"`
-	ClientSecret string   `json:"client_secret"`
-	RefreshToken string   `json:"refresh_token"`
-	Scopes       []string `json:"scopes"`
-	AccountEmail string   `json:"account_email"`
-	AccountType  string   `json:"account_type"`
-	GrantAgents  []string `json:"grant_agents"`
-}
-
 // fieldName is what an unknown field must look like to be named in an error.
 var fieldName = regexp.MustCompile(`^"[a-z][a-z_]{0,31}"$`)
 
@@ -38,8 +26,8 @@ var forwardedKeys = []string{"client_id", "client_secret", "refresh_token", "sco
 // field name that is not one of forwardedKeys (a secret pasted in a key's place). The JSON
 // must be strict (jsonx.Check): a duplicated refresh_token or invalid UTF-8 in a
 // secret would otherwise be silently resolved by encoding/json.
-func parseForwarded(b []byte, source string) (forwardedInput, error) {
-	var in forwardedInput
+func parseForwarded(b []byte, source string) (grantwire.Forwarded, error) {
+	var in grantwire.Forwarded
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		if err := jsonx.Check(t); err != nil {
 			var se *jsonx.Error
@@ -109,7 +97,7 @@ func (a *app) importCmd() *cobra.Command {
 		fromStdin                                   bool
 		fromFile, clientID, accountEmail, accountTy string
 		scopes, grantAgents                         []string
-		in                                          forwardedInput
+		in                                          grantwire.Forwarded
 	)
 	return a.command(spec{
 		use:   "import <provider>",
@@ -193,10 +181,8 @@ non-secret fields may be given as flags instead; a field given both ways must ag
 			// What the forwarded connection must hold (client_id, refresh_token, scopes) is the
 			// policy's to check (import_forwarded), as for any other caller of the Go API.
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.ForwardedSummary, error) {
-				sum, err := c.ImportForwarded(ctx, grantwire.Forwarded{
-					Provider: args[0], ClientID: in.ClientID, ClientSecret: in.ClientSecret, RefreshToken: in.RefreshToken,
-					Scopes: in.Scopes, AccountEmail: in.AccountEmail, AccountType: in.AccountType, GrantAgents: in.GrantAgents,
-				})
+				in.Provider = args[0]
+				sum, err := c.ImportForwarded(ctx, in)
 				if err == nil {
 					sum.GrantAgents = nonNilStrings(sum.GrantAgents)
 				}

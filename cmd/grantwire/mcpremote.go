@@ -426,26 +426,10 @@ granted and active agent with grantwire mcp proxy <name> --agent <agent>.`,
 	}, a.mcpListCmd(), a.mcpAddCmd(), a.mcpAuthCmd(), a.mcpLogoutCmd(), a.mcpRemoveCmd(), a.mcpProxyCmd(), a.mcpRunCmd(), a.mcpConfigCmd())
 }
 
-// mcpServer is one row of `mcp list`: names only, never a value.
-type mcpServer struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name,omitempty"`
-	InCatalog bool     `json:"in_catalog"`
-	Command   string   `json:"command"`
-	Args      []string `json:"args"`
-	// Configured: mcp_servers.json holds the server (its keys are in the credential store).
-	Configured bool     `json:"configured"`
-	EnvKeys    []string `json:"env_keys"`
-	// Missing names the required keys the configuration lacks.
-	Missing   []string            `json:"missing_keys,omitempty"`
-	Grants    map[string][]string `json:"grants"`
-	ActiveFor []string            `json:"active_for"`
-}
-
 // mcpListing is what mcp list shows: the local servers, then the remote ones.
 type mcpListing struct {
 	Remote  []mcp.RemoteServerInfo `json:"remote"`
-	Servers []mcpServer            `json:"servers"`
+	Servers []mcp.Server           `json:"servers"`
 }
 
 func (a *app) mcpListCmd() *cobra.Command {
@@ -492,7 +476,7 @@ is active for.`,
 
 // printLocal prints the local MCP servers of mcp list (nothing when there are none but
 // remote ones).
-func (a *app) printLocal(agent string, servers []mcpServer, remote bool) error {
+func (a *app) printLocal(agent string, servers []mcp.Server, remote bool) error {
 	if len(servers) == 0 && remote {
 		return nil
 	}
@@ -513,8 +497,8 @@ func (a *app) printLocal(agent string, servers []mcpServer, remote bool) error {
 		switch {
 		case !s.Configured:
 			keys = "not configured"
-		case len(s.Missing) > 0:
-			keys += " (missing " + strings.Join(s.Missing, ",") + ")"
+		case len(s.MissingKeys) > 0:
+			keys += " (missing " + strings.Join(s.MissingKeys, ",") + ")"
 		}
 		id := s.ID
 		if !s.InCatalog {
@@ -527,17 +511,18 @@ func (a *app) printLocal(agent string, servers []mcpServer, remote bool) error {
 }
 
 // mcpServers lists the servers of mcp_servers.json, or those an agent sees (the policy's
-// mcp_list).
-func mcpServers(ctx context.Context, c *grantwire.Client, agent string) ([]mcpServer, error) {
+// mcp_list), with lists as [] rather than null.
+func mcpServers(ctx context.Context, c *grantwire.Client, agent string) ([]mcp.Server, error) {
 	list, err := mcp.Of(c).Servers(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]mcpServer, 0, len(list))
-	for _, s := range list {
-		out = append(out, mcpServer{ID: s.ID, Name: s.Name, InCatalog: s.InCatalog, Command: s.Command,
-			Args: nonNilStrings(s.Args), Configured: s.Configured, EnvKeys: nonNilStrings(s.EnvKeys),
-			Missing: s.MissingKeys, Grants: s.Grants, ActiveFor: nonNilStrings(s.ActiveFor)})
+	for i := range list {
+		s := &list[i]
+		s.Args, s.EnvKeys, s.ActiveFor = nonNilStrings(s.Args), nonNilStrings(s.EnvKeys), nonNilStrings(s.ActiveFor)
 	}
-	return out, nil
+	if list == nil {
+		list = []mcp.Server{}
+	}
+	return list, nil
 }

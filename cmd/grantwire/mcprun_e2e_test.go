@@ -36,7 +36,7 @@ import (
 var keyprobe = testenv.Binary{Pkg: "github.com/grantwire/grantwire/internal/cmd/mcp-keyprobe"}
 
 // probeBinary builds the MCP test server (internal/cmd/mcp-keyprobe) once.
-func probeBinary(t testing.TB) string { return keyprobe.Path(t, binDir) }
+func probeBinary(t testing.TB) string { return keyprobe.Path(t) }
 
 // mcpWorld is an e2e world whose catalog adds mcp-probe (the key probe, which exits 42 on
 // SIGTERM) and mcp-missing (a server whose command does not exist), with a planted key.

@@ -177,38 +177,63 @@ func (a *app) policyDocsCmd() *cobra.Command {
 	return a.command(spec{
 		use:   "docs",
 		short: "Generate the policy reference (docs/policy.md) from the policy's METADATA and rules",
+		long: "Generate the policy reference from the policy's METADATA and rules and write it to --output\n" +
+			"(\"-\": standard output, the reference itself with or without --json). With --check, write\n" +
+			"nothing and exit 1 when the file differs from a fresh generation. With --json,\n" +
+			"{\"file\", \"bytes\"} once written, {\"file\", \"up_to_date\"} with --check.",
 		example: "  grantwire policy docs -o docs/policy.md\n" +
 			"  grantwire policy docs --check\n" +
 			"  grantwire policy docs --policy ./policy/grantwire -o - | less",
 		args: noArgs,
-		run: a.runE(func(cmd *cobra.Command, _ []string) error {
-			fsys, root, err := audit.PolicyFS(dir)
-			if err != nil {
-				return err
-			}
-			doc, err := audit.Docs(fsys, root)
-			if err != nil {
-				return err
-			}
-			doc = append(doc, '\n')
-			if out == "-" {
-				_, err := a.Stdout.Write(doc)
-				return err
-			}
-			if check {
-				cur, err := os.ReadFile(out)
-				if err != nil || string(cur) != string(doc) {
+		run: operation[policyDocs]{
+			do: func(context.Context, []string) (policyDocs, error) {
+				fsys, root, err := audit.PolicyFS(dir)
+				if err != nil {
+					return policyDocs{}, err
+				}
+				doc, err := audit.Docs(fsys, root)
+				if err != nil {
+					return policyDocs{}, err
+				}
+				d := policyDocs{doc: append(doc, '\n')}
+				switch {
+				case out == "-":
+				case check:
+					cur, err := os.ReadFile(out)
+					d.stale = err != nil || string(cur) != string(d.doc)
+				default:
+					err = writeFileAll(out, d.doc)
+				}
+				return d, err
+			},
+			json: func(d policyDocs, _ []string) any {
+				switch {
+				case out == "-":
+					return verbatim(d.doc)
+				case check:
+					return map[string]any{"file": out, "up_to_date": !d.stale}
+				}
+				return map[string]any{"file": out, "bytes": len(d.doc)}
+			},
+			render: func(d policyDocs, _ []string) error {
+				switch {
+				case out == "-":
+					_, err := a.Stdout.Write(d.doc)
+					return err
+				case !check:
+					a.printf("wrote %s\n", out)
+				case !d.stale:
+					a.printf("%s is up to date\n", out)
+				}
+				return nil
+			},
+			then: func(d policyDocs, _ []string) error {
+				if d.stale {
 					return checkFailedf("%s is stale: run `make docs`", out)
 				}
-				a.printf("%s is up to date\n", out)
 				return nil
-			}
-			if err := writeFileAll(out, doc); err != nil {
-				return err
-			}
-			a.printf("wrote %s\n", out)
-			return nil
-		}),
+			},
+		}.runE(a),
 		flags: func(cmd *cobra.Command) {
 			f := cmd.Flags()
 			f.StringVarP(&out, "output", "o", audit.DocsPath, `the file to write ("-": standard output)`)
@@ -319,6 +344,13 @@ func (a *app) policyTestCmd() *cobra.Command {
 			cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list every test")
 		},
 	})
+}
+
+// policyDocs is what policy docs generated (doc) and, with --check, whether the file
+// differs from it.
+type policyDocs struct {
+	doc   []byte
+	stale bool
 }
 
 // replayReport is what policy replay reports: the decisions that would change, against

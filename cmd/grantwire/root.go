@@ -147,22 +147,6 @@ func addList(fs *pflag.FlagSet, p *[]string, name, kind, usage string) {
 	fs.Var(listFlag{values: p, kind: kind}, name, usage)
 }
 
-// refuseSecretFlag declares a hidden flag that exists only to refuse a secret given as an
-// argument, with a message that says where secrets go instead (the value is never echoed).
-func refuseSecretFlag(fs *pflag.FlagSet, name string, p *string) {
-	fs.StringVar(p, name, "", "")
-	_ = fs.MarkHidden(name)
-}
-
-func refusedSecret(cmd *cobra.Command, names map[string]string) error {
-	for name, instead := range names {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			return secretRefusal(name, instead)
-		}
-	}
-	return nil
-}
-
 // refusedAnnotation marks a flag of refuseSecret: its value is where the secret goes.
 const refusedAnnotation = "grantwire_refused_secret"
 

@@ -2,6 +2,7 @@ package oprun
 
 import (
 	"context"
+	"errors"
 
 	"github.com/grantwire/grantwire/bundle"
 	"github.com/grantwire/grantwire/catalog"
@@ -68,3 +69,25 @@ func RegisterAssemble(f func(Choice) Assembly) { assemble = f }
 
 // Assemble starts the construction of a client on c (nothing is built yet).
 func Assemble(c Choice) Assembly { return assemble(c) }
+
+// HostlessFunc runs an operation on an engine alone (RunHostless).
+type HostlessFunc func(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error
+
+var hostless HostlessFunc
+
+// RegisterHostless sets how RunHostless runs an operation without a shell; the root
+// package calls it once.
+func RegisterHostless(h HostlessFunc) { hostless = h }
+
+// ErrNeedsHost is RunHostless's error when the policy asked the host something (a need
+// or an effect): nothing was read or written, the operation needs a client.
+var ErrNeedsHost = errors.New("oprun: the operation needs the host")
+
+// RunHostless runs op on engine alone, with cat as its catalog and no shell, and decodes
+// its result into result (when not nil): for a question the policy answers from its
+// arguments and the catalog (configure's form of a catalog connector), asked after the
+// assembly's engine and before its client (the shell, the store). When the policy asks
+// the host anything, it stops with ErrNeedsHost; a policy error is a *grantwire.Error.
+func RunHostless(ctx context.Context, engine core.Engine, cat *catalog.Catalog, op string, args, result any) error {
+	return hostless(ctx, engine, cat, op, args, result)
+}

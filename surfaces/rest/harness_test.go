@@ -30,25 +30,14 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
-var (
-	binDir string
-	binary = testenv.Binary{Pkg: "../../cmd/grantwire", Flags: []string{"-buildvcs=false"}}
-)
+var binary = testenv.Binary{Pkg: "../../cmd/grantwire", Flags: []string{"-buildvcs=false"}}
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "grantwire-serve-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := testenv.Main(m) // locks and caches of its own, so the run leaves none behind
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain gives the run locks, caches and built commands of its own, so it leaves none
+// behind.
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // grantwireBinary builds cmd/grantwire once per test run.
-func grantwireBinary(t testing.TB) string { return binary.Path(t, binDir) }
+func grantwireBinary(t testing.TB) string { return binary.Path(t) }
 
 // Secrets the tests plant; tokens the local server issues start with tokenPrefix.
 const tokenPrefix = "srvtok"
@@ -107,7 +96,7 @@ func newWorld(t *testing.T) *world {
 		"GRANTWIRE_KEYRING_SERVICE=grantwire.test.serve." + testenv.RandHex(6),
 		"DBUS_SESSION_BUS_ADDRESS=" + os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
 		"XDG_RUNTIME_DIR=" + os.Getenv("XDG_RUNTIME_DIR"),
-		"XDG_CACHE_HOME=" + filepath.Join(binDir, "cache"), // the compiled policy, shared by the run's tests; removed with binDir
+		"XDG_CACHE_HOME=" + testenv.Dir(t, "cache"), // the compiled policy, shared by the run's tests
 	}
 	t.Cleanup(w.checkNoSecrets)
 	return w

@@ -602,26 +602,15 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request) {
 	s.problem(w, "NOT_FOUND", p+" has no connection", "")
 }
 
-// forwardBody is POST /v1/connections/{provider}: a connection a host application obtained.
-type forwardBody struct {
-	ClientID     string   `json:"client_id"`
-	ClientSecret string   `json:"client_secret"`
-	RefreshToken string   `json:"refresh_token"`
-	Scopes       []string `json:"scopes"`
-	AccountEmail string   `json:"account_email"`
-	AccountType  string   `json:"account_type"`
-	GrantAgents  []string `json:"grant_agents"`
-}
-
+// importConnection is POST /v1/connections/{provider}: a connection a host application
+// obtained (grantwire.Forwarded).
 func (s *Server) importConnection(w http.ResponseWriter, r *http.Request) {
-	var b forwardBody
+	var b grantwire.Forwarded
 	if !s.decode(w, r, &b, false) {
 		return
 	}
-	res, err := s.client.ImportForwarded(r.Context(), grantwire.Forwarded{
-		Provider: r.PathValue("provider"), ClientID: b.ClientID, ClientSecret: b.ClientSecret, RefreshToken: b.RefreshToken,
-		Scopes: b.Scopes, AccountEmail: b.AccountEmail, AccountType: b.AccountType, GrantAgents: b.GrantAgents,
-	})
+	b.Provider = r.PathValue("provider")
+	res, err := s.client.ImportForwarded(r.Context(), b)
 	if err != nil {
 		s.fail(w, r, err)
 		return

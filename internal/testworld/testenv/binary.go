@@ -12,7 +12,8 @@ import (
 
 // Binary is a Go command a package's tests build once per run and run as a user would:
 // Pkg (an import path, or a directory relative to the test's package), built with Flags
-// into a directory the tests' TestMain owns, under Name (default: Pkg's last element).
+// into the run's Dir(tb, "bin") (the package's TestMain runs Main), under Name (default:
+// Pkg's last element).
 // CGO is off, as for a release build.
 type Binary struct {
 	Pkg   string
@@ -24,10 +25,11 @@ type Binary struct {
 	err  error
 }
 
-// Path builds the command into dir the first time and returns its path; a build that
-// fails fails tb, every time it is asked for.
-func (b *Binary) Path(tb testing.TB, dir string) string {
+// Path builds the command the first time and returns its path; a build that fails fails
+// tb, every time it is asked for.
+func (b *Binary) Path(tb testing.TB) string {
 	tb.Helper()
+	dir := Dir(tb, "bin")
 	b.once.Do(func() {
 		name := b.Name
 		if name == "" {

@@ -30,7 +30,27 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	runDir = dir
 	os.Setenv("XDG_CACHE_HOME", dir)
 	os.Setenv("GRANTWIRE_LOCK_DIR", filepath.Join(dir, "grantwire", "locks"))
 	return m.Run()
+}
+
+// runDir is the directory Main made for the run (its tests' user cache directory).
+var runDir string
+
+// Dir is the run's directory name (made on first use): shared by the package's tests and
+// the processes they start, removed when Main returns. Binary.Path builds into
+// Dir(tb, "bin"); the processes a test starts with an environment of its own share a
+// cache (the compiled policy) as XDG_CACHE_HOME=Dir(tb, "cache").
+func Dir(tb testing.TB, name string) string {
+	tb.Helper()
+	if runDir == "" {
+		tb.Fatal("testenv.Dir: the package's TestMain does not run testenv.Main")
+	}
+	d := filepath.Join(runDir, name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
