@@ -527,13 +527,19 @@ func refreshedOnce(w *memhost.World, why string) string {
 	return ""
 }
 
-func TestInterleavings(t *testing.T) {
+// raceEngine is a Wasm engine on raceCatalog, closed when t ends.
+func raceEngine(t *testing.T) core.Engine {
 	ctx := context.Background()
 	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close(ctx)
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	return e
+}
+
+func TestInterleavings(t *testing.T) {
+	e := raceEngine(t)
 
 	races := []race{
 		{
@@ -623,12 +629,7 @@ func TestInterleavings(t *testing.T) {
 // TestExplorerFindsALostLock checks the explorer itself: with the lock broken, some
 // interleaving of two refreshers sends one refresh token twice, and the explorer finds it.
 func TestExplorerFindsALostLock(t *testing.T) {
-	ctx := context.Background()
-	e, err := engines.Wasm(ctx, raceCatalog.Data())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := raceEngine(t)
 	breakLocks = true
 	defer func() { breakLocks = false }()
 	found := false
