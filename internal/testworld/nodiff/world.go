@@ -172,12 +172,15 @@ func encode(v any) string {
 }
 
 // slot returns a keyring slot's value, drawing it on first use.
-func (w *world) slot(user string) *string {
-	if v, ok := w.slots[user]; ok {
+func (w *world) slot(user string) *string { return drawn(w.slots, user, w.draw) }
+
+// drawn returns m[k], drawing it on first use.
+func drawn[V any](m map[string]V, k string, draw func(string) V) V {
+	if v, ok := m[k]; ok {
 		return v
 	}
-	v := w.draw(user)
-	w.slots[user] = v
+	v := draw(k)
+	m[k] = v
 	return v
 }
 
@@ -290,14 +293,7 @@ func (w *world) perturb(user string) {
 }
 
 // ledger returns a ledger file, drawing it on first use.
-func (w *world) ledger(name string) *file {
-	if f, ok := w.files[name]; ok {
-		return f
-	}
-	f := w.drawLedger(name)
-	w.files[name] = f
-	return f
-}
+func (w *world) ledger(name string) *file { return drawn(w.files, name, w.drawLedger) }
 
 func (w *world) drawLedger(name string) *file {
 	g := w.g
