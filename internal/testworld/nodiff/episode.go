@@ -322,12 +322,13 @@ func (e *Episode) Answer(d *core.Decision) bool {
 				e.attempt = json.Number(fmt.Sprint(v + 1))
 			}
 		}
-		for user := range e.w.slots {
+		// In sorted order: a draw per entry in map order would make a seed unrepeatable.
+		for _, user := range slices.Sorted(maps.Keys(e.w.slots)) {
 			if g.chance(0.3) {
 				e.w.perturb(user)
 			}
 		}
-		for name := range e.w.files {
+		for _, name := range slices.Sorted(maps.Keys(e.w.files)) {
 			if g.chance(0.3) {
 				delete(e.w.files, name)
 			}
