@@ -3,6 +3,7 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -170,4 +171,33 @@ func opaStock(t *testing.T) string {
 		out, err := exec.Command("go", "tool", "-n", "opa").Output()
 		return strings.TrimSpace(string(out)), err
 	})
+}
+
+// redacted returns what a decision log would record for decision, next to its input.
+func redacted(t *testing.T, input, decision []byte) string {
+	t.Helper()
+	r, err := decisionlog.Redact(input, decision)
+	require.NoError(t, err)
+	return string(r.Result)
+}
+
+// opaEval evaluates data.grantwire.decide on input with `opa eval -b bundle --stdin-input`.
+func opaEval(t *testing.T, opa, bundle string, input []byte) []byte {
+	t.Helper()
+	cmd := exec.Command(opa, "eval", "-b", bundle, "--stdin-input", "--format", "json", "data.grantwire.decide")
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s\n%s", out, stderr.String())
+	var res struct {
+		Result []struct {
+			Expressions []struct {
+				Value json.RawMessage `json:"value"`
+			} `json:"expressions"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
+	require.Len(t, res.Result, 1, "%s", out)
+	return res.Result[0].Expressions[0].Value
 }

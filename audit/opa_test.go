@@ -27,14 +27,6 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/opatest"
 )
 
-// redacted returns what a decision log would record for decision, next to its input.
-func redacted(t *testing.T, input, decision []byte) string {
-	t.Helper()
-	r, err := decisionlog.Redact(input, decision)
-	require.NoError(t, err)
-	return string(r.Result)
-}
-
 // logged is the i-th logged event's input and decision, in canonical JSON; every entry has
 // a result.
 func logged(t *testing.T, i int, e *decisionlog.Event) (input, want []byte) {
@@ -45,27 +37,6 @@ func logged(t *testing.T, i int, e *decisionlog.Event) (input, want []byte) {
 	input, err = decisionlog.Canonical(e.Input)
 	require.NoError(t, err)
 	return input, want
-}
-
-// opaEval evaluates data.grantwire.decide on input with `opa eval -b bundle --stdin-input`.
-func opaEval(t *testing.T, opa, bundle string, input []byte) []byte {
-	t.Helper()
-	cmd := exec.Command(opa, "eval", "-b", bundle, "--stdin-input", "--format", "json", "data.grantwire.decide")
-	cmd.Stdin = bytes.NewReader(input)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "%s\n%s", out, stderr.String())
-	var res struct {
-		Result []struct {
-			Expressions []struct {
-				Value json.RawMessage `json:"value"`
-			} `json:"expressions"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
-	require.Len(t, res.Result, 1, "%s", out)
-	return res.Result[0].Expressions[0].Value
 }
 
 // The published bundle, run by the opa binary itself on the logged (redacted) inputs,

@@ -118,39 +118,38 @@ func TestAuditFailsEachCheckOnAPolicyThatBreaksIt(t *testing.T) {
 	require.Equal(t, 2, base.Tests)
 	require.Equal(t, 100.0, base.Coverage)
 
+	// replace changes the first from in file to to.
+	replace := func(file, from, to string) func(map[string]string) {
+		return func(f map[string]string) { f[file] = strings.Replace(f[file], from, to, 1) }
+	}
+	// add appends src to file.
+	add := func(file, src string) func(map[string]string) {
+		return func(f map[string]string) { f[file] += src }
+	}
 	cases := []struct {
 		name   string
 		change func(files map[string]string)
 		failed []string
 		want   []string
 	}{
-		{"unformatted", func(f map[string]string) {
-			f["ops/ops.rego"] = strings.Replace(f["ops/ops.rego"], "a := 1", "a:=1", 1)
-		}, []string{"format"}, []string{"p/ops/ops.rego: not formatted"}},
-		{"impure builtin", func(f map[string]string) {
-			f["ops/ops.rego"] = strings.Replace(f["ops/ops.rego"], "a := 1", "a := time.now_ns()", 1)
-		}, []string{"compile"}, []string{"undefined function time.now_ns"}},
-		{"failing test", func(f map[string]string) {
-			f["decide_test.rego"] += "\ntest_wrong if p.decide == 2 with input as {\"op\": \"a\"}\n"
-		}, []string{"tests"}, []string{"p_test.test_wrong failed"}},
-		{"untested rule", func(f map[string]string) {
-			f["ops/ops.rego"] += "\n# METADATA\n# title: b\n# description: Never tested.\nb := 2 if input.x\n"
-		}, []string{"coverage"}, []string{"below the 100% threshold", "not covered in p/ops/ops.rego: lines 15"}},
-		{"undocumented package", func(f map[string]string) {
-			f["ops/ops.rego"] = strings.Replace(f["ops/ops.rego"], "# METADATA\n# title: ops\n# description: One operation.\n", "", 1)
-		}, []string{"metadata"}, []string{"p/ops/ops.rego: package data.p.ops has no METADATA"}},
-		{"decision rule not an entrypoint", func(f map[string]string) {
-			f["ops/ops.rego"] = strings.Replace(f["ops/ops.rego"], "# entrypoint: true\n", "", 1)
-		}, []string{"entrypoints"}, []string{"data.p.ops.a (the decision rule of a) has no METADATA with entrypoint: true"}},
-		{"manifest disagrees with the routing", func(f map[string]string) {
-			f["decide.rego"] = strings.Replace(f["decide.rego"], `{"ops": {"a": {}}}`, `{"ops": {"a": {}, "b": {}}}`, 1)
-		}, []string{"entrypoints"}, []string{"decide routes [a] but the manifest lists [a b]"}},
-		{"no tests", func(f map[string]string) {
-			delete(f, "decide_test.rego")
-		}, []string{"tests", "coverage"}, []string{"no Rego tests", "0.00% is below the 100% threshold"}},
-		{"syntax error", func(f map[string]string) {
-			f["ops/ops.rego"] += "\nb := \n"
-		}, []string{"format", "parse"}, []string{"p/ops/ops.rego: cannot be formatted", "p/ops/ops.rego:"}},
+		{"unformatted", replace("ops/ops.rego", "a := 1", "a:=1"),
+			[]string{"format"}, []string{"p/ops/ops.rego: not formatted"}},
+		{"impure builtin", replace("ops/ops.rego", "a := 1", "a := time.now_ns()"),
+			[]string{"compile"}, []string{"undefined function time.now_ns"}},
+		{"failing test", add("decide_test.rego", "\ntest_wrong if p.decide == 2 with input as {\"op\": \"a\"}\n"),
+			[]string{"tests"}, []string{"p_test.test_wrong failed"}},
+		{"untested rule", add("ops/ops.rego", "\n# METADATA\n# title: b\n# description: Never tested.\nb := 2 if input.x\n"),
+			[]string{"coverage"}, []string{"below the 100% threshold", "not covered in p/ops/ops.rego: lines 15"}},
+		{"undocumented package", replace("ops/ops.rego", "# METADATA\n# title: ops\n# description: One operation.\n", ""),
+			[]string{"metadata"}, []string{"p/ops/ops.rego: package data.p.ops has no METADATA"}},
+		{"decision rule not an entrypoint", replace("ops/ops.rego", "# entrypoint: true\n", ""),
+			[]string{"entrypoints"}, []string{"data.p.ops.a (the decision rule of a) has no METADATA with entrypoint: true"}},
+		{"manifest disagrees with the routing", replace("decide.rego", `{"ops": {"a": {}}}`, `{"ops": {"a": {}, "b": {}}}`),
+			[]string{"entrypoints"}, []string{"decide routes [a] but the manifest lists [a b]"}},
+		{"no tests", func(f map[string]string) { delete(f, "decide_test.rego") },
+			[]string{"tests", "coverage"}, []string{"no Rego tests", "0.00% is below the 100% threshold"}},
+		{"syntax error", add("ops/ops.rego", "\nb := \n"),
+			[]string{"format", "parse"}, []string{"p/ops/ops.rego: cannot be formatted", "p/ops/ops.rego:"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -490,6 +490,16 @@ func errCode(o *hostabi.Outcome) string {
 	return o.Error.Code
 }
 
+// firstOf is the first of found that says something went wrong ("" when none does).
+func firstOf(found ...string) string {
+	for _, f := range found {
+		if f != "" {
+			return f
+		}
+	}
+	return ""
+}
+
 // failure is the first of outs that failed, said as who's, or "" when none did.
 func failure(who string, outs []*hostabi.Outcome) string {
 	for i, o := range outs {
@@ -517,57 +527,48 @@ func refreshedOnce(w *memhost.World, why string) string {
 	return ""
 }
 
-func TestInterleavings(t *testing.T) {
+// raceEngine is a Wasm engine on raceCatalog, closed when t ends.
+func raceEngine(t *testing.T) core.Engine {
 	ctx := context.Background()
 	e, err := engines.Wasm(ctx, raceCatalog.Data())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close(ctx)
+	t.Cleanup(func() { _ = e.Close(ctx) })
+	return e
+}
+
+func TestInterleavings(t *testing.T) {
+	e := raceEngine(t)
 
 	races := []race{
 		{
 			name:    "two-refreshers-in-two-processes",
 			drivers: []opSpec{in("A", getToken), in("B", getToken)},
 			setup:   refreshWorld,
-			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				if f := failure("refresher", outs); f != "" {
-					return f
-				}
-				// The access token is stored in the keyring: whichever process refreshes
-				// second finds the first one's token under the lock and sends nothing.
-				if f := refreshedOnce(w, "the second process uses the first one's token"); f != "" {
-					return f
-				}
-				return commonChecks(e, w, host)
+			// The access token is stored in the keyring: whichever process refreshes
+			// second finds the first one's token under the lock and sends nothing.
+			check: func(w *memhost.World, outs []*hostabi.Outcome, _ func() *host.Host) string {
+				return firstOf(failure("refresher", outs), refreshedOnce(w, "the second process uses the first one's token"))
 			},
 		},
 		{
 			name:    "two-refreshers-in-one-process-share-one-request",
 			drivers: []opSpec{in("A", getToken), in("A", getToken)},
 			setup:   refreshWorld,
-			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				if f := failure("refresher", outs); f != "" {
-					return f
-				}
-				if f := refreshedOnce(w, "single flight"); f != "" {
-					return f
-				}
-				return commonChecks(e, w, host)
+			check: func(w *memhost.World, outs []*hostabi.Outcome, _ func() *host.Host) string {
+				return firstOf(failure("refresher", outs), refreshedOnce(w, "single flight"))
 			},
 		},
 		{
 			name:    "a-refresh-racing-a-reconnect",
 			drivers: []opSpec{in("A", getToken), in("B", connect)},
 			setup:   refreshWorld,
-			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
+			check: func(w *memhost.World, outs []*hostabi.Outcome, _ func() *host.Host) string {
 				if outs[0].Error != nil || outs[1].Error != nil {
 					return fmt.Sprintf("refresh %q, reconnect %q: both must succeed", errCode(outs[0]), errCode(outs[1]))
 				}
-				if f := reconnectionLost(w); f != "" {
-					return f
-				}
-				return commonChecks(e, w, host)
+				return reconnectionLost(w)
 			},
 		},
 		{
@@ -578,7 +579,7 @@ func TestInterleavings(t *testing.T) {
 				w.SetKeyring(svc, layout.ClientUser("google"), `{"client_id":"client-2","client_secret":"google-secret-2"}`)
 				w.Server.IssueToken("google", "fwd-refresh-token-1", nil)
 			},
-			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
+			check: func(w *memhost.World, outs []*hostabi.Outcome, _ func() *host.Host) string {
 				if outs[1].Error != nil {
 					return "the import failed: " + outs[1].Error.Message
 				}
@@ -593,7 +594,7 @@ func TestInterleavings(t *testing.T) {
 				if !strings.Contains(cl, `"fwd-client-1"`) {
 					return "the forwarded client was lost"
 				}
-				return commonChecks(e, w, host)
+				return ""
 			},
 		},
 		{
@@ -601,18 +602,20 @@ func TestInterleavings(t *testing.T) {
 			drivers: []opSpec{in("A", getToken), in("B", getToken), in("C", connect)},
 			setup:   refreshWorld,
 			maxRuns: 500,
-			check: func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
-				if f := failure("driver", outs); f != "" {
-					return f
-				}
-				if f := reconnectionLost(w); f != "" {
-					return f
-				}
-				return commonChecks(e, w, host)
+			check: func(w *memhost.World, outs []*hostabi.Outcome, _ func() *host.Host) string {
+				return firstOf(failure("driver", outs), reconnectionLost(w))
 			},
 		},
 	}
 	for _, r := range races {
+		// Each race's own invariants first, then those every race keeps (commonChecks).
+		own := r.check
+		r.check = func(w *memhost.World, outs []*hostabi.Outcome, host func() *host.Host) string {
+			if f := own(w, outs, host); f != "" {
+				return f
+			}
+			return commonChecks(e, w, host)
+		}
 		t.Run(r.name, func(t *testing.T) {
 			runs, exhaustive := explore(t, e, r)
 			if r.maxRuns == 0 && !exhaustive {
@@ -626,12 +629,7 @@ func TestInterleavings(t *testing.T) {
 // TestExplorerFindsALostLock checks the explorer itself: with the lock broken, some
 // interleaving of two refreshers sends one refresh token twice, and the explorer finds it.
 func TestExplorerFindsALostLock(t *testing.T) {
-	ctx := context.Background()
-	e, err := engines.Wasm(ctx, raceCatalog.Data())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := raceEngine(t)
 	breakLocks = true
 	defer func() { breakLocks = false }()
 	found := false

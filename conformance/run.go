@@ -33,6 +33,34 @@ func CorpusFS() fs.FS {
 	return sub
 }
 
+// CorpusJSON is every scenario file of the embedded corpus (exceptions.yaml is not one)
+// converted to JSON (see [ToJSON]), by file name: what a schema or a foreign runner's YAML
+// library is checked against. It fails on a corpus without a scenario file.
+func CorpusJSON() (map[string][]byte, error) {
+	fsys := CorpusFS()
+	names, err := fs.Glob(fsys, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, name := range names {
+		if name == "exceptions.yaml" {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		if files[name], err = ToJSON(data); err != nil {
+			return nil, fmt.Errorf("conformance: %s: %w", name, err)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("conformance: no corpus files")
+	}
+	return files, nil
+}
+
 // DefaultCorpus loads the embedded corpus.
 func DefaultCorpus() (*Corpus, error) { return Load(CorpusFS()) }
 

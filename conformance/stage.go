@@ -19,15 +19,8 @@ func (r *runner) stage() error {
 			return err
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(ws.Ledgers)) {
-		if err := r.writeLedger(name, renderLedger(ws.Ledgers[name])); err != nil {
-			return err
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(ws.RawLedgers)) {
-		if err := r.writeLedger(name, []byte(ws.RawLedgers[name])); err != nil {
-			return err
-		}
+	if err := r.writeLedgers(ws.Ledgers, ws.RawLedgers); err != nil {
+		return err
 	}
 	if ts := ws.TokenServer; ts != nil {
 		rotate := ts.Rotate == nil || *ts.Rotate
@@ -96,6 +89,22 @@ func (r *runner) writeLedger(name string, doc []byte) error {
 		return fmt.Errorf("unknown ledger %q", name)
 	}
 	return r.caps.Files.Update(r.ctx, file, func([]byte, string) ([]byte, error) { return doc, nil })
+}
+
+// writeLedgers writes ledgers by name in sorted order: the documents rendered as grantwire
+// writes them, then the raw ones byte for byte.
+func (r *runner) writeLedgers(docs map[string]json.RawMessage, raw map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		if err := r.writeLedger(name, renderLedger(docs[name])); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if err := r.writeLedger(name, []byte(raw[name])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *runner) stageMCP(ws WorldSpec) error {
@@ -229,15 +238,8 @@ func (r *runner) act(a *Action) error {
 			return err
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(a.SetLedgers)) {
-		if err := r.writeLedger(name, renderLedger(a.SetLedgers[name])); err != nil {
-			return err
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(a.SetRawLedgers)) {
-		if err := r.writeLedger(name, []byte(a.SetRawLedgers[name])); err != nil {
-			return err
-		}
+	if err := r.writeLedgers(a.SetLedgers, a.SetRawLedgers); err != nil {
+		return err
 	}
 	for _, lock := range slices.Sorted(maps.Keys(a.Hold)) {
 		if err := r.w.Hold(lock, a.Hold[lock]); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/regoengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/nodiff"
 )
 
 // The benchmarks of issue 15 on host ABI v2, measured on the questions a driver asks
@@ -136,20 +137,7 @@ func BenchmarkParallel(b *testing.B) {
 	for _, e := range compared(b, native, cat.Data()) {
 		b.Run("case=allow/engine="+e.Name(), func(b *testing.B) {
 			agree(b, e, qs)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				buf := make([]byte, 0, 16384)
-				var err error
-				for i := 0; pb.Next(); i++ {
-					if buf, err = e.DecideJSON(ctx, buf[:0], qs[i%len(qs)].Query); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			nodiff.DecideParallel(b, e, func(i int) []byte { return qs[i%len(qs)].Query })
 		})
 	}
 }

@@ -333,7 +333,8 @@ func (e *Encoder) Append(dst []byte, v any) ([]byte, error) {
 		if x == nil && e.Marshal {
 			return append(dst, "null"...), nil
 		}
-		keys := make([]string, 0, len(x))
+		var kb [16]string // on the stack for a small object
+		keys := kb[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}

@@ -97,30 +97,37 @@ type activationEvent struct {
 	Active      bool   `json:"active"`
 }
 
-// lastEvent is when collect last received an event.
+// lastEvent is when collectEvents last received an event.
 var lastEvent time.Time
+
+// collectEvents gathers the events of type typ until none arrived for quiet, sorted by
+// connector and agent.
+func collectEvents[E interface{ pair() string }](t *testing.T, ch <-chan hostabi.Event, typ string, quiet time.Duration) []E {
+	t.Helper()
+	var out []E
+	for {
+		select {
+		case e := <-ch:
+			if e.Type != typ {
+				continue
+			}
+			lastEvent = time.Now()
+			var x E
+			require.NoError(t, json.Unmarshal(e.Payload, &x))
+			out = append(out, x)
+		case <-time.After(quiet):
+			sort.Slice(out, func(i, j int) bool { return out[i].pair() < out[j].pair() })
+			return out
+		}
+	}
+}
+
+func (a activationEvent) pair() string { return a.ConnectorID + a.AgentID }
 
 // collect gathers activation events until none arrived for quiet.
 func collect(t *testing.T, ch <-chan hostabi.Event, quiet time.Duration) []activationEvent {
 	t.Helper()
-	var out []activationEvent
-	for {
-		select {
-		case e := <-ch:
-			if e.Type != "connector.activation.changed" {
-				continue
-			}
-			lastEvent = time.Now()
-			var a activationEvent
-			require.NoError(t, json.Unmarshal(e.Payload, &a))
-			out = append(out, a)
-		case <-time.After(quiet):
-			sort.Slice(out, func(i, j int) bool {
-				return out[i].ConnectorID+out[i].AgentID < out[j].ConnectorID+out[j].AgentID
-			})
-			return out
-		}
-	}
+	return collectEvents[activationEvent](t, ch, "connector.activation.changed", quiet)
 }
 
 // Another process's activation changes reach this process's subscribers within about a
@@ -179,27 +186,12 @@ type grantEvent struct {
 	Scopes      []string `json:"scopes"`
 }
 
+func (g grantEvent) pair() string { return g.ConnectorID + g.AgentID }
+
 // collectGrants gathers grant events until none arrived for quiet.
 func collectGrants(t *testing.T, ch <-chan hostabi.Event, quiet time.Duration) []grantEvent {
 	t.Helper()
-	var out []grantEvent
-	for {
-		select {
-		case e := <-ch:
-			if e.Type != "connector.grant.changed" {
-				continue
-			}
-			lastEvent = time.Now()
-			var g grantEvent
-			require.NoError(t, json.Unmarshal(e.Payload, &g))
-			out = append(out, g)
-		case <-time.After(quiet):
-			sort.Slice(out, func(i, j int) bool {
-				return out[i].ConnectorID+out[i].AgentID < out[j].ConnectorID+out[j].AgentID
-			})
-			return out
-		}
-	}
+	return collectEvents[grantEvent](t, ch, "connector.grant.changed", quiet)
 }
 
 // Another process's grants reach this process's subscribers within about a second, as

@@ -95,17 +95,16 @@ type world struct {
 	home                      string
 	lockDir, service, catalog string
 	server                    *exec.Cmd
-	stderr                    *strings.Builder
-	mu                        sync.Mutex
+	stderr                    testenv.Buffer // the authorization server's, written while it runs
 }
 
 func newWorld(t *testing.T, e *pyenv, serverArgs ...string) *world {
 	t.Helper()
 	dir := t.TempDir()
-	w := &world{home: filepath.Join(dir, "home"), stderr: &strings.Builder{}}
+	w := &world{home: filepath.Join(dir, "home")}
 	w.server = exec.Command(e.authserver, append([]string{"-client-id", "race-client", "-client-secret", "race-secret"}, serverArgs...)...)
 	stdout, _ := w.server.StdoutPipe()
-	w.server.Stderr = syncWriter{w}
+	w.server.Stderr = &w.stderr
 	if err := w.server.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,22 +141,12 @@ func newWorld(t *testing.T, e *pyenv, serverArgs ...string) *world {
 	return w
 }
 
-type syncWriter struct{ w *world }
-
-func (s syncWriter) Write(p []byte) (int, error) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	return s.w.stderr.Write(p)
-}
-
 // stats stops the authorization server and reads what it counted.
 func (w *world) stats(t *testing.T) map[string]int {
 	t.Helper()
 	_ = w.server.Process.Signal(syscall.SIGTERM)
 	_ = w.server.Wait()
-	w.mu.Lock()
 	text := w.stderr.String()
-	w.mu.Unlock()
 	out := map[string]int{}
 	for _, m := range regexp.MustCompile(`(\d+) ([a-z_ ]+?)(?:,|$| detected)`).FindAllStringSubmatch(text, -1) {
 		out[strings.TrimSpace(m[2])] = atoi(m[1])

@@ -18,10 +18,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,11 +148,7 @@ func (w *World) File(name string) []byte {
 func (w *World) Files() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.files))
-	for k := range w.files {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(w.files))
 }
 
 // SetSource makes a file readable by file.digest at path (an agent's source).

@@ -240,23 +240,17 @@ func BenchmarkGate(b *testing.B) {
 
 // BenchmarkTripwire: the gate's client-hash tripwire, step by step (detect → fresh read;
 // still mismatched → take the lock; under the lock → clear the connection).
-func BenchmarkTripwire(b *testing.B) {
-	for _, size := range nodiff.Sizes {
-		s := engines(b, size)
-		for _, sc := range nodiff.Tripwire() {
-			b.Run("case="+sc.Name+"/size="+size.Name(), func(b *testing.B) {
-				benchEngines(b, s, []nodiff.Scenario{sc}, true)
-			})
-		}
-	}
-}
+func BenchmarkTripwire(b *testing.B) { benchEach(b, nodiff.Tripwire) }
 
 // BenchmarkRefresh: the refresh plan (expired token → lock; under the lock → refresh;
 // rotated token → result and effects).
-func BenchmarkRefresh(b *testing.B) {
+func BenchmarkRefresh(b *testing.B) { benchEach(b, nodiff.Refresh) }
+
+// benchEach benchmarks each of the scenarios apart, on every size, with the Go gate.
+func benchEach(b *testing.B, scenarios func() []nodiff.Scenario) {
 	for _, size := range nodiff.Sizes {
 		s := engines(b, size)
-		for _, sc := range nodiff.Refresh() {
+		for _, sc := range scenarios() {
 			b.Run("case="+sc.Name+"/size="+size.Name(), func(b *testing.B) {
 				benchEngines(b, s, []nodiff.Scenario{sc}, true)
 			})
@@ -289,20 +283,7 @@ func BenchmarkParallel(b *testing.B) {
 		for _, e := range s.engines {
 			b.Run("case="+tc.name+"/engine="+e.Name(), func(b *testing.B) {
 				check(b, e, tc.scs)
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					buf := make([]byte, 0, 4096)
-					var err error
-					for i := 0; pb.Next(); i++ {
-						if buf, err = e.DecideJSON(ctx, buf[:0], tc.scs[i%len(tc.scs)].Query); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+				nodiff.DecideParallel(b, e, func(i int) []byte { return tc.scs[i%len(tc.scs)].Query })
 			})
 		}
 		b.Run("case="+tc.name+"/engine=go-logic", func(b *testing.B) {

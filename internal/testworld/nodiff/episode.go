@@ -322,12 +322,13 @@ func (e *Episode) Answer(d *core.Decision) bool {
 				e.attempt = json.Number(fmt.Sprint(v + 1))
 			}
 		}
-		for user := range e.w.slots {
+		// In sorted order: a draw per entry in map order would make a seed unrepeatable.
+		for _, user := range slices.Sorted(maps.Keys(e.w.slots)) {
 			if g.chance(0.3) {
 				e.w.perturb(user)
 			}
 		}
-		for name := range e.w.files {
+		for _, name := range slices.Sorted(maps.Keys(e.w.files)) {
 			if g.chance(0.3) {
 				delete(e.w.files, name)
 			}
@@ -383,32 +384,18 @@ func (enc *queryEncoder) value(b *strings.Builder, v any) {
 	case string:
 		enc.str(b, t)
 	case []any:
-		b.WriteByte('[')
-		for i, x := range t {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			enc.ws(b)
-			enc.value(b, x)
-		}
-		b.WriteByte(']')
+		enc.list(b, '[', ']', len(t), func(i int) { enc.value(b, t[i]) })
 	case map[string]any:
 		keys := slices.Sorted(maps.Keys(t))
 		if enc.shuffle {
 			enc.g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		}
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			enc.ws(b)
-			enc.str(b, k)
+		enc.list(b, '{', '}', len(keys), func(i int) {
+			enc.str(b, keys[i])
 			b.WriteByte(':')
 			enc.ws(b)
-			enc.value(b, t[k])
-		}
-		b.WriteByte('}')
+			enc.value(b, t[keys[i]])
+		})
 	case []string:
 		list := make([]any, len(t))
 		for i, s := range t {
@@ -418,6 +405,20 @@ func (enc *queryEncoder) value(b *strings.Builder, v any) {
 	default:
 		panic(fmt.Sprintf("nodiff: cannot encode %T", v))
 	}
+}
+
+// list writes n items, each after some whitespace, separated by commas, between start and
+// end (an array's or an object's).
+func (enc *queryEncoder) list(b *strings.Builder, start, end byte, n int, item func(i int)) {
+	b.WriteByte(start)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		enc.ws(b)
+		item(i)
+	}
+	b.WriteByte(end)
 }
 
 func (enc *queryEncoder) str(b *strings.Builder, s string) {

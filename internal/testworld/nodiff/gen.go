@@ -202,8 +202,12 @@ func (g *Gen) toolArg() any {
 	return g.tool()
 }
 
-// toolsArg is an array of tool names (sometimes junk, sometimes with a junk member).
-func (g *Gen) toolsArg() any {
+// toolsArg is an array of tool names (see listArg).
+func (g *Gen) toolsArg() any { return listArg(g, g.tool) }
+
+// listArg is an array of up to three elements made by el: sometimes junk instead, sometimes
+// with a junk member.
+func listArg[T any](g *Gen, el func() T) any {
 	if g.chance(0.03) {
 		return g.junk()
 	}
@@ -214,7 +218,7 @@ func (g *Gen) toolsArg() any {
 			out = append(out, g.junk())
 			continue
 		}
-		out = append(out, g.tool())
+		out = append(out, el())
 	}
 	return out
 }
@@ -345,21 +349,8 @@ func (g *Gen) scopesArg(max int) any {
 	return g.scopeList(max)
 }
 
-func (g *Gen) agentsArg() any {
-	if g.chance(0.03) {
-		return g.junk()
-	}
-	n := g.r.IntN(4)
-	out := make([]any, 0, n)
-	for range n {
-		if g.chance(0.02) {
-			out = append(out, g.junk())
-			continue
-		}
-		out = append(out, g.agentID(0.05))
-	}
-	return out
-}
+// agentsArg is an array of agent ids (see listArg).
+func (g *Gen) agentsArg() any { return listArg(g, func() string { return g.agentID(0.05) }) }
 
 // optional sets a[k] to v(), to null, or leaves it absent.
 func (g *Gen) optional(a map[string]any, k string, pAbsent, pNull float64, v func() any) {

@@ -94,45 +94,21 @@ func (gg *goGate) DecideJSON(dst, q []byte) ([]byte, bool) {
 	return appendJSON(dst, d), true
 }
 
-// appendJSON writes a decision in canonical JSON (see internal/jsonx).
-func appendJSON(dst []byte, v any) []byte {
-	switch x := v.(type) {
-	case null:
-		return append(dst, "null"...)
-	case bool:
-		return strconv.AppendBool(dst, x)
-	case json.Number:
-		return append(dst, x...)
-	case string:
-		return jsonx.AppendString(dst, x)
-	case []any:
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSON(dst, e)
-		}
-		return append(dst, ']')
-	case obj:
-		var kb [16]string
-		keys := kb[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonx.AppendString(dst, k)
-			dst = append(dst, ':')
-			dst = appendJSON(dst, x[k])
-		}
-		return append(dst, '}')
+// canonical is internal/jsonx's canonical encoder, with null{} written as null.
+var canonical = jsonx.Encoder{Escape: jsonx.AppendString, Other: func(dst []byte, v any) ([]byte, error) {
+	if _, ok := v.(null); ok {
+		return append(dst, "null"...), nil
 	}
-	panic("appendJSON: unexpected type")
+	return dst, jsonx.ErrUnsupported
+}}
+
+// appendJSON writes a decision in canonical JSON.
+func appendJSON(dst []byte, v any) []byte {
+	dst, err := canonical.Append(dst, v)
+	if err != nil {
+		panic("appendJSON: " + err.Error())
+	}
+	return dst
 }
 
 // ---------------------------------------------------------------------------------------
@@ -657,85 +633,55 @@ func toolPath(path any) bool {
 	return ok && len(p) > 0 && eq(p[0], "tools")
 }
 
+// depths checks a document, or the value at a path into it, by the predicate for the
+// path's length (store's _grants(n, v), _state(n, v) ...): none beyond the last.
+type depths []func(any) bool
+
+func (d depths) at(n int, v any) bool { return n < len(d) && d[n](v) }
+
+// shape is a ledger's: doc by the path's length; tools, when set, for a path into the
+// document's tool rules, by the length below "tools".
+type shape struct{ doc, tools depths }
+
+// shapes are the ledgers store.shaped checks, by file (any other is shaped).
+var shapes = map[string]shape{
+	"connectors/grants.json":      {doc: depths{grantMaps, grantMap, strings_}},
+	"connectors/activations.json": {doc: depths{activationsDoc, actMap, bools, isBool}, tools: depths{grantMaps, grantMap, strings_}},
+	"connectors/state.json":       {doc: depths{objects, isObject}},
+	"mcp_remote.json":             {doc: depths{wrapping(func(any) string { return "servers" }), objects, isObject}},
+	"mcp_servers.json":            {doc: depths{wrapping(mcpKey), objects, isObject}},
+}
+
+func grantMaps(v any) bool { return allValues(v, grantMap) }
+
+// activationsDoc is a whole connectors/activations.json: its activations and tool rules.
+func activationsDoc(v any) bool {
+	m, isObj := v.(obj)
+	return isObj && actMap(orDefault(m, "activations", obj{})) && grantMaps(orDefault(m, "tools", obj{}))
+}
+
+// wrapping is an object whose member key(v) (an empty object when absent) holds objects.
+func wrapping(key func(any) string) func(any) bool {
+	return func(v any) bool {
+		m, isObj := v.(obj)
+		return isObj && objects(orDefault(m, key(v), obj{}))
+	}
+}
+
 // shaped is store.shaped.
 func shaped(file string, path, v any) bool {
-	n, ok := count(path)
-	switch file {
-	case "connectors/grants.json":
-		switch {
-		case !ok:
-			return false
-		case n == 2:
-			return strings_(v)
-		case n == 1:
-			return grantMap(v)
-		case n == 0:
-			return allValues(v, grantMap)
-		}
-		return false
-	case "connectors/activations.json":
-		switch {
-		case !ok:
-			return false
-		case n == 0:
-			m, isObj := v.(obj)
-			return isObj && actMap(orDefault(m, "activations", obj{})) && allValues(orDefault(m, "tools", obj{}), grantMap)
-		case toolPath(path):
-			switch n {
-			case 1:
-				return allValues(v, grantMap)
-			case 2:
-				return grantMap(v)
-			case 3:
-				return strings_(v)
-			}
-			return false
-		case n == 1:
-			return actMap(v)
-		case n == 2:
-			return bools(v)
-		case n == 3:
-			return isBool(v)
-		}
-		return false
-	case "connectors/state.json":
-		switch {
-		case !ok:
-			return false
-		case n == 0:
-			return objects(v)
-		case n == 1:
-			return isObject(v)
-		}
-		return false
-	case "mcp_remote.json":
-		switch {
-		case !ok:
-			return false
-		case n == 0:
-			m, isObj := v.(obj)
-			return isObj && objects(orDefault(m, "servers", obj{}))
-		case n == 1:
-			return objects(v)
-		case n == 2:
-			return isObject(v)
-		}
-		return false
-	case "mcp_servers.json":
-		switch {
-		case !ok:
-			return false
-		case n == 0:
-			m, isObj := v.(obj)
-			return isObj && objects(orDefault(m, mcpKey(v), obj{}))
-		case n == 1:
-			return objects(v)
-		case n == 2:
-			return isObject(v)
-		}
-		return false
+	s, known := shapes[file]
+	if !known {
+		return true
 	}
-	return true
+	n, ok := count(path)
+	switch {
+	case !ok:
+		return false
+	case s.tools != nil && toolPath(path):
+		return s.tools.at(n-1, v)
+	}
+	return s.doc.at(n, v)
 }
 
 // problem is store.problem ("" when the fact is usable or the problem is undefined).

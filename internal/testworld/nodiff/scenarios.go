@@ -1,9 +1,12 @@
 package nodiff
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"testing"
 
+	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
@@ -28,6 +31,26 @@ type Scenario struct {
 	Name  string
 	Query []byte
 	Want  string // Outcome of the decision, checked before measuring
+}
+
+// DecideParallel measures e's decisions from GOMAXPROCS goroutines (b.RunParallel), each
+// asking query(0), query(1), ... in turn, and reports decisions/s: the throughput of the
+// whole process.
+func DecideParallel(b *testing.B, e core.Engine, query func(i int) []byte) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 0, 16384)
+		var err error
+		for i := 0; pb.Next(); i++ {
+			if buf, err = e.DecideJSON(ctx, buf[:0], query(i)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 }
 
 func agentID(i int) string { return fmt.Sprintf("installed:agent-%04d", i) }

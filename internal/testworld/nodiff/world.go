@@ -172,12 +172,15 @@ func encode(v any) string {
 }
 
 // slot returns a keyring slot's value, drawing it on first use.
-func (w *world) slot(user string) *string {
-	if v, ok := w.slots[user]; ok {
+func (w *world) slot(user string) *string { return drawn(w.slots, user, w.draw) }
+
+// drawn returns m[k], drawing it on first use.
+func drawn[V any](m map[string]V, k string, draw func(string) V) V {
+	if v, ok := m[k]; ok {
 		return v
 	}
-	v := w.draw(user)
-	w.slots[user] = v
+	v := draw(k)
+	m[k] = v
 	return v
 }
 
@@ -290,14 +293,7 @@ func (w *world) perturb(user string) {
 }
 
 // ledger returns a ledger file, drawing it on first use.
-func (w *world) ledger(name string) *file {
-	if f, ok := w.files[name]; ok {
-		return f
-	}
-	f := w.drawLedger(name)
-	w.files[name] = f
-	return f
-}
+func (w *world) ledger(name string) *file { return drawn(w.files, name, w.drawLedger) }
 
 func (w *world) drawLedger(name string) *file {
 	g := w.g
@@ -351,23 +347,9 @@ func (w *world) someAgent() string {
 func (w *world) grantsDoc() any {
 	g := w.g
 	doc := map[string]any{}
-	put := func(c, a string, v any) {
-		m, ok := doc[c].(map[string]any)
-		if !ok {
-			m = map[string]any{}
-			doc[c] = m
-		}
-		m[a] = v
-	}
-	for _, c := range w.conns {
-		for _, a := range w.agents {
-			if g.chance(0.65) {
-				put(c, a, g.covering(w.req, c))
-			}
-		}
-	}
+	w.somePairs(0.65, func(c, a string) { setPair(doc, c, a, g.covering(w.req, c)) })
 	for range g.r.IntN(4) {
-		put(w.someConnector(), w.someAgent(), g.scopeList(3))
+		setPair(doc, w.someConnector(), w.someAgent(), g.scopeList(3))
 	}
 	return w.misshape(doc, func(m map[string]any) {
 		c := w.someConnector()
@@ -382,6 +364,27 @@ func (w *world) grantsDoc() any {
 			m[c] = "x"
 		}
 	})
+}
+
+// somePairs calls f on each pair of the world's connectors and agents with probability p.
+func (w *world) somePairs(p float64, f func(c, a string)) {
+	for _, c := range w.conns {
+		for _, a := range w.agents {
+			if w.g.chance(p) {
+				f(c, a)
+			}
+		}
+	}
+}
+
+// setPair sets doc[c][a] to v (doc[c] becomes an object when it is not one).
+func setPair(doc map[string]any, c, a string, v any) {
+	m, ok := doc[c].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		doc[c] = m
+	}
+	m[a] = v
 }
 
 // misshape sometimes gives a document a wrong shape: not an object, or one entry spoilt.
@@ -400,23 +403,9 @@ func (w *world) misshape(doc map[string]any, spoil func(map[string]any)) any {
 func (w *world) activationsDoc() any {
 	g := w.g
 	acts := map[string]any{}
-	put := func(c, a string, v any) {
-		m, ok := acts[c].(map[string]any)
-		if !ok {
-			m = map[string]any{}
-			acts[c] = m
-		}
-		m[a] = v
-	}
-	for _, c := range w.conns {
-		for _, a := range w.agents {
-			if g.chance(0.5) {
-				put(c, a, true)
-			}
-		}
-	}
+	w.somePairs(0.5, func(c, a string) { setPair(acts, c, a, true) })
 	for range g.r.IntN(4) {
-		put(w.someConnector(), w.someAgent(), g.chance(0.9))
+		setPair(acts, w.someConnector(), w.someAgent(), g.chance(0.9))
 	}
 	doc := map[string]any{"version": json.Number("1"), "activations": acts}
 	if g.chance(0.05) {
@@ -428,18 +417,7 @@ func (w *world) activationsDoc() any {
 	// tool rules beside the activations, for some pairs
 	if g.chance(0.6) {
 		rules := map[string]any{}
-		for _, c := range w.conns {
-			for _, a := range w.agents {
-				if g.chance(0.4) {
-					m, ok := rules[c].(map[string]any)
-					if !ok {
-						m = map[string]any{}
-						rules[c] = m
-					}
-					m[a] = g.toolRule()
-				}
-			}
-		}
+		w.somePairs(0.4, func(c, a string) { setPair(rules, c, a, g.toolRule()) })
 		doc["tools"] = rules
 	}
 	return w.misshape(doc, func(m map[string]any) {
