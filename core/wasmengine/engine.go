@@ -566,11 +566,9 @@ func (e *Engine) load(ctx context.Context, in *instance, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("wasmengine: manifest: %w", err)
 	}
-	var m core.Manifest
-	if err := json.Unmarshal(out, &m); err != nil || len(m.Ops) == 0 {
-		return fmt.Errorf("%w: manifest %s", ErrNotPolicy, out)
+	if e.manifest, err = core.ParseManifest(out); err != nil {
+		return fmt.Errorf("%w: manifest %s: %v", ErrNotPolicy, out, err)
 	}
-	e.manifest = &m
 	return nil
 }
 
