@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 func testModule(t testing.TB, name string) []byte {
@@ -147,27 +147,11 @@ func drawnAnswers(t *testing.T, seed uint64, perOp int) (e *wasmengine.Engine, q
 // returned. It fails t on the first error any worker returns.
 func inParallel(t *testing.T, workers, rounds, stride, n int, decide func(w, i, k int, buf []byte) ([]byte, error)) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for i := range rounds {
-				var err error
-				if buf, err = decide(w, i, (w*stride+i)%n, buf); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	bufs := make([][]byte, workers)
+	testenv.InParallel(t, workers, rounds, func(w, i int) (err error) {
+		bufs[w], err = decide(w, i, (w*stride+i)%n, bufs[w])
+		return err
+	})
 }
 
 // TestConcurrent decides from many goroutines at once on a pool smaller than their number

@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"sync"
+	"testing"
+)
+
+// InParallel runs workers goroutines at once, worker w making rounds calls call(w, i)
+// (i from 0) until one returns an error, and then fails tb with the first error a worker
+// returned. The engines' concurrency tests share it: run them with -race.
+func InParallel(tb testing.TB, workers, rounds int, call func(w, i int) error) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := call(w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		tb.Fatal(err)
+	}
+}
