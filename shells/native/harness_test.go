@@ -280,6 +280,32 @@ type noLocks struct{}
 
 func (noLocks) TryLock(context.Context, string, time.Duration) (func(), error) { return func() {}, nil }
 
+// children are the roles a re-executed test binary can play (see child): each runs in
+// its own process, and its error is printed and exits 1.
+var children = map[string]func() error{
+	"ledger-writer":   childLedgerWriter,
+	"refresher":       childRefresher,
+	"ledger-ops":      childLedgerOps,
+	"ops":             childOps,
+	"lock-holder":     childLockHolder,
+	"changer":         childChanger,
+	"keyring-nostore": childKeyringNoStore,
+}
+
+// runChild runs the role of a re-executed test binary and returns its exit code.
+func runChild(role string) int {
+	run, ok := children[role]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+		return 2
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // child runs this test binary again as a separate process in role, with extra env.
 func child(t testing.TB, role string, env ...string) *exec.Cmd {
 	t.Helper()

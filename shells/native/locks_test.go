@@ -76,22 +76,20 @@ func TestLocksQueueWithinProcess(t *testing.T) {
 	}
 }
 
-func childLockHolder() int {
+func childLockHolder() error {
 	ctx := context.Background()
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), NoWatch: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	release, err := sh.Capabilities().Locks.TryLock(ctx, os.Getenv("GW_LOCK"), 5*time.Second)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	fmt.Println("held")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
 	release()
-	return 0
+	return nil
 }
 
 // The lock is shared by every process of the user: another process holding it makes

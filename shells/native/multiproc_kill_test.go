@@ -36,12 +36,11 @@ func killState(n int) []byte {
 const stateFile = "connectors/state.json"
 
 // childLedgerWriter rewrites the state ledger with n+1, n+2, ... until it is killed.
-func childLedgerWriter() int {
+func childLedgerWriter() error {
 	ctx := context.Background()
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), NoWatch: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	l := sh.Capabilities().Files
 	fmt.Println("ready")
@@ -58,8 +57,7 @@ func childLedgerWriter() int {
 			return killState(n + 1), nil
 		})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
 }
