@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/grantwire/grantwire/internal/jsonx"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,16 +87,7 @@ func TestPaths(t *testing.T) {
 // the context's error, never a corrupt reason (the document was not judged), and an
 // uncancelled one reads as Decode does (issue 20 §1.20).
 func TestDecodeContextStopsWhenCancelled(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"google": {`)
-	for i := range 20000 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"builtin:a%d": ["openid"]`, i)
-	}
-	b.WriteString(`}}`)
-	doc := []byte(b.String())
+	doc := testenv.LargeGrants(20000)
 	ctx, cancel := context.WithCancel(context.Background())
 	want, err := jsonx.Decode(doc)
 	require.NoError(t, err)
