@@ -318,4 +318,10 @@ func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./she
 
 func randHex(n int) string { return testenv.RandHex(n) }
 
+// inTime fails the test when f does not return within 10 s (a read blocked on a FIFO).
+func inTime(t *testing.T, what string, f func()) {
+	t.Helper()
+	testenv.Within(t, 10*time.Second, what, f)
+}
+
 const realKeyringEnv = testenv.RealKeyringEnv

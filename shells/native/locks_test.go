@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"github.com/grantwire/grantwire"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -144,24 +143,15 @@ func TestConcurrentRefreshesShareOneRequest(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	w.srv.Script(authserver.Failure{Grant: "refresh_token", Delay: 200 * time.Millisecond})
 
-	var wg sync.WaitGroup
-	var failures atomic.Int32
 	tokens := make([]string, 8)
-	for i := range tokens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tok, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
-			if err != nil {
-				failures.Add(1)
-				t.Error(err)
-				return
-			}
-			tokens[i] = tok.AccessToken
-		}()
-	}
-	wg.Wait()
-	require.Zero(t, failures.Load())
+	testenv.InParallel(t, len(tokens), 1, func(i, _ int) error {
+		tok, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
+		if err != nil {
+			return err
+		}
+		tokens[i] = tok.AccessToken
+		return nil
+	})
 	require.Equal(t, 1, w.srv.Stats().Refreshes, "one token request for eight callers")
 	for _, tok := range tokens {
 		require.Equal(t, tokens[0], tok)

@@ -3,6 +3,7 @@ package testenv
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // InParallel runs workers goroutines at once, worker w making rounds calls call(w, i)
@@ -28,5 +29,19 @@ func InParallel(tb testing.TB, workers, rounds int, call func(w, i int) error) {
 	close(errs)
 	for err := range errs {
 		tb.Fatal(err)
+	}
+}
+
+// Within runs f and fails tb unless f returns within d (a read that would block on a FIFO,
+// a decision that must stop when its context ends); what names f in the failure. It is
+// not a timing test: d is far above what f takes when it works.
+func Within(tb testing.TB, d time.Duration, what string, f func()) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		tb.Fatalf("%s did not return within %s", what, d)
 	}
 }
