@@ -101,12 +101,7 @@ func TestLocksAcrossProcesses(t *testing.T) {
 		cmd := child(t, "lock-holder", "GW_HOME="+home, "GW_LOCK=local")
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "held\n", line)
+		startChild(t, cmd, "held")
 
 		start := time.Now()
 		_, err = l.TryLock(ctx, "local", 150*time.Millisecond)
