@@ -284,6 +284,20 @@ type Manifest struct {
 	Loopback Loopback `json:"loopback"`
 }
 
+// ParseManifest decodes what an engine's manifest entrypoint returned, refusing a value
+// that is not a manifest or one that names no operation: every engine checks the policy
+// it loaded with it.
+func ParseManifest(raw []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("core: malformed manifest: %w", err)
+	}
+	if len(m.Ops) == 0 {
+		return nil, errors.New("core: manifest names no operation")
+	}
+	return &m, nil
+}
+
 // ErrorInfo is how the surfaces render an error code: its REST status and CLI exit code.
 type ErrorInfo struct {
 	Status int `json:"status"`

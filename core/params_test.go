@@ -27,3 +27,17 @@ func TestParamsDecodeAsJSON(t *testing.T) {
 		t.Error("an absent parameter is not empty")
 	}
 }
+
+// ParseManifest refuses what is not a manifest naming an operation, the check every
+// engine makes of the policy it loads.
+func TestParseManifest(t *testing.T) {
+	for _, raw := range []string{``, `null`, `{}`, `{"ops": {}}`, `[]`, `{"ops": 1}`} {
+		if _, err := ParseManifest([]byte(raw)); err == nil {
+			t.Errorf("ParseManifest(%s) accepted", raw)
+		}
+	}
+	m, err := ParseManifest([]byte(`{"ops": {"status": {"prefetch": []}}, "errors": {"x": {"status": 400, "exit": 2}}}`))
+	if err != nil || len(m.Ops) != 1 || m.Errors["x"].Exit != 2 {
+		t.Fatalf("ParseManifest: %+v, %v", m, err)
+	}
+}

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // indented is how ledgers were written before encodeDocument wrote them member by member:
@@ -44,11 +44,11 @@ func TestEncodeDocumentIsIndentedJSON(t *testing.T) {
 
 // bigLedger is a grants ledger of n agents on one connector.
 func bigLedger(n int) map[string]any {
-	agents := make(map[string]any, n)
-	for i := range n {
-		agents["builtin:a"+strconv.Itoa(i)] = []any{"openid"}
+	var doc map[string]any
+	if err := json.Unmarshal(testenv.LargeGrants(n), &doc); err != nil {
+		panic(err)
 	}
-	return map[string]any{"google": agents}
+	return doc
 }
 
 // TestEncodeDocumentStopsWhenCancelled: a cancellation during the encoding of a large

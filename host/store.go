@@ -61,17 +61,7 @@ func (o *Op) redact(key string, b []byte, fields []string) any {
 
 // redactDoc is redact of a parsed document (nil: not JSON).
 func (o *Op) redactDoc(key string, v any, fields []string) any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	out := jsonx.FactValue(m).(map[string]any)
-	for _, f := range fields {
-		if s, ok := m[f].(string); ok {
-			out[f] = o.register(key, f, s)
-		}
-	}
-	return out
+	return jsonx.DescribeMembers(v, fields, func(f, s string) map[string]any { return o.register(key, f, s) })
 }
 
 // expectation is the precondition of a keyring effect.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // cpuTime is the CPU time a process has used so far (utime + stime of /proc/PID/stat).
@@ -74,17 +76,8 @@ func TestBinarySIGINTBeforeTheCommitPointCancelsALargeGrant(t *testing.T) {
 	w := newBB(t)
 	dir := filepath.Join(w.home, ".grantwire", "connectors")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
-	var b strings.Builder
-	b.WriteString(`{"google": {`)
-	for i := range 300000 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"builtin:a%d": ["openid"]`, i)
-	}
-	b.WriteString(`}}`)
 	ledger := filepath.Join(dir, "grants.json")
-	original := []byte(b.String())
+	original := testenv.LargeGrants(300000)
 
 	// What a whole grant of this ledger costs in CPU time, uninterrupted.
 	require.NoError(t, os.WriteFile(ledger, original, 0o600))

@@ -36,7 +36,6 @@ package nativeengine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,11 +90,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nativeengine: manifest: %w", err)
 	}
-	var m core.Manifest
-	if err := json.Unmarshal(out, &m); err != nil || len(m.Ops) == 0 {
-		return nil, fmt.Errorf("nativeengine: manifest %s", out)
+	if e.manifest, err = core.ParseManifest(out); err != nil {
+		return nil, fmt.Errorf("nativeengine: manifest %s: %w", out, err)
 	}
-	e.manifest = &m
 	return e, nil
 }
 

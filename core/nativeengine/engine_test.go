@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 func newEngine(t testing.TB, data []byte) *nativeengine.Engine {
@@ -115,22 +115,14 @@ func TestConcurrent(t *testing.T) {
 			t.Fatalf("%s: %s, captured %s", ep.Name, want[i], ep.Decision)
 		}
 	}
-	var wg sync.WaitGroup
-	for g := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range 50 {
-				i := (g + r) % len(eps)
-				out, err := e.DecideJSON(context.Background(), nil, eps[i].Query)
-				if got := fmt.Sprintf("%s %v", out, err); got != want[i] {
-					t.Errorf("%s: concurrent %s, alone %s", eps[i].Name, got, want[i])
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	testenv.InParallel(t, 16, 50, func(g, r int) error {
+		i := (g + r) % len(eps)
+		out, err := e.DecideJSON(context.Background(), nil, eps[i].Query)
+		if got := fmt.Sprintf("%s %v", out, err); got != want[i] {
+			return fmt.Errorf("%s: concurrent %s, alone %s", eps[i].Name, got, want[i])
+		}
+		return nil
+	})
 }
 
 // A warm engine does not allocate on the gate's decisions (the cached token handed out,

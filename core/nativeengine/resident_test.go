@@ -13,6 +13,7 @@ import (
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/nativeengine"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // tokens hands out synthetic tokens as a host does: one per distinct fact content, never
@@ -266,32 +267,18 @@ func TestConcurrentResidentFacts(t *testing.T) {
 	for _, op := range []string{"status", "list_grants"} {
 		jobs = append(jobs, job{typed(t, eps[op].Query, ts, false), eps[op]})
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 30 {
-				j := jobs[(w+i)%len(jobs)]
-				got, err := e.Decide(ctx, j.q)
-				if err != nil {
-					errs <- err
-					return
-				}
-				want, _ := core.ParseDecision(j.want.Decision)
-				if !reflect.DeepEqual(got, want) {
-					errs <- fmt.Errorf("%s: decision changed under concurrency", j.want.Name)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	testenv.InParallel(t, 8, 30, func(w, i int) error {
+		j := jobs[(w+i)%len(jobs)]
+		got, err := e.Decide(ctx, j.q)
+		if err != nil {
+			return err
+		}
+		want, _ := core.ParseDecision(j.want.Decision)
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("%s: decision changed under concurrency", j.want.Name)
+		}
+		return nil
+	})
 	if n, _ := e.ResidentStats(); n == 0 {
 		t.Error("nothing resident")
 	}

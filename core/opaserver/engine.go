@@ -91,11 +91,9 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Engine, error) {
 	if res == nil {
 		return nil, fmt.Errorf("opaserver: %s serves no data.grantwire.manifest: is grantwire's bundle loaded?", e.base)
 	}
-	var m core.Manifest
-	if err := json.Unmarshal(res, &m); err != nil || len(m.Ops) == 0 {
-		return nil, fmt.Errorf("opaserver: %s: data.grantwire.manifest is not grantwire's manifest", e.base)
+	if e.manifest, err = core.ParseManifest(res); err != nil {
+		return nil, fmt.Errorf("opaserver: %s: data.grantwire.manifest is not grantwire's manifest: %w", e.base, err)
 	}
-	e.manifest = &m
 	e.revision = prov.revision()
 	if e.catalog, _, err = e.get(ctx, CatalogPath); err != nil {
 		return nil, err

@@ -105,11 +105,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m core.Manifest
-	if err := json.Unmarshal(raw, &m); err != nil || len(m.Ops) == 0 {
-		return nil, fmt.Errorf("regoengine: manifest %s", raw)
+	if e.manifest, err = core.ParseManifest(raw); err != nil {
+		return nil, fmt.Errorf("regoengine: manifest %s: %w", raw, err)
 	}
-	e.manifest = &m
 	return e, nil
 }
 

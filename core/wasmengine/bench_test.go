@@ -48,48 +48,35 @@ func BenchmarkFloor(b *testing.B) {
 func BenchmarkNew(b *testing.B) {
 	ctx := context.Background()
 	data := nodiff.Scaled(10).Data
-	run := func(b *testing.B, opts ...wasmengine.Option) {
+	// run measures New with opts, after WithData and WithPoolSize(1); a cache is warmed by
+	// one engine first.
+	run := func(b *testing.B, cache wasmengine.Option, opts ...wasmengine.Option) {
+		if cache != nil {
+			e, err := wasmengine.New(ctx, cache)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Close(ctx)
+			opts = append(opts, cache)
+		}
+		opts = append([]wasmengine.Option{wasmengine.WithData(data), wasmengine.WithPoolSize(1)}, opts...)
 		b.ReportAllocs()
 		for b.Loop() {
-			e, err := wasmengine.New(ctx, append(opts, wasmengine.WithData(data), wasmengine.WithPoolSize(1))...)
+			e, err := wasmengine.New(ctx, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			e.Close(ctx)
 		}
 	}
-	b.Run("cache=none", func(b *testing.B) { run(b) })
+	b.Run("cache=none", func(b *testing.B) { run(b, nil) })
 	b.Run("cache=memory", func(b *testing.B) {
 		cache := wazero.NewCompilationCache()
 		defer cache.Close(ctx)
-		e, err := wasmengine.New(ctx, wasmengine.WithCompilationCache(cache))
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.Close(ctx)
-		b.ResetTimer()
 		run(b, wasmengine.WithCompilationCache(cache))
 	})
-	b.Run("cache=dir", func(b *testing.B) {
-		dir := b.TempDir()
-		e, err := wasmengine.New(ctx, wasmengine.WithCompilationCacheDir(dir))
-		if err != nil {
-			b.Fatal(err)
-		}
-		e.Close(ctx)
-		b.ResetTimer()
-		run(b, wasmengine.WithCompilationCacheDir(dir))
-	})
-	b.Run("cache=none/pool=2", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			e, err := wasmengine.New(ctx, wasmengine.WithData(data), wasmengine.WithPoolSize(2))
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.Close(ctx)
-		}
-	})
+	b.Run("cache=dir", func(b *testing.B) { run(b, wasmengine.WithCompilationCacheDir(b.TempDir())) })
+	b.Run("cache=none/pool=2", func(b *testing.B) { run(b, nil, wasmengine.WithPoolSize(2)) })
 }
 
 // BenchmarkContext measures what cancellation costs: the gate's allow decision (real

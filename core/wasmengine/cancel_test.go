@@ -9,24 +9,12 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/core/wasmengine"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // slowQuery is a query of testdata/slow whose decision takes about 10 s on wazero's
 // compiler (a minute on its interpreter): far longer than any test waits.
 var slowQuery = []byte(`{"n": 800}`)
-
-// returnsWithin runs f and fails the test unless it returns within d. It is not a timing
-// test: the decisions interrupted here would run for ten seconds or more.
-func returnsWithin(t *testing.T, d time.Duration, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("did not return within %s of the cancellation", d)
-	}
-}
 
 // A decision stops when its context ends (deadline or cancel), on the compiler and on the
 // interpreter, and the engine (its only instance replaced) answers the next query.
@@ -38,15 +26,12 @@ func TestCancellationStopsASlowDecision(t *testing.T) {
 			if interp {
 				opts = append(opts, wasmengine.WithInterpreter())
 			}
-			e, err := wasmengine.New(context.Background(), opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close(context.Background())
+			e := newEngine(t, opts...)
+			var err error
 
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
-			returnsWithin(t, 5*time.Second, func() {
+			testenv.Within(t, 5*time.Second, "the decision cancelled", func() {
 				_, err = e.DecideJSON(ctx, nil, slowQuery)
 			})
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -55,7 +40,7 @@ func TestCancellationStopsASlowDecision(t *testing.T) {
 
 			ctx, cancel = context.WithCancel(context.Background())
 			time.AfterFunc(50*time.Millisecond, cancel)
-			returnsWithin(t, 5*time.Second, func() {
+			testenv.Within(t, 5*time.Second, "the decision cancelled", func() {
 				_, err = e.DecideJSON(ctx, nil, slowQuery)
 			})
 			if !errors.Is(err, context.Canceled) {

@@ -566,11 +566,9 @@ func (e *Engine) load(ctx context.Context, in *instance, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("wasmengine: manifest: %w", err)
 	}
-	var m core.Manifest
-	if err := json.Unmarshal(out, &m); err != nil || len(m.Ops) == 0 {
-		return fmt.Errorf("%w: manifest %s", ErrNotPolicy, out)
+	if e.manifest, err = core.ParseManifest(out); err != nil {
+		return fmt.Errorf("%w: manifest %s: %v", ErrNotPolicy, out, err)
 	}
-	e.manifest = &m
 	return nil
 }
 
@@ -645,9 +643,6 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	if err := core.CheckQuery(query); err != nil {
 		return dst, err
 	}
-	if err := ctx.Err(); err != nil {
-		return dst, fmt.Errorf("wasmengine: decision not started: %w", err)
-	}
 	v, in, err := e.acquire(ctx)
 	if err != nil {
 		return dst, err
@@ -662,8 +657,12 @@ func (e *Engine) DecideJSON(ctx context.Context, dst, query []byte) ([]byte, err
 	return out, e.release(ctx, v, in, err)
 }
 
-// acquire borrows an instance from the pool of the variant ctx calls for.
+// acquire borrows an instance from the pool of the variant ctx calls for; a ctx that has
+// already ended starts no decision.
 func (e *Engine) acquire(ctx context.Context) (*variant, *instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("wasmengine: decision not started: %w", err)
+	}
 	v, err := e.variantFor(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -8,14 +8,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/core/wasmengine"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
+
+// newEngine builds an engine with opts, failing t when it cannot, and closes it when t
+// ends.
+func newEngine(t testing.TB, opts ...wasmengine.Option) *wasmengine.Engine {
+	t.Helper()
+	e, err := wasmengine.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
 
 func testModule(t testing.TB, name string) []byte {
 	t.Helper()
@@ -82,11 +94,7 @@ func TestNewRejectsOptions(t *testing.T) {
 // (with its only instance replaced) answers the next query.
 func TestAbortKeepsEngineUsable(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmengine.New(ctx, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := newEngine(t, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
 	for i := range 3 {
 		_, err := e.DecideJSON(ctx, nil, []byte(`{"a":true,"b":true}`))
 		var abort *wasmengine.AbortError
@@ -103,11 +111,7 @@ func TestAbortKeepsEngineUsable(t *testing.T) {
 // TestUndefined: a policy with no decision for the query gives core.ErrUndefined.
 func TestUndefined(t *testing.T) {
 	ctx := context.Background()
-	e, err := wasmengine.New(ctx, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := newEngine(t, wasmengine.WithModule(testModule(t, "abort")), wasmengine.WithPoolSize(1))
 	if _, err := e.DecideJSON(ctx, nil, []byte(`{}`)); !errors.Is(err, core.ErrUndefined) {
 		t.Fatalf("got %v, want ErrUndefined", err)
 	}
@@ -123,11 +127,7 @@ func drawnAnswers(t *testing.T, seed uint64, perOp int) (e *wasmengine.Engine, q
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = wasmengine.New(ctx, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close(ctx) })
+	e = newEngine(t, wasmengine.WithData(cat.Data()), wasmengine.WithPoolSize(3))
 	g := nodiff.NewGen(nodiff.MustCatalog("embedded", cat.Data()), seed, 0)
 	for _, op := range nodiff.Ops {
 		for range perOp {
@@ -147,27 +147,11 @@ func drawnAnswers(t *testing.T, seed uint64, perOp int) (e *wasmengine.Engine, q
 // returned. It fails t on the first error any worker returns.
 func inParallel(t *testing.T, workers, rounds, stride, n int, decide func(w, i, k int, buf []byte) ([]byte, error)) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for i := range rounds {
-				var err error
-				if buf, err = decide(w, i, (w*stride+i)%n, buf); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	bufs := make([][]byte, workers)
+	testenv.InParallel(t, workers, rounds, func(w, i int) (err error) {
+		bufs[w], err = decide(w, i, (w*stride+i)%n, bufs[w])
+		return err
+	})
 }
 
 // TestConcurrent decides from many goroutines at once on a pool smaller than their number
@@ -218,11 +202,7 @@ func TestCompilationCacheDir(t *testing.T) {
 func TestDecideJSONDoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	cat := nodiff.Scaled(10)
-	e, err := wasmengine.New(ctx, wasmengine.WithData(cat.Data), wasmengine.WithPoolSize(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := newEngine(t, wasmengine.WithData(cat.Data), wasmengine.WithPoolSize(1))
 	for _, sc := range append(nodiff.GateMix(), nodiff.Refresh()...) {
 		buf := make([]byte, 0, 4096)
 		if n := testing.AllocsPerRun(50, func() {

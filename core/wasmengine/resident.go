@@ -100,9 +100,6 @@ func (e *Engine) decideResident(ctx context.Context, dst []byte, q *core.Query) 
 	if err != nil || core.CheckQuery(base) != nil {
 		return dst, errViaJSON
 	}
-	if err := ctx.Err(); err != nil {
-		return dst, fmt.Errorf("wasmengine: decision not started: %w", err)
-	}
 	v, in, err := e.acquire(ctx)
 	if err != nil {
 		return dst, err

@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/grantwire/grantwire/core"
 	"github.com/grantwire/grantwire/internal/testworld/nodiff"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // tokenize names facts of q by version as a host would: the token of a fact is a hash of
@@ -253,34 +253,20 @@ func TestResidentConcurrent(t *testing.T) {
 		tokenize(qs[i], 1, nil)
 		want[i], _ = viaJSON(t, e, qs[i])
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 60 {
-				k := (i + g) % len(scs)
-				d, err := e.Decide(context.Background(), qs[k])
-				if err != nil {
-					errs <- err
-					return
-				}
-				got, _ := json.Marshal(d)
-				w, _ := core.ParseDecision(want[k])
-				wj, _ := json.Marshal(w)
-				if !bytes.Equal(got, wj) {
-					errs <- fmt.Errorf("%s: %s, want %s", scs[k].Name, got, wj)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	testenv.InParallel(t, 4, 60, func(g, i int) error {
+		k := (i + g) % len(scs)
+		d, err := e.Decide(context.Background(), qs[k])
+		if err != nil {
+			return err
+		}
+		got, _ := json.Marshal(d)
+		w, _ := core.ParseDecision(want[k])
+		wj, _ := json.Marshal(w)
+		if !bytes.Equal(got, wj) {
+			return fmt.Errorf("%s: %s, want %s", scs[k].Name, got, wj)
+		}
+		return nil
+	})
 }
 
 // TestResidentRefusedFact: a tokened fact the engine boundary refuses (a fraction, a

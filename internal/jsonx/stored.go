@@ -251,6 +251,24 @@ func Describe(ref, value string) map[string]any {
 	return map[string]any{"$ref": ref, "digest": Digest(value), "crc32": CRC32(value)}
 }
 
+// DescribeMembers is what a fact carries of a stored JSON object some of whose members are
+// secrets: the decoded document v as FactValue makes it, with each listed top-level
+// string member replaced by describe(member, value) (the host registers the secret and
+// returns its Describe). Anything but an object gives nil. v is not changed.
+func DescribeMembers(v any, members []string, describe func(member, value string) map[string]any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := FactValue(m).(map[string]any)
+	for _, f := range members {
+		if s, ok := m[f].(string); ok {
+			out[f] = describe(f, s)
+		}
+	}
+	return out
+}
+
 // Digest refers to a secret without revealing it: "sha256:" and 16 hex digits.
 func Digest(secret string) string { return "sha256:" + Version(secret) }
 

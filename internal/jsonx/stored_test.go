@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/grantwire/grantwire/internal/jsonx"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,6 +68,24 @@ func TestDescribe(t *testing.T) {
 	require.Len(t, d, 3)
 }
 
+// TestDescribeMembers: the listed string members of an object are described, the rest is
+// the fact value of the document (unsafe numbers as {"$number"}), the document unchanged;
+// anything but an object is nil.
+func TestDescribeMembers(t *testing.T) {
+	doc, err := jsonx.Decode([]byte(`{"client_secret": "s", "client_id": "c", "n": 1.5, "nested": {"client_secret": "x"}}`))
+	require.NoError(t, err)
+	describe := func(f, s string) map[string]any { return jsonx.Describe("k#"+f, s) }
+	got := jsonx.DescribeMembers(doc, []string{"client_secret", "n", "absent"}, describe)
+	require.Equal(t, map[string]any{
+		"client_secret": jsonx.Describe("k#client_secret", "s"), "client_id": "c",
+		"n": map[string]any{"$number": "1.5"}, "nested": map[string]any{"client_secret": "x"},
+	}, got)
+	require.Equal(t, "s", doc.(map[string]any)["client_secret"], "the document is not changed")
+	for _, v := range []any{nil, "s", []any{"s"}} {
+		require.Nil(t, jsonx.DescribeMembers(v, []string{"s"}, describe))
+	}
+}
+
 // TestPaths: the value at a path, and the types on the way as far as it leads.
 func TestPaths(t *testing.T) {
 	doc, err := jsonx.Decode([]byte(`{"a": {"b": [1]}, "n": 1.5}`))
@@ -100,16 +117,7 @@ func TestPaths(t *testing.T) {
 // the context's error, never a corrupt reason (the document was not judged), and an
 // uncancelled one reads as Decode does (issue 20 §1.20).
 func TestDecodeContextStopsWhenCancelled(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"google": {`)
-	for i := range 20000 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `"builtin:a%d": ["openid"]`, i)
-	}
-	b.WriteString(`}}`)
-	doc := []byte(b.String())
+	doc := testenv.LargeGrants(20000)
 	ctx, cancel := context.WithCancel(context.Background())
 	want, err := jsonx.Decode(doc)
 	require.NoError(t, err)

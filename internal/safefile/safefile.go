@@ -98,18 +98,16 @@ func OpenNoFollow(path string) (*os.File, fs.FileInfo, error) { return open(path
 // ReadFile reads the regular file at path, following symbolic links, refusing one larger
 // than limit bytes with a *TooLargeError before reading it.
 func ReadFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, fi, err := Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	b, err := ReadAll(f, path, fi.Size(), limit)
-	return b, fi, err
+	return readFile(path, limit, false)
 }
 
 // ReadFileNoFollow is ReadFile refusing a symbolic link as OpenNoFollow does.
 func ReadFileNoFollow(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, fi, err := OpenNoFollow(path)
+	return readFile(path, limit, true)
+}
+
+func readFile(path string, limit int64, noFollow bool) ([]byte, fs.FileInfo, error) {
+	f, fi, err := open(path, noFollow)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -63,25 +63,22 @@ func runOp(ctx context.Context, c *grantwire.Client, o childOp) (changed bool, e
 	return false, fmt.Errorf("unknown op %q", o.Op)
 }
 
-func childOps() int {
+func childOps() error {
 	ctx := context.Background()
 	c, _, err := childClient(ctx, childOptions(), nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	var ops []childOp
 	if err := json.Unmarshal([]byte(os.Getenv("GW_OPS")), &ops); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	for _, o := range ops {
 		if _, err := runOp(ctx, c, o); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
-	return 0
+	return nil
 }
 
 func runOps(t *testing.T, home string, ops ...childOp) {

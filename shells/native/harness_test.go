@@ -1,6 +1,7 @@
 package native_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -280,6 +281,32 @@ type noLocks struct{}
 
 func (noLocks) TryLock(context.Context, string, time.Duration) (func(), error) { return func() {}, nil }
 
+// children are the roles a re-executed test binary can play (see child): each runs in
+// its own process, and its error is printed and exits 1.
+var children = map[string]func() error{
+	"ledger-writer":   childLedgerWriter,
+	"refresher":       childRefresher,
+	"ledger-ops":      childLedgerOps,
+	"ops":             childOps,
+	"lock-holder":     childLockHolder,
+	"changer":         childChanger,
+	"keyring-nostore": childKeyringNoStore,
+}
+
+// runChild runs the role of a re-executed test binary and returns its exit code.
+func runChild(role string) int {
+	run, ok := children[role]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+		return 2
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // child runs this test binary again as a separate process in role, with extra env.
 func child(t testing.TB, role string, env ...string) *exec.Cmd {
 	t.Helper()
@@ -288,8 +315,25 @@ func child(t testing.TB, role string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// startChild starts cmd (a child) and waits for the line its role prints when it is ready.
+func startChild(t testing.TB, cmd *exec.Cmd, ready string) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, ready+"\n", line)
+}
+
 func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./shells/native") }
 
 func randHex(n int) string { return testenv.RandHex(n) }
+
+// inTime fails the test when f does not return within 10 s (a read blocked on a FIFO).
+func inTime(t *testing.T, what string, f func()) {
+	t.Helper()
+	testenv.Within(t, 10*time.Second, what, f)
+}
 
 const realKeyringEnv = testenv.RealKeyringEnv

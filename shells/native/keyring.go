@@ -18,6 +18,7 @@ import (
 	gokeyring "github.com/zalando/go-keyring"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/secretservice"
 )
 
 // Chunking of large values, compatible with GAIA's gaia.connections layout: a value
@@ -228,7 +229,7 @@ func split(v string) []string {
 func (k *keyringStore) rawGet(ctx context.Context, service, user string) (string, bool, error) {
 	var v string
 	err := k.call(ctx, "read", func() (err error) { v, err = k.b.Get(service, user); return err })
-	if errors.Is(err, gokeyring.ErrNotFound) || vanished(err) {
+	if errors.Is(err, gokeyring.ErrNotFound) || secretservice.Vanished(err) {
 		return "", false, nil
 	}
 	if err != nil {
@@ -246,26 +247,10 @@ func (k *keyringStore) rawSet(ctx context.Context, service, user, value string) 
 
 func (k *keyringStore) rawDelete(ctx context.Context, service, user string) error {
 	err := k.call(ctx, "delete", func() error { return k.b.Delete(service, user) })
-	if err == nil || errors.Is(err, gokeyring.ErrNotFound) || vanished(err) {
+	if err == nil || errors.Is(err, gokeyring.ErrNotFound) || secretservice.Vanished(err) {
 		return nil
 	}
 	return classify("delete", err)
-}
-
-// vanished reports an item that another process deleted between go-keyring's search and
-// its read or delete (the Secret Service then answers that the object has no such
-// interface or does not exist): for the caller, the slot is empty.
-func vanished(err error) bool {
-	var dbusErr dbus.Error
-	if !errors.As(err, &dbusErr) {
-		return false
-	}
-	switch dbusErr.Name {
-	case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
-		"org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
-		return true
-	}
-	return false
 }
 
 // call runs one backend call bounded by the timeout and ctx. go-keyring has no context:

@@ -224,13 +224,12 @@ type noStoreResult struct {
 
 const plantedSecret = "PLANTED-nostore-secret-7f3a"
 
-func childKeyringNoStore() int {
+func childKeyringNoStore() error {
 	ctx := context.Background()
 	timeout, _ := time.ParseDuration(os.Getenv("GW_KEYRING_TIMEOUT"))
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), Service: "grantwire.test.nostore", KeyringTimeout: timeout, NoWatch: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	var out noStoreResult
 	start := time.Now()
@@ -244,16 +243,14 @@ func childKeyringNoStore() int {
 	}
 	c, err := grantwire.New(ctx, grantwire.WithCapabilities(sh.Capabilities()))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	_, err = c.Configure(ctx, "google", grantwire.ConfigureInput{ClientID: "client-id", ClientSecret: plantedSecret})
 	var ge *grantwire.Error
 	if errors.As(err, &ge) {
 		out.Client, out.ClientMsg, out.Exit, out.Status = ge.Code, ge.Message, ge.Exit, ge.Status
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(out)
-	return 0
+	return json.NewEncoder(os.Stdout).Encode(out)
 }
 
 func runNoStore(t *testing.T, env ...string) (noStoreResult, string) {

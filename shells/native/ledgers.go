@@ -230,14 +230,21 @@ func (l *fileLedgers) Digest(_ context.Context, path string, max int64) (string,
 
 // ensureDir creates dir (and the home) with mode 0700 and re-asserts the mode.
 func ensureDir(home, dir string) error {
-	for _, d := range []string{home, dir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("native: create %s: %w", d, err)
-		}
-		if runtime.GOOS != "windows" {
-			if err := os.Chmod(d, 0o700); err != nil {
-				return fmt.Errorf("native: chmod 0700 %s: %w", d, err)
-			}
+	if err := privateDir(home); err != nil {
+		return err
+	}
+	return privateDir(dir)
+}
+
+// privateDir creates d (and its parents) with mode 0700 and re-asserts the mode of d
+// itself, which MkdirAll leaves as it found it.
+func privateDir(d string) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return fmt.Errorf("native: create %s: %w", d, err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("native: chmod 0700 %s: %w", d, err)
 		}
 	}
 	return nil

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/layout"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -130,27 +130,19 @@ func TestFileConcurrentUpdates(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newLedgers(t)
 	const workers, each = 8, 40
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				require.NoError(t, l.Update(ctx, "connectors/state.json", func(doc []byte, _ string) ([]byte, error) {
-					n := 0
-					if doc != nil {
-						var m map[string]int
-						if err := json.Unmarshal(doc, &m); err != nil {
-							return nil, err
-						}
-						n = m["n"]
-					}
-					return []byte(`{"n": ` + strconv.Itoa(n+1) + `}`), nil
-				}))
+	testenv.InParallel(t, workers, each, func(int, int) error {
+		return l.Update(ctx, "connectors/state.json", func(doc []byte, _ string) ([]byte, error) {
+			n := 0
+			if doc != nil {
+				var m map[string]int
+				if err := json.Unmarshal(doc, &m); err != nil {
+					return nil, err
+				}
+				n = m["n"]
 			}
-		}()
-	}
-	wg.Wait()
+			return []byte(`{"n": ` + strconv.Itoa(n+1) + `}`), nil
+		})
+	})
 	doc, _, err := l.Read(ctx, "connectors/state.json")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n": 320}`, string(doc))
@@ -218,18 +210,6 @@ func TestUnreadableLedgerIsReported(t *testing.T) {
 
 // Hostile ledgers (issue 10, items 14 and 18): whatever sits where a ledger should be, every
 // command answers at once with CORRUPT_LEDGER naming the file, and nothing is rewritten.
-
-// inTime fails the test when f does not return within 10 s (a read blocked on a FIFO).
-func inTime(t *testing.T, what string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s blocked for 10 s", what)
-	}
-}
 
 // A device in place of a ledger (here a symbolic link to /dev/zero, which the ledger
 // reader refuses as a link; read through a followed path it would never end) is refused.

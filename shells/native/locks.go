@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -159,15 +158,7 @@ func ensureLockDir(home, dir string) error {
 	if dir == filepath.Join(home, "connectors") {
 		return ensureDir(home, dir)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("native: create %s: %w", dir, err)
-	}
-	if runtime.GOOS != "windows" {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("native: chmod 0700 %s: %w", dir, err)
-		}
-	}
-	return nil
+	return privateDir(dir)
 }
 
 // lockFile takes an exclusive file lock, polling until wait has passed (then ErrBusy) or

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"github.com/grantwire/grantwire"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -76,22 +75,20 @@ func TestLocksQueueWithinProcess(t *testing.T) {
 	}
 }
 
-func childLockHolder() int {
+func childLockHolder() error {
 	ctx := context.Background()
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), NoWatch: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	release, err := sh.Capabilities().Locks.TryLock(ctx, os.Getenv("GW_LOCK"), 5*time.Second)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	fmt.Println("held")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
 	release()
-	return 0
+	return nil
 }
 
 // The lock is shared by every process of the user: another process holding it makes
@@ -104,12 +101,7 @@ func TestLocksAcrossProcesses(t *testing.T) {
 		cmd := child(t, "lock-holder", "GW_HOME="+home, "GW_LOCK=local")
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "held\n", line)
+		startChild(t, cmd, "held")
 
 		start := time.Now()
 		_, err = l.TryLock(ctx, "local", 150*time.Millisecond)
@@ -146,24 +138,15 @@ func TestConcurrentRefreshesShareOneRequest(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	w.srv.Script(authserver.Failure{Grant: "refresh_token", Delay: 200 * time.Millisecond})
 
-	var wg sync.WaitGroup
-	var failures atomic.Int32
 	tokens := make([]string, 8)
-	for i := range tokens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tok, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
-			if err != nil {
-				failures.Add(1)
-				t.Error(err)
-				return
-			}
-			tokens[i] = tok.AccessToken
-		}()
-	}
-	wg.Wait()
-	require.Zero(t, failures.Load())
+	testenv.InParallel(t, len(tokens), 1, func(i, _ int) error {
+		tok, err := w.client.GetAccessToken(ctx, "local", []string{"mail.read"}, "builtin:chat")
+		if err != nil {
+			return err
+		}
+		tokens[i] = tok.AccessToken
+		return nil
+	})
 	require.Equal(t, 1, w.srv.Stats().Refreshes, "one token request for eight callers")
 	for _, tok := range tokens {
 		require.Equal(t, tokens[0], tok)

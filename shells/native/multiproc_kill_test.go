@@ -1,7 +1,6 @@
 package native_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,12 +35,11 @@ func killState(n int) []byte {
 const stateFile = "connectors/state.json"
 
 // childLedgerWriter rewrites the state ledger with n+1, n+2, ... until it is killed.
-func childLedgerWriter() int {
+func childLedgerWriter() error {
 	ctx := context.Background()
 	sh, err := native.New(native.Options{Home: os.Getenv("GW_HOME"), NoWatch: true})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	l := sh.Capabilities().Files
 	fmt.Println("ready")
@@ -58,8 +56,7 @@ func childLedgerWriter() int {
 			return killState(n + 1), nil
 		})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
 }
@@ -80,15 +77,10 @@ func TestMultiProcessKilledWriters(t *testing.T) {
 	last, midWrite := 0, 0
 	for i := range kills {
 		cmd := child(t, "ledger-writer", "GW_HOME="+home)
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "ready\n", line)
+		startChild(t, cmd, "ready")
 		time.Sleep(time.Duration(rng.IntN(12_000)) * time.Microsecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		err = cmd.Wait()
+		err := cmd.Wait()
 		require.Error(t, err, "the writer was killed, it never stops on its own")
 
 		doc, err := os.ReadFile(p)

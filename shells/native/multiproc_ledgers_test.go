@@ -117,7 +117,7 @@ func randomOp(rng *rand.Rand) childOp {
 	return o
 }
 
-func childLedgerOps() int {
+func childLedgerOps() error {
 	ctx := context.Background()
 	proc, _ := strconv.Atoi(os.Getenv("GW_PROC"))
 	n, _ := strconv.Atoi(os.Getenv("GW_N"))
@@ -130,13 +130,11 @@ func childLedgerOps() int {
 		caps.Files = rec
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	f, err := os.Create(os.Getenv("GW_OUT"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	bw := bufio.NewWriter(f)
 	enc := json.NewEncoder(bw)
@@ -150,19 +148,13 @@ func childLedgerOps() int {
 			r.Err = err.Error()
 		}
 		if err := enc.Encode(r); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	if err := f.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return f.Close()
 }
 
 // entries is a ledger's logical content: grants {c: {a: scopes}}, activations {c: {a: bool}}.

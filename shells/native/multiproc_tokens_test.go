@@ -27,14 +27,13 @@ type refreshReport struct {
 
 // childRefresher asks for an access token GW_ROUNDS times; the server's tokens live 30 s,
 // so every call refreshes under the provider's lock.
-func childRefresher() int {
+func childRefresher() error {
 	ctx := context.Background()
 	rounds, _ := strconv.Atoi(os.Getenv("GW_ROUNDS"))
 	client, _, err := childClient(ctx, native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"),
 		LockDir: cmp.Or(os.Getenv("GW_LOCK_DIR"), os.Getenv("GRANTWIRE_LOCK_DIR"))}, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	rep := refreshReport{Errors: map[string]int{}}
 	for range rounds {
@@ -53,8 +52,7 @@ func childRefresher() int {
 			rep.First = err.Error()
 		}
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(rep)
-	return 0
+	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
 // Three processes refresh the same provider against the rotating server, 1000 rounds in
@@ -143,7 +141,7 @@ func TestMultiProcessRefreshWithoutLocksFails(t *testing.T) {
 
 // childChanger is process B: it opens its own client on the home and makes one change
 // (GW_ACTION), then exits.
-func childChanger() int {
+func childChanger() error {
 	ctx := context.Background()
 	client, sh, err := childClient(ctx, native.Options{Home: os.Getenv("GW_HOME"), Service: os.Getenv("GW_SERVICE"),
 		LockDir: os.Getenv("GRANTWIRE_LOCK_DIR"), Browser: autoBrowser, Prompt: os.Stderr}, nil)
@@ -151,8 +149,7 @@ func childChanger() int {
 		defer sh.Close()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	defer client.Close(ctx)
 	switch a := os.Getenv("GW_ACTION"); a {
@@ -183,11 +180,7 @@ func childChanger() int {
 	default:
 		err = fmt.Errorf("unknown action %q", a)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return err
 }
 
 // Process A holds an open client that has served its cached token without a round trip

@@ -20,6 +20,7 @@ import (
 
 	"github.com/grantwire/grantwire/hostabi"
 	"github.com/grantwire/grantwire/internal/testworld/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/postgres"
 )
 
@@ -65,30 +66,24 @@ func TestLedgersCompareAndSet(t *testing.T) {
 	require.Equal(t, "", v)
 
 	const each = 40
-	var wg sync.WaitGroup
 	seen := sync.Map{}
-	for _, f := range []hostabi.Files{a.Files, b.Files} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				err := f.Update(ctx, "counter.json", func(cur []byte, version string) ([]byte, error) {
-					n := 0
-					if cur != nil {
-						n, _ = strconv.Atoi(strings.TrimSpace(string(cur)))
-					}
-					return []byte(strconv.Itoa(n+1) + "\n"), nil
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				_, v, _ := f.Read(ctx, "counter.json")
-				seen.Store(v, true)
+	files := []hostabi.Files{a.Files, b.Files}
+	testenv.InParallel(t, len(files), each, func(w, _ int) error {
+		f := files[w]
+		err := f.Update(ctx, "counter.json", func(cur []byte, version string) ([]byte, error) {
+			n := 0
+			if cur != nil {
+				n, _ = strconv.Atoi(strings.TrimSpace(string(cur)))
 			}
-		}()
-	}
-	wg.Wait()
+			return []byte(strconv.Itoa(n+1) + "\n"), nil
+		})
+		if err != nil {
+			return err
+		}
+		_, v, _ := f.Read(ctx, "counter.json")
+		seen.Store(v, true)
+		return nil
+	})
 	doc, _, err = b.Files.Read(ctx, "counter.json")
 	require.NoError(t, err)
 	require.Equal(t, strconv.Itoa(2*each)+"\n", string(doc), "no update was lost")
@@ -418,24 +413,14 @@ func TestKilledHolderFreesTheLock(t *testing.T) {
 func TestSchema(t *testing.T) {
 	db := pgtest.Database(t, pkg)
 	kf := writeKeyFile(t, t.TempDir())
-	var wg sync.WaitGroup
-	errs := make([]error, 6)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st, err := postgres.Open(context.Background(), db, postgres.Options{KeyFile: kf})
-			if err == nil {
-				err = caps(st).Files.Update(context.Background(), fmt.Sprintf("l%d.json", i), func([]byte, string) ([]byte, error) { return []byte("{}"), nil })
-				_ = st.Close()
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
+	testenv.InParallel(t, 6, 1, func(i, _ int) error {
+		st, err := postgres.Open(context.Background(), db, postgres.Options{KeyFile: kf})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return caps(st).Files.Update(context.Background(), fmt.Sprintf("l%d.json", i), func([]byte, string) ([]byte, error) { return []byte("{}"), nil })
+	})
 	exec1(t, db, "update grantwire.schema_version set version = $1", postgres.SchemaVersion+1)
 	_, err := postgres.Open(context.Background(), db, postgres.Options{KeyFile: kf})
 	he := hostErr(t, err)

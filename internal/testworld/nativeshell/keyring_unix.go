@@ -3,10 +3,9 @@
 package nativeshell
 
 import (
-	"errors"
-
-	dbus "github.com/godbus/dbus/v5"
 	ss "github.com/zalando/go-keyring/secret_service"
+
+	"github.com/grantwire/grantwire/internal/secretservice"
 )
 
 // item is a keyring item's non-secret view.
@@ -37,13 +36,13 @@ func listKeyring(service string) ([]item, error) {
 		obj := svc.Object("org.freedesktop.secrets", p)
 		var it item
 		if err := obj.StoreProperty("org.freedesktop.Secret.Item.Attributes", &it.attributes); err != nil {
-			if gone(err) {
+			if secretservice.Vanished(err) {
 				continue
 			}
 			return nil, err
 		}
 		if err := obj.StoreProperty("org.freedesktop.Secret.Item.Label", &it.label); err != nil {
-			if gone(err) {
+			if secretservice.Vanished(err) {
 				continue
 			}
 			return nil, err
@@ -52,18 +51,4 @@ func listKeyring(service string) ([]item, error) {
 		out = append(out, it)
 	}
 	return out, nil
-}
-
-// gone reports an item deleted between the search and the read.
-func gone(err error) bool {
-	var e dbus.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch e.Name {
-	case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
-		"org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
-		return true
-	}
-	return false
 }

@@ -768,17 +768,7 @@ func redact(key, v string, fields []string) any {
 	if err != nil {
 		return nil
 	}
-	m, ok := doc.(map[string]any)
-	if !ok {
-		return nil
-	}
-	out := jsonx.FactValue(m).(map[string]any)
-	for _, f := range fields {
-		if s, ok := m[f].(string); ok {
-			out[f] = jsonx.Describe(key+"#"+f, s)
-		}
-	}
-	return out
+	return jsonx.DescribeMembers(doc, fields, func(f, s string) map[string]any { return jsonx.Describe(key+"#"+f, s) })
 }
 
 func (w *world) ledgerRead(n core.Need) any {
