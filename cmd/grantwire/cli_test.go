@@ -58,6 +58,8 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"unknown command", invocation{}, []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"group without command", invocation{}, []string{"grants"}, []string{"grantwire grants needs a command: grant, list, revoke"}},
 		{"group with unknown command", invocation{}, []string{"activations", "toggle"}, []string{`unknown command "toggle"`}},
+		{"group with unknown command and a flag", invocation{}, []string{"grants", "add", "google", "builtin:email", "--scopes", "openid"}, []string{`unknown command "add" for "grantwire grants" (one of: grant, list, revoke)`, "grantwire grants --help"}},
+		{"unknown command and a flag", invocation{}, []string{"frobnicate", "--scopes", "x"}, []string{`unknown command "frobnicate" for "grantwire"`}},
 		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
 		{"missing argument", invocation{}, []string{"connect"}, []string{"grantwire connect: missing <provider> (grantwire connect <provider>)", "grantwire connect --help"}},
 		{"missing arguments", invocation{}, []string{"grants", "revoke"}, []string{"grantwire grants revoke: missing <connector> and <agent>"}},

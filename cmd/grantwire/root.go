@@ -85,7 +85,14 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.storeURL, "store", "", "keep ledgers, secrets and locks in this PostgreSQL store, postgres://USER:PASSWORD@HOST:5432/DATABASE, shared by machines (default $"+envStore+"; the key-encryption key from $GRANTWIRE_STORE_KEY_FILE)")
 	pf.StringVar(&a.storeHome, "store-home", "", "the home's name within the store (default $"+envStoreHome+", else default)")
 	pf.BoolVar(&a.jsonOut, "json", false, "print results (and errors, on stderr) as JSON")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// A group given an unknown command and a flag ("grants add x --scopes s"): the
+		// command is what is wrong, not the flag of a command that does not exist.
+		if args := c.Flags().Args(); c.HasAvailableSubCommands() && len(args) > 0 {
+			return unknownCommand(c, args[0])
+		}
+		return &usageError{err.Error()}
+	})
 	root.CompletionOptions.HiddenDefaultCmd = true
 	setUsage(root)
 	root.Flags().BoolVar(&a.showVersion, "version", false, "print the version, commit, build, policy sha256 and engine")
@@ -104,19 +111,29 @@ func (a *app) rootCmd() *cobra.Command {
 // group is the body of a command that only groups subcommands: without one it is a usage
 // error (exit 2), as GAIA's CLI does.
 func (a *app) group(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return unknownCommand(cmd, args[0])
+	}
+	if !a.jsonOut {
+		fmt.Fprint(a.Stderr, cmd.UsageString())
+	}
+	return usagef("%s needs a command: %s", cmd.CommandPath(), strings.Join(subcommands(cmd), ", "))
+}
+
+// unknownCommand is the usage error of a group given a command it does not have.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	return usagef("unknown command %q for %q (one of: %s)", name, cmd.CommandPath(), strings.Join(subcommands(cmd), ", "))
+}
+
+// subcommands are the names of cmd's commands a user may call.
+func subcommands(cmd *cobra.Command) []string {
 	var names []string
 	for _, c := range cmd.Commands() {
 		if c.IsAvailableCommand() {
 			names = append(names, c.Name())
 		}
 	}
-	if len(args) > 0 {
-		return usagef("unknown command %q for %q (one of: %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
-	}
-	if !a.jsonOut {
-		fmt.Fprint(a.Stderr, cmd.UsageString())
-	}
-	return usagef("%s needs a command: %s", cmd.CommandPath(), strings.Join(names, ", "))
+	return names
 }
 
 // listFlag is a repeatable flag whose values may also be separated by spaces or commas
