@@ -13,6 +13,7 @@ import (
 	"github.com/grantwire/grantwire"
 	"github.com/grantwire/grantwire/catalog"
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 func (a *app) connectCmd() *cobra.Command {
@@ -135,7 +136,7 @@ succeeds and changes nothing.`,
 			call: func(ctx context.Context, c *grantwire.Client, args []string) (*grantwire.DisconnectResult, error) {
 				res, err := c.Disconnect(ctx, args[0])
 				if err == nil {
-					res.RevokedGrants, res.Deactivated = nonNilStrings(res.RevokedGrants), nonNilStrings(res.Deactivated)
+					res.RevokedGrants, res.Deactivated = jsonx.NonNil(res.RevokedGrants), jsonx.NonNil(res.Deactivated)
 				}
 				return res, err
 			},

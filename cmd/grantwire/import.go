@@ -184,7 +184,7 @@ non-secret fields may be given as flags instead; a field given both ways must ag
 				in.Provider = args[0]
 				sum, err := c.ImportForwarded(ctx, in)
 				if err == nil {
-					sum.GrantAgents = nonNilStrings(sum.GrantAgents)
+					sum.GrantAgents = jsonx.NonNil(sum.GrantAgents)
 				}
 				return sum, err
 			},

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/mcp"
 	"github.com/grantwire/grantwire/surfaces/mcpremote"
 )
@@ -519,7 +520,7 @@ func mcpServers(ctx context.Context, c *grantwire.Client, agent string) ([]mcp.S
 	}
 	for i := range list {
 		s := &list[i]
-		s.Args, s.EnvKeys, s.ActiveFor = nonNilStrings(s.Args), nonNilStrings(s.EnvKeys), nonNilStrings(s.ActiveFor)
+		s.Args, s.EnvKeys, s.ActiveFor = jsonx.NonNil(s.Args), jsonx.NonNil(s.EnvKeys), jsonx.NonNil(s.ActiveFor)
 	}
 	if list == nil {
 		list = []mcp.Server{}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/safetext"
 	"github.com/grantwire/grantwire/mcp"
 )
@@ -100,7 +101,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 			json: func(grants map[string]map[string][]string, _ []string) any {
 				rows := []row{}
 				eachPair(grants, func(conn, agent string, scopes []string) {
-					rows = append(rows, row{conn, agent, nonNilStrings(scopes)})
+					rows = append(rows, row{conn, agent, jsonx.NonNil(scopes)})
 				})
 				return map[string]any{"grants": rows}
 			},
@@ -273,7 +274,7 @@ func (t activeTools) each(f func(conn, agent string, rule *[]string)) {
 			return
 		}
 		if r, ok := t.rules[conn][agent]; ok {
-			r = nonNilStrings(r)
+			r = jsonx.NonNil(r)
 			f(conn, agent, &r)
 			return
 		}

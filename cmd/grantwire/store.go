@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire/hostabi"
+	"github.com/grantwire/grantwire/internal/jsonx"
 	"github.com/grantwire/grantwire/internal/layout"
 	"github.com/grantwire/grantwire/shells/native"
 	"github.com/grantwire/grantwire/shells/postgres"
@@ -100,7 +101,7 @@ When the destination already holds another value, nothing is copied unless --rep
 			},
 			json: func(c storeCopy, _ []string) any {
 				return map[string]any{"from": c.from, "to": c.to, "service": c.service,
-					"ledgers": nonNilStrings(c.rep.Ledgers), "secrets": nonNilStrings(c.rep.Secrets), "unchanged": c.rep.Same}
+					"ledgers": jsonx.NonNil(c.rep.Ledgers), "secrets": jsonx.NonNil(c.rep.Secrets), "unchanged": c.rep.Same}
 			},
 			render: func(c storeCopy, _ []string) error {
 				a.printf("copied %d ledgers and %d secrets (keyring service %s) from %s to %s", len(c.rep.Ledgers), len(c.rep.Secrets), c.service, c.from, c.to)
@@ -336,7 +337,7 @@ not hold. Afterwards the old key may be removed from the key files.`,
 				return rot, err
 			},
 			json: func(rot postgres.Rotation, _ []string) any {
-				return map[string]any{"from": nonNilStrings(rot.From), "to": rot.To, "rewrapped": rot.Rewrapped, "left": rot.Left}
+				return map[string]any{"from": jsonx.NonNil(rot.From), "to": rot.To, "rewrapped": rot.Rewrapped, "left": rot.Left}
 			},
 			render: func(rot postgres.Rotation, _ []string) error {
 				a.printf("the store's active key is now %s; %d data keys were wrapped again", rot.To, rot.Rewrapped)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grantwire/grantwire"
+	"github.com/grantwire/grantwire/internal/jsonx"
 )
 
 func (a *app) tokenCmd() *cobra.Command {
@@ -45,7 +46,7 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 			json: func(tok *grantwire.Token, _ []string) any {
 				return map[string]any{
 					"provider": tok.Provider, "access_token": tok.AccessToken,
-					"expires_at": tok.ExpiresAt.UTC().Format(time.RFC3339), "scopes": nonNilStrings(tok.Scopes),
+					"expires_at": tok.ExpiresAt.UTC().Format(time.RFC3339), "scopes": jsonx.NonNil(tok.Scopes),
 				}
 			},
 			render: func(tok *grantwire.Token, _ []string) error {
@@ -59,11 +60,4 @@ output is {"provider", "access_token", "expires_at", "scopes"}.`,
 			cmd.Flags().BoolVar(&forceTTY, "force-tty", false, "print the token even when stdout is a terminal")
 		},
 	})
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
