@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,38 +145,19 @@ func Start(opa, bundle string) (string, func(), error) {
 }
 
 // StartArgs runs `opa run --server` with args on a free port of 127.0.0.1 and waits until
-// its bundles are active; logs returns what OPA wrote so far (its console decision log,
-// with --set decision_logs.console=true).
+// its bundles are active (/health?bundles answers 200, not 500); logs returns what OPA
+// wrote so far (its console decision log, with --set decision_logs.console=true).
 func StartArgs(opa string, args ...string) (url string, logs func() []byte, stop func(), err error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	out := &testenv.Buffer{}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(opa, append([]string{"run", "--server", "--addr", addr, "--log-format", "json"}, args...)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return "", nil, nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
 	url = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(url + "/health?bundles")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url, out.Bytes, stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, nil, fmt.Errorf("opa run --server did not become healthy: %s", out.Bytes())
-		}
-		time.Sleep(50 * time.Millisecond)
+	out, stop, err := testenv.StartServer(cmd, url+"/health?bundles", 60*time.Second)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("opa run --server did not become healthy: %w", err)
 	}
+	return url, out.Bytes, stop, nil
 }
