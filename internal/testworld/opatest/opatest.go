@@ -34,7 +34,7 @@ var (
 // WebAssembly) with the embedded catalog, built once per process, and the pinned OPA.
 func Bundle() (*audit.Built, string, error) {
 	once.Do(func() {
-		if opaPath, onceErr = pinnedOPA(); onceErr != nil {
+		if opaPath, onceErr = PinnedOPA(); onceErr != nil {
 			return
 		}
 		built, onceErr = audit.Build(context.Background(), audit.BuildOptions{RegoOnly: true, Describe: "opatest"})
@@ -82,8 +82,8 @@ func ServeData(dir string, data []byte) (url, revision string, stop func(), err 
 	return url, b.Revision, stop, err
 }
 
-// pinnedOPA is the OPA of go.mod as `go tool opa` runs it.
-func pinnedOPA() (string, error) {
+// PinnedOPA is the OPA of go.mod as `go tool opa` runs it (built without WebAssembly).
+func PinnedOPA() (string, error) {
 	out, err := exec.Command("go", "tool", "-n", "opa").Output()
 	if err != nil {
 		return "", fmt.Errorf("go tool -n opa: %w", err)
