@@ -6,8 +6,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // URLEnv names the cluster's URL (postgres://grantwire:<password>@127.0.0.1:<port>/grantwire),
@@ -54,7 +54,7 @@ func URL(t testing.TB, pkg string) string {
 func Database(t testing.TB, pkg string) string {
 	t.Helper()
 	base := URL(t, pkg)
-	name := "t_" + RandHex(6)
+	name := "t_" + testenv.RandHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
@@ -94,15 +94,6 @@ func Password(rawURL string) string {
 	}
 	p, _ := u.User.Password()
 	return p
-}
-
-// RandHex returns n random bytes in hex.
-func RandHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // Cluster is a private PostgreSQL cluster of one test (scripts/postgres-lib.sh), for tests
