@@ -111,7 +111,7 @@ type Cluster struct {
 func NewCluster(t testing.TB, pkg string) *Cluster {
 	t.Helper()
 	URL(t, pkg)
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	start := exec.Command("bash", "-c", `. scripts/postgres-lib.sh && pg_start >&2 && env | grep -E '^(PG_|GRANTWIRE_TEST_POSTGRES=)'`)
 	start.Dir = root
 	out, err := start.Output()
@@ -155,22 +155,4 @@ func (c *Cluster) run(cmd string) error {
 func (c *Cluster) ServerLog() string {
 	b, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 	return string(b)
-}
-
-// repoRoot finds the directory holding scripts/postgres-lib.sh (the module's root) above
-// the test's working directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "scripts", "postgres-lib.sh")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no scripts/postgres-lib.sh above %s", dir)
-		}
-	}
 }
