@@ -5,12 +5,8 @@
 package opatest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +16,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/internal/testworld/bundletar"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
@@ -93,48 +90,15 @@ func PinnedOPA() (string, error) {
 
 // WithData returns the bundle with its /data.json replaced by data.
 func WithData(bundle, data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(bundle))
+	files, err := bundletar.Read(bundle, "/")
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	tr := tar.NewReader(zr)
-	replaced := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		if strings.TrimPrefix(h.Name, "/") == "data.json" {
-			body, replaced = data, true
-			h.Size = int64(len(body))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(body); err != nil {
-			return nil, err
-		}
-	}
-	if !replaced {
+	if _, ok := files["data.json"]; !ok {
 		return nil, fmt.Errorf("the bundle has no data.json")
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	files["data.json"] = data
+	return bundletar.Pack(files, "/")
 }
 
 // Start runs `opa run --server --bundle` on a free port of 127.0.0.1 and waits until
