@@ -53,9 +53,11 @@ func VerifyJWS(tok string, pub crypto.PublicKey) (header, claims map[string]any,
 			s := sha512.Sum512(input)
 			alg, d = "ES512", s[:]
 		}
+		if alg == "" || header["alg"] != alg {
+			return nil, nil, fmt.Errorf("bad %v signature", header["alg"])
+		}
 		size := (k.Curve.Params().BitSize + 7) / 8
-		if alg == "" || header["alg"] != alg || len(sig) != 2*size ||
-			!ecdsa.Verify(k, d, new(big.Int).SetBytes(sig[:size]), new(big.Int).SetBytes(sig[size:])) {
+		if len(sig) != 2*size || !ecdsa.Verify(k, d, new(big.Int).SetBytes(sig[:size]), new(big.Int).SetBytes(sig[size:])) {
 			return nil, nil, fmt.Errorf("bad %v signature", header["alg"])
 		}
 	case *rsa.PublicKey:
