@@ -1,10 +1,13 @@
 package testenv
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
+	"testing"
 	"time"
 )
 
@@ -54,4 +57,26 @@ func StartServer(cmd *exec.Cmd, ready string, within time.Duration) (out *Buffer
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// FirstLine starts cmd, a child process, and returns the first line it prints on stdout
+// (without its newline): the line a child prints once it is ready ("held", a JSON line of
+// its endpoints). The caller waits for or kills the child (FirstLine does when no line
+// comes); what it prints after that line is not read.
+func FirstLine(tb testing.TB, cmd *exec.Cmd) string {
+	tb.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		tb.Fatalf("%q printed no line (%v): %q", cmd.Args, err, line)
+	}
+	return strings.TrimSuffix(line, "\n")
 }
