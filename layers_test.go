@@ -49,7 +49,7 @@ var layers = map[string]int{
 	"surfaces/": 8, "audit": 8, "cmd/": 9,
 	// The test worlds (internal/testworld): above the product, in their own order.
 	"internal/testworld/": 10, "internal/testworld/engines": 10, "internal/testworld/bundletar": 10, "internal/testworld/memhost": 11, "internal/testworld/nodiff": 11,
-	"internal/testworld/opatest": 11, "internal/testworld/memshell": 12, "internal/testworld/nativeshell": 13,
+	"internal/testworld/opatest": 11, "internal/testworld/pgtest": 11, "internal/testworld/mcptest": 11, "internal/testworld/memshell": 12, "internal/testworld/nativeshell": 13,
 	"internal/testworld/audittest": 13, "internal/testworld/foreign": 13,
 	// Development commands and generators: above everything they use.
 	"internal/cmd/": 21, "internal/tools/": 21,

@@ -13,8 +13,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,8 +123,7 @@ func Build(ctx context.Context, o BuildOptions) (*Built, error) {
 	if err := validateCatalog(ctx, wasm, cat.Data()); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(wasm)
-	out := &Built{WasmSHA256: hex.EncodeToString(sum[:]), Revision: o.Revision}
+	out := &Built{WasmSHA256: bundle.WasmSHA256(wasm), Revision: o.Revision}
 	if out.Revision == "" {
 		out.Revision = bundle.RevisionOf(wasm)
 		if o.Describe != "" {

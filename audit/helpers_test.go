@@ -19,6 +19,7 @@ import (
 	"github.com/grantwire/grantwire/decisionlog"
 	"github.com/grantwire/grantwire/internal/testworld/audittest"
 	"github.com/grantwire/grantwire/internal/testworld/bundletar"
+	"github.com/grantwire/grantwire/internal/testworld/opatest"
 	"github.com/grantwire/grantwire/policy"
 )
 
@@ -167,10 +168,7 @@ func opaWithWasm(t *testing.T) string {
 
 // opaStock is the pinned OPA as `go tool opa` runs it (built without WebAssembly).
 func opaStock(t *testing.T) string {
-	return opaOnce.get(t, func() (string, error) {
-		out, err := exec.Command("go", "tool", "-n", "opa").Output()
-		return strings.TrimSpace(string(out)), err
-	})
+	return opaOnce.get(t, opatest.PinnedOPA)
 }
 
 // redacted returns what a decision log would record for decision, next to its input.

@@ -1,40 +1,27 @@
 package host_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/grantwire/grantwire/host"
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
-// verifyES256 checks a compact JWS's ES256 signature with a public JWK and returns its
-// header and claims.
+// verifyES256 checks a compact JWS's ES256 signature with a public JWK
+// (authserver.VerifyJWS) and returns its header and claims.
 func verifyES256(t *testing.T, jws string, jwk map[string]any) (map[string]any, map[string]any) {
 	t.Helper()
-	parts := strings.Split(jws, ".")
-	require.Len(t, parts, 3)
-	dec := func(s string) []byte {
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		require.NoError(t, err)
-		return b
-	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(dec(jwk["x"].(string))), Y: new(big.Int).SetBytes(dec(jwk["y"].(string)))}
-	sig := dec(parts[2])
-	require.Len(t, sig, 64)
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	require.True(t, ecdsa.Verify(pub, sum[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])), "the proof verifies with the public JWK")
-	var h, c map[string]any
-	require.NoError(t, json.Unmarshal(dec(parts[0]), &h))
-	require.NoError(t, json.Unmarshal(dec(parts[1]), &c))
+	pub, err := authserver.PublicJWK(jwk)
+	require.NoError(t, err)
+	h, c, err := authserver.VerifyJWS(jws, pub)
+	require.NoError(t, err, "the proof verifies with the public JWK")
+	require.Equal(t, "ES256", h["alg"])
 	return h, c
 }
 

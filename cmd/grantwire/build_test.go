@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 const module = "github.com/grantwire/grantwire"
@@ -354,7 +356,7 @@ func TestBinaryVersion(t *testing.T) {
 // exports. The Makefile stamps the commit from git with -ldflags -X: a binary built with the
 // GOFLAGS it exports names HEAD.
 func TestVersionNamesTheCommitUnderTheMakefilesFlags(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
 	require.NoError(t, err, "git rev-parse HEAD")
 	db, err := exec.Command("make", "-C", root, "--no-print-directory", "-pn", "help").Output()

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +29,7 @@ import (
 	"github.com/grantwire/grantwire/internal/testworld/authserver"
 	"github.com/grantwire/grantwire/internal/testworld/mcptest"
 	"github.com/grantwire/grantwire/internal/testworld/pgtest"
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // fixWorld is an e2e world for one kind of fix.
@@ -694,7 +694,7 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Equal(t, "grantwire", words[5])
 		words[5] = out
 		cmd := exec.Command(words[0], words[1:]...)
-		cmd.Dir = repoRoot(t)
+		cmd.Dir = testenv.Root(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		b, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s: %s", fix, b)
@@ -772,7 +772,7 @@ grantwire configure mcp-memory --set "$MEM"; rc=$?
 grantwire --json status mcp-memory || rc=91
 eval "$(scripts/keyring-session.sh stop)"
 exit $rc`)
-		shell.Dir = repoRoot(t)
+		shell.Dir = testenv.Root(t)
 		shell.Env = append(slices.Clone(w.env), "MEM="+mem, "PATH="+filepath.Dir(w.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 		out, err := shell.CombinedOutput()
 		w.record(string(out))
@@ -789,7 +789,7 @@ exit $rc`)
 		pwFile := filepath.Join(w.home, "keyring-password")
 		require.NoError(t, os.WriteFile(pwFile, []byte(password+"\n"), 0o600))
 		start := exec.Command("bash", "scripts/keyring-session.sh", "start", "--keep", filepath.Join(w.home, "keyring"))
-		start.Dir = repoRoot(t)
+		start.Dir = testenv.Root(t)
 		start.Env = append(os.Environ(), "GRANTWIRE_KEYRING_PASSWORD_FILE="+pwFile)
 		out, err := start.Output()
 		require.NoError(t, err)
@@ -801,7 +801,7 @@ exit $rc`)
 		}
 		t.Cleanup(func() {
 			stop := exec.Command("bash", "scripts/keyring-session.sh", "stop")
-			stop.Dir = repoRoot(t)
+			stop.Dir = testenv.Root(t)
 			stop.Env = append(os.Environ(), "GRANTWIRE_KEYRING_SESSION="+session["GRANTWIRE_KEYRING_SESSION"])
 			_ = stop.Run()
 		})
@@ -871,14 +871,6 @@ func subcommands(help string) []string {
 		}
 	}
 	return out
-}
-
-// repoRoot is the module's root (the fixes that build grantwire run there).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // TestEveryFixRuns runs every kind of fix internal/fixes lists (see the file's comment).

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -169,10 +168,9 @@ func (w *e2e) tsClient(o outsideSoftware, logging string, calls []tsCall, args .
 // freePort is a free TCP port on 127.0.0.1.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startNode runs a Node script of the outside software in the background until the test
@@ -182,34 +180,10 @@ func startNode(t *testing.T, o outsideSoftware, env []string, ready string, args
 	cmd := exec.Command(o.node, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	cmd.Dir = t.TempDir()
-	out := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
-	c := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("%v ended before it was ready:\n%s", args, out.String())
-		default:
-		}
-		if resp, err := c.Get(ready); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode < 500 {
-				return out
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v not ready at %s within 30 s:\n%s", args, ready, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	out, stop, err := testenv.StartServer(cmd, ready, 30*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return out
 }
 
 // TestOutsideTypeScriptSDKThroughProxy: the MCP TypeScript SDK's example server with its

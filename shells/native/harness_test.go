@@ -1,7 +1,6 @@
 package native_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -313,17 +312,6 @@ func child(t testing.TB, role string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + role}, env...)...)
 	return cmd
-}
-
-// startChild starts cmd (a child) and waits for the line its role prints when it is ready.
-func startChild(t testing.TB, cmd *exec.Cmd, ready string) {
-	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, ready+"\n", line)
 }
 
 func requireKeyring(t testing.TB) { t.Helper(); testenv.RequireKeyring(t, "./shells/native") }

@@ -101,7 +101,7 @@ func TestLocksAcrossProcesses(t *testing.T) {
 		cmd := child(t, "lock-holder", "GW_HOME="+home, "GW_LOCK=local")
 		stdin, err := cmd.StdinPipe()
 		require.NoError(t, err)
-		startChild(t, cmd, "held")
+		require.Equal(t, "held", testenv.FirstLine(t, cmd))
 
 		start := time.Now()
 		_, err = l.TryLock(ctx, "local", 150*time.Millisecond)

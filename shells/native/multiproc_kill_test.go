@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 	"github.com/grantwire/grantwire/shells/native"
 )
 
@@ -77,7 +78,7 @@ func TestMultiProcessKilledWriters(t *testing.T) {
 	last, midWrite := 0, 0
 	for i := range kills {
 		cmd := child(t, "ledger-writer", "GW_HOME="+home)
-		startChild(t, cmd, "ready")
+		require.Equal(t, "ready", testenv.FirstLine(t, cmd))
 		time.Sleep(time.Duration(rng.IntN(12_000)) * time.Microsecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()

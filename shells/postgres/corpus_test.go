@@ -80,7 +80,7 @@ func (s *pgShell) NewWorld(ctx context.Context, t testing.TB, setup conformance.
 	if err != nil {
 		return nil, err
 	}
-	nonce := pgtest.RandHex(6)
+	nonce := testenv.RandHex(6)
 	w := &pgWorld{World: iw.(*nativeshell.World), ctx: ctx, sh: s, home: "conformance-" + nonce,
 		service: hostabi.DefaultService + ".conformance." + nonce}
 	w.outside, err = w.open(ctx)

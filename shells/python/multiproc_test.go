@@ -1,7 +1,6 @@
 package python_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,11 +66,7 @@ sys.stdin.read()
 `)
 	cmd.Env = append(os.Environ(), env...)
 	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "held" {
+	if line := testenv.FirstLine(t, cmd); line != "held" {
 		t.Fatalf("Python did not take the lock: %q", line)
 	}
 	if _, err := locks.TryLock(context.Background(), "google", 200*time.Millisecond); err == nil {
@@ -103,14 +98,10 @@ func newWorld(t *testing.T, e *pyenv, serverArgs ...string) *world {
 	dir := t.TempDir()
 	w := &world{home: filepath.Join(dir, "home")}
 	w.server = exec.Command(e.authserver, append([]string{"-client-id", "race-client", "-client-secret", "race-secret"}, serverArgs...)...)
-	stdout, _ := w.server.StdoutPipe()
 	w.server.Stderr = &w.stderr
-	if err := w.server.Start(); err != nil {
-		t.Fatal(err)
-	}
+	line := testenv.FirstLine(t, w.server)
 	t.Cleanup(func() { _ = w.server.Process.Kill(); _ = w.server.Wait() })
 	var ep map[string]string
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
 	if err := json.Unmarshal([]byte(line), &ep); err != nil {
 		t.Fatalf("authserver printed %q", line)
 	}

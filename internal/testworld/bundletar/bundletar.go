@@ -1,6 +1,7 @@
 // Package bundletar reads and writes a policy bundle's gzipped tar as a map of files, for
 // tests that take a bundle apart, change a file and put it back together (the root
-// package's and audit's bundle tests). It imports no grantwire package.
+// package's and audit's bundle tests, opatest's bundle with other data). It imports no
+// grantwire package.
 package bundletar
 
 import (
@@ -18,18 +19,31 @@ import (
 // Files returns the files of the gzipped tar b by name, prefix trimmed from each name.
 func Files(t testing.TB, b []byte, prefix string) map[string][]byte {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	files, err := Read(b, prefix)
 	require.NoError(t, err)
+	return files
+}
+
+// Read is Files for a caller with no test at hand: it returns the error.
+func Read(b []byte, prefix string) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
 	tr := tar.NewReader(zr)
 	out := map[string][]byte{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return out
+			return out, nil
 		}
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		body, err := io.ReadAll(tr)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		out[strings.TrimPrefix(h.Name, prefix)] = body
 	}
 }
@@ -37,6 +51,13 @@ func Files(t testing.TB, b []byte, prefix string) map[string][]byte {
 // Write returns files as a gzipped tar, in name order, each name with prefix before it.
 func Write(t testing.TB, files map[string][]byte, prefix string) []byte {
 	t.Helper()
+	b, err := Pack(files, prefix)
+	require.NoError(t, err)
+	return b
+}
+
+// Pack is Write for a caller with no test at hand: it returns the error.
+func Pack(files map[string][]byte, prefix string) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
@@ -46,11 +67,18 @@ func Write(t testing.TB, files map[string][]byte, prefix string) []byte {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: prefix + n, Mode: 0o600, Size: int64(len(files[n])), Typeflag: tar.TypeReg}))
-		_, err := tw.Write(files[n])
-		require.NoError(t, err)
+		if err := tw.WriteHeader(&tar.Header{Name: prefix + n, Mode: 0o600, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, err
+		}
 	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

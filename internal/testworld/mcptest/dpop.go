@@ -1,18 +1,17 @@
 package mcptest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math/big"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/grantwire/grantwire/internal/testworld/authserver"
 )
 
 // DPoP (RFC 9449 §7) in front of the SDK's bearer middleware, when Options.DPoP: a
@@ -94,36 +93,27 @@ func (g *dpopGuard) refuse(w http.ResponseWriter, challenge, nonce string) {
 	http.Error(w, "unauthorized", http.StatusUnauthorized)
 }
 
-// verifyProof checks a proof's header (typ dpop+jwt, ES256, a public P-256 jwk) and
-// signature, and returns its claims and the jwk's RFC 7638 thumbprint.
+// verifyProof checks a proof's header (typ dpop+jwt, a public P-256 jwk) and its ES256
+// signature (authserver.VerifyJWS), and returns its claims and the jwk's RFC 7638 thumbprint.
 func verifyProof(jws string) (map[string]any, string, error) {
-	parts := strings.Split(jws, ".")
-	if len(parts) != 3 {
-		return nil, "", errors.New("not a JWS")
+	hb, err := base64.RawURLEncoding.DecodeString(strings.SplitN(jws, ".", 2)[0])
+	if err != nil {
+		return nil, "", err
 	}
 	var hdr struct {
-		Typ, Alg string
-		JWK      map[string]any
+		Typ string
+		JWK map[string]any
 	}
-	var claims map[string]any
-	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
-	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
-	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := json.Unmarshal(hb, &hdr); err != nil {
 		return nil, "", err
 	}
-	if err := errors.Join(json.Unmarshal(hb, &hdr), json.Unmarshal(cb, &claims)); err != nil {
-		return nil, "", err
-	}
-	if hdr.Typ != "dpop+jwt" || hdr.Alg != "ES256" || hdr.JWK["kty"] != "EC" || hdr.JWK["crv"] != "P-256" || hdr.JWK["d"] != nil || len(sig) != 64 {
+	pub, err := authserver.PublicJWK(hdr.JWK)
+	if err != nil || hdr.Typ != "dpop+jwt" {
 		return nil, "", errors.New("not an ES256 DPoP proof with a public jwk")
 	}
-	x, _ := base64.RawURLEncoding.DecodeString(hdr.JWK["x"].(string))
-	y, _ := base64.RawURLEncoding.DecodeString(hdr.JWK["y"].(string))
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
-	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(pub, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
-		return nil, "", errors.New("the proof's signature does not verify")
+	_, claims, err := authserver.VerifyJWS(jws, pub)
+	if err != nil {
+		return nil, "", err
 	}
 	tb, _ := json.Marshal(map[string]any{"crv": hdr.JWK["crv"], "kty": hdr.JWK["kty"], "x": hdr.JWK["x"], "y": hdr.JWK["y"]})
 	th := sha256.Sum256(tb)

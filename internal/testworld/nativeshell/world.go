@@ -2,8 +2,6 @@ package nativeshell
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,12 +85,8 @@ func newWorld(ctx context.Context, t testing.TB, sh *Shell, setup conformance.Se
 	if err != nil {
 		return nil, fmt.Errorf("nativeshell: patched catalog: %w", err)
 	}
-	var nonce [6]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, err
-	}
 	w := &World{
-		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: hex.EncodeToString(nonce[:]),
+		t: t, ctx: ctx, sh: sh, home: filepath.Join(t.TempDir(), "grantwire"), nonce: testenv.RandHex(6),
 		cat: cat, engine: setup.Engine, clock: &simClock{now: setup.Start}, rng: newSeeded(1), prompt: &testenv.Buffer{},
 		env: map[string]string{}, services: map[string]bool{},
 	}

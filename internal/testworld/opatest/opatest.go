@@ -5,14 +5,8 @@
 package opatest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +16,7 @@ import (
 	"time"
 
 	"github.com/grantwire/grantwire/audit"
+	"github.com/grantwire/grantwire/internal/testworld/bundletar"
 	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
@@ -36,7 +31,7 @@ var (
 // WebAssembly) with the embedded catalog, built once per process, and the pinned OPA.
 func Bundle() (*audit.Built, string, error) {
 	once.Do(func() {
-		if opaPath, onceErr = pinnedOPA(); onceErr != nil {
+		if opaPath, onceErr = PinnedOPA(); onceErr != nil {
 			return
 		}
 		built, onceErr = audit.Build(context.Background(), audit.BuildOptions{RegoOnly: true, Describe: "opatest"})
@@ -84,8 +79,8 @@ func ServeData(dir string, data []byte) (url, revision string, stop func(), err 
 	return url, b.Revision, stop, err
 }
 
-// pinnedOPA is the OPA of go.mod as `go tool opa` runs it.
-func pinnedOPA() (string, error) {
+// PinnedOPA is the OPA of go.mod as `go tool opa` runs it (built without WebAssembly).
+func PinnedOPA() (string, error) {
 	out, err := exec.Command("go", "tool", "-n", "opa").Output()
 	if err != nil {
 		return "", fmt.Errorf("go tool -n opa: %w", err)
@@ -95,48 +90,15 @@ func pinnedOPA() (string, error) {
 
 // WithData returns the bundle with its /data.json replaced by data.
 func WithData(bundle, data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(bundle))
+	files, err := bundletar.Read(bundle, "/")
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	tw := tar.NewWriter(zw)
-	tr := tar.NewReader(zr)
-	replaced := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		body, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		if strings.TrimPrefix(h.Name, "/") == "data.json" {
-			body, replaced = data, true
-			h.Size = int64(len(body))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(body); err != nil {
-			return nil, err
-		}
-	}
-	if !replaced {
+	if _, ok := files["data.json"]; !ok {
 		return nil, fmt.Errorf("the bundle has no data.json")
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	files["data.json"] = data
+	return bundletar.Pack(files, "/")
 }
 
 // Start runs `opa run --server --bundle` on a free port of 127.0.0.1 and waits until
@@ -147,38 +109,19 @@ func Start(opa, bundle string) (string, func(), error) {
 }
 
 // StartArgs runs `opa run --server` with args on a free port of 127.0.0.1 and waits until
-// its bundles are active; logs returns what OPA wrote so far (its console decision log,
-// with --set decision_logs.console=true).
+// its bundles are active (/health?bundles answers 200, not 500); logs returns what OPA
+// wrote so far (its console decision log, with --set decision_logs.console=true).
 func StartArgs(opa string, args ...string) (url string, logs func() []byte, stop func(), err error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	out := &testenv.Buffer{}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(opa, append([]string{"run", "--server", "--addr", addr, "--log-format", "json"}, args...)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return "", nil, nil, err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
 	url = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(url + "/health?bundles")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url, out.Bytes, stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, nil, fmt.Errorf("opa run --server did not become healthy: %s", out.Bytes())
-		}
-		time.Sleep(50 * time.Millisecond)
+	out, stop, err := testenv.StartServer(cmd, url+"/health?bundles", 60*time.Second)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("opa run --server did not become healthy: %w", err)
 	}
+	return url, out.Bytes, stop, nil
 }

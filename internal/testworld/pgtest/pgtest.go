@@ -6,8 +6,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/grantwire/grantwire/internal/testworld/testenv"
 )
 
 // URLEnv names the cluster's URL (postgres://grantwire:<password>@127.0.0.1:<port>/grantwire),
@@ -54,7 +54,7 @@ func URL(t testing.TB, pkg string) string {
 func Database(t testing.TB, pkg string) string {
 	t.Helper()
 	base := URL(t, pkg)
-	name := "t_" + RandHex(6)
+	name := "t_" + testenv.RandHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
@@ -96,15 +96,6 @@ func Password(rawURL string) string {
 	return p
 }
 
-// RandHex returns n random bytes in hex.
-func RandHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 // Cluster is a private PostgreSQL cluster of one test (scripts/postgres-lib.sh), for tests
 // that stop and start the server: the shared cluster of URLEnv serves other packages'
 // tests meanwhile.
@@ -120,7 +111,7 @@ type Cluster struct {
 func NewCluster(t testing.TB, pkg string) *Cluster {
 	t.Helper()
 	URL(t, pkg)
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	start := exec.Command("bash", "-c", `. scripts/postgres-lib.sh && pg_start >&2 && env | grep -E '^(PG_|GRANTWIRE_TEST_POSTGRES=)'`)
 	start.Dir = root
 	out, err := start.Output()
@@ -164,22 +155,4 @@ func (c *Cluster) run(cmd string) error {
 func (c *Cluster) ServerLog() string {
 	b, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 	return string(b)
-}
-
-// repoRoot finds the directory holding scripts/postgres-lib.sh (the module's root) above
-// the test's working directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "scripts", "postgres-lib.sh")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no scripts/postgres-lib.sh above %s", dir)
-		}
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -53,4 +54,22 @@ func Dir(tb testing.TB, name string) string {
 		tb.Fatal(err)
 	}
 	return d
+}
+
+// Root is the module's root directory (where grantwire's go.mod, the Makefile and
+// scripts/ are), found above the test's working directory.
+func Root(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/grantwire/grantwire\n") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			tb.Fatalf("testenv: no grantwire go.mod above %s", dir)
+		}
+	}
 }

@@ -56,3 +56,16 @@ func TestMainGivesTheTestsACacheOfTheirOwnAndRemovesIt(t *testing.T) {
 		t.Fatalf("the child's cache %s is still there after its run (%v)", child, err)
 	}
 }
+
+// Root finds the module's root from the package's directory, two levels below it.
+func TestRoot(t *testing.T) {
+	root := Root(t)
+	for _, f := range []string{"go.mod", "Makefile", filepath.Join("scripts", "postgres-lib.sh")} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Errorf("no %s in %s: %v", f, root, err)
+		}
+	}
+	if wd, _ := os.Getwd(); filepath.Join(root, "internal", "testworld", "testenv") != wd {
+		t.Errorf("root %s is not two folders above %s", root, wd)
+	}
+}
