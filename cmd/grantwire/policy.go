@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -201,7 +200,7 @@ func (a *app) policyDocsCmd() *cobra.Command {
 				case out == "-":
 				case check:
 					cur, err := os.ReadFile(out)
-					d.stale, d.missing = err != nil || string(cur) != string(d.doc), errors.Is(err, fs.ErrNotExist)
+					d.stale, d.missing = err != nil || string(cur) != string(d.doc), errors.Is(err, os.ErrNotExist)
 				default:
 					err = writeFileAll(out, d.doc)
 				}
