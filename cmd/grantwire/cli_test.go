@@ -398,6 +398,9 @@ func TestJSONOutputsParse(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cfg))
 	require.Equal(t, []any{"BRAVE_API_KEY"}, cfg["env_keys"])
+	r = tw.gw("configure", "mcp-time", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"connector": "mcp-time", "env_keys": []}`, r.stdout, "a server of no keys: an empty list, not null")
 
 	var act grantwire.Activation
 	r = tw.gw("activations", "activate", "mcp-brave-search", "builtin:chat", "--json")
