@@ -645,7 +645,11 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		if info, ok := table[ge.Code]; ok {
 			exit = info.Exit
 		}
-		a.report(ge.Code, ge.Summary, ge.Fix, ge.Fields, exit)
+		fix := ge.Fix
+		if fix == "" && ge.Code == "USAGE" && cmd != nil {
+			fix = cmd.CommandPath() + " --help" // as for the command's own usage errors
+		}
+		a.report(ge.Code, ge.Summary, fix, ge.Fields, exit)
 		return exit
 	}
 	var he *hostabi.HostError
