@@ -312,7 +312,7 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 		}
 	case a.catalogPath != "" && !errors.As(err, &ge):
 		// The policy validates the file when the client is built (validate_catalog).
-		return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
+		return nil, usagef("--catalog: %s (drop --catalog or unset %s to use the embedded catalog)", strings.TrimPrefix(err.Error(), "catalog: "), envCatalog)
 	}
 	return nil, err
 }

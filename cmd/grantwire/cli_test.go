@@ -61,6 +61,7 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"group with unknown command and a flag", invocation{}, []string{"grants", "add", "google", "builtin:email", "--scopes", "openid"}, []string{`unknown command "add" for "grantwire grants" (one of: grant, list, revoke)`, "grantwire grants --help"}},
 		{"unknown command and a flag", invocation{}, []string{"frobnicate", "--scopes", "x"}, []string{`unknown command "frobnicate" for "grantwire"`}},
 		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
+		{"missing catalog file", invocation{}, []string{"--catalog", "/nonexistent/c.json", "status"}, []string{"usage: --catalog: stat /nonexistent/c.json: no such file or directory (drop --catalog"}},
 		{"the policy's usage error", invocation{}, []string{"grants", "grant", "google", "nosuch:agent", "--scopes", "x"}, []string{"an agent id is namespaced", "see: grantwire grants grant --help"}},
 		{"missing argument", invocation{}, []string{"connect"}, []string{"grantwire connect: missing <provider> (grantwire connect <provider>)", "grantwire connect --help"}},
 		{"missing arguments", invocation{}, []string{"grants", "revoke"}, []string{"grantwire grants revoke: missing <connector> and <agent>"}},
