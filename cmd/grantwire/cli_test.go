@@ -232,6 +232,9 @@ func TestConnectGrantTokenAndTheGate(t *testing.T) {
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "fix: grantwire grants grant google builtin:chat --scopes "+gmailRead)
 
+	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Granted google → builtin:chat: no scope (it hands out no token)\n", r.stdout, "a grant of no scope says so")
 	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", gmailRead)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)

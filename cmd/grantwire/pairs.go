@@ -69,7 +69,11 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				if !res.Changed {
 					suffix = " (unchanged)"
 				}
-				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), suffix)
+				held := strings.Join(res.Scopes, " ")
+				if held == "" {
+					held = "no scope (it hands out no token)"
+				}
+				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, held, suffix)
 				a.warnAll(res.Warnings)
 				return nil
 			},
