@@ -235,6 +235,8 @@ func TestConnectGrantTokenAndTheGate(t *testing.T) {
 	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", "")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "Granted google → builtin:chat: no scope (it hands out no token)\n", r.stdout, "a grant of no scope says so")
+	r = tw.gw("grants", "list", "google")
+	require.Regexp(t, `(?m)^google\s+builtin:chat\s+-$`, r.stdout, "an empty cell is a dash, as in every table")
 	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", gmailRead)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)

@@ -69,11 +69,7 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				if !res.Changed {
 					suffix = " (unchanged)"
 				}
-				held := strings.Join(res.Scopes, " ")
-				if held == "" {
-					held = "no scope (it hands out no token)"
-				}
-				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, held, suffix)
+				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, scopesOr(res.Scopes, "no scope (it hands out no token)"), suffix)
 				a.warnAll(res.Warnings)
 				return nil
 			},
@@ -119,7 +115,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 				}
 				var rows [][]string
 				eachPair(grants, func(conn, agent string, scopes []string) {
-					rows = append(rows, []string{conn, agent, strings.Join(scopes, " ")})
+					rows = append(rows, []string{conn, agent, scopesOr(scopes, "-")})
 				})
 				return a.printTable([]string{"CONNECTOR", "AGENT", "SCOPES"}, rows)
 			},
@@ -354,4 +350,13 @@ func (a *app) deactivateCmd() *cobra.Command {
 			},
 		}.runE(a),
 	})
+}
+
+// scopesOr is a list of scopes as the CLI prints them (space-separated), or none when it is
+// empty (a grant of no scope).
+func scopesOr(scopes []string, none string) string {
+	if len(scopes) == 0 {
+		return none
+	}
+	return strings.Join(scopes, " ")
 }
