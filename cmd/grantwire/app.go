@@ -312,7 +312,7 @@ func (a *app) Catalog() (*catalog.Catalog, error) {
 		}
 	case a.catalogPath != "" && !errors.As(err, &ge):
 		// The policy validates the file when the client is built (validate_catalog).
-		return nil, usagef("--catalog: %v (drop --catalog or unset %s to use the embedded catalog)", err, envCatalog)
+		return nil, usagef("--catalog: %s (drop --catalog or unset %s to use the embedded catalog)", strings.TrimPrefix(err.Error(), "catalog: "), envCatalog)
 	}
 	return nil, err
 }
@@ -645,7 +645,11 @@ func (a *app) exit(ctx context.Context, cmd *cobra.Command, err error) int {
 		if info, ok := table[ge.Code]; ok {
 			exit = info.Exit
 		}
-		a.report(ge.Code, ge.Summary, ge.Fix, ge.Fields, exit)
+		fix := ge.Fix
+		if fix == "" && ge.Code == "USAGE" && cmd != nil {
+			fix = cmd.CommandPath() + " --help" // as for the command's own usage errors
+		}
+		a.report(ge.Code, ge.Summary, fix, ge.Fields, exit)
 		return exit
 	}
 	var he *hostabi.HostError

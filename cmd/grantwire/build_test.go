@@ -155,6 +155,7 @@ func TestBinaryPolicyCommands(t *testing.T) {
 	doc := filepath.Join(dir, "policy.md")
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 1, r.code, "a missing file is stale: %s", r.stderr)
+	require.Contains(t, r.stderr, doc+" does not exist: run `grantwire policy docs -o "+doc+"`", "the command that writes it")
 	r = w.run("", "policy", "docs", "-o", doc)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "wrote "+doc)
@@ -184,7 +185,7 @@ func TestBinaryPolicyCommands(t *testing.T) {
 	r = w.run("", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 1, r.code)
 	require.Empty(t, r.stdout)
-	require.Contains(t, r.stderr, "is stale: run `make docs`")
+	require.Contains(t, r.stderr, "is stale: run `grantwire policy docs -o "+doc+"`", "any file but the checkout's reference: the command that writes it")
 	r = w.run("", "--json", "policy", "docs", "-o", doc, "--check")
 	require.Equal(t, 1, r.code)
 	checked = docsJSON{}

@@ -61,6 +61,8 @@ func TestUsageErrorsExit2WithAHint(t *testing.T) {
 		{"group with unknown command and a flag", invocation{}, []string{"grants", "add", "google", "builtin:email", "--scopes", "openid"}, []string{`unknown command "add" for "grantwire grants" (one of: grant, list, revoke)`, "grantwire grants --help"}},
 		{"unknown command and a flag", invocation{}, []string{"frobnicate", "--scopes", "x"}, []string{`unknown command "frobnicate" for "grantwire"`}},
 		{"unknown flag", invocation{}, []string{"status", "--bogus"}, []string{"unknown flag: --bogus", "grantwire status --help"}},
+		{"missing catalog file", invocation{}, []string{"--catalog", "/nonexistent/c.json", "status"}, []string{"usage: --catalog: stat /nonexistent/c.json: no such file or directory (drop --catalog"}},
+		{"the policy's usage error", invocation{}, []string{"grants", "grant", "google", "nosuch:agent", "--scopes", "x"}, []string{"an agent id is namespaced", "see: grantwire grants grant --help"}},
 		{"missing argument", invocation{}, []string{"connect"}, []string{"grantwire connect: missing <provider> (grantwire connect <provider>)", "grantwire connect --help"}},
 		{"missing arguments", invocation{}, []string{"grants", "revoke"}, []string{"grantwire grants revoke: missing <connector> and <agent>"}},
 		{"missing second argument", invocation{}, []string{"grants", "grant", "google"}, []string{"grantwire grants grant: missing <agent> (grantwire grants grant <connector> <agent>)"}},
@@ -230,6 +232,11 @@ func TestConnectGrantTokenAndTheGate(t *testing.T) {
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "fix: grantwire grants grant google builtin:chat --scopes "+gmailRead)
 
+	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Granted google → builtin:chat: no scope (it hands out no token)\n", r.stdout, "a grant of no scope says so")
+	r = tw.gw("grants", "list", "google")
+	require.Regexp(t, `(?m)^google\s+builtin:chat\s+-$`, r.stdout, "an empty cell is a dash, as in every table")
 	r = tw.gw("grants", "grant", "google", "builtin:chat", "--scopes", gmailRead)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = tw.gw("token", "google", "--agent", "builtin:chat", "--scopes", gmailRead)
@@ -398,6 +405,9 @@ func TestJSONOutputsParse(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cfg))
 	require.Equal(t, []any{"BRAVE_API_KEY"}, cfg["env_keys"])
+	r = tw.gw("configure", "mcp-time", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"connector": "mcp-time", "env_keys": []}`, r.stdout, "a server of no keys: an empty list, not null")
 
 	var act grantwire.Activation
 	r = tw.gw("activations", "activate", "mcp-brave-search", "builtin:chat", "--json")

@@ -200,7 +200,7 @@ func (a *app) configureInput(id string, e catalog.Entry, fields map[string]bool,
 		if err != nil {
 			return in, none, err
 		}
-		keys := slices.Sorted(maps.Keys(values))
+		keys := append([]string{}, slices.Sorted(maps.Keys(values))...) // [] in --json when it takes none
 		return grantwire.ConfigureInput{Env: values, Given: given}, configureView{
 			json: func(*grantwire.ConfigureResult) any { return map[string]any{"connector": id, "env_keys": keys} },
 			text: func(*grantwire.ConfigureResult) {

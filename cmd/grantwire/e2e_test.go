@@ -1164,7 +1164,7 @@ func TestBinaryPolicyAudit(t *testing.T) {
 	require.True(t, strings.HasPrefix(r.stdout, "# grantwire policy reference"))
 	r = w.run("", "policy", "docs", "--check", "-o", filepath.Join(w.home, "stale.md"))
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "stale.md is stale")
+	require.Contains(t, r.stderr, "stale.md does not exist: run `grantwire policy docs -o ")
 	r = w.run("", "policy")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "grantwire policy needs a command: audit, build, docs, replay, test")

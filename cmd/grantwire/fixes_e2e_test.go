@@ -204,9 +204,10 @@ var fixRuns = map[string]func(t *testing.T){
 		require.Equal(t, 0, w.run(fix, "", nil).code)
 		w.ok("", "token", "google", "--agent", "builtin:email", "--scopes", gmailRead)
 		// No scope asked: no fix grants the empty list of scopes (a token carries every
-		// scope of its connection, so a request of no scope gets none; issue 20 §2.5).
+		// scope of its connection, so a request of no scope gets none; issue 20 §2.5): the
+		// usage error points at the command's help only.
 		e := w.fail(2, "USAGE", "token", "google", "--agent", "builtin:chat")
-		require.Empty(t, e.Error.Fix)
+		require.Equal(t, "grantwire token --help", e.Error.Fix)
 	},
 	"connect": func(t *testing.T) {
 		w := newFixWorld(t, "connect")

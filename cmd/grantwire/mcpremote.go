@@ -46,8 +46,8 @@ server names none. --client-metadata-url is an https URL where a client ID metad
 document describing grantwire is published, used where the authorization server supports
 them. Changing the URL of a server deletes the tokens it held.
 
-Machine grants (no person, no browser; mcp auth, mcp token and mcp proxy then run
-unattended) need the client registered at the authorization server (--client-id,
+Machine grants (no person, no browser; mcp auth and mcp proxy, with every token it
+fetches, then run unattended) need the client registered at the authorization server (--client-id,
 --issuer) and --grant:
   client-credentials  the client's own credentials (OAuth client credentials, SEP-1046):
                       its secret (--client-secret-stdin or --client-secret-file) or its

@@ -70,7 +70,7 @@ func (a *app) grantsGrantCmd() *cobra.Command {
 				if !res.Changed {
 					suffix = " (unchanged)"
 				}
-				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, strings.Join(res.Scopes, " "), suffix)
+				a.printf("Granted %s → %s: %s%s\n", res.Connector, res.Agent, scopesOr(res.Scopes, "no scope (it hands out no token)"), suffix)
 				a.warnAll(res.Warnings)
 				return nil
 			},
@@ -116,7 +116,7 @@ func (a *app) grantsListCmd() *cobra.Command {
 				}
 				var rows [][]string
 				eachPair(grants, func(conn, agent string, scopes []string) {
-					rows = append(rows, []string{conn, agent, strings.Join(scopes, " ")})
+					rows = append(rows, []string{conn, agent, scopesOr(scopes, "-")})
 				})
 				return a.printTable([]string{"CONNECTOR", "AGENT", "SCOPES"}, rows)
 			},
@@ -351,4 +351,13 @@ func (a *app) deactivateCmd() *cobra.Command {
 			},
 		}.runE(a),
 	})
+}
+
+// scopesOr is a list of scopes as the CLI prints them (space-separated), or none when it is
+// empty (a grant of no scope).
+func scopesOr(scopes []string, none string) string {
+	if len(scopes) == 0 {
+		return none
+	}
+	return strings.Join(scopes, " ")
 }

@@ -200,7 +200,7 @@ func (a *app) policyDocsCmd() *cobra.Command {
 				case out == "-":
 				case check:
 					cur, err := os.ReadFile(out)
-					d.stale = err != nil || string(cur) != string(d.doc)
+					d.stale, d.missing = err != nil || string(cur) != string(d.doc), errors.Is(err, os.ErrNotExist)
 				default:
 					err = writeFileAll(out, d.doc)
 				}
@@ -228,8 +228,19 @@ func (a *app) policyDocsCmd() *cobra.Command {
 				return nil
 			},
 			then: func(d policyDocs, _ []string) error {
-				if d.stale {
+				// The command that writes the file again: make docs for the checkout's own
+				// reference, the command itself for any other file or policy.
+				regen := "grantwire policy docs -o " + out
+				if dir != "" {
+					regen += " --policy " + dir
+				}
+				switch {
+				case d.missing:
+					return checkFailedf("%s does not exist: run `%s`", out, regen)
+				case d.stale && out == audit.DocsPath && dir == "":
 					return checkFailedf("%s is stale: run `make docs`", out)
+				case d.stale:
+					return checkFailedf("%s is stale: run `%s`", out, regen)
 				}
 				return nil
 			},
@@ -349,8 +360,9 @@ func (a *app) policyTestCmd() *cobra.Command {
 // policyDocs is what policy docs generated (doc) and, with --check, whether the file
 // differs from it.
 type policyDocs struct {
-	doc   []byte
-	stale bool
+	doc     []byte
+	stale   bool
+	missing bool // (with stale) --check found no file
 }
 
 // replayReport is what policy replay reports: the decisions that would change, against

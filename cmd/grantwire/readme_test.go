@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,8 +34,42 @@ var globalWithValue = []string{"--home", "--keyring-service", "--engine", "--cat
 var grantwireCall = regexp.MustCompile(`(?:^|[\s($;&|])grantwire((?:[ \t]+[^\s|;&)<>]+)*)`)
 
 // resolve follows a grantwire command line through the command tree and returns what is
-// wrong with it ("" when it names commands that exist).
+// wrong with it ("" when it names commands that exist, and flags those commands take).
 func resolve(root *cobra.Command, words []string) string {
+	c, problem := command(root, words)
+	if problem != "" || len(c.ValidArgs) > 0 {
+		return problem
+	}
+	for _, w := range words {
+		if w == "--" {
+			break // mcp run's arguments for the server
+		}
+		if !strings.HasPrefix(w, "-") || w == "-" || w == "--help" {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimRight(w, "]…."), "=")
+		var f *pflag.Flag
+		if long, ok := strings.CutPrefix(name, "--"); ok {
+			f = c.Flags().Lookup(long)
+			if f == nil {
+				f = c.PersistentFlags().Lookup(long)
+			}
+			if f == nil {
+				f = c.InheritedFlags().Lookup(long)
+			}
+		} else if len(name) == 2 {
+			f = c.Flags().ShorthandLookup(name[1:])
+		}
+		if f == nil {
+			return "no flag " + name + " for " + c.CommandPath()
+		}
+	}
+	return ""
+}
+
+// command follows a grantwire command line's words through the command tree to the command
+// they name, or says which word names no command.
+func command(root *cobra.Command, words []string) (*cobra.Command, string) {
 	c := root
 	for i := 0; i < len(words); i++ {
 		w := words[i]
@@ -57,27 +92,30 @@ func resolve(root *cobra.Command, words []string) string {
 		}
 		if len(c.ValidArgs) > 0 { // the default build's policy stub: the OPA build's subcommands
 			if !slices.Contains(c.ValidArgs, w) {
-				return "no command " + c.CommandPath() + " " + w
+				return c, "no command " + c.CommandPath() + " " + w
 			}
-			return ""
+			return c, ""
 		}
 		if c.HasAvailableSubCommands() && !(c.HasParent() && c.Runnable() && strings.ContainsAny(c.Use, "[<")) {
 			// (a command with subcommands that also takes arguments, as catalog [id] and
 			// catalog set, takes w as its argument)
-			return "no command " + c.CommandPath() + " " + w
+			return c, "no command " + c.CommandPath() + " " + w
 		}
-		return ""
+		return c, ""
 	}
-	return ""
+	return c, ""
 }
 
-// Nothing in the README, or in any command's examples, names a grantwire command that
-// does not exist.
+// Nothing in the README, the docs a user reads, or any command's examples names a grantwire
+// command that does not exist, or a flag that command does not take.
 func TestREADMECommandsExist(t *testing.T) {
 	root := (&app{env: env{}}).rootCmd()
-	b, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	lines := commandLines(string(b))
+	var lines []string
+	for _, doc := range []string{"README.md", "docs/behaviour.md", "hostabi/README.md"} {
+		b, err := os.ReadFile("../../" + doc)
+		require.NoError(t, err)
+		lines = append(lines, commandLines(string(b))...)
+	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		lines = append(lines, strings.Split(c.Example, "\n")...)
@@ -90,6 +128,10 @@ func TestREADMECommandsExist(t *testing.T) {
 	for _, line := range lines {
 		if i := strings.Index(line, " #"); i >= 0 {
 			line = line[:i] // a shell comment
+		}
+		line = strings.TrimSpace(line)
+		if i := strings.Index(line, "  "); i >= 0 {
+			line = line[:i] // the README's list of commands: what the command does
 		}
 		for _, ix := range grantwireCall.FindAllStringSubmatchIndex(line, -1) {
 			if strings.HasSuffix(strings.TrimSpace(line[:ix[0]+1]), "-o") {
@@ -105,7 +147,7 @@ func TestREADMECommandsExist(t *testing.T) {
 	require.Greater(t, checked, 50, "the README and the examples name grantwire commands")
 
 	// The checker finds a command that does not exist.
-	for _, bad := range []string{"grantwire server", "grantwire grants toggle x", "grantwire --home h mcp authorize", "grantwire policy lint"} {
+	for _, bad := range []string{"grantwire server", "grantwire grants toggle x", "grantwire --home h mcp authorize", "grantwire policy lint", "grantwire token google --scope x", "grantwire mcp add n --url u --issuer-url i"} {
 		m := grantwireCall.FindStringSubmatch(bad)
 		require.NotEmpty(t, resolve(root, strings.Fields(m[1])), bad)
 	}
