@@ -443,6 +443,12 @@ _device_cmd := concat("", [_again, " --device"])
 
 _paste_cmd := concat("", [_again, " --no-browser"])
 
+# The command that tries again the way the user chose: pasting the redirect back stays
+# pasting (in a session without a browser, the loopback's command would be refused).
+_again_this_way := _paste_cmd if _mode == "paste"
+
+else := _again
+
 # Another way to complete when this one cannot: the device flow where the provider offers
 # it for these scopes, else pasting the redirect back (from the loopback only).
 _other_way := _device_cmd if {
@@ -472,7 +478,7 @@ _browser_step := step.need([facts.loopback_mode("loopback", _c, _mode)]) if {
 	not facts.has(_f, "callback")
 } else := step.fail(_nothing_came, []) if {
 	_cb.status == "unavailable"
-} else := step.fail(errors.authorization_timeout(_c, _timeout, _again), []) if {
+} else := step.fail(errors.authorization_timeout(_c, _timeout, _again_this_way), []) if {
 	_cb.status != "callback"
 } else := step.fail(errors.issuer_mismatch(_c, p, oauth.issuer_fix(_c, _client, _params, _catalog_file)), []) if {
 	p := oauth.issuer_problem(_c, _client, _params)

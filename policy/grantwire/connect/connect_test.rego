@@ -648,6 +648,15 @@ test_paste_back if {
 	)
 	_dconnect(fx.patch(args, {"scopes": ["openid"], "grant_agents": []}), fx.patch(g, {"callback": {"status": "unavailable"}})).error.fix == "grantwire connect google --scopes openid --device"
 
+	# nothing pasted in time: the command that tries again pastes again
+	_connect(args, fx.patch(g, {"callback": {"status": "timeout"}})) == fx.failed(
+		fx.err(
+			"AUTHORIZATION_TIMEOUT", "no answer from the browser in 5m; nothing was stored",
+			"grantwire connect google --scopes gmail.readonly --grant-agent builtin:chat --no-browser", {"connector": "google", "timeout_ms": 300000},
+		),
+		[],
+	)
+
 	# the same answer checks as the loopback: a pasted error is never echoed
 	_connect(args, _until_callback(_base, {"error": "<script>x</script>", "iss": "https://accounts.google.com"})).error.summary == "google: the authorization endpoint answered unrecognised_error; nothing was stored"
 	_connect(args, g) == fx.need([_exchange_need])
